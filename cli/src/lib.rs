@@ -1,0 +1,1 @@
+//! Shared code of the smbcp and smbctl binaries.

@@ -1,0 +1,17 @@
+//! Sans-IO core of the SMB3 client: the SMB2/SMB3 wire format (one module per command) and the
+//! cryptography it needs. Nothing here touches sockets, clocks or an async runtime; the
+//! `smb3-client` crate drives it.
+
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod codec;
+pub mod crypto;
+pub mod dialect;
+pub mod header;
+pub mod msg;
+pub mod status;
+
+pub use codec::DecodeError;
+pub use dialect::{Cipher, Dialect, SigningAlgorithm};
+pub use header::{Command, Header, HeaderFlags};
+pub use status::NtStatus;

@@ -1,0 +1,1 @@
+//! Test harness: drives tests/testbed/testbed.sh.

@@ -2,3 +2,8 @@
 
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
+
+mod channel;
+mod error;
+
+pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};

@@ -1,0 +1,117 @@
+//! Direct TCP transport framing (MS-SMB2 2.1): each SMB2 message or compound is preceded by a
+//! 4-byte header, a zero byte and a 24-bit big-endian length.
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Largest frame the 24-bit length can express.
+pub(crate) const MAX_FRAME: usize = 0x00FF_FFFF;
+
+/// The 4-byte transport header for a frame of `len` bytes.
+pub(crate) fn frame_prefix(len: usize) -> [u8; 4] {
+    debug_assert!(len <= MAX_FRAME);
+    let l = len as u32;
+    [0, (l >> 16) as u8, (l >> 8) as u8, l as u8]
+}
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// The peer closed the connection between frames.
+    Eof,
+    /// A socket error, or EOF in the middle of a frame.
+    Io(std::io::Error),
+    /// The first byte of the transport header was not zero.
+    BadPrefix(u8),
+}
+
+/// Reads whole frames from a byte stream. Small frames are carved out of one shared buffer;
+/// a large frame (an 8 MiB READ reply) gets a buffer of exactly its size that the socket reads
+/// into directly, so the payload is never copied after it leaves the kernel.
+pub(crate) struct FrameReader<R> {
+    io: R,
+    buf: BytesMut,
+}
+
+const READ_CHUNK: usize = 256 * 1024;
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(io: R) -> Self {
+        FrameReader {
+            io,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+        }
+    }
+
+    /// The next frame, without its transport header.
+    pub(crate) async fn next(&mut self) -> Result<BytesMut, FrameError> {
+        loop {
+            if self.buf.len() >= 4 {
+                if self.buf[0] != 0 {
+                    return Err(FrameError::BadPrefix(self.buf[0]));
+                }
+                let len = (usize::from(self.buf[1]) << 16)
+                    | (usize::from(self.buf[2]) << 8)
+                    | usize::from(self.buf[3]);
+                if self.buf.len() >= 4 + len {
+                    self.buf.advance(4);
+                    return Ok(self.buf.split_to(len));
+                }
+                // Room for the rest of this frame plus a little of the next one.
+                let want = 4 + len - self.buf.len();
+                self.buf.reserve(want.max(READ_CHUNK.min(want + 4096)));
+            } else if self.buf.capacity() - self.buf.len() < 4096 {
+                self.buf.reserve(READ_CHUNK);
+            }
+            let n = self.io.read_buf(&mut self.buf).await.map_err(FrameError::Io)?;
+            if n == 0 {
+                return Err(if self.buf.is_empty() {
+                    FrameError::Eof
+                } else {
+                    FrameError::Io(std::io::ErrorKind::UnexpectedEof.into())
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    #[tokio::test]
+    async fn splits_frames_of_any_size_across_reads() {
+        let (mut a, b) = tokio::io::duplex(1000);
+        let big = vec![7u8; 3 * READ_CHUNK + 5];
+        let writer = tokio::spawn(async move {
+            for payload in [&b"abc"[..], &big[..], &b""[..], &b"z"[..]] {
+                a.write_all(&frame_prefix(payload.len())).await.unwrap();
+                a.write_all(payload).await.unwrap();
+            }
+        });
+        let mut r = FrameReader::new(b);
+        assert_eq!(&r.next().await.unwrap()[..], b"abc");
+        let f = r.next().await.unwrap();
+        assert_eq!(f.len(), 3 * READ_CHUNK + 5);
+        assert!(f.iter().all(|&x| x == 7));
+        assert_eq!(r.next().await.unwrap().len(), 0);
+        assert_eq!(&r.next().await.unwrap()[..], b"z");
+        writer.await.unwrap();
+        assert!(matches!(r.next().await, Err(FrameError::Eof)));
+    }
+
+    #[tokio::test]
+    async fn rejects_bad_prefix_and_midframe_eof() {
+        let (mut a, b) = tokio::io::duplex(64);
+        a.write_all(&[1, 0, 0, 1, 0]).await.unwrap();
+        let mut r = FrameReader::new(b);
+        assert!(matches!(r.next().await, Err(FrameError::BadPrefix(1))));
+
+        let (mut a, b) = tokio::io::duplex(64);
+        a.write_all(&[0, 0, 0, 9, 1, 2]).await.unwrap();
+        drop(a);
+        let mut r = FrameReader::new(b);
+        assert!(matches!(r.next().await, Err(FrameError::Io(_))));
+    }
+}

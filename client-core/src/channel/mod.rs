@@ -1,0 +1,584 @@
+//! One TCP connection to the server: framing, MessageIds, credits, signing/sealing, and the
+//! reader and writer tasks that drive it.
+//!
+//! ```text
+//!  caller task                          writer task              server
+//!  ───────────                          ───────────              ──────
+//!  call(req) ── reserve credits+ids ─┐
+//!            ── sign / seal ─────────┼─► queue ─► write_vectored ─────►
+//!            ── await oneshot ◄──┐   │
+//!                                │   reader task  ◄─────────────────── reply frames
+//!                                └── decrypt, verify, match MessageId, grant credits
+//! ```
+//!
+//! A caller that drops its future leaves its entry in the pending table; the reader still
+//! receives the reply, returns its credits and discards it, so nothing wedges.
+
+mod credits;
+mod frame;
+mod writer;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
+use smb3_proto::msg::{credit_charge, RequestBody};
+use smb3_proto::{Command, NtStatus};
+use tokio::net::TcpSocket;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::error::{Error, ProtocolError, Result};
+use credits::CreditWindow;
+use frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
+use writer::{run_writer, OutFrame};
+
+/// MessageId the server uses for oplock and lease break notifications (MS-SMB2 3.3.4.6).
+const UNSOLICITED_MESSAGE_ID: u64 = u64::MAX;
+
+/// Signing and sealing of one channel, installed once its session is authenticated.
+pub(crate) trait ChannelCrypto: Send + Sync + 'static {
+    /// Sign in place: `head` is header + body (signature field at 48..64), `payload` follows.
+    fn sign(&self, head: &mut [u8], payload: &[u8]);
+    /// Check the signature of one received message.
+    fn verify(&self, msg: &[u8]) -> bool;
+    /// Encrypt a message given as parts into a TRANSFORM_HEADER frame.
+    fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut>;
+    /// Decrypt a TRANSFORM_HEADER frame into the plaintext message(s).
+    fn open(&self, frame: BytesMut) -> Result<BytesMut>;
+    /// Whether replies that are not encrypted must carry a valid signature.
+    fn replies_must_be_signed(&self) -> bool;
+}
+
+/// A request ready to be stamped and sent.
+pub(crate) struct Request {
+    command: Command,
+    /// Header placeholder (64 bytes) followed by the encoded body.
+    msg: BytesMut,
+    payload: Bytes,
+    credit_charge: u16,
+    /// TreeId, SessionId, extra flags, ChannelSequence, sign/seal choices.
+    pub(crate) tree_id: u32,
+    pub(crate) session_id: u64,
+    pub(crate) flags: u32,
+    pub(crate) channel_sequence: u16,
+    pub(crate) sign: bool,
+    pub(crate) encrypt: bool,
+    /// Keep the exact bytes sent (the 3.1.1 preauth hash needs them).
+    pub(crate) keep_sent: bool,
+    pub(crate) timeout: Duration,
+}
+
+impl Request {
+    /// Encode `body` behind a header placeholder.
+    pub(crate) fn new<B: RequestBody>(body: &B) -> Request {
+        let mut msg = BytesMut::with_capacity(HEADER_LEN + 128);
+        msg.resize(HEADER_LEN, 0);
+        body.encode_body(&mut msg);
+        Request {
+            command: B::COMMAND,
+            msg,
+            payload: body.payload(),
+            credit_charge: credit_charge(body.credit_payload()),
+            tree_id: 0,
+            session_id: 0,
+            flags: 0,
+            channel_sequence: 0,
+            sign: false,
+            encrypt: false,
+            keep_sent: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// The command.
+    pub(crate) fn command(&self) -> Command {
+        self.command
+    }
+}
+
+/// A final reply, matched to its request.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) header: Header,
+    /// The whole message, header included.
+    pub(crate) msg: Bytes,
+    /// The request as sent, when `keep_sent` was asked.
+    pub(crate) sent: Option<Bytes>,
+    /// Whether the reply arrived encrypted.
+    pub(crate) was_encrypted: bool,
+}
+
+impl Response {
+    /// `Err(Error::Status)` unless the status is success or one of `also_ok`.
+    pub(crate) fn check(self, also_ok: &[NtStatus]) -> Result<Response> {
+        let st = self.header.status;
+        if st == NtStatus::SUCCESS || also_ok.contains(&st) {
+            Ok(self)
+        } else {
+            Err(Error::Status {
+                status: st,
+                command: self.header.command,
+                path: None,
+            })
+        }
+    }
+}
+
+/// Tuning of one channel.
+#[derive(Clone, Debug)]
+pub(crate) struct ChannelOptions {
+    pub(crate) connect_timeout: Duration,
+    /// Credits the channel tries to hold; 512 × 64 KiB = 32 MiB in flight.
+    pub(crate) credit_target: u32,
+}
+
+impl Default for ChannelOptions {
+    fn default() -> Self {
+        ChannelOptions {
+            connect_timeout: Duration::from_secs(10),
+            credit_target: 512,
+        }
+    }
+}
+
+struct Pending {
+    reply: oneshot::Sender<Result<Response>>,
+    charge: u16,
+    command: Command,
+    sent: Option<Bytes>,
+    async_id: Option<u64>,
+}
+
+struct State {
+    credits: CreditWindow,
+    pending: HashMap<u64, Pending>,
+    /// Why the channel is dead, once it is.
+    dead: Option<String>,
+    /// Counters.
+    requests: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+}
+
+/// What the reader task and the handles share.
+struct Shared {
+    state: Mutex<State>,
+    credit_granted: Notify,
+    crypto: RwLock<Option<Arc<dyn ChannelCrypto>>>,
+    peer: SocketAddr,
+    local: SocketAddr,
+}
+
+/// A cheap handle on one connection. Clones share the connection; it closes when the last
+/// handle is dropped.
+#[derive(Clone)]
+pub(crate) struct Channel {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    queue: mpsc::UnboundedSender<OutFrame>,
+    reader: tokio::task::AbortHandle,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Messages the server sends without a request (oplock and lease breaks).
+pub(crate) type Unsolicited = mpsc::UnboundedReceiver<Bytes>;
+
+impl Channel {
+    /// Connect to `peer`, from `local` when given (multichannel binds each channel to a NIC).
+    pub(crate) async fn connect(
+        peer: SocketAddr,
+        local: Option<IpAddr>,
+        opts: &ChannelOptions,
+    ) -> Result<(Channel, Unsolicited)> {
+        let socket = match peer {
+            SocketAddr::V4(_) => TcpSocket::new_v4(),
+            SocketAddr::V6(_) => TcpSocket::new_v6(),
+        }
+        .map_err(|e| Error::io(Some(peer), e))?;
+        if let Some(ip) = local {
+            socket
+                .bind(SocketAddr::new(ip, 0))
+                .map_err(|e| Error::io(Some(peer), e))?;
+        }
+        socket.set_nodelay(true).map_err(|e| Error::io(Some(peer), e))?;
+        let stream = match tokio::time::timeout(opts.connect_timeout, socket.connect(peer)).await {
+            Ok(r) => r.map_err(|e| Error::io(Some(peer), e))?,
+            Err(_) => {
+                return Err(Error::Timeout {
+                    what: "TCP connect",
+                    after: opts.connect_timeout,
+                })
+            }
+        };
+        let local_addr = stream.local_addr().map_err(|e| Error::io(Some(peer), e))?;
+        let (rd, wr) = stream.into_split();
+        Ok(Self::start(rd, wr, peer, local_addr, opts))
+    }
+
+    /// Drive an already-connected byte stream (tests use an in-memory duplex).
+    pub(crate) fn start<R, W>(
+        rd: R,
+        wr: W,
+        peer: SocketAddr,
+        local: SocketAddr,
+        opts: &ChannelOptions,
+    ) -> (Channel, Unsolicited)
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                credits: CreditWindow::new(opts.credit_target),
+                pending: HashMap::new(),
+                dead: None,
+                requests: 0,
+                bytes_sent: 0,
+                bytes_received: 0,
+            }),
+            credit_granted: Notify::new(),
+            crypto: RwLock::new(None),
+            peer,
+            local,
+        });
+        let (queue, queue_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let writer_shared = shared.clone();
+        tokio::spawn(async move {
+            if let Err(e) = run_writer(wr, queue_rx).await {
+                writer_shared.fail(format!("write failed: {e}"));
+            }
+        });
+        let reader_shared = shared.clone();
+        let reader = tokio::spawn(async move {
+            let reason = read_loop(&reader_shared, FrameReader::new(rd), events_tx).await;
+            reader_shared.fail(reason);
+        })
+        .abort_handle();
+        (
+            Channel {
+                inner: Arc::new(Inner {
+                    shared,
+                    queue,
+                    reader,
+                }),
+            },
+            events_rx,
+        )
+    }
+
+    /// Install signing/sealing for this channel's session.
+    pub(crate) fn set_crypto(&self, crypto: Arc<dyn ChannelCrypto>) {
+        *self.inner.shared.crypto.write().unwrap_or_else(|e| e.into_inner()) = Some(crypto);
+    }
+
+    /// Server address.
+    pub(crate) fn peer(&self) -> SocketAddr {
+        self.inner.shared.peer
+    }
+
+    /// Local address the connection uses.
+    pub(crate) fn local(&self) -> SocketAddr {
+        self.inner.shared.local
+    }
+
+    /// Why the channel died, if it has.
+    pub(crate) fn dead_reason(&self) -> Option<String> {
+        self.inner.shared.lock().dead.clone()
+    }
+
+    /// Credits held (available + in flight).
+    pub(crate) fn credits_total(&self) -> u32 {
+        self.inner.shared.lock().credits.total()
+    }
+
+    /// (requests, bytes sent, bytes received) so far.
+    pub(crate) fn counters(&self) -> (u64, u64, u64) {
+        let st = self.inner.shared.lock();
+        (st.requests, st.bytes_sent, st.bytes_received)
+    }
+
+    /// Send `req` and wait for its final reply (interim STATUS_PENDING replies are absorbed).
+    pub(crate) async fn call(&self, req: Request) -> Result<Response> {
+        let timeout = req.timeout;
+        let command = req.command;
+        let rx = self.send(req).await?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(Error::ConnectionLost { command }),
+            Err(_) => Err(Error::Timeout {
+                what: command.name(),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Stamp and queue `req`; the receiver yields its reply.
+    async fn send(&self, mut req: Request) -> Result<oneshot::Receiver<Result<Response>>> {
+        let shared = &self.inner.shared;
+        let (tx, rx) = oneshot::channel();
+        let reservation = loop {
+            let granted = shared.credit_granted.notified();
+            tokio::pin!(granted);
+            granted.as_mut().enable();
+            {
+                let mut st = shared.lock();
+                if st.dead.is_some() {
+                    return Err(Error::ConnectionLost {
+                        command: req.command,
+                    });
+                }
+                if let Some(r) = st.credits.reserve(req.credit_charge) {
+                    st.pending.insert(
+                        r.message_id,
+                        Pending {
+                            reply: tx,
+                            charge: r.charge,
+                            command: req.command,
+                            sent: None,
+                            async_id: None,
+                        },
+                    );
+                    st.requests += 1;
+                    st.bytes_sent += (req.msg.len() + req.payload.len()) as u64;
+                    break r;
+                }
+            }
+            granted.await;
+        };
+        // From here to the queue there is no await: the reserved MessageId is always sent.
+        let mut header = Header::request(req.command);
+        header.credit_charge = reservation.charge;
+        header.credits = reservation.credit_request;
+        header.message_id = reservation.message_id;
+        header.tree_id = req.tree_id;
+        header.session_id = req.session_id;
+        header.set_channel_sequence(req.channel_sequence);
+        header.flags = HeaderFlags(req.flags);
+        let crypto = shared.crypto();
+        let seal = req.encrypt && crypto.is_some();
+        let sign = req.sign && !seal && crypto.is_some();
+        if sign {
+            header.flags.0 |= HeaderFlags::SIGNED;
+        }
+        let mut head = BytesMut::with_capacity(HEADER_LEN);
+        header.encode(&mut head);
+        req.msg[..HEADER_LEN].copy_from_slice(&head);
+        let frame = match (&crypto, seal, sign) {
+            (Some(c), true, _) => {
+                let sealed = c.seal(&[&req.msg, &req.payload]);
+                match sealed {
+                    Ok(s) => OutFrame {
+                        prefix: frame_prefix(s.len()),
+                        head: s.freeze(),
+                        payload: Bytes::new(),
+                    },
+                    Err(e) => {
+                        // Sealing cannot fail with valid keys; treat as fatal for this channel.
+                        shared.fail(format!("sealing failed: {e}"));
+                        return Err(e);
+                    }
+                }
+            }
+            (Some(c), false, true) => {
+                c.sign(&mut req.msg, &req.payload);
+                unsealed_frame(req.msg.freeze(), req.payload)
+            }
+            _ => unsealed_frame(req.msg.freeze(), req.payload),
+        };
+        if req.keep_sent {
+            let mut sent = BytesMut::from(&frame.head[..]);
+            sent.extend_from_slice(&frame.payload);
+            if let Some(p) = shared.lock().pending.get_mut(&reservation.message_id) {
+                p.sent = Some(sent.freeze());
+            }
+        }
+        if frame.head.len() + frame.payload.len() > MAX_FRAME {
+            shared.fail("request larger than a transport frame".into());
+            return Err(Error::ApiMisuse("request exceeds the 16 MiB transport frame"));
+        }
+        if self.inner.queue.send(frame).is_err() {
+            return Err(Error::ConnectionLost {
+                command: req.command,
+            });
+        }
+        Ok(rx)
+    }
+}
+
+fn unsealed_frame(head: Bytes, payload: Bytes) -> OutFrame {
+    OutFrame {
+        prefix: frame_prefix(head.len() + payload.len()),
+        head,
+        payload,
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave State inconsistent in a way that
+        // matters more than losing the channel, so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn crypto(&self) -> Option<Arc<dyn ChannelCrypto>> {
+        self.crypto.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Mark the channel dead and fail everything outstanding.
+    fn fail(&self, reason: String) {
+        let pending = {
+            let mut st = self.lock();
+            if st.dead.is_none() {
+                tracing::debug!(peer = %self.peer, %reason, "channel closed");
+                st.dead = Some(reason);
+            }
+            std::mem::take(&mut st.pending)
+        };
+        for (_, p) in pending {
+            let _ = p.reply.send(Err(Error::ConnectionLost { command: p.command }));
+        }
+        self.credit_granted.notify_waiters();
+    }
+}
+
+/// The reader task: runs until the connection fails; returns why.
+async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
+    shared: &Shared,
+    mut frames: FrameReader<R>,
+    events: mpsc::UnboundedSender<Bytes>,
+) -> String {
+    loop {
+        let frame = match frames.next().await {
+            Ok(f) => f,
+            Err(FrameError::Eof) => return "server closed the connection".into(),
+            Err(FrameError::Io(e)) => return format!("read failed: {e}"),
+            Err(FrameError::BadPrefix(b)) => return format!("bad transport header byte {b:#x}"),
+        };
+        if let Err(e) = handle_frame(shared, frame, &events) {
+            return e.to_string();
+        }
+    }
+}
+
+fn handle_frame(shared: &Shared, frame: BytesMut, events: &mpsc::UnboundedSender<Bytes>) -> Result<()> {
+    let crypto = shared.crypto();
+    let encrypted = frame.starts_with(&[0xFD, b'S', b'M', b'B']);
+    let plain = if encrypted {
+        match &crypto {
+            Some(c) => c.open(frame)?,
+            None => return Err(ProtocolError::Unexpected("encrypted frame before session keys").into()),
+        }
+    } else {
+        frame
+    }
+    .freeze();
+    let frame_len = plain.len() as u64;
+    let mut rest = plain;
+    let mut first = true;
+    while !rest.is_empty() {
+        let header = Header::decode(&rest).map_err(ProtocolError::Frame)?;
+        let msg = if header.next_command == 0 {
+            std::mem::take(&mut rest)
+        } else {
+            let next = header.next_command as usize;
+            if next < HEADER_LEN || next % 8 != 0 || next > rest.len() {
+                return Err(ProtocolError::Unexpected("bad NextCommand in compound reply").into());
+            }
+            let m = rest.slice(..next);
+            rest = rest.slice(next..);
+            m
+        };
+        if !header.is_response() {
+            return Err(ProtocolError::Unexpected("server sent a request").into());
+        }
+        if header.message_id == UNSOLICITED_MESSAGE_ID {
+            if header.command == Command::OPLOCK_BREAK {
+                let _ = events.send(msg);
+                continue;
+            }
+            return Err(ProtocolError::UnknownMessageId(header.message_id).into());
+        }
+        check_signature(crypto.as_deref(), &header, &msg, encrypted)?;
+        deliver(shared, header, msg, encrypted, if first { frame_len } else { 0 })?;
+        first = false;
+    }
+    Ok(())
+}
+
+/// MS-SMB2 3.2.5.1.3: a reply in a signed session is verified; an unsigned one is accepted
+/// only where the server may not sign (interim replies, SESSION_SETUP which the session layer
+/// verifies itself with the freshly derived key).
+fn check_signature(
+    crypto: Option<&dyn ChannelCrypto>,
+    header: &Header,
+    msg: &[u8],
+    encrypted: bool,
+) -> Result<()> {
+    let Some(c) = crypto else { return Ok(()) };
+    if encrypted || header.command == Command::SESSION_SETUP || header.command == Command::NEGOTIATE
+    {
+        return Ok(());
+    }
+    let interim = header.status == NtStatus::PENDING && header.is_async();
+    let signed = header.flags.has(HeaderFlags::SIGNED);
+    if signed {
+        if !c.verify(msg) {
+            return Err(bad_signature(header));
+        }
+    } else if c.replies_must_be_signed() && !interim {
+        return Err(bad_signature(header));
+    }
+    Ok(())
+}
+
+fn bad_signature(header: &Header) -> Error {
+    ProtocolError::BadSignature {
+        command: header.command,
+        message_id: header.message_id,
+    }
+    .into()
+}
+
+fn deliver(shared: &Shared, header: Header, msg: Bytes, encrypted: bool, wire_len: u64) -> Result<()> {
+    let interim = header.status == NtStatus::PENDING && header.is_async();
+    let mut st = shared.lock();
+    st.bytes_received += wire_len;
+    let Some(p) = st.pending.get_mut(&header.message_id) else {
+        return Err(ProtocolError::UnknownMessageId(header.message_id).into());
+    };
+    if p.command != header.command {
+        return Err(ProtocolError::Unexpected("reply command differs from the request's").into());
+    }
+    let charge = p.charge;
+    if interim {
+        p.async_id = Some(header.async_id);
+        let r = st.credits.on_response(charge, header.credits, false);
+        drop(st);
+        shared.credit_granted.notify_waiters();
+        return r.map_err(|_| ProtocolError::NoCredits.into());
+    }
+    let p = st.pending.remove(&header.message_id).expect("checked above");
+    let r = st.credits.on_response(charge, header.credits, true);
+    drop(st);
+    shared.credit_granted.notify_waiters();
+    // The caller may have given up (dropped its future): the reply is simply discarded.
+    let _ = p.reply.send(Ok(Response {
+        header,
+        msg,
+        sent: p.sent,
+        was_encrypted: encrypted,
+    }));
+    r.map_err(|_| ProtocolError::NoCredits.into())
+}

@@ -1,0 +1,280 @@
+//! Errors, grouped by who is to blame (DESIGN §2).
+
+use std::io;
+
+use smb3_proto::{Command, DecodeError, NtStatus};
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, by blame.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server understood the request and said no.
+    #[error("{}{command} failed: {status}", path_prefix(path))]
+    Status {
+        /// The NTSTATUS the server returned.
+        status: NtStatus,
+        /// The command that failed.
+        command: Command,
+        /// The share-relative path the request was about, when there is one.
+        path: Option<String>,
+    },
+    /// The server broke the protocol (malformed or inconsistent reply, bad signature, ...).
+    /// The connection it came from is dropped.
+    #[error("protocol violation by the server: {0}")]
+    Protocol(#[from] ProtocolError),
+    /// Authentication could not be completed locally (bad credentials format, SSPI failure).
+    /// A wrong password shows up as [`Error::Status`] with `LOGON_FAILURE`.
+    #[error("authentication failed: {kind}: {detail}")]
+    Auth {
+        /// What kind of failure.
+        kind: AuthFailure,
+        /// Details from the security package.
+        detail: String,
+    },
+    /// The network failed (connection refused, reset, unreachable).
+    #[error("network error{}: {source}", addr_suffix(addr))]
+    Io {
+        /// Remote address involved, when known.
+        addr: Option<std::net::SocketAddr>,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// No reply in time.
+    #[error("timed out waiting for {what} after {after:?}")]
+    Timeout {
+        /// What was being waited for.
+        what: &'static str,
+        /// How long we waited.
+        after: std::time::Duration,
+    },
+    /// The connection carrying the request was lost before the reply came. Nothing is known
+    /// about whether the server executed the request.
+    #[error("connection lost before {command} completed")]
+    ConnectionLost {
+        /// The command in flight.
+        command: Command,
+    },
+    /// Invalid configuration or URL.
+    #[error("configuration error: {0}")]
+    Config(ConfigError),
+    /// The caller used the API in a way it does not allow.
+    #[error("API misuse: {0}")]
+    ApiMisuse(&'static str),
+}
+
+fn path_prefix(path: &Option<String>) -> String {
+    match path {
+        Some(p) => format!("{p}: "),
+        None => String::new(),
+    }
+}
+
+fn addr_suffix(addr: &Option<std::net::SocketAddr>) -> String {
+    match addr {
+        Some(a) => format!(" ({a})"),
+        None => String::new(),
+    }
+}
+
+/// Kinds of local authentication failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthFailure {
+    /// The security package (sspi) reported an error.
+    SecurityPackage,
+    /// The server asked for more rounds than any mechanism needs.
+    TooManyRounds,
+    /// The server requires signing but the session produced no key (guest / anonymous).
+    NoSessionKey,
+    /// The server would only give a guest session and the caller did not allow that.
+    GuestNotAllowed,
+}
+
+impl std::fmt::Display for AuthFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AuthFailure::SecurityPackage => "security package error",
+            AuthFailure::TooManyRounds => "too many authentication rounds",
+            AuthFailure::NoSessionKey => "no session key for signing",
+            AuthFailure::GuestNotAllowed => "server offered only a guest session",
+        })
+    }
+}
+
+/// How the server broke the protocol.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A message could not be decoded.
+    #[error("malformed {command} reply: {source}")]
+    Decode {
+        /// The command whose reply was malformed.
+        command: Command,
+        /// Why.
+        #[source]
+        source: DecodeError,
+    },
+    /// A frame could not be decoded before its command was known.
+    #[error("malformed frame: {0}")]
+    Frame(#[source] DecodeError),
+    /// A signed reply did not verify, or a reply that must be signed was not.
+    #[error("bad or missing signature on {command} reply (MessageId {message_id})")]
+    BadSignature {
+        /// The command.
+        command: Command,
+        /// Its MessageId.
+        message_id: u64,
+    },
+    /// An encrypted frame failed to decrypt or authenticate.
+    #[error("encrypted frame failed to decrypt")]
+    Decrypt,
+    /// A reply arrived for a MessageId that is not outstanding.
+    #[error("reply for unknown MessageId {0}")]
+    UnknownMessageId(u64),
+    /// The frame length exceeds what the client accepts.
+    #[error("frame of {0} bytes exceeds the limit")]
+    FrameTooLarge(usize),
+    /// The server left the client without credits and nothing in flight.
+    #[error("server granted no credits")]
+    NoCredits,
+    /// A reply contradicts what was asked or negotiated.
+    #[error("{0}")]
+    Unexpected(&'static str),
+}
+
+/// Configuration and URL problems.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The URL could not be parsed.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// A setting is out of range or contradicts another.
+    #[error("invalid setting {name}: {reason}")]
+    Setting {
+        /// The setting.
+        name: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The server supports none of the dialects allowed by the configuration.
+    #[error("no common dialect with the server")]
+    NoCommonDialect,
+}
+
+impl Error {
+    /// The NTSTATUS, if the server returned one.
+    pub fn status(&self) -> Option<NtStatus> {
+        match self {
+            Error::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The closest POSIX errno, for the FUSE layer and exit codes.
+    pub fn to_errno(&self) -> i32 {
+        // Values from Linux asm-generic/errno-base.h and errno.h; stable ABI numbers.
+        const EPERM: i32 = 1;
+        const ENOENT: i32 = 2;
+        const EIO: i32 = 5;
+        const EBADF: i32 = 9;
+        const ENOMEM: i32 = 12;
+        const EACCES: i32 = 13;
+        const EBUSY: i32 = 16;
+        const EEXIST: i32 = 17;
+        const EXDEV: i32 = 18;
+        const ENOTDIR: i32 = 20;
+        const EISDIR: i32 = 21;
+        const EINVAL: i32 = 22;
+        const EMFILE: i32 = 24;
+        const ENOSPC: i32 = 28;
+        const EROFS: i32 = 30;
+        const ENAMETOOLONG: i32 = 36;
+        const ENOSYS: i32 = 38;
+        const ENOTEMPTY: i32 = 39;
+        const ENOTSUP: i32 = 95;
+        const ECONNRESET: i32 = 104;
+        const ETIMEDOUT: i32 = 110;
+        const EDQUOT: i32 = 122;
+        match self {
+            Error::Status { status, .. } => match *status {
+                NtStatus::OBJECT_NAME_NOT_FOUND
+                | NtStatus::OBJECT_PATH_NOT_FOUND
+                | NtStatus::NO_SUCH_FILE
+                | NtStatus::BAD_NETWORK_NAME
+                | NtStatus::NOT_FOUND => ENOENT,
+                NtStatus::ACCESS_DENIED
+                | NtStatus::LOGON_FAILURE
+                | NtStatus::NETWORK_ACCESS_DENIED
+                | NtStatus::CANNOT_DELETE => EACCES,
+                NtStatus::PRIVILEGE_NOT_HELD => EPERM,
+                NtStatus::OBJECT_NAME_COLLISION => EEXIST,
+                NtStatus::FILE_IS_A_DIRECTORY => EISDIR,
+                NtStatus::NOT_A_DIRECTORY => ENOTDIR,
+                NtStatus::DIRECTORY_NOT_EMPTY => ENOTEMPTY,
+                NtStatus::DISK_FULL => ENOSPC,
+                NtStatus::QUOTA_EXCEEDED => EDQUOT,
+                NtStatus::SHARING_VIOLATION
+                | NtStatus::FILE_LOCK_CONFLICT
+                | NtStatus::LOCK_NOT_GRANTED
+                | NtStatus::DELETE_PENDING => EBUSY,
+                NtStatus::INVALID_PARAMETER
+                | NtStatus::OBJECT_NAME_INVALID
+                | NtStatus::OBJECT_PATH_SYNTAX_BAD
+                | NtStatus::INVALID_INFO_CLASS => EINVAL,
+                NtStatus::NAME_TOO_LONG => ENAMETOOLONG,
+                NtStatus::NOT_SAME_DEVICE => EXDEV,
+                NtStatus::MEDIA_WRITE_PROTECTED => EROFS,
+                NtStatus::TOO_MANY_OPENED_FILES => EMFILE,
+                NtStatus::NO_MEMORY | NtStatus::INSUFFICIENT_RESOURCES => ENOMEM,
+                NtStatus::NOT_SUPPORTED | NtStatus::NOT_IMPLEMENTED => ENOTSUP,
+                NtStatus::INVALID_HANDLE | NtStatus::FILE_CLOSED => EBADF,
+                NtStatus::IO_TIMEOUT => ETIMEDOUT,
+                _ => EIO,
+            },
+            Error::Timeout { .. } => ETIMEDOUT,
+            Error::ConnectionLost { .. } => ECONNRESET,
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
+            Error::Config(_) | Error::ApiMisuse(_) => EINVAL,
+            Error::Auth { .. } => EACCES,
+            Error::Protocol(_) => EIO,
+            #[allow(unreachable_patterns)]
+            _ => ENOSYS,
+        }
+    }
+
+    pub(crate) fn io(addr: Option<std::net::SocketAddr>, source: io::Error) -> Error {
+        Error::Io { addr, source }
+    }
+
+    /// Attach the share-relative path a status error is about.
+    pub(crate) fn with_path(self, p: &str) -> Error {
+        match self {
+            Error::Status {
+                status,
+                command,
+                path: None,
+            } => Error::Status {
+                status,
+                command,
+                path: Some(p.to_string()),
+            },
+            other => other,
+        }
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e)
+    }
+}

@@ -14,7 +14,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 #[non_exhaustive]
 pub enum DecodeError {
     /// The buffer ended before a field that must be present.
-    #[error("{what}: message too short (needed {needed} bytes at offset {offset}, have {available})")]
+    #[error(
+        "{what}: message too short (needed {needed} bytes at offset {offset}, have {available})"
+    )]
     Truncated {
         /// The field or structure being read.
         what: &'static str,
@@ -226,7 +228,9 @@ pub fn utf16le_to_string(raw: &[u8], what: &'static str) -> Result<String, Decod
     if raw.len() % 2 != 0 {
         return Err(DecodeError::BadString { what });
     }
-    let units = raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+    let units = raw
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]));
     char::decode_utf16(units)
         .collect::<Result<String, _>>()
         .map_err(|_| DecodeError::BadString { what })

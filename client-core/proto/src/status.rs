@@ -143,8 +143,14 @@ mod tests {
 
     #[test]
     fn unknown_codes_print_in_hex() {
-        assert_eq!(format!("{:?}", NtStatus(0xC0DE_0001)), "NtStatus(0xc0de0001)");
-        assert_eq!(format!("{}", NtStatus(0xC0DE_0001)), "unknown status 0xc0de0001");
+        assert_eq!(
+            format!("{:?}", NtStatus(0xC0DE_0001)),
+            "NtStatus(0xc0de0001)"
+        );
+        assert_eq!(
+            format!("{}", NtStatus(0xC0DE_0001)),
+            "unknown status 0xc0de0001"
+        );
         assert_eq!(format!("{:?}", NtStatus::ACCESS_DENIED), "ACCESS_DENIED");
         assert_eq!(
             NtStatus::LOGON_FAILURE.to_string(),

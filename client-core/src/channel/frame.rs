@@ -63,7 +63,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             } else if self.buf.capacity() - self.buf.len() < 4096 {
                 self.buf.reserve(READ_CHUNK);
             }
-            let n = self.io.read_buf(&mut self.buf).await.map_err(FrameError::Io)?;
+            let n = self
+                .io
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(FrameError::Io)?;
             if n == 0 {
                 return Err(if self.buf.is_empty() {
                     FrameError::Eof

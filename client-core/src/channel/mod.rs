@@ -211,7 +211,9 @@ impl Channel {
                 .bind(SocketAddr::new(ip, 0))
                 .map_err(|e| Error::io(Some(peer), e))?;
         }
-        socket.set_nodelay(true).map_err(|e| Error::io(Some(peer), e))?;
+        socket
+            .set_nodelay(true)
+            .map_err(|e| Error::io(Some(peer), e))?;
         let stream = match tokio::time::timeout(opts.connect_timeout, socket.connect(peer)).await {
             Ok(r) => r.map_err(|e| Error::io(Some(peer), e))?,
             Err(_) => {
@@ -280,7 +282,12 @@ impl Channel {
 
     /// Install signing/sealing for this channel's session.
     pub(crate) fn set_crypto(&self, crypto: Arc<dyn ChannelCrypto>) {
-        *self.inner.shared.crypto.write().unwrap_or_else(|e| e.into_inner()) = Some(crypto);
+        *self
+            .inner
+            .shared
+            .crypto
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(crypto);
     }
 
     /// Server address.
@@ -406,7 +413,9 @@ impl Channel {
         }
         if frame.head.len() + frame.payload.len() > MAX_FRAME {
             shared.fail("request larger than a transport frame".into());
-            return Err(Error::ApiMisuse("request exceeds the 16 MiB transport frame"));
+            return Err(Error::ApiMisuse(
+                "request exceeds the 16 MiB transport frame",
+            ));
         }
         if self.inner.queue.send(frame).is_err() {
             return Err(Error::ConnectionLost {
@@ -433,7 +442,10 @@ impl Shared {
     }
 
     fn crypto(&self) -> Option<Arc<dyn ChannelCrypto>> {
-        self.crypto.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.crypto
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Mark the channel dead and fail everything outstanding.
@@ -447,7 +459,9 @@ impl Shared {
             std::mem::take(&mut st.pending)
         };
         for (_, p) in pending {
-            let _ = p.reply.send(Err(Error::ConnectionLost { command: p.command }));
+            let _ = p
+                .reply
+                .send(Err(Error::ConnectionLost { command: p.command }));
         }
         self.credit_granted.notify_waiters();
     }
@@ -472,13 +486,19 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     }
 }
 
-fn handle_frame(shared: &Shared, frame: BytesMut, events: &mpsc::UnboundedSender<Bytes>) -> Result<()> {
+fn handle_frame(
+    shared: &Shared,
+    frame: BytesMut,
+    events: &mpsc::UnboundedSender<Bytes>,
+) -> Result<()> {
     let crypto = shared.crypto();
     let encrypted = frame.starts_with(&[0xFD, b'S', b'M', b'B']);
     let plain = if encrypted {
         match &crypto {
             Some(c) => c.open(frame)?,
-            None => return Err(ProtocolError::Unexpected("encrypted frame before session keys").into()),
+            None => {
+                return Err(ProtocolError::Unexpected("encrypted frame before session keys").into())
+            }
         }
     } else {
         frame
@@ -511,7 +531,13 @@ fn handle_frame(shared: &Shared, frame: BytesMut, events: &mpsc::UnboundedSender
             return Err(ProtocolError::UnknownMessageId(header.message_id).into());
         }
         check_signature(crypto.as_deref(), &header, &msg, encrypted)?;
-        deliver(shared, header, msg, encrypted, if first { frame_len } else { 0 })?;
+        deliver(
+            shared,
+            header,
+            msg,
+            encrypted,
+            if first { frame_len } else { 0 },
+        )?;
         first = false;
     }
     Ok(())
@@ -551,7 +577,13 @@ fn bad_signature(header: &Header) -> Error {
     .into()
 }
 
-fn deliver(shared: &Shared, header: Header, msg: Bytes, encrypted: bool, wire_len: u64) -> Result<()> {
+fn deliver(
+    shared: &Shared,
+    header: Header,
+    msg: Bytes,
+    encrypted: bool,
+    wire_len: u64,
+) -> Result<()> {
     let interim = header.status == NtStatus::PENDING && header.is_async();
     let mut st = shared.lock();
     st.bytes_received += wire_len;
@@ -569,7 +601,10 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, encrypted: bool, wire_le
         shared.credit_granted.notify_waiters();
         return r.map_err(|_| ProtocolError::NoCredits.into());
     }
-    let p = st.pending.remove(&header.message_id).expect("checked above");
+    let p = st
+        .pending
+        .remove(&header.message_id)
+        .expect("checked above");
     let r = st.credits.on_response(charge, header.credits, true);
     drop(st);
     shared.credit_granted.notify_waiters();

@@ -10,44 +10,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::codec::{DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
+pub use crate::msg::create::{LeaseState, OplockLevel};
 use crate::msg::{FileId, RequestBody};
-
-/// Oplock level (MS-SMB2 2.2.14 / 2.2.23.1). A newtype so unknown values survive.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub struct OplockLevel(pub u8);
-
-impl OplockLevel {
-    /// SMB2_OPLOCK_LEVEL_NONE.
-    pub const NONE: OplockLevel = OplockLevel(0x00);
-    /// SMB2_OPLOCK_LEVEL_II.
-    pub const II: OplockLevel = OplockLevel(0x01);
-    /// SMB2_OPLOCK_LEVEL_EXCLUSIVE.
-    pub const EXCLUSIVE: OplockLevel = OplockLevel(0x08);
-    /// SMB2_OPLOCK_LEVEL_BATCH.
-    pub const BATCH: OplockLevel = OplockLevel(0x09);
-    /// SMB2_OPLOCK_LEVEL_LEASE (the open uses a lease instead).
-    pub const LEASE: OplockLevel = OplockLevel(0xFF);
-}
-
-/// Lease state bits (MS-SMB2 2.2.13.2.8 / 2.2.23.2).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub struct LeaseState(pub u32);
-
-impl LeaseState {
-    /// SMB2_LEASE_NONE.
-    pub const NONE: u32 = 0x00;
-    /// SMB2_LEASE_READ_CACHING.
-    pub const READ_CACHING: u32 = 0x01;
-    /// SMB2_LEASE_HANDLE_CACHING.
-    pub const HANDLE_CACHING: u32 = 0x02;
-    /// SMB2_LEASE_WRITE_CACHING.
-    pub const WRITE_CACHING: u32 = 0x04;
-
-    /// Whether every bit of `flag` is set.
-    pub fn has(self, flag: u32) -> bool {
-        self.0 & flag == flag
-    }
-}
 
 /// Flag in [`LeaseBreakNotification::flags`]: SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED.
 pub const LEASE_BREAK_FLAG_ACK_REQUIRED: u32 = 0x01;

@@ -1,1 +1,232 @@
-fn main() {}
+//! smbcp: copy files and trees between the local file system and SMB shares.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use smb3_client::{ClientConfig, Dialect};
+use smbcp::copy::{download, upload, CopyOptions, CopyReport};
+use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
+
+/// Copy files to or from an SMB share, many chunks and files in flight at once.
+///
+/// Remote locations are smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH or //HOST/SHARE/PATH.
+/// The password comes from SMB_PASSWORD or --credentials FILE, never from the command line.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Sources (all remote, or all local), then the destination.
+    #[arg(required = true, num_args = 2..)]
+    paths: Vec<String>,
+    /// Copy directories recursively.
+    #[arg(short, long)]
+    recursive: bool,
+    /// Files copied at the same time.
+    #[arg(short, long, default_value_t = 4)]
+    jobs: usize,
+    /// Bytes per READ/WRITE request (suffixes K, M), clamped to the server's maximum.
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    chunk_size: u32,
+    /// Requests in flight per file.
+    #[arg(long, default_value_t = 16)]
+    depth: usize,
+    /// User name (also SMB_USER, or the URL).
+    #[arg(short, long)]
+    user: Option<String>,
+    /// File with username=, password=, domain= lines (mount.cifs format).
+    #[arg(long)]
+    credentials: Option<PathBuf>,
+    /// Encrypt the whole session (SMB 3.x).
+    #[arg(long)]
+    encrypt: bool,
+    /// Highest dialect to offer: 2.1, 3.0, 3.0.2 or 3.1.1.
+    #[arg(long, value_parser = parse_dialect)]
+    max_dialect: Option<Dialect>,
+    /// Print a JSON summary on stdout at the end.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_size(s: &str) -> Result<u32, String> {
+    let (num, mult) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1024),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let n: u32 = num.parse().map_err(|_| format!("invalid size {s:?}"))?;
+    let v = n.checked_mul(mult).ok_or("size too large")?;
+    if !(4096..=8 * 1024 * 1024).contains(&v) {
+        return Err("chunk size must be between 4K and 8M".into());
+    }
+    Ok(v)
+}
+
+fn parse_dialect(s: &str) -> Result<Dialect, String> {
+    match s {
+        "2.1" | "2.10" => Ok(Dialect::Smb210),
+        "3.0" | "3" => Ok(Dialect::Smb300),
+        "3.0.2" | "3.02" => Ok(Dialect::Smb302),
+        "3.1.1" | "3.11" => Ok(Dialect::Smb311),
+        _ => Err(format!("unknown dialect {s:?} (2.1, 3.0, 3.0.2, 3.1.1)")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("smbcp: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE as u8);
+        }
+    };
+    let code = runtime.block_on(run(args));
+    ExitCode::from(code as u8)
+}
+
+async fn run(args: Args) -> i32 {
+    let mut locations = Vec::new();
+    for p in &args.paths {
+        match Location::parse(p) {
+            Ok(l) => locations.push(l),
+            Err(e) => {
+                eprintln!("smbcp: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let dest = locations.pop().expect("clap requires two paths");
+    let mut config = ClientConfig::default();
+    config.io_size = args.chunk_size;
+    config.io_depth = args.depth;
+    config.encrypt = args.encrypt;
+    if let Some(d) = args.max_dialect {
+        config.max_dialect = d;
+    }
+    let opts = CopyOptions {
+        recursive: args.recursive,
+        jobs: args.jobs,
+        chunk: args.chunk_size,
+        depth: args.depth,
+        progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
+    };
+    let (remote, direction) = match (&dest, locations.iter().all(|l| matches!(l, Location::Local(_))), locations.iter().all(|l| matches!(l, Location::Remote(_)))) {
+        (Location::Remote(r), true, _) => (r.clone(), Direction::Up),
+        (Location::Local(_), _, true) => match &locations[0] {
+            Location::Remote(r) => (r.clone(), Direction::Down),
+            Location::Local(_) => unreachable!("all remote"),
+        },
+        _ => {
+            eprintln!("smbcp: copy either local files to one share, or files of one share to a local destination");
+            return EXIT_USAGE;
+        }
+    };
+    for l in &locations {
+        if let Location::Remote(r) = l {
+            if r.host != remote.host || r.share != remote.share || r.port != remote.port {
+                eprintln!("smbcp: all remote sources must be on the same share");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let creds = match credentials(&remote, args.user.as_deref(), args.credentials.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("smbcp: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let client = match connect(&remote, &creds, config).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("smbcp: {e}");
+            return EXIT_SOME_FAILED;
+        }
+    };
+    let share = match client.share(&remote.share).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("smbcp: //{}/{}: {}", remote.host, remote.share, smbcp::describe(&e));
+            return EXIT_SOME_FAILED;
+        }
+    };
+    let report = match (direction, &dest) {
+        (Direction::Up, Location::Remote(r)) => {
+            let sources: Vec<PathBuf> = locations
+                .iter()
+                .filter_map(|l| match l {
+                    Location::Local(p) => Some(p.clone()),
+                    Location::Remote(_) => None,
+                })
+                .collect();
+            upload(&share, &sources, &r.path, &opts).await
+        }
+        (Direction::Down, Location::Local(p)) => {
+            let sources: Vec<String> = locations
+                .iter()
+                .filter_map(|l| match l {
+                    Location::Remote(r) => Some(r.path.clone()),
+                    Location::Local(_) => None,
+                })
+                .collect();
+            download(&share, &sources, p, &opts).await
+        }
+        _ => unreachable!("direction matches destination"),
+    };
+    finish(&client, &report, args.json)
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Up,
+    Down,
+}
+
+fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 {
+    for line in &report.failures {
+        eprintln!("smbcp: {line}");
+    }
+    let mb_s = if report.seconds > 0.0 { report.bytes as f64 / report.seconds / 1e6 } else { 0.0 };
+    if json {
+        let channels: Vec<_> = client
+            .channels()
+            .into_iter()
+            .map(|c| {
+                serde_json::json!({
+                    "local": c.local.ip().to_string(),
+                    "server": c.server.ip().to_string(),
+                    "bytes": c.bytes_sent + c.bytes_received,
+                    "requests": c.requests,
+                })
+            })
+            .collect();
+        let summary = serde_json::json!({
+            "bytes": report.bytes,
+            "seconds": report.seconds,
+            "files": report.files,
+            "failed": report.failures.len(),
+            "mb_per_s": mb_s,
+            "dialect": client.dialect().to_string(),
+            "channels": channels,
+        });
+        println!("{summary}");
+    } else {
+        eprintln!(
+            "smbcp: {} file(s), {} bytes in {:.2} s ({:.1} MB/s){}",
+            report.files,
+            report.bytes,
+            report.seconds,
+            mb_s,
+            if report.failures.is_empty() { String::new() } else { format!(", {} failed", report.failures.len()) }
+        );
+    }
+    if report.failures.is_empty() {
+        0
+    } else {
+        EXIT_SOME_FAILED
+    }
+}

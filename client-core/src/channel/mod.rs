@@ -21,10 +21,11 @@ mod writer;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
+use smb3_proto::msg::compound::{build_compound, split_compound, CompoundMember};
 use smb3_proto::msg::{credit_charge, RequestBody};
 use smb3_proto::{Command, NtStatus};
 use tokio::net::TcpSocket;
@@ -320,22 +321,40 @@ impl Channel {
     pub(crate) async fn call(&self, req: Request) -> Result<Response> {
         let timeout = req.timeout;
         let command = req.command;
-        let rx = self.send(req).await?;
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(Error::ConnectionLost { command }),
-            Err(_) => Err(Error::Timeout {
-                what: command.name(),
-                after: timeout,
-            }),
-        }
+        let mut rxs = self.send(vec![req], false).await?;
+        let rx = rxs.pop().expect("one receiver per request");
+        await_reply(rx, command, timeout).await
     }
 
-    /// Stamp and queue `req`; the receiver yields its reply.
-    async fn send(&self, mut req: Request) -> Result<oneshot::Receiver<Result<Response>>> {
+    /// Send `reqs` as one compound frame (MS-SMB2 3.2.4.1.4) and wait for every reply. With
+    /// `related`, members after the first inherit the previous member's FileId, SessionId and
+    /// TreeId (SMB2_FLAGS_RELATED_OPERATIONS).
+    pub(crate) async fn call_compound(
+        &self,
+        reqs: Vec<Request>,
+        related: bool,
+    ) -> Result<Vec<Result<Response>>> {
+        let meta: Vec<(Command, Duration)> = reqs.iter().map(|r| (r.command, r.timeout)).collect();
+        let rxs = self.send(reqs, related).await?;
+        let mut out = Vec::with_capacity(rxs.len());
+        for (rx, (command, timeout)) in rxs.into_iter().zip(meta) {
+            out.push(await_reply(rx, command, timeout).await);
+        }
+        Ok(out)
+    }
+
+    /// Stamp `reqs` (one frame; several messages make a compound) and queue the frame. The
+    /// receivers yield the replies in request order.
+    async fn send(
+        &self,
+        mut reqs: Vec<Request>,
+        related: bool,
+    ) -> Result<Vec<oneshot::Receiver<Result<Response>>>> {
         let shared = &self.inner.shared;
-        let (tx, rx) = oneshot::channel();
-        let reservation = loop {
+        let charges: Vec<u16> = reqs.iter().map(|r| r.credit_charge).collect();
+        let total_charge: u32 = charges.iter().map(|&c| u32::from(c.max(1))).sum();
+        let mut receivers = Vec::with_capacity(reqs.len());
+        let reservations = loop {
             let granted = shared.credit_granted.notified();
             tokio::pin!(granted);
             granted.as_mut().enable();
@@ -343,86 +362,142 @@ impl Channel {
                 let mut st = shared.lock();
                 if st.dead.is_some() {
                     return Err(Error::ConnectionLost {
-                        command: req.command,
+                        command: reqs[0].command,
                     });
                 }
-                if let Some(r) = st.credits.reserve(req.credit_charge) {
-                    st.pending.insert(
-                        r.message_id,
-                        Pending {
-                            reply: tx,
-                            charge: r.charge,
-                            command: req.command,
-                            sent: None,
-                            async_id: None,
-                        },
-                    );
-                    st.requests += 1;
-                    st.bytes_sent += (req.msg.len() + req.payload.len()) as u64;
-                    break r;
+                if st.credits.available() >= total_charge {
+                    let mut rs = Vec::with_capacity(reqs.len());
+                    for (req, &charge) in reqs.iter().zip(&charges) {
+                        let r = st.credits.reserve(charge).expect("availability checked");
+                        let (tx, rx) = oneshot::channel();
+                        receivers.push(rx);
+                        st.pending.insert(
+                            r.message_id,
+                            Pending {
+                                reply: tx,
+                                charge: r.charge,
+                                command: req.command,
+                                sent: None,
+                                async_id: None,
+                            },
+                        );
+                        st.requests += 1;
+                        st.bytes_sent += (req.msg.len() + req.payload.len()) as u64;
+                        rs.push(r);
+                    }
+                    break rs;
                 }
             }
             granted.await;
         };
-        // From here to the queue there is no await: the reserved MessageId is always sent.
-        let mut header = Header::request(req.command);
-        header.credit_charge = reservation.charge;
-        header.credits = reservation.credit_request;
-        header.message_id = reservation.message_id;
-        header.tree_id = req.tree_id;
-        header.session_id = req.session_id;
-        header.set_channel_sequence(req.channel_sequence);
-        header.flags = HeaderFlags(req.flags);
+        // From here to the queue there is no await: every reserved MessageId is sent.
         let crypto = shared.crypto();
-        let seal = req.encrypt && crypto.is_some();
-        let sign = req.sign && !seal && crypto.is_some();
-        if sign {
-            header.flags.0 |= HeaderFlags::SIGNED;
+        let seal = reqs.iter().any(|r| r.encrypt) && crypto.is_some();
+        let count = reqs.len();
+        let mut messages: Vec<(BytesMut, Bytes)> = Vec::with_capacity(count);
+        let mut signed = Vec::with_capacity(count);
+        for (req, r) in reqs.iter_mut().zip(&reservations) {
+            let mut header = Header::request(req.command);
+            header.credit_charge = r.charge;
+            header.credits = r.credit_request;
+            header.message_id = r.message_id;
+            header.tree_id = req.tree_id;
+            header.session_id = req.session_id;
+            header.set_channel_sequence(req.channel_sequence);
+            header.flags = HeaderFlags(req.flags);
+            let sign = req.sign && !seal && crypto.is_some();
+            if sign {
+                header.flags.0 |= HeaderFlags::SIGNED;
+            }
+            signed.push(sign);
+            let mut msg = std::mem::take(&mut req.msg);
+            let mut head = BytesMut::with_capacity(HEADER_LEN);
+            header.encode(&mut head);
+            msg[..HEADER_LEN].copy_from_slice(&head);
+            messages.push((msg, std::mem::take(&mut req.payload)));
         }
-        let mut head = BytesMut::with_capacity(HEADER_LEN);
-        header.encode(&mut head);
-        req.msg[..HEADER_LEN].copy_from_slice(&head);
-        let frame = match (&crypto, seal, sign) {
-            (Some(c), true, _) => {
-                let sealed = c.seal(&[&req.msg, &req.payload]);
-                match sealed {
-                    Ok(s) => OutFrame {
-                        prefix: frame_prefix(s.len()),
-                        head: s.freeze(),
-                        payload: Bytes::new(),
-                    },
-                    Err(e) => {
-                        // Sealing cannot fail with valid keys; treat as fatal for this channel.
-                        shared.fail(format!("sealing failed: {e}"));
-                        return Err(e);
+        let frame = if count == 1 {
+            let (mut msg, payload) = messages.pop().expect("one message");
+            match (&crypto, seal, signed[0]) {
+                (Some(c), true, _) => sealed_frame(shared, c.as_ref(), &[&msg, &payload])?,
+                (Some(c), false, true) => {
+                    c.sign(&mut msg, &payload);
+                    unsealed_frame(msg.freeze(), payload)
+                }
+                _ => unsealed_frame(msg.freeze(), payload),
+            }
+        } else {
+            // Compound members are 8-byte aligned and each is signed on its own, padding
+            // included (MS-SMB2 3.2.4.1.4); `build_compound` lays them out.
+            let members = messages
+                .into_iter()
+                .map(|(msg, payload)| CompoundMember::from_parts(msg, payload))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(ProtocolError::Frame)?;
+            let mut compound = build_compound(members, related);
+            if let Some(c) = &crypto {
+                for (i, &sign) in signed.iter().enumerate() {
+                    if let (true, Some(m)) = (sign, compound.message_mut(i)) {
+                        c.sign(m, &[]);
                     }
                 }
             }
-            (Some(c), false, true) => {
-                c.sign(&mut req.msg, &req.payload);
-                unsealed_frame(req.msg.freeze(), req.payload)
+            match (&crypto, seal) {
+                (Some(c), true) => sealed_frame(shared, c.as_ref(), &[&compound.frame])?,
+                _ => unsealed_frame(compound.frame.freeze(), Bytes::new()),
             }
-            _ => unsealed_frame(req.msg.freeze(), req.payload),
         };
-        if req.keep_sent {
+        if reqs.iter().any(|r| r.keep_sent) {
             let mut sent = BytesMut::from(&frame.head[..]);
             sent.extend_from_slice(&frame.payload);
-            if let Some(p) = shared.lock().pending.get_mut(&reservation.message_id) {
-                p.sent = Some(sent.freeze());
+            let sent = sent.freeze();
+            let mut st = shared.lock();
+            for r in &reservations {
+                if let Some(p) = st.pending.get_mut(&r.message_id) {
+                    p.sent = Some(sent.clone());
+                }
             }
         }
         if frame.head.len() + frame.payload.len() > MAX_FRAME {
             shared.fail("request larger than a transport frame".into());
-            return Err(Error::ApiMisuse(
-                "request exceeds the 16 MiB transport frame",
-            ));
+            return Err(Error::ApiMisuse("request exceeds the 16 MiB transport frame"));
         }
         if self.inner.queue.send(frame).is_err() {
             return Err(Error::ConnectionLost {
-                command: req.command,
+                command: reqs[0].command,
             });
         }
-        Ok(rx)
+        Ok(receivers)
+    }
+}
+
+async fn await_reply(
+    rx: oneshot::Receiver<Result<Response>>,
+    command: Command,
+    timeout: Duration,
+) -> Result<Response> {
+    match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(Error::ConnectionLost { command }),
+        Err(_) => Err(Error::Timeout {
+            what: command.name(),
+            after: timeout,
+        }),
+    }
+}
+
+fn sealed_frame(shared: &Shared, crypto: &dyn ChannelCrypto, parts: &[&[u8]]) -> Result<OutFrame> {
+    match crypto.seal(parts) {
+        Ok(s) => Ok(OutFrame {
+            prefix: frame_prefix(s.len()),
+            head: s.freeze(),
+            payload: Bytes::new(),
+        }),
+        Err(e) => {
+            // Sealing cannot fail with valid keys; the channel is unusable if it does.
+            shared.fail(format!("sealing failed: {e}"));
+            Err(e)
+        }
     }
 }
 
@@ -505,21 +580,9 @@ fn handle_frame(
     }
     .freeze();
     let frame_len = plain.len() as u64;
-    let mut rest = plain;
-    let mut first = true;
-    while !rest.is_empty() {
-        let header = Header::decode(&rest).map_err(ProtocolError::Frame)?;
-        let msg = if header.next_command == 0 {
-            std::mem::take(&mut rest)
-        } else {
-            let next = header.next_command as usize;
-            if next < HEADER_LEN || next % 8 != 0 || next > rest.len() {
-                return Err(ProtocolError::Unexpected("bad NextCommand in compound reply").into());
-            }
-            let m = rest.slice(..next);
-            rest = rest.slice(next..);
-            m
-        };
+    let messages = split_compound(&plain).map_err(ProtocolError::Frame)?;
+    for (i, msg) in messages.into_iter().enumerate() {
+        let header = Header::decode(&msg).map_err(ProtocolError::Frame)?;
         if !header.is_response() {
             return Err(ProtocolError::Unexpected("server sent a request").into());
         }
@@ -531,14 +594,7 @@ fn handle_frame(
             return Err(ProtocolError::UnknownMessageId(header.message_id).into());
         }
         check_signature(crypto.as_deref(), &header, &msg, encrypted)?;
-        deliver(
-            shared,
-            header,
-            msg,
-            encrypted,
-            if first { frame_len } else { 0 },
-        )?;
-        first = false;
+        deliver(shared, header, msg, encrypted, if i == 0 { frame_len } else { 0 })?;
     }
     Ok(())
 }

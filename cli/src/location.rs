@@ -1,0 +1,181 @@
+//! Command-line locations: `smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH`, `//HOST/SHARE/PATH`,
+//! or a local path.
+
+/// A remote location on a share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemotePath {
+    /// Host name or address (IPv6 without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// User from the URL.
+    pub user: Option<String>,
+    /// Domain from the URL.
+    pub domain: Option<String>,
+    /// Share name.
+    pub share: String,
+    /// Path inside the share, `/`-separated, without a leading slash ("" = share root).
+    pub path: String,
+}
+
+impl RemotePath {
+    /// `host:port` as `Client::connect` takes it.
+    pub fn server(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The same server and share with another path.
+    pub fn with_path(&self, path: String) -> RemotePath {
+        RemotePath { path, ..self.clone() }
+    }
+
+    /// `//host/share/path` for messages.
+    pub fn display(&self) -> String {
+        if self.path.is_empty() {
+            format!("//{}/{}", self.host, self.share)
+        } else {
+            format!("//{}/{}/{}", self.host, self.share, self.path)
+        }
+    }
+}
+
+/// A source or destination on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// On a share.
+    Remote(RemotePath),
+    /// On the local file system.
+    Local(std::path::PathBuf),
+}
+
+impl Location {
+    /// Parse an argument: URLs and UNC paths are remote, anything else local.
+    pub fn parse(arg: &str) -> Result<Location, String> {
+        if let Some(rest) = arg.strip_prefix("smb://") {
+            return parse_remote(arg, rest, true).map(Location::Remote);
+        }
+        if let Some(rest) = arg.strip_prefix("//").or_else(|| arg.strip_prefix("\\\\")) {
+            return parse_remote(arg, &rest.replace('\\', "/"), false).map(Location::Remote);
+        }
+        Ok(Location::Local(arg.into()))
+    }
+}
+
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3).ok_or("truncated %-escape")?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| "bad %-escape")?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "%-escapes do not form UTF-8".to_string())
+}
+
+fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String> {
+    let bad = |why: &str| format!("{orig}: invalid location: {why}");
+    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no share name"))?;
+    let (userinfo, hostport) = match authority.rsplit_once('@') {
+        Some((u, h)) if url => (Some(u), h),
+        Some(_) => return Err(bad("user names go in smb:// URLs, not UNC paths")),
+        None => (None, authority),
+    };
+    let (mut domain, mut user) = (None, None);
+    if let Some(u) = userinfo {
+        let u = percent_decode(u).map_err(|e| bad(&e))?;
+        // A password in the URL would end up in shell history and process lists.
+        if u.contains(':') {
+            return Err(bad("passwords are not accepted in URLs; use SMB_PASSWORD or --credentials"));
+        }
+        match u.split_once(';') {
+            Some((d, n)) => {
+                domain = Some(d.to_string());
+                user = Some(n.to_string());
+            }
+            None => user = Some(u),
+        }
+    }
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        let (h, after) = v6.split_once(']').ok_or_else(|| bad("unterminated [IPv6]"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad("bad port"))?,
+            None => 445,
+        };
+        (h.to_string(), port)
+    } else {
+        match hostport.split_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
+            None => (hostport.to_string(), 445),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    let path = if url { percent_decode(path).map_err(|e| bad(&e))? } else { path.to_string() };
+    let (share, inner) = path.split_once('/').unwrap_or((&path, ""));
+    if share.is_empty() {
+        return Err(bad("no share name"));
+    }
+    let inner = inner.split('/').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("/");
+    Ok(RemotePath {
+        host,
+        port,
+        user,
+        domain,
+        share: share.to_string(),
+        path: inner,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(s: &str) -> RemotePath {
+        match Location::parse(s).unwrap() {
+            Location::Remote(r) => r,
+            Location::Local(_) => panic!("{s} parsed as local"),
+        }
+    }
+
+    #[test]
+    fn urls() {
+        let r = remote("smb://CORP;alice@nas.example:4455/data/dir/f%C3%A9.txt");
+        assert_eq!(r.host, "nas.example");
+        assert_eq!(r.port, 4455);
+        assert_eq!(r.domain.as_deref(), Some("CORP"));
+        assert_eq!(r.user.as_deref(), Some("alice"));
+        assert_eq!(r.share, "data");
+        assert_eq!(r.path, "dir/fé.txt");
+        let r = remote("smb://[fd00::1]/s");
+        assert_eq!((r.host.as_str(), r.port, r.path.as_str()), ("fd00::1", 445, ""));
+        assert_eq!(r.server(), "[fd00::1]:445");
+    }
+
+    #[test]
+    fn unc() {
+        let r = remote("//10.0.0.1/plain/a//b/");
+        assert_eq!((r.host.as_str(), r.share.as_str(), r.path.as_str()), ("10.0.0.1", "plain", "a/b"));
+        let r = remote(r"\\srv\share\x\y");
+        assert_eq!((r.share.as_str(), r.path.as_str()), ("share", "x/y"));
+    }
+
+    #[test]
+    fn errors_and_local() {
+        assert!(Location::parse("smb://host").is_err());
+        assert!(Location::parse("smb://host/").is_err());
+        assert!(Location::parse("smb://u:pw@host/s").is_err());
+        assert!(Location::parse("smb://:12/s").is_err());
+        assert_eq!(Location::parse("./x").unwrap(), Location::Local("./x".into()));
+    }
+}

@@ -1,0 +1,267 @@
+//! `Client`: one authenticated SMB session to one server, and the request plumbing every
+//! share and file handle goes through.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rand::RngCore;
+use smb3_proto::msg::session_setup::SessionFlags;
+use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
+use smb3_proto::msg::RequestBody;
+use smb3_proto::{Command, Dialect, NtStatus};
+
+use crate::auth::UserCredentials;
+use crate::channel::{Channel, ChannelOptions, Request, Response};
+use crate::config::ClientConfig;
+use crate::error::{Error, ProtocolError, Result};
+use crate::session::{self, Negotiated};
+use crate::share::Share;
+
+/// A connected, authenticated session. Cheap to clone; clones share the session.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<SessionCore>,
+}
+
+/// Everything requests need to know about the session.
+pub(crate) struct SessionCore {
+    pub(crate) channel: Channel,
+    pub(crate) session_id: u64,
+    pub(crate) negotiated: Negotiated,
+    /// Sign requests (authenticated, non-guest session).
+    pub(crate) signing: bool,
+    /// Encrypt every request (session-wide ENCRYPT_DATA or client choice).
+    pub(crate) encrypt_all: bool,
+    pub(crate) can_encrypt: bool,
+    pub(crate) config: ClientConfig,
+    pub(crate) server_name: String,
+    pub(crate) client_guid: [u8; 16],
+}
+
+/// Per-tree request context.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TreeContext {
+    pub(crate) tree_id: u32,
+    pub(crate) encrypt: bool,
+}
+
+impl Client {
+    /// Connect to `server` (`host`, `host:port`, `[v6]:port`), negotiate and authenticate.
+    pub async fn connect(server: &str, creds: &UserCredentials, config: ClientConfig) -> Result<Client> {
+        let (host, addr) = resolve(server).await?;
+        let opts = ChannelOptions {
+            connect_timeout: config.connect_timeout,
+            credit_target: config.credit_target,
+        };
+        let (channel, mut unsolicited) = Channel::connect(addr, None, &opts).await?;
+        // Break notifications are not expected (no oplocks or leases are requested yet); drain
+        // them so the queue cannot grow.
+        tokio::spawn(async move {
+            while let Some(msg) = unsolicited.recv().await {
+                tracing::debug!(len = msg.len(), "unsolicited break notification ignored");
+            }
+        });
+        let mut client_guid = [0u8; 16];
+        rand::rng().fill_bytes(&mut client_guid);
+        let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
+        let established =
+            session::session_setup(&channel, &negotiated, creds, &host, &config).await?;
+        let can_encrypt = established
+            .security
+            .as_ref()
+            .is_some_and(|s| s.can_encrypt());
+        let session_encrypts = established.flags.has(SessionFlags::ENCRYPT_DATA);
+        if (config.encrypt || session_encrypts) && !can_encrypt {
+            return Err(Error::Protocol(ProtocolError::Unexpected(
+                "encryption required but no cipher could be negotiated",
+            )));
+        }
+        let signing = established.security.is_some();
+        if let Some(sec) = established.security {
+            channel.set_crypto(sec);
+        }
+        Ok(Client {
+            inner: Arc::new(SessionCore {
+                channel,
+                session_id: established.session_id,
+                negotiated,
+                signing,
+                encrypt_all: config.encrypt || session_encrypts,
+                can_encrypt,
+                config,
+                server_name: host,
+                client_guid,
+            }),
+        })
+    }
+
+    /// Connect to a share (`TREE_CONNECT`).
+    pub async fn share(&self, name: &str) -> Result<Share> {
+        let body = TreeConnectRequest::new(&self.inner.server_name, name);
+        let resp = self
+            .inner
+            .call(&body, None)
+            .await
+            .map_err(|e| e.with_path(&format!("\\\\{}\\{name}", self.inner.server_name)))?;
+        let tc = decode(Command::TREE_CONNECT, TreeConnectResponse::decode(&resp.msg))?;
+        let encrypt = tc.share_flags.has(ShareFlags::ENCRYPT_DATA);
+        if encrypt && !self.inner.can_encrypt {
+            return Err(Error::Protocol(ProtocolError::Unexpected(
+                "share requires encryption but no cipher was negotiated",
+            )));
+        }
+        let tree = TreeContext {
+            tree_id: resp.header.tree_id,
+            encrypt,
+        };
+        let share = Share::new(self.clone(), name.to_string(), tree, tc.maximal_access);
+        if matches!(self.inner.negotiated.dialect, Dialect::Smb300 | Dialect::Smb302) {
+            share.validate_negotiate().await?;
+        }
+        Ok(share)
+    }
+
+    /// The negotiated dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.negotiated.dialect
+    }
+
+    /// The negotiated signing algorithm and whether requests are signed.
+    pub fn signing(&self) -> Option<smb3_proto::SigningAlgorithm> {
+        self.inner.signing.then_some(self.inner.negotiated.signing_algorithm)
+    }
+
+    /// The negotiated cipher, if any.
+    pub fn cipher(&self) -> Option<smb3_proto::Cipher> {
+        self.inner.negotiated.cipher
+    }
+
+    /// Whether the whole session is encrypted.
+    pub fn encrypts_everything(&self) -> bool {
+        self.inner.encrypt_all
+    }
+
+    /// Largest READ / WRITE the server accepts.
+    pub fn max_io(&self) -> (u32, u32) {
+        (self.inner.negotiated.max_read, self.inner.negotiated.max_write)
+    }
+
+    /// The server's address.
+    pub fn server_addr(&self) -> SocketAddr {
+        self.inner.channel.peer()
+    }
+
+    /// Requests, bytes sent and bytes received on the session's channel so far.
+    pub fn counters(&self) -> (u64, u64, u64) {
+        self.inner.channel.counters()
+    }
+
+    /// The session's channels and their counters.
+    pub fn channels(&self) -> Vec<crate::types::ChannelInfo> {
+        let ch = &self.inner.channel;
+        let (requests, bytes_sent, bytes_received) = ch.counters();
+        vec![crate::types::ChannelInfo {
+            local: ch.local(),
+            server: ch.peer(),
+            requests,
+            bytes_sent,
+            bytes_received,
+            credits: ch.credits_total(),
+            failure: ch.dead_reason(),
+        }]
+    }
+
+    /// End the session (`LOGOFF`). Handles still open become invalid.
+    pub async fn logoff(&self) -> Result<()> {
+        let body = smb3_proto::msg::logoff::LogoffRequest {};
+        self.inner.call(&body, None).await.map(|_| ())
+    }
+}
+
+impl SessionCore {
+    /// Build a request for this session (and tree), choosing signing and sealing.
+    pub(crate) fn request<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
+        let mut req = Request::new(body);
+        req.session_id = self.session_id;
+        req.tree_id = tree.map_or(0, |t| t.tree_id);
+        req.encrypt = self.encrypt_all || tree.is_some_and(|t| t.encrypt);
+        req.sign = self.signing;
+        req.timeout = self.config.timeout_for(body.credit_payload());
+        req
+    }
+
+    /// Send one request and check its status (success only).
+    pub(crate) async fn call<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Result<Response> {
+        self.call_allowing(body, tree, &[]).await
+    }
+
+    /// Send one request; `also_ok` lists non-success statuses the caller handles itself.
+    pub(crate) async fn call_allowing<B: RequestBody>(
+        &self,
+        body: &B,
+        tree: Option<TreeContext>,
+        also_ok: &[NtStatus],
+    ) -> Result<Response> {
+        let req = self.request(body, tree);
+        self.channel.call(req).await?.check(also_ok)
+    }
+}
+
+/// Map a decode failure to a protocol error naming the command.
+pub(crate) fn decode<T>(command: Command, r: std::result::Result<T, smb3_proto::DecodeError>) -> Result<T> {
+    r.map_err(|source| Error::Protocol(ProtocolError::Decode { command, source }))
+}
+
+/// Resolve `host[:port]` to the host name (for SPNs and UNC paths) and one socket address.
+async fn resolve(server: &str) -> Result<(String, SocketAddr)> {
+    let (host, port) = split_host_port(server)?;
+    let addr = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|e| Error::io(None, e))?
+        .next().ok_or_else(|| {
+        Error::io(
+            None,
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host}: no address")),
+        )
+    })?;
+    Ok((host, addr))
+}
+
+fn split_host_port(server: &str) -> Result<(String, u16)> {
+    let bad = |reason| {
+        Error::Config(crate::error::ConfigError::Url {
+            url: server.to_string(),
+            reason,
+        })
+    };
+    if let Some(rest) = server.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(|| bad("unterminated [IPv6] address"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad("invalid port"))?,
+            None if after.is_empty() => 445,
+            None => return Err(bad("junk after ]")),
+        };
+        return Ok((host.to_string(), port));
+    }
+    match server.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Ok((h.to_string(), p.parse().map_err(|_| bad("invalid port"))?)),
+        _ if server.is_empty() => Err(bad("empty host")),
+        _ => Ok((server.to_string(), 445)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_port() {
+        assert_eq!(split_host_port("nas").unwrap(), ("nas".into(), 445));
+        assert_eq!(split_host_port("10.0.0.1:4455").unwrap(), ("10.0.0.1".into(), 4455));
+        assert_eq!(split_host_port("[fe80::1]:99").unwrap(), ("fe80::1".into(), 99));
+        assert_eq!(split_host_port("[::1]").unwrap(), ("::1".into(), 445));
+        assert_eq!(split_host_port("::1").unwrap(), ("::1".into(), 445));
+        assert!(split_host_port("h:x").is_err());
+        assert!(split_host_port("").is_err());
+    }
+}

@@ -1,0 +1,486 @@
+//! `File`: an open handle, positional I/O split into chunks kept in flight together, and
+//! tokio stream adapters with read-ahead and write-behind.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use smb3_proto::msg::create::CreateResponse;
+use smb3_proto::msg::flush::FlushRequest;
+use smb3_proto::msg::fscc::{FileAllInformation, FileEndOfFileInformation};
+use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
+use smb3_proto::msg::read::{ReadRequest, ReadResponse};
+use smb3_proto::msg::set_info::SetInfoRequest;
+use smb3_proto::msg::write::{WriteRequest, WriteResponse};
+use smb3_proto::msg::FileId;
+use smb3_proto::{Command, NtStatus};
+use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
+use tokio::task::JoinHandle;
+
+use crate::client::decode;
+use crate::error::{Error, ProtocolError, Result};
+use crate::share::Share;
+use crate::types::Metadata;
+
+/// An open file. Cheap to clone; the handle is closed by [`File::close`], or in the background
+/// when the last clone is dropped.
+#[derive(Clone)]
+pub struct File {
+    inner: Arc<FileInner>,
+}
+
+struct FileInner {
+    share: Share,
+    id: FileId,
+    path: String,
+    size_at_open: u64,
+    durable: bool,
+    closed: AtomicBool,
+}
+
+impl Drop for FileInner {
+    fn drop(&mut self) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // Close in the background so the server does not keep the handle until the session
+        // ends; without a runtime (process exit) the server cleans up on disconnect.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let share = self.share.clone();
+            let id = self.id;
+            rt.spawn(async move {
+                let _ = share.close(id).await;
+            });
+        }
+    }
+}
+
+impl File {
+    pub(crate) fn new(share: Share, path: String, created: CreateResponse) -> File {
+        File {
+            inner: Arc::new(FileInner {
+                durable: created.durable_v2().is_some(),
+                share,
+                id: created.file_id,
+                path,
+                size_at_open: created.end_of_file,
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The path this file was opened with.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Size of the file when it was opened.
+    pub fn size_at_open(&self) -> u64 {
+        self.inner.size_at_open
+    }
+
+    /// Whether the server granted a durable handle.
+    pub fn is_durable(&self) -> bool {
+        self.inner.durable
+    }
+
+    fn chunk_sizes(&self) -> (u32, u32, usize) {
+        let core = &self.inner.share.inner.client.inner;
+        let io = core.config.io_size.max(4096);
+        (
+            io.min(core.negotiated.max_read.max(4096)),
+            io.min(core.negotiated.max_write.max(4096)),
+            core.config.io_depth.max(1),
+        )
+    }
+
+    fn err(&self, e: Error) -> Error {
+        e.with_path(&self.inner.path)
+    }
+
+    /// One READ of at most the negotiated size. Returns fewer bytes only at end of file.
+    async fn read_chunk(&self, offset: u64, len: u32) -> Result<Bytes> {
+        let req = ReadRequest::new(self.inner.id, offset, len);
+        let resp = self
+            .inner
+            .share
+            .call(&req, &[NtStatus::END_OF_FILE])
+            .await
+            .map_err(|e| self.err(e))?;
+        if resp.header.status == NtStatus::END_OF_FILE {
+            return Ok(Bytes::new());
+        }
+        let r = decode(Command::READ, ReadResponse::decode(&resp.msg))?;
+        if r.data.len() > len as usize {
+            return Err(ProtocolError::Unexpected("READ returned more than asked").into());
+        }
+        Ok(r.data)
+    }
+
+    /// Read up to `len` bytes at `offset`. Large reads are split into chunks that are all in
+    /// flight together. Returns fewer bytes than asked only at end of file.
+    pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let (chunk, _, depth) = self.chunk_sizes();
+        if len <= chunk as usize {
+            return self.read_chunk(offset, len as u32).await;
+        }
+        let pieces: Vec<Bytes> = stream::iter(chunk_ranges(offset, len as u64, chunk))
+            .map(|(off, l)| self.read_chunk(off, l))
+            .buffered(depth)
+            .try_collect()
+            .await?;
+        let mut out = BytesMut::with_capacity(len);
+        for p in pieces {
+            let short = p.len() < chunk as usize;
+            out.extend_from_slice(&p);
+            if short {
+                break;
+            }
+        }
+        Ok(out.freeze())
+    }
+
+    /// One WRITE of at most the negotiated size; the server must take all of it.
+    async fn write_chunk(&self, offset: u64, data: Bytes) -> Result<()> {
+        let want = data.len();
+        let req = WriteRequest::new(self.inner.id, offset, data);
+        let resp = self.inner.share.call(&req, &[]).await.map_err(|e| self.err(e))?;
+        let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
+        if w.count as usize != want {
+            return Err(Error::Protocol(ProtocolError::Unexpected(
+                "server wrote fewer bytes than sent",
+            )));
+        }
+        Ok(())
+    }
+
+    /// Write all of `data` at `offset`. Large writes are split into chunks (slices of `data`,
+    /// not copies) that are all in flight together.
+    pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<()> {
+        let (_, chunk, depth) = self.chunk_sizes();
+        if data.len() <= chunk as usize {
+            return self.write_chunk(offset, data).await;
+        }
+        stream::iter(chunk_ranges(offset, data.len() as u64, chunk))
+            .map(|(off, l)| {
+                let start = (off - offset) as usize;
+                self.write_chunk(off, data.slice(start..start + l as usize))
+            })
+            .buffer_unordered(depth)
+            .try_collect::<()>()
+            .await
+    }
+
+    /// Truncate or extend the file.
+    pub async fn set_len(&self, len: u64) -> Result<()> {
+        let info = FileEndOfFileInformation { end_of_file: len };
+        self.inner
+            .share
+            .call(&SetInfoRequest::file_info(self.inner.id, &info), &[])
+            .await
+            .map_err(|e| self.err(e))
+            .map(|_| ())
+    }
+
+    /// Ask the server to flush the file to stable storage.
+    pub async fn flush(&self) -> Result<()> {
+        let req = FlushRequest { file_id: self.inner.id };
+        self.inner.share.call(&req, &[]).await.map_err(|e| self.err(e)).map(|_| ())
+    }
+
+    /// Current size, times and attributes.
+    pub async fn metadata(&self) -> Result<Metadata> {
+        let req = QueryInfoRequest::file_info::<FileAllInformation>(self.inner.id, 4096);
+        let resp = self
+            .inner
+            .share
+            .call(&req, &[NtStatus::BUFFER_OVERFLOW])
+            .await
+            .map_err(|e| self.err(e))?;
+        let info: FileAllInformation = decode(
+            Command::QUERY_INFO,
+            QueryInfoResponse::decode(&resp.msg).and_then(|r| r.file_info()),
+        )?;
+        Ok(Metadata::from_parts(
+            info.basic.file_attributes,
+            info.standard.end_of_file,
+            info.standard.allocation_size,
+            info.basic.creation_time,
+            info.basic.last_access_time,
+            info.basic.last_write_time,
+            info.basic.change_time,
+        ))
+    }
+
+    /// Close the handle now and report the server's answer.
+    pub async fn close(self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.share.close(self.inner.id).await.map_err(|e| self.err(e))
+    }
+
+    /// A reader with `io_depth` chunks of read-ahead, starting at offset 0.
+    pub fn reader(&self) -> FileReader {
+        let (chunk, _, depth) = self.chunk_sizes();
+        FileReader {
+            file: self.clone(),
+            pos: 0,
+            next_issue: 0,
+            inflight: VecDeque::new(),
+            current: Bytes::new(),
+            eof: false,
+            chunk,
+            depth,
+            size_hint: self.inner.size_at_open,
+        }
+    }
+
+    /// A writer with `io_depth` chunks of write-behind, starting at offset 0. Call
+    /// `shutdown()` (or `flush()`) and check its result: that is where write errors surface.
+    pub fn writer(&self) -> FileWriter {
+        let (_, chunk, depth) = self.chunk_sizes();
+        FileWriter {
+            file: self.clone(),
+            pos: 0,
+            buf: BytesMut::new(),
+            inflight: VecDeque::new(),
+            chunk,
+            depth,
+        }
+    }
+}
+
+/// Split `[offset, offset + len)` into pieces of at most `chunk` bytes.
+fn chunk_ranges(offset: u64, len: u64, chunk: u32) -> impl Iterator<Item = (u64, u32)> {
+    let chunk = u64::from(chunk.max(1));
+    (0..len.div_ceil(chunk)).map(move |i| {
+        let start = i * chunk;
+        (offset + start, (len - start).min(chunk) as u32)
+    })
+}
+
+fn io_err(e: Error) -> io::Error {
+    io::Error::other(e)
+}
+
+/// `AsyncRead + AsyncSeek` over a [`File`], keeping several READs in flight.
+pub struct FileReader {
+    file: File,
+    pos: u64,
+    next_issue: u64,
+    inflight: VecDeque<JoinHandle<Result<Bytes>>>,
+    current: Bytes,
+    eof: bool,
+    chunk: u32,
+    depth: usize,
+    size_hint: u64,
+}
+
+impl FileReader {
+    fn reset(&mut self, pos: u64) {
+        for h in self.inflight.drain(..) {
+            h.abort();
+        }
+        self.pos = pos;
+        self.next_issue = pos;
+        self.current = Bytes::new();
+        self.eof = false;
+    }
+
+    fn fill_pipeline(&mut self) {
+        // Read ahead freely up to the size seen at open; past it, one READ at a time finds the
+        // real end (the file may have grown).
+        while self.inflight.len() < self.depth
+            && (self.next_issue < self.size_hint || self.inflight.is_empty())
+        {
+            let file = self.file.clone();
+            let (off, len) = (self.next_issue, self.chunk);
+            self.inflight
+                .push_back(tokio::spawn(async move { file.read_chunk(off, len).await }));
+            self.next_issue += u64::from(self.chunk);
+        }
+    }
+}
+
+impl Drop for FileReader {
+    fn drop(&mut self) {
+        for h in self.inflight.drain(..) {
+            h.abort();
+        }
+    }
+}
+
+impl AsyncRead for FileReader {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if !this.current.is_empty() {
+                let n = this.current.len().min(buf.remaining());
+                buf.put_slice(&this.current.split_to(n));
+                this.pos += n as u64;
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof || buf.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            this.fill_pipeline();
+            let Some(front) = this.inflight.front_mut() else {
+                this.eof = true;
+                continue;
+            };
+            let result = ready!(Pin::new(front).poll(cx));
+            this.inflight.pop_front();
+            let data = result
+                .map_err(|e| io::Error::other(format!("read task failed: {e}")))?
+                .map_err(io_err)?;
+            if data.len() < this.chunk as usize {
+                // End of file: what was read ahead beyond it is moot.
+                this.eof = true;
+                for h in this.inflight.drain(..) {
+                    h.abort();
+                }
+            }
+            this.current = data;
+        }
+    }
+}
+
+impl AsyncSeek for FileReader {
+    fn start_seek(mut self: Pin<&mut Self>, position: io::SeekFrom) -> io::Result<()> {
+        let new = match position {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            io::SeekFrom::End(d) => self.size_hint.checked_add_signed(d),
+        }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+        if new != self.pos {
+            self.reset(new);
+        }
+        Ok(())
+    }
+
+    fn poll_complete(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        Poll::Ready(Ok(self.pos))
+    }
+}
+
+/// `AsyncWrite + AsyncSeek` over a [`File`], keeping several WRITEs in flight.
+pub struct FileWriter {
+    file: File,
+    /// File offset of the first byte in `buf`.
+    pos: u64,
+    buf: BytesMut,
+    inflight: VecDeque<JoinHandle<Result<()>>>,
+    chunk: u32,
+    depth: usize,
+}
+
+impl FileWriter {
+    fn launch(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let data = self.buf.split().freeze();
+        let off = self.pos;
+        self.pos += data.len() as u64;
+        let file = self.file.clone();
+        self.inflight
+            .push_back(tokio::spawn(async move { file.write_chunk(off, data).await }));
+    }
+
+    /// Wait for the oldest write; `Ready(Ok)` when none is left.
+    fn poll_oldest(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(front) = self.inflight.front_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let r = ready!(Pin::new(front).poll(cx));
+        self.inflight.pop_front();
+        r.map_err(|e| io::Error::other(format!("write task failed: {e}")))?
+            .map_err(io_err)?;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for FileWriter {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        while this.inflight.len() >= this.depth {
+            ready!(this.poll_oldest(cx))?;
+        }
+        let room = this.chunk as usize - this.buf.len();
+        let n = room.min(data.len());
+        if this.buf.capacity() == 0 {
+            this.buf.reserve(this.chunk as usize);
+        }
+        this.buf.extend_from_slice(&data[..n]);
+        if this.buf.len() == this.chunk as usize {
+            this.launch();
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        this.launch();
+        while !this.inflight.is_empty() {
+            ready!(this.poll_oldest(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_flush(cx)
+    }
+}
+
+impl AsyncSeek for FileWriter {
+    fn start_seek(mut self: Pin<&mut Self>, position: io::SeekFrom) -> io::Result<()> {
+        // Buffered bytes go out at their own offset first; then writing continues at `new`.
+        let end = self.pos + self.buf.len() as u64;
+        let new = match position {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => end.checked_add_signed(d),
+            io::SeekFrom::End(_) => {
+                return Err(io::Error::new(io::ErrorKind::Unsupported, "SeekFrom::End on a writer"))
+            }
+        }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;
+        self.launch();
+        self.pos = new;
+        Ok(())
+    }
+
+    fn poll_complete(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+        Poll::Ready(Ok(self.pos + self.buf.len() as u64))
+    }
+}
+
+impl Drop for FileWriter {
+    fn drop(&mut self) {
+        // Unflushed data is lost if the writer is dropped without shutdown(); the WRITEs
+        // already in flight still complete.
+        if !self.buf.is_empty() {
+            tracing::warn!(path = %self.file.inner.path, bytes = self.buf.len(), "FileWriter dropped with unflushed data");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_ranges;
+
+    #[test]
+    fn ranges_cover_exactly() {
+        let r: Vec<_> = chunk_ranges(10, 25, 10).collect();
+        assert_eq!(r, vec![(10, 10), (20, 10), (30, 5)]);
+        assert_eq!(chunk_ranges(0, 0, 10).count(), 0);
+        assert_eq!(chunk_ranges(0, 10, 10).collect::<Vec<_>>(), vec![(0, 10)]);
+    }
+}

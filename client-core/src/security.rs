@@ -1,0 +1,109 @@
+//! Signing and sealing for one channel of a session, built from the session's keys.
+//!
+//! On 3.x each channel signs with its own Channel.SigningKey (the first channel's is the
+//! session's), while every channel shares the session's encryption and decryption keys
+//! (MS-SMB2 3.2.1.3, 3.2.4.1.8).
+
+use bytes::BytesMut;
+use smb3_proto::crypto::keys::derive_session_keys;
+use smb3_proto::crypto::preauth::PreauthHash;
+use smb3_proto::crypto::seal::Sealer;
+use smb3_proto::crypto::signing::Signer;
+use smb3_proto::crypto::{CryptoBackend, CryptoError};
+
+use crate::channel::ChannelCrypto;
+use crate::error::{AuthFailure, Error, ProtocolError, Result};
+use crate::session::Negotiated;
+
+/// What one channel needs to sign, verify, seal and open messages of its session.
+pub(crate) struct SessionSecurity {
+    session_id: u64,
+    signer: Signer,
+    encryptor: Option<Sealer>,
+    decryptor: Option<Sealer>,
+    replies_must_be_signed: bool,
+}
+
+fn key_error(e: CryptoError) -> Error {
+    Error::Auth {
+        kind: AuthFailure::NoSessionKey,
+        detail: e.to_string(),
+    }
+}
+
+impl SessionSecurity {
+    /// Derive the session's keys (MS-SMB2 3.2.5.3.1).
+    pub(crate) fn derive(
+        negotiated: &Negotiated,
+        session_key: &[u8],
+        preauth: Option<&PreauthHash>,
+        session_id: u64,
+        replies_must_be_signed: bool,
+    ) -> Result<SessionSecurity> {
+        let backend = CryptoBackend::default();
+        let keys = derive_session_keys(negotiated.dialect, session_key, negotiated.cipher, preauth)
+            .map_err(key_error)?;
+        let signer = Signer::new(
+            negotiated.signing_algorithm,
+            keys.signing_key.as_bytes(),
+            backend,
+        )
+        .map_err(key_error)?;
+        let (encryptor, decryptor) = match (negotiated.cipher, &keys.encryption_key, &keys.decryption_key) {
+            (Some(cipher), Some(enc), Some(dec)) => (
+                Some(Sealer::new(cipher, enc.as_bytes(), backend).map_err(key_error)?),
+                Some(Sealer::new(cipher, dec.as_bytes(), backend).map_err(key_error)?),
+            ),
+            _ => (None, None),
+        };
+        Ok(SessionSecurity {
+            session_id,
+            signer,
+            encryptor,
+            decryptor,
+            replies_must_be_signed,
+        })
+    }
+
+    /// Whether the session can encrypt (a cipher was negotiated).
+    pub(crate) fn can_encrypt(&self) -> bool {
+        self.encryptor.is_some()
+    }
+
+    /// Verify one message signed with this channel's key.
+    pub(crate) fn verify_message(&self, msg: &[u8]) -> bool {
+        self.signer.verify(msg)
+    }
+}
+
+impl ChannelCrypto for SessionSecurity {
+    fn sign(&self, head: &mut [u8], payload: &[u8]) {
+        // Signing only fails on a malformed key, which `derive` already rejected.
+        if let Err(e) = self.signer.sign_in_place(head, &[payload]) {
+            tracing::error!(error = %e, "signing failed");
+        }
+    }
+
+    fn verify(&self, msg: &[u8]) -> bool {
+        self.signer.verify(msg)
+    }
+
+    fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut> {
+        let Some(enc) = &self.encryptor else {
+            return Err(Error::ApiMisuse("encryption requested but no cipher was negotiated"));
+        };
+        enc.seal(self.session_id, parts)
+            .map_err(|_| ProtocolError::Unexpected("encryption failed").into())
+    }
+
+    fn open(&self, frame: BytesMut) -> Result<BytesMut> {
+        let Some(dec) = &self.decryptor else {
+            return Err(ProtocolError::Unexpected("encrypted frame but no cipher negotiated").into());
+        };
+        dec.open(frame).map_err(|_| ProtocolError::Decrypt.into())
+    }
+
+    fn replies_must_be_signed(&self) -> bool {
+        self.replies_must_be_signed
+    }
+}

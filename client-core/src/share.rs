@@ -1,0 +1,385 @@
+//! `Share`: a connected tree, and the path operations on it.
+
+use std::sync::Arc;
+
+use rand::RngCore;
+use smb3_proto::msg::close::{CloseRequest, CloseResponse};
+use smb3_proto::msg::create::{
+    AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
+    CreateResponse, ShareAccess,
+};
+use smb3_proto::msg::fscc::{
+    FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
+    FileRenameInformation,
+};
+use smb3_proto::msg::ioctl::{
+    IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
+    FSCTL_VALIDATE_NEGOTIATE_INFO,
+};
+use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
+use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
+use smb3_proto::msg::set_info::SetInfoRequest;
+use smb3_proto::msg::tree_disconnect::TreeDisconnectRequest;
+use smb3_proto::msg::FileId;
+use smb3_proto::{Command, NtStatus};
+
+use crate::channel::Request;
+use crate::client::{decode, Client, TreeContext};
+use crate::error::{Error, ProtocolError, Result};
+use crate::file::File;
+use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
+
+/// A connected share. Cheap to clone.
+#[derive(Clone)]
+pub struct Share {
+    pub(crate) inner: Arc<ShareInner>,
+}
+
+pub(crate) struct ShareInner {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+    pub(crate) tree: TreeContext,
+    #[allow(dead_code)]
+    pub(crate) maximal_access: u32,
+}
+
+/// Output buffer per QUERY_DIRECTORY: 64 KiB holds several hundred entries per round trip.
+const DIR_BUFFER: u32 = 64 * 1024;
+
+impl Share {
+    pub(crate) fn new(client: Client, name: String, tree: TreeContext, maximal_access: u32) -> Share {
+        Share {
+            inner: Arc::new(ShareInner {
+                client,
+                name,
+                tree,
+                maximal_access,
+            }),
+        }
+    }
+
+    /// The share's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The session this share belongs to.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// Whether the server requires encryption on this share.
+    pub fn is_encrypted(&self) -> bool {
+        self.inner.tree.encrypt || self.inner.client.inner.encrypt_all
+    }
+
+    /// Open (or create) a file.
+    pub async fn open(&self, path: &str, opts: &OpenOptions) -> Result<File> {
+        let mut access = 0;
+        if opts.read || !opts.write {
+            access |= AccessMask::FILE_READ_DATA | AccessMask::FILE_READ_ATTRIBUTES;
+        }
+        if opts.write {
+            access |= AccessMask::FILE_WRITE_DATA
+                | AccessMask::FILE_APPEND_DATA
+                | AccessMask::FILE_WRITE_ATTRIBUTES
+                | AccessMask::FILE_READ_ATTRIBUTES;
+        }
+        let disposition = match (opts.create_new, opts.create, opts.truncate) {
+            (true, _, _) => CreateDisposition::CREATE,
+            (false, true, true) => CreateDisposition::OVERWRITE_IF,
+            (false, true, false) => CreateDisposition::OPEN_IF,
+            (false, false, true) => CreateDisposition::OVERWRITE,
+            (false, false, false) => CreateDisposition::OPEN,
+        };
+        let mut req = CreateRequest::new(wire_path(path)?, access, disposition);
+        req.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
+        req.file_attributes = FileAttributes(FileAttributes::NORMAL);
+        let durable = self.wants_durable();
+        if durable {
+            let mut create_guid = [0u8; 16];
+            rand::rng().fill_bytes(&mut create_guid);
+            req.contexts.push(CreateContextRequest::DurableHandleV2 {
+                timeout_ms: 0,
+                flags: 0,
+                create_guid,
+            });
+        }
+        let created = self.create(&req, path).await?;
+        Ok(File::new(self.clone(), path.to_string(), created))
+    }
+
+    fn wants_durable(&self) -> bool {
+        let core = &self.inner.client.inner;
+        core.config.durable_handles && core.negotiated.dialect.is_smb3()
+    }
+
+    /// Send a CREATE and decode its reply.
+    pub(crate) async fn create(&self, req: &CreateRequest, path: &str) -> Result<CreateResponse> {
+        let resp = self
+            .call(req, &[])
+            .await
+            .map_err(|e| e.with_path(path))?;
+        decode(Command::CREATE, CreateResponse::decode(&resp.msg))
+    }
+
+    /// Close a handle.
+    pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
+        let resp = self.call(&CloseRequest::new(file_id), &[]).await?;
+        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+    }
+
+    /// Send a request on this tree.
+    pub(crate) async fn call<B: smb3_proto::msg::RequestBody>(
+        &self,
+        body: &B,
+        also_ok: &[NtStatus],
+    ) -> Result<crate::channel::Response> {
+        self.inner
+            .client
+            .inner
+            .call_allowing(body, Some(self.inner.tree), also_ok)
+            .await
+    }
+
+    /// Build a request on this tree (for callers that send it themselves).
+    pub(crate) fn request<B: smb3_proto::msg::RequestBody>(&self, body: &B) -> Request {
+        self.inner.client.inner.request(body, Some(self.inner.tree))
+    }
+
+    /// Open `path` with `access` and `options` for a metadata operation.
+    async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
+        let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
+        req.create_options = CreateOptions(options);
+        Ok(self.create(&req, path).await?.file_id)
+    }
+
+    /// Run `f` on an open handle, closing it whatever `f` returns.
+    async fn with_handle<T, F, Fut>(&self, path: &str, access: u32, options: u32, f: F) -> Result<T>
+    where
+        F: FnOnce(FileId) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let id = self.open_for(path, access, options).await?;
+        let result = f(id).await;
+        let closed = self.close(id).await;
+        let value = result.map_err(|e| e.with_path(path))?;
+        closed.map_err(|e| e.with_path(path))?;
+        Ok(value)
+    }
+
+    /// Size, times and attributes of `path`, in one round trip (CREATE + QUERY_INFO + CLOSE
+    /// compounded, MS-SMB2 3.2.4.1.4).
+    pub async fn metadata(&self, path: &str) -> Result<Metadata> {
+        let mut create = CreateRequest::new(
+            wire_path(path)?,
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateDisposition::OPEN,
+        );
+        create.create_options = CreateOptions(0);
+        let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
+        let close = CloseRequest::new(FileId::ANY);
+        let reqs = vec![self.request(&create), self.request(&query), self.request(&close)];
+        let core = &self.inner.client.inner;
+        let mut replies = core.channel.call_compound(reqs, true).await?.into_iter();
+        let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
+            return Err(ProtocolError::Unexpected("compound reply count").into());
+        };
+        c?.check(&[]).map_err(|e| e.with_path(path))?;
+        let q = q?.check(&[NtStatus::BUFFER_OVERFLOW]).map_err(|e| e.with_path(path))?;
+        let info: FileAllInformation = decode(
+            Command::QUERY_INFO,
+            QueryInfoResponse::decode(&q.msg).and_then(|r| r.file_info()),
+        )?;
+        Ok(Metadata::from_parts(
+            info.basic.file_attributes,
+            info.standard.end_of_file,
+            info.standard.allocation_size,
+            info.basic.creation_time,
+            info.basic.last_access_time,
+            info.basic.last_write_time,
+            info.basic.change_time,
+        ))
+    }
+
+    /// Whether `path` exists.
+    pub async fn exists(&self, path: &str) -> Result<bool> {
+        match self.metadata(path).await {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(
+                e.status(),
+                Some(NtStatus::OBJECT_NAME_NOT_FOUND | NtStatus::OBJECT_PATH_NOT_FOUND)
+            ) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// List a directory completely (all QUERY_DIRECTORY pages), without `.` and `..`.
+    pub async fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        self.with_handle(
+            path,
+            AccessMask::FILE_LIST_DIRECTORY | AccessMask::FILE_READ_ATTRIBUTES | AccessMask::SYNCHRONIZE,
+            CreateOptions::DIRECTORY_FILE,
+            |id| async move {
+                let mut out = Vec::new();
+                loop {
+                    let req = QueryDirectoryRequest::new(id, "*", DIR_BUFFER);
+                    let resp = self.call(&req, &[NtStatus::NO_MORE_FILES]).await?;
+                    if resp.header.status == NtStatus::NO_MORE_FILES {
+                        break;
+                    }
+                    let page = decode(
+                        Command::QUERY_DIRECTORY,
+                        QueryDirectoryResponse::decode(&resp.msg).and_then(|r| r.id_both_entries()),
+                    )?;
+                    if page.is_empty() {
+                        break;
+                    }
+                    out.extend(
+                        page.into_iter()
+                            .filter(|e| e.file_name != "." && e.file_name != "..")
+                            .map(DirEntry::from),
+                    );
+                }
+                Ok(out)
+            },
+        )
+        .await
+    }
+
+    /// Create a directory. Fails if it exists.
+    pub async fn create_dir(&self, path: &str) -> Result<()> {
+        let mut req = CreateRequest::new(
+            wire_path(path)?,
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateDisposition::CREATE,
+        );
+        req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
+        req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
+        let created = self.create(&req, path).await?;
+        self.close(created.file_id).await.map_err(|e| e.with_path(path))
+    }
+
+    /// Create a directory and its missing parents (like `mkdir -p`).
+    pub async fn create_dir_all(&self, path: &str) -> Result<()> {
+        let wire = wire_path(path)?;
+        let mut prefix = String::new();
+        for part in wire.split('\\').filter(|p| !p.is_empty()) {
+            if !prefix.is_empty() {
+                prefix.push('\\');
+            }
+            prefix.push_str(part);
+            match self.create_dir(&prefix).await {
+                Ok(()) => {}
+                Err(e) if e.status() == Some(NtStatus::OBJECT_NAME_COLLISION) => {
+                    if !self.metadata(&prefix).await?.is_dir() {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete a file.
+    pub async fn remove_file(&self, path: &str) -> Result<()> {
+        self.delete(path, CreateOptions::NON_DIRECTORY_FILE).await
+    }
+
+    /// Delete an empty directory.
+    pub async fn remove_dir(&self, path: &str) -> Result<()> {
+        self.delete(path, CreateOptions::DIRECTORY_FILE).await
+    }
+
+    async fn delete(&self, path: &str, options: u32) -> Result<()> {
+        // Setting the delete disposition (rather than DELETE_ON_CLOSE) makes the server report
+        // DIRECTORY_NOT_EMPTY and similar refusals on this request, where they can be shown.
+        self.with_handle(path, AccessMask::DELETE, options, |id| async move {
+            let info = FileDispositionInformation { delete_pending: true };
+            self.call(&SetInfoRequest::file_info(id, &info), &[]).await.map(|_| ())
+        })
+        .await
+    }
+
+    /// Rename or move `from` to `to` (both share-relative). With `replace`, an existing
+    /// target file is overwritten.
+    pub async fn rename(&self, from: &str, to: &str, replace: bool) -> Result<()> {
+        let target = wire_path(to)?;
+        self.with_handle(from, AccessMask::DELETE | AccessMask::SYNCHRONIZE, 0, |id| async move {
+            let info = FileRenameInformation {
+                replace_if_exists: replace,
+                file_name: target,
+            };
+            self.call(&SetInfoRequest::file_info(id, &info), &[]).await.map(|_| ())
+        })
+        .await
+    }
+
+    /// Size and free space of the share.
+    pub async fn fs_info(&self) -> Result<FsInfo> {
+        self.with_handle("", AccessMask::FILE_READ_ATTRIBUTES, CreateOptions::DIRECTORY_FILE, |id| async move {
+            let req = QueryInfoRequest::fs_info::<FileFsFullSizeInformation>(id, 64);
+            let resp = self.call(&req, &[]).await?;
+            let fs: FileFsFullSizeInformation = decode(
+                Command::QUERY_INFO,
+                QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
+            )?;
+            let unit = u64::from(fs.sectors_per_allocation_unit) * u64::from(fs.bytes_per_sector);
+            Ok(FsInfo {
+                total_bytes: fs.total_allocation_units.saturating_mul(unit),
+                available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
+                free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
+                block_size: unit,
+            })
+        })
+        .await
+    }
+
+    /// Disconnect the tree. Open handles on it become invalid.
+    pub async fn disconnect(&self) -> Result<()> {
+        self.call(&TreeDisconnectRequest {}, &[]).await.map(|_| ())
+    }
+
+    /// FSCTL_VALIDATE_NEGOTIATE_INFO (MS-SMB2 3.2.5.5, 3.0 and 3.0.2 only): the server echoes
+    /// what it negotiated, signed, so a man in the middle that downgraded NEGOTIATE is caught.
+    pub(crate) async fn validate_negotiate(&self) -> Result<()> {
+        let core = &self.inner.client.inner;
+        if !core.signing {
+            return Ok(());
+        }
+        let config = &core.config;
+        let mut security_mode = smb3_proto::msg::negotiate::SecurityMode::SIGNING_ENABLED;
+        if config.require_signing {
+            security_mode |= smb3_proto::msg::negotiate::SecurityMode::SIGNING_REQUIRED;
+        }
+        let mut caps = smb3_proto::msg::negotiate::Capabilities::LARGE_MTU
+            | smb3_proto::msg::negotiate::Capabilities::LEASING
+            | smb3_proto::msg::negotiate::Capabilities::MULTI_CHANNEL;
+        if !config.ciphers.is_empty() {
+            caps |= smb3_proto::msg::negotiate::Capabilities::ENCRYPTION;
+        }
+        let input = ValidateNegotiateInfoRequest {
+            capabilities: smb3_proto::msg::negotiate::Capabilities(caps),
+            guid: core.client_guid,
+            security_mode: smb3_proto::msg::negotiate::SecurityMode(security_mode),
+            dialects: config.dialects(),
+        }
+        .encode();
+        let req = IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24);
+        let resp = self.call(&req, &[]).await?;
+        let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+        let v = decode(Command::IOCTL, ValidateNegotiateInfoResponse::decode(&out.output))?;
+        let n = &core.negotiated;
+        if v.dialect != n.dialect.code()
+            || v.guid != n.server_guid
+            || v.security_mode.0 != n.server_security_mode.0
+            || v.capabilities.0 != n.server_capabilities.0
+        {
+            return Err(Error::Protocol(ProtocolError::Unexpected(
+                "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
+            )));
+        }
+        Ok(())
+    }
+}

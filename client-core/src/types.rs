@@ -1,0 +1,217 @@
+//! Plain value types of the public API.
+
+use std::time::SystemTime;
+
+use smb3_proto::msg::fscc::{filetime_to_system_time, DirectoryEntry, FileAttributes};
+
+/// What kind of object a path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+}
+
+/// Size, times and attributes of a file or directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    /// File or directory.
+    pub file_type: FileType,
+    /// Size in bytes (EndOfFile).
+    pub len: u64,
+    /// Bytes allocated on the server.
+    pub allocation_size: u64,
+    /// Creation time.
+    pub created: Option<SystemTime>,
+    /// Last access time.
+    pub accessed: Option<SystemTime>,
+    /// Last write time.
+    pub modified: Option<SystemTime>,
+    /// Last attribute change time.
+    pub changed: Option<SystemTime>,
+    /// Raw FILE_ATTRIBUTE_* bits (MS-FSCC 2.6).
+    pub attributes: u32,
+}
+
+impl Metadata {
+    /// Whether this is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.file_type == FileType::Directory
+    }
+
+    /// Whether this is a regular file.
+    pub fn is_file(&self) -> bool {
+        self.file_type == FileType::File
+    }
+
+    /// Whether FILE_ATTRIBUTE_READONLY is set.
+    pub fn is_readonly(&self) -> bool {
+        self.attributes & FileAttributes::READONLY != 0
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        attributes: FileAttributes,
+        len: u64,
+        allocation_size: u64,
+        created: u64,
+        accessed: u64,
+        modified: u64,
+        changed: u64,
+    ) -> Metadata {
+        Metadata {
+            file_type: if attributes.is_directory() {
+                FileType::Directory
+            } else {
+                FileType::File
+            },
+            len,
+            allocation_size,
+            created: filetime_to_system_time(created),
+            accessed: filetime_to_system_time(accessed),
+            modified: filetime_to_system_time(modified),
+            changed: filetime_to_system_time(changed),
+            attributes: attributes.0,
+        }
+    }
+}
+
+/// One entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The name inside its directory.
+    pub name: String,
+    /// Its metadata as reported by the listing.
+    pub metadata: Metadata,
+    /// Server-side file id (inode-like; 0 when the server does not report one).
+    pub file_id: u64,
+}
+
+impl From<DirectoryEntry> for DirEntry {
+    fn from(e: DirectoryEntry) -> Self {
+        DirEntry {
+            metadata: Metadata::from_parts(
+                e.file_attributes,
+                e.end_of_file,
+                e.allocation_size,
+                e.creation_time,
+                e.last_access_time,
+                e.last_write_time,
+                e.change_time,
+            ),
+            name: e.file_name,
+            file_id: e.file_id,
+        }
+    }
+}
+
+/// How to open a file, in the spirit of `std::fs::OpenOptions`.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+    pub(crate) create: bool,
+    pub(crate) create_new: bool,
+    pub(crate) truncate: bool,
+}
+
+impl OpenOptions {
+    /// Nothing requested yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Open for reading.
+    pub fn read(mut self, yes: bool) -> Self {
+        self.read = yes;
+        self
+    }
+
+    /// Open for writing.
+    pub fn write(mut self, yes: bool) -> Self {
+        self.write = yes;
+        self
+    }
+
+    /// Create the file if it does not exist.
+    pub fn create(mut self, yes: bool) -> Self {
+        self.create = yes;
+        self
+    }
+
+    /// Create the file; fail if it exists.
+    pub fn create_new(mut self, yes: bool) -> Self {
+        self.create_new = yes;
+        self
+    }
+
+    /// Truncate an existing file to zero length.
+    pub fn truncate(mut self, yes: bool) -> Self {
+        self.truncate = yes;
+        self
+    }
+}
+
+/// Size and free space of the share's file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsInfo {
+    /// Total bytes.
+    pub total_bytes: u64,
+    /// Bytes available to this user.
+    pub available_bytes: u64,
+    /// Free bytes.
+    pub free_bytes: u64,
+    /// Allocation unit in bytes.
+    pub block_size: u64,
+}
+
+/// Convert a user path (`/a/b`, `a\b`, `a//b/`) to the share-relative form the wire wants
+/// (`a\b`; empty for the share root). `..` is refused rather than resolved: the server would
+/// refuse it anyway and resolving it locally could escape the intended directory.
+pub(crate) fn wire_path(path: &str) -> Result<String, crate::Error> {
+    let mut parts = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => return Err(crate::Error::ApiMisuse("paths may not contain '..'")),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("\\"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalised() {
+        assert_eq!(wire_path("/").unwrap(), "");
+        assert_eq!(wire_path("").unwrap(), "");
+        assert_eq!(wire_path("/a/b/").unwrap(), "a\\b");
+        assert_eq!(wire_path("a\\\\b/./c").unwrap(), "a\\b\\c");
+        assert_eq!(wire_path("déjà vu/ファイル").unwrap(), "déjà vu\\ファイル");
+        assert!(wire_path("a/../b").is_err());
+    }
+}
+
+/// One channel (TCP connection) of a session and what went over it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChannelInfo {
+    /// Local address and port.
+    pub local: std::net::SocketAddr,
+    /// Server address and port.
+    pub server: std::net::SocketAddr,
+    /// Requests sent.
+    pub requests: u64,
+    /// Bytes sent (SMB2 messages, transport headers excluded).
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Credits held.
+    pub credits: u32,
+    /// Why the channel is down, if it is.
+    pub failure: Option<String>,
+}

@@ -32,7 +32,10 @@ pub mod signing;
 mod vectors;
 
 pub use cipher::{Aead, AeadKey};
-pub use keys::{derive_channel_signing_key, derive_session_keys, SessionKeys};
+pub use keys::{
+    derive_channel_signing_key, derive_session_keys, derive_signing_key, session_key_16,
+    SessionKeys,
+};
 pub use preauth::PreauthHash;
 pub use seal::Sealer;
 pub use signing::Signer;
@@ -240,6 +243,17 @@ mod tests {
         assert!(!ct_eq(b"abc", b"abd"));
         assert!(!ct_eq(b"abc", b"ab"));
         assert!(ct_eq(b"", b""));
+    }
+
+    /// Keys are shared between the tasks of a session (channels, readers, writers).
+    #[test]
+    fn shared_types_are_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Signer>();
+        check::<Sealer>();
+        check::<AeadKey>();
+        check::<PreauthHash>();
+        check::<SessionKeys>();
     }
 
     #[test]

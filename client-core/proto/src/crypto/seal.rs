@@ -26,14 +26,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::{BufMut, BytesMut};
+use bytes::{Buf, BufMut, BytesMut};
 
 use super::cipher::{Aead, AeadKey};
 use super::{CryptoBackend, CryptoError, TAG_LEN};
 use crate::dialect::Cipher;
 use crate::msg::transform::{
-    TransformFlags, TransformHeader, TRANSFORM_HEADER_LEN, TRANSFORM_NONCE_OFFSET,
-    TRANSFORM_SIGNATURE_OFFSET,
+    TransformFlags, TransformHeader, TRANSFORM_AAD_LEN, TRANSFORM_HEADER_LEN,
+    TRANSFORM_NONCE_OFFSET, TRANSFORM_SIGNATURE_OFFSET,
 };
 
 /// Counter values at or above this are refused, far before the counter could wrap around.
@@ -54,6 +54,7 @@ pub struct Sealer {
 impl Sealer {
     /// A sealer for `cipher` with `key` (16 or 32 bytes, as the cipher requires).
     pub fn new(cipher: Cipher, key: &[u8], backend: CryptoBackend) -> Result<Self, CryptoError> {
+        // OS randomness through getrandom, which aes-gcm's default `getrandom` feature brings.
         use aes_gcm::aead::Generate;
         let nonce_base = <[u8; 12]>::try_generate().map_err(|_| CryptoError::Random)?;
         Self::with_nonce_base(cipher, key, backend, nonce_base)
@@ -139,9 +140,10 @@ impl Sealer {
     }
 
     /// Decrypt a TRANSFORM_HEADER message (without the 4-byte transport length) in place and
-    /// return the plaintext SMB2 message, possibly a compound: the same allocation, past the
-    /// 52-byte header. Rejects a wrong ProtocolId, Flags other than Encrypted, an
-    /// OriginalMessageSize that is not the number of bytes present, and a bad tag.
+    /// return the plaintext SMB2 message, possibly a compound: the same buffer, advanced past
+    /// the 52-byte header (no allocation, no copy). Rejects a wrong ProtocolId, Flags other
+    /// than Encrypted, an OriginalMessageSize that is not the number of bytes present, and a
+    /// bad tag.
     ///
     /// The caller picks the `Sealer` from the header's SessionId first
     /// ([`TransformHeader::decode`]).
@@ -157,15 +159,16 @@ impl Sealer {
                 actual,
             });
         }
-        let mut body = frame.split_off(TRANSFORM_HEADER_LEN);
+        // Keep the AAD, then drop the header from the front of the buffer: `advance` only moves
+        // the start of the view (no allocation, no copy), and the plaintext is decrypted where
+        // the ciphertext lies.
+        let mut aad = [0u8; TRANSFORM_AAD_LEN];
+        aad.copy_from_slice(&frame[TRANSFORM_NONCE_OFFSET..TRANSFORM_HEADER_LEN]);
+        frame.advance(TRANSFORM_HEADER_LEN);
         let nonce = &header.nonce[..self.cipher().nonce_len()];
-        self.aead.open_in_place(
-            nonce,
-            &frame[TRANSFORM_NONCE_OFFSET..],
-            &mut body,
-            &header.signature,
-        )?;
-        Ok(body)
+        self.aead
+            .open_in_place(nonce, &aad, &mut frame, &header.signature)?;
+        Ok(frame)
     }
 }
 
@@ -427,6 +430,19 @@ mod tests {
             Sealer::new(Cipher::Aes256Gcm, &[1; 16], CryptoBackend::default()),
             Err(CryptoError::InvalidKeyLength { .. })
         ));
+    }
+
+    /// `open` decrypts where the ciphertext lies and hands back the same buffer.
+    #[test]
+    fn open_is_in_place() {
+        for &backend in CryptoBackend::available() {
+            let s = Sealer::new(Cipher::Aes128Gcm, &[8; 16], backend).unwrap();
+            let sealed = s.seal(2, &[&[0x42; 4096]]).unwrap();
+            let start = sealed.as_ptr() as usize;
+            let plain = s.open(sealed).unwrap();
+            assert_eq!(plain.as_ptr() as usize, start + TRANSFORM_HEADER_LEN);
+            assert_eq!(&plain[..], &[0x42; 4096][..]);
+        }
     }
 
     #[test]

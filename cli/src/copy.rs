@@ -46,8 +46,16 @@ pub struct CopyReport {
 /// Direction of one file's copy.
 #[derive(Clone, Debug)]
 enum Job {
-    Download { remote: String, local: PathBuf, size: u64 },
-    Upload { local: PathBuf, remote: String, size: u64 },
+    Download {
+        remote: String,
+        local: PathBuf,
+        size: u64,
+    },
+    Upload {
+        local: PathBuf,
+        remote: String,
+        size: u64,
+    },
 }
 
 impl Job {
@@ -71,42 +79,66 @@ fn base_name_remote(path: &str) -> &str {
 }
 
 /// Plan and run a download of remote `sources` (share-relative paths) into `dest`.
-pub async fn download(share: &Share, sources: &[String], dest: &Path, opts: &CopyOptions) -> CopyReport {
+pub async fn download(
+    share: &Share,
+    sources: &[String],
+    dest: &Path,
+    opts: &CopyOptions,
+) -> CopyReport {
     let mut report = CopyReport::default();
     let mut jobs = Vec::new();
     let dest_is_dir = dest.is_dir();
     if sources.len() > 1 && !dest_is_dir {
-        report
-            .failures
-            .push(format!("{}: destination must be an existing directory for several sources", dest.display()));
+        report.failures.push(format!(
+            "{}: destination must be an existing directory for several sources",
+            dest.display()
+        ));
         return report;
     }
     for src in sources {
         let md = match share.metadata(src).await {
             Ok(md) => md,
             Err(e) => {
-                report.failures.push(format!("{}: {}", remote_name(share, src), describe(&e)));
+                report
+                    .failures
+                    .push(format!("{}: {}", remote_name(share, src), describe(&e)));
                 continue;
             }
         };
-        let target = if dest_is_dir { dest.join(base_name_remote(src)) } else { dest.to_path_buf() };
+        let target = if dest_is_dir {
+            dest.join(base_name_remote(src))
+        } else {
+            dest.to_path_buf()
+        };
         if md.is_dir() {
             if !opts.recursive {
-                report.failures.push(format!("{}: is a directory (use -r)", remote_name(share, src)));
+                report.failures.push(format!(
+                    "{}: is a directory (use -r)",
+                    remote_name(share, src)
+                ));
                 continue;
             }
             if let Err(e) = plan_remote_tree(share, src, &target, &mut jobs).await {
                 report.failures.push(e);
             }
         } else {
-            jobs.push(Job::Download { remote: src.clone(), local: target, size: md.len });
+            jobs.push(Job::Download {
+                remote: src.clone(),
+                local: target,
+                size: md.len,
+            });
         }
     }
     run(share, jobs, opts, report).await
 }
 
 /// Walk a remote directory, creating local directories and listing files to fetch.
-async fn plan_remote_tree(share: &Share, dir: &str, local: &Path, jobs: &mut Vec<Job>) -> Result<(), String> {
+async fn plan_remote_tree(
+    share: &Share,
+    dir: &str,
+    local: &Path,
+    jobs: &mut Vec<Job>,
+) -> Result<(), String> {
     let mut stack = vec![(dir.to_string(), local.to_path_buf())];
     while let Some((rdir, ldir)) = stack.pop() {
         std::fs::create_dir_all(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
@@ -120,7 +152,11 @@ async fn plan_remote_tree(share: &Share, dir: &str, local: &Path, jobs: &mut Vec
             if e.metadata.is_dir() {
                 stack.push((r, l));
             } else {
-                jobs.push(Job::Download { remote: r, local: l, size: e.metadata.len });
+                jobs.push(Job::Download {
+                    remote: r,
+                    local: l,
+                    size: e.metadata.len,
+                });
             }
         }
     }
@@ -128,21 +164,29 @@ async fn plan_remote_tree(share: &Share, dir: &str, local: &Path, jobs: &mut Vec
 }
 
 /// Plan and run an upload of local `sources` into the share-relative directory or file `dest`.
-pub async fn upload(share: &Share, sources: &[PathBuf], dest: &str, opts: &CopyOptions) -> CopyReport {
+pub async fn upload(
+    share: &Share,
+    sources: &[PathBuf],
+    dest: &str,
+    opts: &CopyOptions,
+) -> CopyReport {
     let mut report = CopyReport::default();
     let mut jobs = Vec::new();
     let dest_is_dir = match share.metadata(dest).await {
         Ok(md) => md.is_dir(),
         Err(e) if e.to_errno() == 2 => false,
         Err(e) => {
-            report.failures.push(format!("{}: {}", remote_name(share, dest), describe(&e)));
+            report
+                .failures
+                .push(format!("{}: {}", remote_name(share, dest), describe(&e)));
             return report;
         }
     };
     if sources.len() > 1 && !dest_is_dir {
-        report
-            .failures
-            .push(format!("{}: destination must be an existing directory for several sources", remote_name(share, dest)));
+        report.failures.push(format!(
+            "{}: destination must be an existing directory for several sources",
+            remote_name(share, dest)
+        ));
         return report;
     }
     for src in sources {
@@ -153,24 +197,42 @@ pub async fn upload(share: &Share, sources: &[PathBuf], dest: &str, opts: &CopyO
                 continue;
             }
         };
-        let name = src.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let target = if dest_is_dir { join_remote(dest, &name) } else { dest.to_string() };
+        let name = src
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let target = if dest_is_dir {
+            join_remote(dest, &name)
+        } else {
+            dest.to_string()
+        };
         if md.is_dir() {
             if !opts.recursive {
-                report.failures.push(format!("{}: is a directory (use -r)", src.display()));
+                report
+                    .failures
+                    .push(format!("{}: is a directory (use -r)", src.display()));
                 continue;
             }
             if let Err(e) = plan_local_tree(share, src, &target, &mut jobs).await {
                 report.failures.push(e);
             }
         } else {
-            jobs.push(Job::Upload { local: src.clone(), remote: target, size: md.len() });
+            jobs.push(Job::Upload {
+                local: src.clone(),
+                remote: target,
+                size: md.len(),
+            });
         }
     }
     run(share, jobs, opts, report).await
 }
 
-async fn plan_local_tree(share: &Share, dir: &Path, remote: &str, jobs: &mut Vec<Job>) -> Result<(), String> {
+async fn plan_local_tree(
+    share: &Share,
+    dir: &Path,
+    remote: &str,
+    jobs: &mut Vec<Job>,
+) -> Result<(), String> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string())];
     while let Some((ldir, rdir)) = stack.pop() {
         share
@@ -180,13 +242,19 @@ async fn plan_local_tree(share: &Share, dir: &Path, remote: &str, jobs: &mut Vec
         let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
         for entry in entries {
             let entry = entry.map_err(|e| format!("{}: {e}", ldir.display()))?;
-            let md = entry.metadata().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let md = entry
+                .metadata()
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let r = join_remote(&rdir, &name);
             if md.is_dir() {
                 stack.push((entry.path(), r));
             } else if md.is_file() {
-                jobs.push(Job::Upload { local: entry.path(), remote: r, size: md.len() });
+                jobs.push(Job::Upload {
+                    local: entry.path(),
+                    remote: r,
+                    size: md.len(),
+                });
             }
         }
     }
@@ -194,16 +262,28 @@ async fn plan_local_tree(share: &Share, dir: &Path, remote: &str, jobs: &mut Vec
 }
 
 fn remote_name(share: &Share, path: &str) -> String {
-    format!("//{}/{}/{}", share.client().server_addr().ip(), share.name(), path)
+    format!(
+        "//{}/{}/{}",
+        share.client().server_addr().ip(),
+        share.name(),
+        path
+    )
 }
 
-async fn run(share: &Share, jobs: Vec<Job>, opts: &CopyOptions, mut report: CopyReport) -> CopyReport {
+async fn run(
+    share: &Share,
+    jobs: Vec<Job>,
+    opts: &CopyOptions,
+    mut report: CopyReport,
+) -> CopyReport {
     let total: u64 = jobs.iter().map(Job::size).sum();
     let bar = if opts.progress {
         let b = ProgressBar::new(total);
         b.set_style(
-            ProgressStyle::with_template("{bytes:>10}/{total_bytes} {wide_bar} {binary_bytes_per_sec:>12} eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{bytes:>10}/{total_bytes} {wide_bar} {binary_bytes_per_sec:>12} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         Some(b)
     } else {
@@ -213,7 +293,10 @@ async fn run(share: &Share, jobs: Vec<Job>, opts: &CopyOptions, mut report: Copy
     let start = Instant::now();
     let results: Vec<Result<u64, String>> = stream::iter(jobs)
         .map(|job| {
-            let progress = Progress { bar: bar.clone(), moved: moved.clone() };
+            let progress = Progress {
+                bar: bar.clone(),
+                moved: moved.clone(),
+            };
             async move { copy_one(share, job, opts, progress).await }
         })
         .buffer_unordered(opts.jobs.max(1))
@@ -251,7 +334,10 @@ impl Progress {
 }
 
 fn partial_local(target: &Path) -> PathBuf {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     target.with_file_name(format!(".{name}.smbcp-partial"))
 }
 
@@ -268,13 +354,19 @@ fn chunks(len: u64, chunk: u32) -> impl Iterator<Item = (u64, u32)> {
     (0..len.div_ceil(c)).map(move |i| (i * c, (len - i * c).min(c) as u32))
 }
 
-async fn copy_one(share: &Share, job: Job, opts: &CopyOptions, progress: Progress) -> Result<u64, String> {
+async fn copy_one(
+    share: &Share,
+    job: Job,
+    opts: &CopyOptions,
+    progress: Progress,
+) -> Result<u64, String> {
     match job {
         Job::Download { remote, local, .. } => {
             let partial = partial_local(&local);
             match download_file(share, &remote, &partial, opts, &progress).await {
                 Ok(n) => {
-                    std::fs::rename(&partial, &local).map_err(|e| format!("{}: {e}", local.display()))?;
+                    std::fs::rename(&partial, &local)
+                        .map_err(|e| format!("{}: {e}", local.display()))?;
                     Ok(n)
                 }
                 Err(e) => {
@@ -305,7 +397,11 @@ async fn copy_one(share: &Share, job: Job, opts: &CopyOptions, progress: Progres
                         "{}: {e}; {} was not written{}",
                         local.display(),
                         remote_name(share, &remote),
-                        if removed { "" } else { " (a partial upload may remain under a .smbcp-partial name)" }
+                        if removed {
+                            ""
+                        } else {
+                            " (a partial upload may remain under a .smbcp-partial name)"
+                        }
                     ))
                 }
             }
@@ -313,22 +409,37 @@ async fn copy_one(share: &Share, job: Job, opts: &CopyOptions, progress: Progres
     }
 }
 
-async fn download_file(share: &Share, remote: &str, partial: &Path, opts: &CopyOptions, progress: &Progress) -> Result<u64, String> {
+async fn download_file(
+    share: &Share,
+    remote: &str,
+    partial: &Path,
+    opts: &CopyOptions,
+    progress: &Progress,
+) -> Result<u64, String> {
     let file = share
         .open(remote, &OpenOptions::new().read(true))
         .await
         .map_err(|e| describe(&e))?;
     let size = file.size_at_open();
-    let out = Arc::new(std::fs::File::create(partial).map_err(|e| format!("{}: {e}", partial.display()))?);
+    let out = Arc::new(
+        std::fs::File::create(partial).map_err(|e| format!("{}: {e}", partial.display()))?,
+    );
     let file_ref = &file;
     let mut pieces = stream::iter(chunks(size, opts.chunk))
-        .map(|(off, len)| async move { file_ref.read_at(off, len as usize).await.map(|d| (off, len, d)) })
+        .map(|(off, len)| async move {
+            file_ref
+                .read_at(off, len as usize)
+                .await
+                .map(|d| (off, len, d))
+        })
         .buffered(opts.depth.max(1));
     let mut written = 0u64;
     while let Some(piece) = pieces.next().await {
         let (off, len, data) = piece.map_err(|e| describe(&e))?;
         if data.len() != len as usize {
-            return Err(format!("file shrank while being copied (short read at offset {off})"));
+            return Err(format!(
+                "file shrank while being copied (short read at offset {off})"
+            ));
         }
         let out = out.clone();
         let n = data.len() as u64;
@@ -344,11 +455,21 @@ async fn download_file(share: &Share, remote: &str, partial: &Path, opts: &CopyO
     Ok(written)
 }
 
-async fn upload_file(share: &Share, local: &Path, partial: &str, opts: &CopyOptions, progress: &Progress) -> Result<u64, String> {
-    let src = Arc::new(std::fs::File::open(local).map_err(|e| format!("{}: {e}", local.display()))?);
+async fn upload_file(
+    share: &Share,
+    local: &Path,
+    partial: &str,
+    opts: &CopyOptions,
+    progress: &Progress,
+) -> Result<u64, String> {
+    let src =
+        Arc::new(std::fs::File::open(local).map_err(|e| format!("{}: {e}", local.display()))?);
     let size = src.metadata().map_err(|e| e.to_string())?.len();
     let file = share
-        .open(partial, &OpenOptions::new().write(true).create(true).truncate(true))
+        .open(
+            partial,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
         .await
         .map_err(|e| describe(&e))?;
     let file_ref = &file;
@@ -364,7 +485,10 @@ async fn upload_file(share: &Share, local: &Path, partial: &str, opts: &CopyOpti
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("{}: {e}", local.display()))?;
-                file_ref.write_at(off, data).await.map_err(|e: Error| describe(&e))?;
+                file_ref
+                    .write_at(off, data)
+                    .await
+                    .map_err(|e: Error| describe(&e))?;
                 progress.add(u64::from(len));
                 Ok::<(), String>(())
             }
@@ -384,12 +508,18 @@ mod tests {
     fn partial_names() {
         assert_eq!(partial_remote("a/b/c.bin"), "a/b/.c.bin.smbcp-partial");
         assert_eq!(partial_remote("c.bin"), ".c.bin.smbcp-partial");
-        assert_eq!(partial_local(Path::new("/x/y.txt")), PathBuf::from("/x/.y.txt.smbcp-partial"));
+        assert_eq!(
+            partial_local(Path::new("/x/y.txt")),
+            PathBuf::from("/x/.y.txt.smbcp-partial")
+        );
     }
 
     #[test]
     fn chunking() {
         assert_eq!(chunks(0, 4).count(), 0);
-        assert_eq!(chunks(9, 4).collect::<Vec<_>>(), vec![(0, 4), (4, 4), (8, 1)]);
+        assert_eq!(
+            chunks(9, 4).collect::<Vec<_>>(),
+            vec![(0, 4), (4, 4), (8, 1)]
+        );
     }
 }

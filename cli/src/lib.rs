@@ -25,25 +25,32 @@ pub fn credentials(
     user_flag: Option<&str>,
     credentials_file: Option<&std::path::Path>,
 ) -> Result<UserCredentials, String> {
-    let mut user = remote.user.clone().or_else(|| user_flag.map(str::to_string));
+    let mut user = remote
+        .user
+        .clone()
+        .or_else(|| user_flag.map(str::to_string));
     let mut domain = remote.domain.clone();
     let mut password = None;
     if let Some(path) = credentials_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read credentials file: {e}", path.display()))?;
         for line in text.lines() {
-            let Some((k, v)) = line.split_once('=') else { continue };
+            let Some((k, v)) = line.split_once('=') else {
+                continue;
+            };
             match k.trim() {
                 "username" | "user" => user = user.or_else(|| Some(v.trim().to_string())),
-                "password" | "pass" => password = Some(v.trim_end_matches(['\r', '\n']).to_string()),
+                "password" | "pass" => {
+                    password = Some(v.trim_end_matches(['\r', '\n']).to_string())
+                }
                 "domain" | "workgroup" => domain = domain.or_else(|| Some(v.trim().to_string())),
                 _ => {}
             }
         }
     }
-    let user = user
-        .or_else(|| std::env::var("SMB_USER").ok())
-        .ok_or("no user name: put it in the URL (smb://USER@HOST/...), or use --user or SMB_USER")?;
+    let user = user.or_else(|| std::env::var("SMB_USER").ok()).ok_or(
+        "no user name: put it in the URL (smb://USER@HOST/...), or use --user or SMB_USER",
+    )?;
     // DOMAIN\user and user@REALM forms are split here so sspi gets them apart.
     let (user, domain) = match (user.split_once(['\\', ';']), domain) {
         (Some((d, u)), None) => (u.to_string(), Some(d.to_string())),
@@ -63,7 +70,11 @@ pub fn credentials(
 }
 
 /// Connect and authenticate, with an error line that names the server.
-pub async fn connect(remote: &RemotePath, creds: &UserCredentials, config: ClientConfig) -> Result<Client, String> {
+pub async fn connect(
+    remote: &RemotePath,
+    creds: &UserCredentials,
+    config: ClientConfig,
+) -> Result<Client, String> {
     Client::connect(&remote.server(), creds, config)
         .await
         .map_err(|e| format!("{}: {}", remote.server(), describe(&e)))
@@ -82,7 +93,9 @@ pub fn describe(e: &Error) -> String {
         } => "no such share (BAD_NETWORK_NAME)".into(),
         Error::Status { status, .. } => status.to_string(),
         Error::Io { source, .. } => match source.kind() {
-            std::io::ErrorKind::ConnectionRefused => "connection refused (is an SMB server listening on that port?)".into(),
+            std::io::ErrorKind::ConnectionRefused => {
+                "connection refused (is an SMB server listening on that port?)".into()
+            }
             _ => source.to_string(),
         },
         other => other.to_string(),

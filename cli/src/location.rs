@@ -30,7 +30,10 @@ impl RemotePath {
 
     /// The same server and share with another path.
     pub fn with_path(&self, path: String) -> RemotePath {
-        RemotePath { path, ..self.clone() }
+        RemotePath {
+            path,
+            ..self.clone()
+        }
     }
 
     /// `//host/share/path` for messages.
@@ -95,7 +98,9 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
         let u = percent_decode(u).map_err(|e| bad(&e))?;
         // A password in the URL would end up in shell history and process lists.
         if u.contains(':') {
-            return Err(bad("passwords are not accepted in URLs; use SMB_PASSWORD or --credentials"));
+            return Err(bad(
+                "passwords are not accepted in URLs; use SMB_PASSWORD or --credentials",
+            ));
         }
         match u.split_once(';') {
             Some((d, n)) => {
@@ -106,7 +111,9 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
         }
     }
     let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or_else(|| bad("unterminated [IPv6]"))?;
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("unterminated [IPv6]"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad("bad port"))?,
             None => 445,
@@ -121,12 +128,20 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
     if host.is_empty() {
         return Err(bad("no host"));
     }
-    let path = if url { percent_decode(path).map_err(|e| bad(&e))? } else { path.to_string() };
+    let path = if url {
+        percent_decode(path).map_err(|e| bad(&e))?
+    } else {
+        path.to_string()
+    };
     let (share, inner) = path.split_once('/').unwrap_or((&path, ""));
     if share.is_empty() {
         return Err(bad("no share name"));
     }
-    let inner = inner.split('/').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("/");
+    let inner = inner
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("/");
     Ok(RemotePath {
         host,
         port,
@@ -158,14 +173,20 @@ mod tests {
         assert_eq!(r.share, "data");
         assert_eq!(r.path, "dir/fé.txt");
         let r = remote("smb://[fd00::1]/s");
-        assert_eq!((r.host.as_str(), r.port, r.path.as_str()), ("fd00::1", 445, ""));
+        assert_eq!(
+            (r.host.as_str(), r.port, r.path.as_str()),
+            ("fd00::1", 445, "")
+        );
         assert_eq!(r.server(), "[fd00::1]:445");
     }
 
     #[test]
     fn unc() {
         let r = remote("//10.0.0.1/plain/a//b/");
-        assert_eq!((r.host.as_str(), r.share.as_str(), r.path.as_str()), ("10.0.0.1", "plain", "a/b"));
+        assert_eq!(
+            (r.host.as_str(), r.share.as_str(), r.path.as_str()),
+            ("10.0.0.1", "plain", "a/b")
+        );
         let r = remote(r"\\srv\share\x\y");
         assert_eq!((r.share.as_str(), r.path.as_str()), ("share", "x/y"));
     }
@@ -176,6 +197,9 @@ mod tests {
         assert!(Location::parse("smb://host/").is_err());
         assert!(Location::parse("smb://u:pw@host/s").is_err());
         assert!(Location::parse("smb://:12/s").is_err());
-        assert_eq!(Location::parse("./x").unwrap(), Location::Local("./x".into()));
+        assert_eq!(
+            Location::parse("./x").unwrap(),
+            Location::Local("./x".into())
+        );
     }
 }

@@ -7,8 +7,7 @@
 use sspi::ntlm::NtlmConfig;
 use sspi::{
     AuthIdentity, BufferType, ClientRequestFlags, CredentialUse, Credentials, DataRepresentation,
-    Negotiate, NegotiateConfig, SecurityBuffer, SecurityStatus, Sspi, SspiImpl,
-    Username,
+    Negotiate, NegotiateConfig, SecurityBuffer, SecurityStatus, Sspi, SspiImpl, Username,
 };
 
 use crate::error::{AuthFailure, Error, Result};
@@ -97,7 +96,10 @@ impl Authenticator {
                 detail: format!("{} rounds", self.rounds),
             });
         }
-        let mut input = vec![SecurityBuffer::new(server_token.to_vec(), BufferType::Token)];
+        let mut input = vec![SecurityBuffer::new(
+            server_token.to_vec(),
+            BufferType::Token,
+        )];
         let mut output = vec![SecurityBuffer::new(Vec::new(), BufferType::Token)];
         let flags = ClientRequestFlags::MUTUAL_AUTH
             | ClientRequestFlags::INTEGRITY
@@ -122,7 +124,9 @@ impl Authenticator {
             .map_err(sspi_err)?;
         match result.status {
             SecurityStatus::CompleteNeeded | SecurityStatus::CompleteAndContinue => {
-                self.ctx.complete_auth_token(&mut output).map_err(sspi_err)?;
+                self.ctx
+                    .complete_auth_token(&mut output)
+                    .map_err(sspi_err)?;
             }
             _ => {}
         }

@@ -47,7 +47,11 @@ pub(crate) struct TreeContext {
 
 impl Client {
     /// Connect to `server` (`host`, `host:port`, `[v6]:port`), negotiate and authenticate.
-    pub async fn connect(server: &str, creds: &UserCredentials, config: ClientConfig) -> Result<Client> {
+    pub async fn connect(
+        server: &str,
+        creds: &UserCredentials,
+        config: ClientConfig,
+    ) -> Result<Client> {
         let (host, addr) = resolve(server).await?;
         let opts = ChannelOptions {
             connect_timeout: config.connect_timeout,
@@ -103,7 +107,10 @@ impl Client {
             .call(&body, None)
             .await
             .map_err(|e| e.with_path(&format!("\\\\{}\\{name}", self.inner.server_name)))?;
-        let tc = decode(Command::TREE_CONNECT, TreeConnectResponse::decode(&resp.msg))?;
+        let tc = decode(
+            Command::TREE_CONNECT,
+            TreeConnectResponse::decode(&resp.msg),
+        )?;
         let encrypt = tc.share_flags.has(ShareFlags::ENCRYPT_DATA);
         if encrypt && !self.inner.can_encrypt {
             return Err(Error::Protocol(ProtocolError::Unexpected(
@@ -115,7 +122,10 @@ impl Client {
             encrypt,
         };
         let share = Share::new(self.clone(), name.to_string(), tree, tc.maximal_access);
-        if matches!(self.inner.negotiated.dialect, Dialect::Smb300 | Dialect::Smb302) {
+        if matches!(
+            self.inner.negotiated.dialect,
+            Dialect::Smb300 | Dialect::Smb302
+        ) {
             share.validate_negotiate().await?;
         }
         Ok(share)
@@ -128,7 +138,9 @@ impl Client {
 
     /// The negotiated signing algorithm and whether requests are signed.
     pub fn signing(&self) -> Option<smb3_proto::SigningAlgorithm> {
-        self.inner.signing.then_some(self.inner.negotiated.signing_algorithm)
+        self.inner
+            .signing
+            .then_some(self.inner.negotiated.signing_algorithm)
     }
 
     /// The negotiated cipher, if any.
@@ -143,7 +155,10 @@ impl Client {
 
     /// Largest READ / WRITE the server accepts.
     pub fn max_io(&self) -> (u32, u32) {
-        (self.inner.negotiated.max_read, self.inner.negotiated.max_write)
+        (
+            self.inner.negotiated.max_read,
+            self.inner.negotiated.max_write,
+        )
     }
 
     /// The server's address.
@@ -191,7 +206,11 @@ impl SessionCore {
     }
 
     /// Send one request and check its status (success only).
-    pub(crate) async fn call<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Result<Response> {
+    pub(crate) async fn call<B: RequestBody>(
+        &self,
+        body: &B,
+        tree: Option<TreeContext>,
+    ) -> Result<Response> {
         self.call_allowing(body, tree, &[]).await
     }
 
@@ -208,7 +227,10 @@ impl SessionCore {
 }
 
 /// Map a decode failure to a protocol error naming the command.
-pub(crate) fn decode<T>(command: Command, r: std::result::Result<T, smb3_proto::DecodeError>) -> Result<T> {
+pub(crate) fn decode<T>(
+    command: Command,
+    r: std::result::Result<T, smb3_proto::DecodeError>,
+) -> Result<T> {
     r.map_err(|source| Error::Protocol(ProtocolError::Decode { command, source }))
 }
 
@@ -218,12 +240,13 @@ async fn resolve(server: &str) -> Result<(String, SocketAddr)> {
     let addr = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|e| Error::io(None, e))?
-        .next().ok_or_else(|| {
-        Error::io(
-            None,
-            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host}: no address")),
-        )
-    })?;
+        .next()
+        .ok_or_else(|| {
+            Error::io(
+                None,
+                std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host}: no address")),
+            )
+        })?;
     Ok((host, addr))
 }
 
@@ -235,7 +258,9 @@ fn split_host_port(server: &str) -> Result<(String, u16)> {
         })
     };
     if let Some(rest) = server.strip_prefix('[') {
-        let (host, after) = rest.split_once(']').ok_or_else(|| bad("unterminated [IPv6] address"))?;
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("unterminated [IPv6] address"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad("invalid port"))?,
             None if after.is_empty() => 445,
@@ -244,7 +269,9 @@ fn split_host_port(server: &str) -> Result<(String, u16)> {
         return Ok((host.to_string(), port));
     }
     match server.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => Ok((h.to_string(), p.parse().map_err(|_| bad("invalid port"))?)),
+        Some((h, p)) if !h.contains(':') => {
+            Ok((h.to_string(), p.parse().map_err(|_| bad("invalid port"))?))
+        }
         _ if server.is_empty() => Err(bad("empty host")),
         _ => Ok((server.to_string(), 445)),
     }
@@ -257,8 +284,14 @@ mod tests {
     #[test]
     fn host_and_port() {
         assert_eq!(split_host_port("nas").unwrap(), ("nas".into(), 445));
-        assert_eq!(split_host_port("10.0.0.1:4455").unwrap(), ("10.0.0.1".into(), 4455));
-        assert_eq!(split_host_port("[fe80::1]:99").unwrap(), ("fe80::1".into(), 99));
+        assert_eq!(
+            split_host_port("10.0.0.1:4455").unwrap(),
+            ("10.0.0.1".into(), 4455)
+        );
+        assert_eq!(
+            split_host_port("[fe80::1]:99").unwrap(),
+            ("fe80::1".into(), 99)
+        );
         assert_eq!(split_host_port("[::1]").unwrap(), ("::1".into(), 445));
         assert_eq!(split_host_port("::1").unwrap(), ("::1".into(), 445));
         assert!(split_host_port("h:x").is_err());

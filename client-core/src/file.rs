@@ -150,7 +150,12 @@ impl File {
     async fn write_chunk(&self, offset: u64, data: Bytes) -> Result<()> {
         let want = data.len();
         let req = WriteRequest::new(self.inner.id, offset, data);
-        let resp = self.inner.share.call(&req, &[]).await.map_err(|e| self.err(e))?;
+        let resp = self
+            .inner
+            .share
+            .call(&req, &[])
+            .await
+            .map_err(|e| self.err(e))?;
         let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
         if w.count as usize != want {
             return Err(Error::Protocol(ProtocolError::Unexpected(
@@ -190,8 +195,15 @@ impl File {
 
     /// Ask the server to flush the file to stable storage.
     pub async fn flush(&self) -> Result<()> {
-        let req = FlushRequest { file_id: self.inner.id };
-        self.inner.share.call(&req, &[]).await.map_err(|e| self.err(e)).map(|_| ())
+        let req = FlushRequest {
+            file_id: self.inner.id,
+        };
+        self.inner
+            .share
+            .call(&req, &[])
+            .await
+            .map_err(|e| self.err(e))
+            .map(|_| ())
     }
 
     /// Current size, times and attributes.
@@ -223,7 +235,11 @@ impl File {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.inner.share.close(self.inner.id).await.map_err(|e| self.err(e))
+        self.inner
+            .share
+            .close(self.inner.id)
+            .await
+            .map_err(|e| self.err(e))
     }
 
     /// A reader with `io_depth` chunks of read-ahead, starting at offset 0.
@@ -318,7 +334,11 @@ impl Drop for FileReader {
 }
 
 impl AsyncRead for FileReader {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         loop {
             if !this.current.is_empty() {
@@ -391,8 +411,9 @@ impl FileWriter {
         let off = self.pos;
         self.pos += data.len() as u64;
         let file = self.file.clone();
-        self.inflight
-            .push_back(tokio::spawn(async move { file.write_chunk(off, data).await }));
+        self.inflight.push_back(tokio::spawn(
+            async move { file.write_chunk(off, data).await },
+        ));
     }
 
     /// Wait for the oldest write; `Ready(Ok)` when none is left.
@@ -409,7 +430,11 @@ impl FileWriter {
 }
 
 impl AsyncWrite for FileWriter {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         while this.inflight.len() >= this.depth {
             ready!(this.poll_oldest(cx))?;
@@ -448,7 +473,10 @@ impl AsyncSeek for FileWriter {
             io::SeekFrom::Start(p) => Some(p),
             io::SeekFrom::Current(d) => end.checked_add_signed(d),
             io::SeekFrom::End(_) => {
-                return Err(io::Error::new(io::ErrorKind::Unsupported, "SeekFrom::End on a writer"))
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "SeekFrom::End on a writer",
+                ))
             }
         }
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before start"))?;

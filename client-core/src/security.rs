@@ -49,7 +49,11 @@ impl SessionSecurity {
             backend,
         )
         .map_err(key_error)?;
-        let (encryptor, decryptor) = match (negotiated.cipher, &keys.encryption_key, &keys.decryption_key) {
+        let (encryptor, decryptor) = match (
+            negotiated.cipher,
+            &keys.encryption_key,
+            &keys.decryption_key,
+        ) {
             (Some(cipher), Some(enc), Some(dec)) => (
                 Some(Sealer::new(cipher, enc.as_bytes(), backend).map_err(key_error)?),
                 Some(Sealer::new(cipher, dec.as_bytes(), backend).map_err(key_error)?),
@@ -90,7 +94,9 @@ impl ChannelCrypto for SessionSecurity {
 
     fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut> {
         let Some(enc) = &self.encryptor else {
-            return Err(Error::ApiMisuse("encryption requested but no cipher was negotiated"));
+            return Err(Error::ApiMisuse(
+                "encryption requested but no cipher was negotiated",
+            ));
         };
         enc.seal(self.session_id, parts)
             .map_err(|_| ProtocolError::Unexpected("encryption failed").into())
@@ -98,7 +104,9 @@ impl ChannelCrypto for SessionSecurity {
 
     fn open(&self, frame: BytesMut) -> Result<BytesMut> {
         let Some(dec) = &self.decryptor else {
-            return Err(ProtocolError::Unexpected("encrypted frame but no cipher negotiated").into());
+            return Err(
+                ProtocolError::Unexpected("encrypted frame but no cipher negotiated").into(),
+            );
         };
         dec.open(frame).map_err(|_| ProtocolError::Decrypt.into())
     }

@@ -102,7 +102,9 @@ pub(crate) async fn negotiate(
     if dialect == Dialect::Smb311 {
         // MS-SMB2 3.2.5.2: a 3.1.1 response must carry the preauth integrity context.
         let Some(p) = &decoded.contexts.preauth else {
-            return Err(ProtocolError::Unexpected("3.1.1 NEGOTIATE without preauth context").into());
+            return Err(
+                ProtocolError::Unexpected("3.1.1 NEGOTIATE without preauth context").into(),
+            );
         };
         if p.hash_algorithm != smb3_proto::msg::negotiate::HASH_ALGORITHM_SHA512 {
             return Err(ProtocolError::Unexpected("unsupported preauth hash algorithm").into());
@@ -161,7 +163,10 @@ pub(crate) async fn session_setup(
         let token = auth.step(if first { &[] } else { &server_token })?;
         first = false;
         let Some(token) = token else {
-            return Err(ProtocolError::Unexpected("authentication ended before the server accepted it").into());
+            return Err(ProtocolError::Unexpected(
+                "authentication ended before the server accepted it",
+            )
+            .into());
         };
         let body = SessionSetupRequest {
             flags: SessionSetupFlags(0),
@@ -184,10 +189,11 @@ pub(crate) async fn session_setup(
             });
         }
         session_id = resp.header.session_id;
-        let decoded = SessionSetupResponse::decode(&resp.msg).map_err(|source| ProtocolError::Decode {
-            command: smb3_proto::Command::SESSION_SETUP,
-            source,
-        })?;
+        let decoded =
+            SessionSetupResponse::decode(&resp.msg).map_err(|source| ProtocolError::Decode {
+                command: smb3_proto::Command::SESSION_SETUP,
+                source,
+            })?;
         if let Some(h) = preauth.as_mut() {
             h.update(resp.sent.as_deref().unwrap_or_default());
             // MS-SMB2 3.2.5.3.1: the final SUCCESS response is not part of the hash.
@@ -223,7 +229,9 @@ pub(crate) async fn session_setup(
                 must_sign(negotiated, config),
             )?;
             // The final response is signed with the new key (MS-SMB2 3.2.5.3.1).
-            if resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED) && !sec.verify_message(&resp.msg) {
+            if resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED)
+                && !sec.verify_message(&resp.msg)
+            {
                 return Err(ProtocolError::BadSignature {
                     command: smb3_proto::Command::SESSION_SETUP,
                     message_id: resp.header.message_id,
@@ -244,6 +252,8 @@ pub(crate) async fn session_setup(
 /// (MS-SMB2 3.2.5.3.1: 3.1.1 signs every message of an authenticated session).
 fn must_sign(negotiated: &Negotiated, config: &ClientConfig) -> bool {
     config.require_signing
-        || negotiated.server_security_mode.has(SecurityMode::SIGNING_REQUIRED)
+        || negotiated
+            .server_security_mode
+            .has(SecurityMode::SIGNING_REQUIRED)
         || negotiated.dialect == Dialect::Smb311
 }

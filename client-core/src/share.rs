@@ -47,7 +47,12 @@ pub(crate) struct ShareInner {
 const DIR_BUFFER: u32 = 64 * 1024;
 
 impl Share {
-    pub(crate) fn new(client: Client, name: String, tree: TreeContext, maximal_access: u32) -> Share {
+    pub(crate) fn new(
+        client: Client,
+        name: String,
+        tree: TreeContext,
+        maximal_access: u32,
+    ) -> Share {
         Share {
             inner: Arc::new(ShareInner {
                 client,
@@ -116,10 +121,7 @@ impl Share {
 
     /// Send a CREATE and decode its reply.
     pub(crate) async fn create(&self, req: &CreateRequest, path: &str) -> Result<CreateResponse> {
-        let resp = self
-            .call(req, &[])
-            .await
-            .map_err(|e| e.with_path(path))?;
+        let resp = self.call(req, &[]).await.map_err(|e| e.with_path(path))?;
         decode(Command::CREATE, CreateResponse::decode(&resp.msg))
     }
 
@@ -179,14 +181,20 @@ impl Share {
         create.create_options = CreateOptions(0);
         let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
         let close = CloseRequest::new(FileId::ANY);
-        let reqs = vec![self.request(&create), self.request(&query), self.request(&close)];
+        let reqs = vec![
+            self.request(&create),
+            self.request(&query),
+            self.request(&close),
+        ];
         let core = &self.inner.client.inner;
         let mut replies = core.channel.call_compound(reqs, true).await?.into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };
         c?.check(&[]).map_err(|e| e.with_path(path))?;
-        let q = q?.check(&[NtStatus::BUFFER_OVERFLOW]).map_err(|e| e.with_path(path))?;
+        let q = q?
+            .check(&[NtStatus::BUFFER_OVERFLOW])
+            .map_err(|e| e.with_path(path))?;
         let info: FileAllInformation = decode(
             Command::QUERY_INFO,
             QueryInfoResponse::decode(&q.msg).and_then(|r| r.file_info()),
@@ -206,10 +214,14 @@ impl Share {
     pub async fn exists(&self, path: &str) -> Result<bool> {
         match self.metadata(path).await {
             Ok(_) => Ok(true),
-            Err(e) if matches!(
-                e.status(),
-                Some(NtStatus::OBJECT_NAME_NOT_FOUND | NtStatus::OBJECT_PATH_NOT_FOUND)
-            ) => Ok(false),
+            Err(e)
+                if matches!(
+                    e.status(),
+                    Some(NtStatus::OBJECT_NAME_NOT_FOUND | NtStatus::OBJECT_PATH_NOT_FOUND)
+                ) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(e),
         }
     }
@@ -218,7 +230,9 @@ impl Share {
     pub async fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
         self.with_handle(
             path,
-            AccessMask::FILE_LIST_DIRECTORY | AccessMask::FILE_READ_ATTRIBUTES | AccessMask::SYNCHRONIZE,
+            AccessMask::FILE_LIST_DIRECTORY
+                | AccessMask::FILE_READ_ATTRIBUTES
+                | AccessMask::SYNCHRONIZE,
             CreateOptions::DIRECTORY_FILE,
             |id| async move {
                 let mut out = Vec::new();
@@ -257,7 +271,9 @@ impl Share {
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
         let created = self.create(&req, path).await?;
-        self.close(created.file_id).await.map_err(|e| e.with_path(path))
+        self.close(created.file_id)
+            .await
+            .map_err(|e| e.with_path(path))
     }
 
     /// Create a directory and its missing parents (like `mkdir -p`).
@@ -296,8 +312,12 @@ impl Share {
         // Setting the delete disposition (rather than DELETE_ON_CLOSE) makes the server report
         // DIRECTORY_NOT_EMPTY and similar refusals on this request, where they can be shown.
         self.with_handle(path, AccessMask::DELETE, options, |id| async move {
-            let info = FileDispositionInformation { delete_pending: true };
-            self.call(&SetInfoRequest::file_info(id, &info), &[]).await.map(|_| ())
+            let info = FileDispositionInformation {
+                delete_pending: true,
+            };
+            self.call(&SetInfoRequest::file_info(id, &info), &[])
+                .await
+                .map(|_| ())
         })
         .await
     }
@@ -306,33 +326,46 @@ impl Share {
     /// target file is overwritten.
     pub async fn rename(&self, from: &str, to: &str, replace: bool) -> Result<()> {
         let target = wire_path(to)?;
-        self.with_handle(from, AccessMask::DELETE | AccessMask::SYNCHRONIZE, 0, |id| async move {
-            let info = FileRenameInformation {
-                replace_if_exists: replace,
-                file_name: target,
-            };
-            self.call(&SetInfoRequest::file_info(id, &info), &[]).await.map(|_| ())
-        })
+        self.with_handle(
+            from,
+            AccessMask::DELETE | AccessMask::SYNCHRONIZE,
+            0,
+            |id| async move {
+                let info = FileRenameInformation {
+                    replace_if_exists: replace,
+                    file_name: target,
+                };
+                self.call(&SetInfoRequest::file_info(id, &info), &[])
+                    .await
+                    .map(|_| ())
+            },
+        )
         .await
     }
 
     /// Size and free space of the share.
     pub async fn fs_info(&self) -> Result<FsInfo> {
-        self.with_handle("", AccessMask::FILE_READ_ATTRIBUTES, CreateOptions::DIRECTORY_FILE, |id| async move {
-            let req = QueryInfoRequest::fs_info::<FileFsFullSizeInformation>(id, 64);
-            let resp = self.call(&req, &[]).await?;
-            let fs: FileFsFullSizeInformation = decode(
-                Command::QUERY_INFO,
-                QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
-            )?;
-            let unit = u64::from(fs.sectors_per_allocation_unit) * u64::from(fs.bytes_per_sector);
-            Ok(FsInfo {
-                total_bytes: fs.total_allocation_units.saturating_mul(unit),
-                available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
-                free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
-                block_size: unit,
-            })
-        })
+        self.with_handle(
+            "",
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateOptions::DIRECTORY_FILE,
+            |id| async move {
+                let req = QueryInfoRequest::fs_info::<FileFsFullSizeInformation>(id, 64);
+                let resp = self.call(&req, &[]).await?;
+                let fs: FileFsFullSizeInformation = decode(
+                    Command::QUERY_INFO,
+                    QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
+                )?;
+                let unit =
+                    u64::from(fs.sectors_per_allocation_unit) * u64::from(fs.bytes_per_sector);
+                Ok(FsInfo {
+                    total_bytes: fs.total_allocation_units.saturating_mul(unit),
+                    available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
+                    free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
+                    block_size: unit,
+                })
+            },
+        )
         .await
     }
 
@@ -369,7 +402,10 @@ impl Share {
         let req = IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24);
         let resp = self.call(&req, &[]).await?;
         let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
-        let v = decode(Command::IOCTL, ValidateNegotiateInfoResponse::decode(&out.output))?;
+        let v = decode(
+            Command::IOCTL,
+            ValidateNegotiateInfoResponse::decode(&out.output),
+        )?;
         let n = &core.negotiated;
         if v.dialect != n.dialect.code()
             || v.guid != n.server_guid

@@ -77,7 +77,10 @@ fn parse_dialect(s: &str) -> Result<Dialect, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("smbcp: cannot start the async runtime: {e}");
@@ -114,7 +117,11 @@ async fn run(args: Args) -> i32 {
         depth: args.depth,
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
     };
-    let (remote, direction) = match (&dest, locations.iter().all(|l| matches!(l, Location::Local(_))), locations.iter().all(|l| matches!(l, Location::Remote(_)))) {
+    let (remote, direction) = match (
+        &dest,
+        locations.iter().all(|l| matches!(l, Location::Local(_))),
+        locations.iter().all(|l| matches!(l, Location::Remote(_))),
+    ) {
         (Location::Remote(r), true, _) => (r.clone(), Direction::Up),
         (Location::Local(_), _, true) => match &locations[0] {
             Location::Remote(r) => (r.clone(), Direction::Down),
@@ -150,7 +157,12 @@ async fn run(args: Args) -> i32 {
     let share = match client.share(&remote.share).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("smbcp: //{}/{}: {}", remote.host, remote.share, smbcp::describe(&e));
+            eprintln!(
+                "smbcp: //{}/{}: {}",
+                remote.host,
+                remote.share,
+                smbcp::describe(&e)
+            );
             return EXIT_SOME_FAILED;
         }
     };
@@ -190,7 +202,11 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
     for line in &report.failures {
         eprintln!("smbcp: {line}");
     }
-    let mb_s = if report.seconds > 0.0 { report.bytes as f64 / report.seconds / 1e6 } else { 0.0 };
+    let mb_s = if report.seconds > 0.0 {
+        report.bytes as f64 / report.seconds / 1e6
+    } else {
+        0.0
+    };
     if json {
         let channels: Vec<_> = client
             .channels()
@@ -221,7 +237,11 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
             report.bytes,
             report.seconds,
             mb_s,
-            if report.failures.is_empty() { String::new() } else { format!(", {} failed", report.failures.len()) }
+            if report.failures.is_empty() {
+                String::new()
+            } else {
+                format!(", {} failed", report.failures.len())
+            }
         );
     }
     if report.failures.is_empty() {

@@ -44,7 +44,10 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("smbctl: {e}");
@@ -127,10 +130,21 @@ async fn run(args: Args) -> i32 {
                     .collect();
                 println!("{}", serde_json::Value::Array(v));
             } else {
-                println!("dialect {}  signing {:?}  cipher {:?}", client.dialect(), client.signing(), client.cipher());
-                println!("{:<24} {:<24} {:>8} {:>8}", "LOCAL", "SERVER", "REQUESTS", "CREDITS");
+                println!(
+                    "dialect {}  signing {:?}  cipher {:?}",
+                    client.dialect(),
+                    client.signing(),
+                    client.cipher()
+                );
+                println!(
+                    "{:<24} {:<24} {:>8} {:>8}",
+                    "LOCAL", "SERVER", "REQUESTS", "CREDITS"
+                );
                 for c in chans {
-                    println!("{:<24} {:<24} {:>8} {:>8}", c.local, c.server, c.requests, c.credits);
+                    println!(
+                        "{:<24} {:<24} {:>8} {:>8}",
+                        c.local, c.server, c.requests, c.credits
+                    );
                 }
             }
             Ok(())

@@ -460,7 +460,9 @@ impl Channel {
         }
         if frame.head.len() + frame.payload.len() > MAX_FRAME {
             shared.fail("request larger than a transport frame".into());
-            return Err(Error::ApiMisuse("request exceeds the 16 MiB transport frame"));
+            return Err(Error::ApiMisuse(
+                "request exceeds the 16 MiB transport frame",
+            ));
         }
         if self.inner.queue.send(frame).is_err() {
             return Err(Error::ConnectionLost {
@@ -594,7 +596,13 @@ fn handle_frame(
             return Err(ProtocolError::UnknownMessageId(header.message_id).into());
         }
         check_signature(crypto.as_deref(), &header, &msg, encrypted)?;
-        deliver(shared, header, msg, encrypted, if i == 0 { frame_len } else { 0 })?;
+        deliver(
+            shared,
+            header,
+            msg,
+            encrypted,
+            if i == 0 { frame_len } else { 0 },
+        )?;
     }
     Ok(())
 }

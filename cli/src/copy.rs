@@ -386,27 +386,34 @@ async fn copy_one(
                     .rename(&partial, &remote, true)
                     .await
                     .map(|_| n)
-                    .map_err(|e| describe(&e)),
+                    .map_err(|e| UploadError { line: describe(&e), partial_created: true }),
                 Err(e) => Err(e),
             };
             match result {
                 Ok(n) => Ok(n),
                 Err(e) => {
-                    let removed = share.remove_file(&partial).await.is_ok();
+                    let leftover = e.partial_created && share.remove_file(&partial).await.is_err();
                     Err(format!(
-                        "{}: {e}; {} was not written{}",
+                        "{}: {}; {} was not written{}",
                         local.display(),
+                        e.line,
                         remote_name(share, &remote),
-                        if removed {
-                            ""
+                        if leftover {
+                            format!(" (a partial upload remains as {})", remote_name(share, &partial))
                         } else {
-                            " (a partial upload may remain under a .smbcp-partial name)"
+                            String::new()
                         }
                     ))
                 }
             }
         }
     }
+}
+
+/// Why an upload failed, and whether a partial file may exist on the server.
+struct UploadError {
+    line: String,
+    partial_created: bool,
 }
 
 async fn download_file(
@@ -461,17 +468,15 @@ async fn upload_file(
     partial: &str,
     opts: &CopyOptions,
     progress: &Progress,
-) -> Result<u64, String> {
-    let src =
-        Arc::new(std::fs::File::open(local).map_err(|e| format!("{}: {e}", local.display()))?);
-    let size = src.metadata().map_err(|e| e.to_string())?.len();
+) -> Result<u64, UploadError> {
+    let before = |line: String| UploadError { line, partial_created: false };
+    let after = |line: String| UploadError { line, partial_created: true };
+    let src = Arc::new(std::fs::File::open(local).map_err(|e| before(e.to_string()))?);
+    let size = src.metadata().map_err(|e| before(e.to_string()))?.len();
     let file = share
-        .open(
-            partial,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
+        .open(partial, &OpenOptions::new().write(true).create(true).truncate(true))
         .await
-        .map_err(|e| describe(&e))?;
+        .map_err(|e| before(describe(&e)))?;
     let file_ref = &file;
     stream::iter(chunks(size, opts.chunk))
         .map(|(off, len)| {
@@ -485,18 +490,16 @@ async fn upload_file(
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("{}: {e}", local.display()))?;
-                file_ref
-                    .write_at(off, data)
-                    .await
-                    .map_err(|e: Error| describe(&e))?;
+                file_ref.write_at(off, data).await.map_err(|e: Error| describe(&e))?;
                 progress.add(u64::from(len));
                 Ok::<(), String>(())
             }
         })
         .buffer_unordered(opts.depth.max(1))
         .try_collect::<()>()
-        .await?;
-    file.close().await.map_err(|e| describe(&e))?;
+        .await
+        .map_err(after)?;
+    file.close().await.map_err(|e| after(describe(&e)))?;
     Ok(size)
 }
 

@@ -153,12 +153,10 @@ impl Client {
         self.inner.encrypt_all
     }
 
-    /// Largest READ / WRITE the server accepts.
-    pub fn max_io(&self) -> (u32, u32) {
-        (
-            self.inner.negotiated.max_read,
-            self.inner.negotiated.max_write,
-        )
+    /// Largest READ, WRITE and IOCTL/QUERY payload the server accepts.
+    pub fn max_io(&self) -> (u32, u32, u32) {
+        let n = &self.inner.negotiated;
+        (n.max_read, n.max_write, n.max_transact)
     }
 
     /// The server's address.

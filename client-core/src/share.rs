@@ -6,7 +6,7 @@ use rand::RngCore;
 use smb3_proto::msg::close::{CloseRequest, CloseResponse};
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
-    CreateResponse, ShareAccess,
+    CreateResponse,
 };
 use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,

@@ -18,6 +18,9 @@ mod credits;
 mod frame;
 mod writer;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, RwLock};
@@ -93,11 +96,6 @@ impl Request {
             timeout: Duration::from_secs(60),
         }
     }
-
-    /// The command.
-    pub(crate) fn command(&self) -> Command {
-        self.command
-    }
 }
 
 /// A final reply, matched to its request.
@@ -108,8 +106,6 @@ pub(crate) struct Response {
     pub(crate) msg: Bytes,
     /// The request as sent, when `keep_sent` was asked.
     pub(crate) sent: Option<Bytes>,
-    /// Whether the reply arrived encrypted.
-    pub(crate) was_encrypted: bool,
 }
 
 impl Response {
@@ -595,12 +591,16 @@ fn handle_frame(
             }
             return Err(ProtocolError::UnknownMessageId(header.message_id).into());
         }
-        check_signature(crypto.as_deref(), &header, &msg, encrypted)?;
-        deliver(
-            shared,
-            header,
-            msg,
-            encrypted,
+        if let Err(e) = check_signature(crypto.as_deref(), &header, &msg, encrypted) {
+            // The request this claims to answer learns exactly why; the others see the
+            // connection drop, since nothing more from this connection is trusted.
+            let pending = shared.lock().pending.remove(&header.message_id);
+            if let Some(p) = pending {
+                let _ = p.reply.send(Err(bad_signature(&header)));
+            }
+            return Err(e);
+        }
+        deliver(shared, header, msg,
             if i == 0 { frame_len } else { 0 },
         )?;
     }
@@ -645,7 +645,6 @@ fn deliver(
     shared: &Shared,
     header: Header,
     msg: Bytes,
-    encrypted: bool,
     wire_len: u64,
 ) -> Result<()> {
     let interim = header.status == NtStatus::PENDING && header.is_async();
@@ -677,7 +676,6 @@ fn deliver(
         header,
         msg,
         sent: p.sent,
-        was_encrypted: encrypted,
     }));
     r.map_err(|_| ProtocolError::NoCredits.into())
 }

@@ -1,0 +1,277 @@
+//! The channel against an in-memory peer: credits, MessageIds, interim replies, dropped
+//! callers and compounds, deterministic and without a network.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
+use smb3_proto::msg::RequestBody;
+use smb3_proto::{Command, NtStatus};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use super::frame::frame_prefix;
+use super::{Channel, ChannelOptions, Request};
+
+/// An ECHO-shaped request that claims to move `bytes`, so its CreditCharge is > 1.
+struct Probe {
+    bytes: u32,
+}
+
+impl RequestBody for Probe {
+    const COMMAND: Command = Command::ECHO;
+    fn encode_body(&self, msg: &mut BytesMut) {
+        msg.put_u16_le(4);
+        msg.put_u16_le(0);
+    }
+    fn credit_payload(&self) -> u32 {
+        self.bytes
+    }
+}
+
+fn addr() -> SocketAddr {
+    "127.0.0.1:445".parse().unwrap()
+}
+
+fn reply_to(req: &Header, status: NtStatus, credits: u16, async_id: Option<u64>) -> BytesMut {
+    let mut h = Header {
+        status,
+        command: req.command,
+        credits,
+        credit_charge: req.credit_charge,
+        flags: HeaderFlags(HeaderFlags::SERVER_TO_REDIR),
+        message_id: req.message_id,
+        session_id: req.session_id,
+        tree_id: req.tree_id,
+        ..Header::default()
+    };
+    if let Some(id) = async_id {
+        h.flags.0 |= HeaderFlags::ASYNC_COMMAND;
+        h.async_id = id;
+    }
+    let mut out = BytesMut::new();
+    h.encode(&mut out);
+    out.put_u16_le(4);
+    out.put_u16_le(0);
+    out
+}
+
+async fn read_frame(io: &mut DuplexStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    io.read_exact(&mut len).await.ok()?;
+    let n = u32::from_be_bytes(len) as usize & 0x00FF_FFFF;
+    let mut f = vec![0u8; n];
+    io.read_exact(&mut f).await.ok()?;
+    Some(f)
+}
+
+async fn write_frame(io: &mut DuplexStream, msg: &[u8]) {
+    io.write_all(&frame_prefix(msg.len())).await.unwrap();
+    io.write_all(msg).await.unwrap();
+}
+
+/// Server-side bookkeeping the fake checks every request against.
+#[derive(Default)]
+struct Ledger {
+    granted: u64,
+    used_ids: HashSet<u64>,
+    violations: Vec<String>,
+}
+
+fn start(opts: ChannelOptions) -> (Channel, DuplexStream) {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (rd, wr) = tokio::io::split(client_io);
+    let (ch, _events) = Channel::start(rd, wr, addr(), addr(), &opts);
+    (ch, server_io)
+}
+
+#[tokio::test]
+async fn never_overspends_and_never_reuses_a_message_id() {
+    let (ch, mut server) = start(ChannelOptions {
+        credit_target: 64,
+        ..ChannelOptions::default()
+    });
+    let ledger = Arc::new(Mutex::new(Ledger {
+        granted: 1,
+        ..Ledger::default()
+    }));
+    let l = ledger.clone();
+    let fake = tokio::spawn(async move {
+        // Grants follow a fixed, stingy pattern (0..=3), never leaving the client at zero.
+        let pattern = [0u16, 3, 1, 0, 2, 0, 0, 3, 1, 2];
+        let mut i = 0;
+        let mut outstanding = 1u64; // credits the client holds, as the server sees it
+        while let Some(f) = read_frame(&mut server).await {
+            let h = Header::decode(&f).unwrap();
+            let charge = u64::from(h.credit_charge.max(1));
+            {
+                let mut guard = l.lock().unwrap();
+                let l = &mut *guard;
+                for id in h.message_id..h.message_id + charge {
+                    if id >= l.granted {
+                        let granted = l.granted;
+                        l.violations.push(format!("id {id} beyond granted {granted}"));
+                    }
+                    if !l.used_ids.insert(id) {
+                        l.violations.push(format!("id {id} reused"));
+                    }
+                }
+            }
+            outstanding -= charge.min(outstanding);
+            let mut grant = pattern[i % pattern.len()];
+            i += 1;
+            if outstanding == 0 && grant == 0 {
+                grant = 1; // MS-SMB2 3.3.1.2: the server keeps the client able to send
+            }
+            outstanding += u64::from(grant);
+            l.lock().unwrap().granted += u64::from(grant);
+            write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, grant, None)).await;
+        }
+    });
+    // Bootstrap a little, then run many concurrent multi-credit requests.
+    let mut tasks = Vec::new();
+    for k in 0..300u32 {
+        let ch = ch.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = Probe { bytes: (k % 4) * 65536 };
+            ch.call(Request::new(&body)).await
+        }));
+    }
+    for t in tasks {
+        let r = t.await.unwrap().expect("every request completes");
+        assert_eq!(r.header.status, NtStatus::SUCCESS);
+    }
+    let l = ledger.lock().unwrap();
+    assert!(l.violations.is_empty(), "{:?}", &l.violations[..l.violations.len().min(5)]);
+    assert_eq!(l.used_ids.len() as u64, (0..300u64).map(|k| (k % 4).max(1)).sum::<u64>());
+    drop(l);
+    drop(ch);
+    fake.await.unwrap();
+}
+
+#[tokio::test]
+async fn interim_pending_reply_is_absorbed_and_grants_credit() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let fake = tokio::spawn(async move {
+        let f = read_frame(&mut server).await.unwrap();
+        let h = Header::decode(&f).unwrap();
+        write_frame(&mut server, &reply_to(&h, NtStatus::PENDING, 5, Some(77))).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut fin = reply_to(&h, NtStatus::SUCCESS, 0, Some(77));
+        fin[12..14].copy_from_slice(&h.command.0.to_le_bytes());
+        write_frame(&mut server, &fin).await;
+        server
+    });
+    let r = ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
+    assert_eq!(r.header.status, NtStatus::SUCCESS);
+    assert_eq!(ch.credits_total(), 5);
+    drop(fake.await.unwrap());
+}
+
+#[tokio::test]
+async fn a_dropped_caller_does_not_wedge_the_channel() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let fake = tokio::spawn(async move {
+        // Hold the first reply until the caller has given up, then answer everything.
+        let f = read_frame(&mut server).await.unwrap();
+        let first = Header::decode(&f).unwrap();
+        release_rx.await.unwrap();
+        write_frame(&mut server, &reply_to(&first, NtStatus::SUCCESS, 2, None)).await;
+        while let Some(f) = read_frame(&mut server).await {
+            let h = Header::decode(&f).unwrap();
+            write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 1, None)).await;
+        }
+    });
+    let mut req = Request::new(&Probe { bytes: 0 });
+    req.timeout = Duration::from_millis(30);
+    let e = ch.call(req).await.unwrap_err();
+    assert!(matches!(e, crate::Error::Timeout { .. }), "{e:?}");
+    release_tx.send(()).unwrap();
+    // The late reply returned the credit: the channel works on.
+    for _ in 0..10 {
+        ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
+    }
+    assert!(ch.dead_reason().is_none());
+    drop(ch);
+    fake.await.unwrap();
+}
+
+#[tokio::test]
+async fn compound_members_are_aligned_related_and_matched() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let fake = tokio::spawn(async move {
+        // Give enough credits for a 3-member compound first.
+        let f = read_frame(&mut server).await.unwrap();
+        let h = Header::decode(&f).unwrap();
+        write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 8, None)).await;
+        let f = read_frame(&mut server).await.unwrap();
+        let mut off = 0;
+        let mut headers = Vec::new();
+        loop {
+            let h = Header::decode(&f[off..]).unwrap();
+            headers.push(h.clone());
+            if h.next_command == 0 {
+                break;
+            }
+            assert_eq!(h.next_command % 8, 0, "members are 8-byte aligned");
+            off += h.next_command as usize;
+        }
+        assert_eq!(headers.len(), 3);
+        assert!(!headers[0].flags.has(HeaderFlags::RELATED_OPERATIONS));
+        assert!(headers[1].flags.has(HeaderFlags::RELATED_OPERATIONS));
+        assert!(headers[2].flags.has(HeaderFlags::RELATED_OPERATIONS));
+        // Answer in one compound frame, statuses differing per member.
+        let statuses = [NtStatus::SUCCESS, NtStatus::ACCESS_DENIED, NtStatus::SUCCESS];
+        let mut frame = BytesMut::new();
+        for (i, h) in headers.iter().enumerate() {
+            let start = frame.len();
+            let mut m = reply_to(h, statuses[i], 1, None);
+            if i < 2 {
+                while m.len() % 8 != 0 {
+                    m.put_u8(0);
+                }
+                let next = m.len() as u32;
+                m[20..24].copy_from_slice(&next.to_le_bytes());
+            }
+            frame.extend_from_slice(&m);
+            assert_eq!(start % 8, 0);
+        }
+        write_frame(&mut server, &frame).await;
+        server
+    });
+    ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
+    let reqs = (0..3).map(|_| Request::new(&Probe { bytes: 0 })).collect();
+    let replies = ch.call_compound(reqs, true).await.unwrap();
+    let statuses: Vec<_> = replies.into_iter().map(|r| r.unwrap().header.status).collect();
+    assert_eq!(statuses, vec![NtStatus::SUCCESS, NtStatus::ACCESS_DENIED, NtStatus::SUCCESS]);
+    drop(fake.await.unwrap());
+}
+
+#[tokio::test]
+async fn malformed_replies_kill_the_channel_with_a_typed_error() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let fake = tokio::spawn(async move {
+        let f = read_frame(&mut server).await.unwrap();
+        let h = Header::decode(&f).unwrap();
+        // A reply for a MessageId nobody asked for.
+        let mut bogus = h.clone();
+        bogus.message_id = 999;
+        write_frame(&mut server, &reply_to(&bogus, NtStatus::SUCCESS, 1, None)).await;
+        server
+    });
+    let e = ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap_err();
+    assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
+    assert!(ch.dead_reason().unwrap().contains("unknown MessageId 999"));
+    drop(fake.await.unwrap());
+
+    // Garbage that is not even an SMB2 header.
+    let (ch, mut server) = start(ChannelOptions::default());
+    write_frame(&mut server, b"\xfeSMBshort").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(ch.dead_reason().unwrap().contains("malformed frame"), "{:?}", ch.dead_reason());
+    let _ = HEADER_LEN;
+    let _ = Bytes::new();
+}

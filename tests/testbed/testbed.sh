@@ -571,6 +571,7 @@ cmd_up() {
         echo "conf=$dir/smb.conf"
         echo "log=$dir/log/smbd.log"
         echo "owner=${owner_rec%% *}"
+        echo "mntns=$(readlink /proc/self/ns/mnt)"
     } >"$STATE"
     load_state "$dir"
     trap 'rc=$?; if ((rc != 0)); then say "up failed; cleaning up"; (do_down "$DIR") || true; fi' EXIT
@@ -681,6 +682,13 @@ cmd_down() {
     if [[ ${S_status-} == down ]]; then
         say "testbed ${S_id-} in $DIR is already down"
         return 0
+    fi
+    # The tmpfs lives in the mount namespace that ran `up`; `ip netns exec` (and so
+    # `testbed.sh exec`) gives its command a private one, where umount would only detach a copy.
+    local here
+    here=$(readlink /proc/self/ns/mnt)
+    if [[ -n ${S_mntns-} && $here != "$S_mntns" ]]; then
+        die "down must run in the mount namespace that ran up ($S_mntns), not in $here (inside ip netns exec?)"
     fi
     local t0=$SECONDS
     do_down "$dir"

@@ -1,1 +1,848 @@
-//! Test harness: drives tests/testbed/testbed.sh.
+//! Test harness: drives `tests/testbed/testbed.sh`.
+//!
+//! A [`Testbed`] is a private Samba server in a server network namespace, reachable from a
+//! client namespace over N veth links (link K: server `10.<id>.K.1`, client `10.<id>.K.2`),
+//! each direction optionally shaped with tbf. [`Testbed::start`] creates it; dropping the value
+//! takes it down again, also when the test panics. A testbed whose owner died without dropping
+//! it (SIGKILL, abort) is collected by the next `testbed.sh up` (every `start` runs one).
+//!
+//! Code under test reaches the server from the client namespace in one of three ways:
+//! - run a binary there: [`Testbed::client_command`] / [`Testbed::exec_client`];
+//! - a tokio runtime whose threads all live there: [`Testbed::client_runtime`] with
+//!   [`client_block_on`];
+//! - move the current thread there for a while: [`Testbed::enter_client_netns`].
+//!
+//! Everything here needs root; without it (or without Samba) [`Testbed::start`] returns the
+//! script's message as the error, and tests are expected to fail with it, never skip.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the script lives (overridable with `SMBTB_SCRIPT`).
+const DEFAULT_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testbed/testbed.sh");
+
+/// How the server enforces SMB signing. Samba 4.17 only has a server-wide `server signing`
+/// option, so this applies to every share; the `[signed]` share exists only with `Mandatory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signing {
+    /// `server signing = mandatory`: unsigned requests of authenticated sessions are refused.
+    Mandatory,
+    /// `server signing = default`: signing is offered, the client decides.
+    Default,
+}
+
+impl Signing {
+    fn as_arg(self) -> &'static str {
+        match self {
+            Signing::Mandatory => "mandatory",
+            Signing::Default => "default",
+        }
+    }
+}
+
+/// What to build. Start from [`TestbedConfig::unshaped`], [`TestbedConfig::shaped`] or
+/// [`TestbedConfig::per_link`] and adjust fields.
+#[derive(Debug, Clone)]
+pub struct TestbedConfig {
+    /// Number of veth links between the namespaces, 1..=32.
+    pub links: usize,
+    /// Rate of each link in Mbit/s (`None` = unshaped). Empty = every link unshaped; one
+    /// entry = the same for every link; otherwise exactly one entry per link.
+    pub rate_mbit: Vec<Option<u32>>,
+    /// MTU of every veth end.
+    pub mtu: u32,
+    /// Size of the tmpfs behind the shares, as `mount -o size=` takes it (e.g. `"6g"`).
+    pub tmpfs_size: String,
+    /// Server-wide signing requirement.
+    pub signing: Signing,
+    /// smbd `log level`.
+    pub log_level: u8,
+}
+
+impl Default for TestbedConfig {
+    fn default() -> Self {
+        TestbedConfig {
+            links: 1,
+            rate_mbit: Vec::new(),
+            mtu: 1500,
+            tmpfs_size: "6g".to_string(),
+            signing: Signing::Mandatory,
+            log_level: 1,
+        }
+    }
+}
+
+impl TestbedConfig {
+    /// `links` unshaped links (veth: several GB/s, advertised as 10 Gb/s).
+    pub fn unshaped(links: usize) -> Self {
+        TestbedConfig {
+            links,
+            ..TestbedConfig::default()
+        }
+    }
+
+    /// `links` links, each shaped to `mbit` Mbit/s in both directions.
+    pub fn shaped(links: usize, mbit: u32) -> Self {
+        TestbedConfig {
+            links,
+            rate_mbit: vec![Some(mbit)],
+            ..TestbedConfig::default()
+        }
+    }
+
+    /// One link per entry, shaped to that many Mbit/s (`None` = unshaped).
+    pub fn per_link(rates_mbit: &[Option<u32>]) -> Self {
+        TestbedConfig {
+            links: rates_mbit.len(),
+            rate_mbit: rates_mbit.to_vec(),
+            ..TestbedConfig::default()
+        }
+    }
+
+    fn rate_arg(&self) -> Option<String> {
+        if self.rate_mbit.iter().all(Option::is_none) {
+            return None;
+        }
+        let rates: Vec<String> = self
+            .rate_mbit
+            .iter()
+            .map(|r| r.unwrap_or(0).to_string())
+            .collect();
+        Some(rates.join(","))
+    }
+}
+
+/// One veth link between the namespaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// 1-based link number K.
+    pub index: usize,
+    /// `10.<id>.K.1`, where smbd listens.
+    pub server_addr: Ipv4Addr,
+    /// `10.<id>.K.2`, the client end.
+    pub client_addr: Ipv4Addr,
+    /// Interface name inside the server namespace (`srvK`).
+    pub server_if: String,
+    /// Interface name inside the client namespace (`cliK`).
+    pub client_if: String,
+    /// Shaping rate in Mbit/s, `None` when unshaped.
+    pub rate_mbit: Option<u32>,
+    /// The link speed smbd advertises for this address (bits per second).
+    pub speed_bps: u64,
+}
+
+/// A running testbed. Dropping it runs `testbed.sh down`.
+#[derive(Debug)]
+pub struct Testbed {
+    script: PathBuf,
+    dir: PathBuf,
+    id: u32,
+    server_ns: String,
+    client_ns: String,
+    links: Vec<LinkInfo>,
+    user: String,
+    password: String,
+    domain: String,
+    signing: Signing,
+    shares: Vec<String>,
+    conf: PathBuf,
+    log: PathBuf,
+    smbd_pid: AtomicU32,
+    up_took: Duration,
+}
+
+/// Distinguishes run directories of testbeds started by one process.
+static RUN_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+fn script_path() -> PathBuf {
+    std::env::var_os("SMBTB_SCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SCRIPT))
+}
+
+/// The `ip` binary: an absolute path when one exists, because a PATH without the sbin
+/// directories (sudo, CI runners, IDEs) is common.
+fn ip_binary() -> &'static str {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("ip")
+}
+
+/// True when a network namespace of that name exists (`/run/netns/<name>`).
+pub fn netns_exists(name: &str) -> bool {
+    Path::new("/run/netns").join(name).exists()
+}
+
+/// Runs the script and returns its stdout, or an error carrying its stderr.
+fn run_script<S: AsRef<OsStr>>(script: &Path, args: &[S]) -> Result<String, String> {
+    let output = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect();
+        Err(format!(
+            "testbed.sh {} failed ({}):\n{}",
+            shown.join(" "),
+            output.status,
+            stderr.trim_end()
+        ))
+    }
+}
+
+/// `key=value` lines into a map (other lines are ignored).
+fn parse_key_values(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn field<'a>(kv: &'a HashMap<String, String>, key: &str) -> Result<&'a str, String> {
+    kv.get(key)
+        .map(String::as_str)
+        .ok_or_else(|| format!("testbed.sh up printed no '{key}='"))
+}
+
+fn parsed<T: std::str::FromStr>(kv: &HashMap<String, String>, key: &str) -> Result<T, String> {
+    let raw = field(kv, key)?;
+    raw.parse()
+        .map_err(|_| format!("testbed.sh up printed an unparsable {key}={raw}"))
+}
+
+impl Testbed {
+    /// Creates the namespaces, links and smbd (see `testbed.sh up`). The run directory is a
+    /// fresh `smbtb.<pid>.<n>` under `SMBTB_RUN_BASE` (default: the system temp dir; kept
+    /// short because Samba puts unix sockets in it). Stale testbeds of dead processes are
+    /// collected first.
+    pub fn start(config: TestbedConfig) -> Result<Testbed, String> {
+        let script = script_path();
+        if !script.is_file() {
+            return Err(format!("testbed script not found at {}", script.display()));
+        }
+        let base = std::env::var_os("SMBTB_RUN_BASE")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("smbtb.{}.{n}", std::process::id()));
+        if dir.exists() {
+            // Left by an earlier process with the same PID: take it down and start afresh.
+            let _ = run_script(
+                &script,
+                &["down".as_ref(), "--dir".as_ref(), dir.as_os_str()],
+            );
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot clear old run dir {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create run dir {}: {e}", dir.display()))?;
+
+        let mut args: Vec<String> = vec![
+            "up".into(),
+            "--dir".into(),
+            dir.to_string_lossy().into_owned(),
+            "--links".into(),
+            config.links.to_string(),
+            "--mtu".into(),
+            config.mtu.to_string(),
+            "--size".into(),
+            config.tmpfs_size.clone(),
+            "--signing".into(),
+            config.signing.as_arg().into(),
+            "--log-level".into(),
+            config.log_level.to_string(),
+            "--owner".into(),
+            std::process::id().to_string(),
+        ];
+        match config.rate_arg() {
+            Some(rates) => args.extend(["--rate".to_string(), rates]),
+            None => args.push("--unshaped".into()),
+        }
+        let began = Instant::now();
+        let stdout = match run_script(&script, &args) {
+            Ok(out) => out,
+            Err(e) => {
+                // `up` undoes its own partial work; the directory only holds logs now.
+                return Err(format!("{e}\n(run dir {})", dir.display()));
+            }
+        };
+        let up_took = began.elapsed();
+        let kv = parse_key_values(&stdout);
+        let built = Self::from_key_values(script.clone(), &kv, config.signing, up_took);
+        match built {
+            Ok(tb) => Ok(tb),
+            Err(e) => {
+                // The testbed is up but we cannot describe it: take it down before failing.
+                let _ = run_script(
+                    &script,
+                    &["down".as_ref(), "--dir".as_ref(), dir.as_os_str()],
+                );
+                Err(e)
+            }
+        }
+    }
+
+    fn from_key_values(
+        script: PathBuf,
+        kv: &HashMap<String, String>,
+        signing: Signing,
+        up_took: Duration,
+    ) -> Result<Testbed, String> {
+        let link_count: usize = parsed(kv, "links")?;
+        let mut links = Vec::with_capacity(link_count);
+        for k in 1..=link_count {
+            let rate: u32 = parsed(kv, &format!("link{k}_rate_mbit"))?;
+            links.push(LinkInfo {
+                index: k,
+                server_addr: parsed(kv, &format!("link{k}_server_addr"))?,
+                client_addr: parsed(kv, &format!("link{k}_client_addr"))?,
+                server_if: field(kv, &format!("link{k}_server_if"))?.to_string(),
+                client_if: field(kv, &format!("link{k}_client_if"))?.to_string(),
+                rate_mbit: (rate > 0).then_some(rate),
+                speed_bps: parsed(kv, &format!("link{k}_speed_bps"))?,
+            });
+        }
+        Ok(Testbed {
+            script,
+            dir: PathBuf::from(field(kv, "dir")?),
+            id: parsed(kv, "id")?,
+            server_ns: field(kv, "server_ns")?.to_string(),
+            client_ns: field(kv, "client_ns")?.to_string(),
+            links,
+            user: field(kv, "user")?.to_string(),
+            password: field(kv, "password")?.to_string(),
+            domain: field(kv, "domain")?.to_string(),
+            signing,
+            shares: field(kv, "shares")?
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            conf: PathBuf::from(field(kv, "conf")?),
+            log: PathBuf::from(field(kv, "log")?),
+            smbd_pid: AtomicU32::new(parsed(kv, "smbd_pid")?),
+            up_took,
+        })
+    }
+
+    fn script(&self, args: &[&str]) -> Result<String, String> {
+        let dir = self.dir.to_string_lossy();
+        let (cmd, rest) = args.split_first().expect("a testbed.sh command");
+        let mut full: Vec<&str> = vec![cmd, "--dir", &dir];
+        full.extend_from_slice(rest);
+        run_script(&self.script, &full)
+    }
+
+    // ------------------------------------------------------------------ what was built
+
+    /// The short id; it names the namespaces (`smbtb-<id>-srv`) and subnets (`10.<id>.K.0/24`).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The run directory (config, Samba databases, logs, the share tmpfs under `shares/`).
+    pub fn run_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Name of the server network namespace.
+    pub fn server_ns(&self) -> &str {
+        &self.server_ns
+    }
+
+    /// Name of the client network namespace.
+    pub fn client_ns(&self) -> &str {
+        &self.client_ns
+    }
+
+    /// All links, in order (link K is `links()[K - 1]`).
+    pub fn links(&self) -> &[LinkInfo] {
+        &self.links
+    }
+
+    /// Link K (1-based). Panics when there is no such link.
+    pub fn link(&self, k: usize) -> &LinkInfo {
+        assert!(
+            (1..=self.links.len()).contains(&k),
+            "link {k} does not exist (the testbed has {})",
+            self.links.len()
+        );
+        &self.links[k - 1]
+    }
+
+    /// Server address of link K (1-based).
+    pub fn server_addr(&self, k: usize) -> Ipv4Addr {
+        self.link(k).server_addr
+    }
+
+    /// Client address of link K (1-based).
+    pub fn client_addr(&self, k: usize) -> Ipv4Addr {
+        self.link(k).client_addr
+    }
+
+    /// Every server address, link 1 first.
+    pub fn server_addrs(&self) -> Vec<Ipv4Addr> {
+        self.links.iter().map(|l| l.server_addr).collect()
+    }
+
+    /// Every client address, link 1 first.
+    pub fn client_addrs(&self) -> Vec<Ipv4Addr> {
+        self.links.iter().map(|l| l.client_addr).collect()
+    }
+
+    /// The test user (a Unix user, `smbtest`, with a per-testbed Samba password).
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The test user's password (random per testbed).
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// The server's workgroup, usable as NTLM domain (`SMBTB`).
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+
+    /// The signing requirement the server was started with.
+    pub fn signing(&self) -> Signing {
+        self.signing
+    }
+
+    /// Exported shares: `plain`, `encrypted` (`smb encrypt = required`), `signed` (only with
+    /// [`Signing::Mandatory`]) and `public` (guest allowed).
+    pub fn shares(&self) -> &[String] {
+        &self.shares
+    }
+
+    /// The directory behind a share, on the host (read it to check what the client wrote).
+    pub fn share_path(&self, share: &str) -> PathBuf {
+        assert!(
+            self.shares.iter().any(|s| s == share),
+            "no share [{share}] in this testbed (shares: {:?})",
+            self.shares
+        );
+        self.dir.join("shares").join(share)
+    }
+
+    /// `//<server address of link K>/<share>`.
+    pub fn unc(&self, k: usize, share: &str) -> String {
+        format!("//{}/{share}", self.server_addr(k))
+    }
+
+    /// The private smb.conf.
+    pub fn smb_conf(&self) -> &Path {
+        &self.conf
+    }
+
+    /// smbd's log file.
+    pub fn log_file(&self) -> &Path {
+        &self.log
+    }
+
+    /// The last `lines` lines of smbd's log (empty when unreadable).
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// PID of the smbd parent process (changes with [`Testbed::restart`]).
+    pub fn smbd_pid(&self) -> u32 {
+        self.smbd_pid.load(Ordering::Relaxed)
+    }
+
+    /// How long `testbed.sh up` took.
+    pub fn up_took(&self) -> Duration {
+        self.up_took
+    }
+
+    /// One entry of smb.conf's `interfaces` list, for [`Testbed::set_interfaces`]:
+    /// `"10.x.K.1;speed=<bps>,capability=RSS"` (the RSS part only when `rss`).
+    pub fn interface_spec(addr: Ipv4Addr, speed_bps: u64, rss: bool) -> String {
+        if rss {
+            format!("{addr};speed={speed_bps},capability=RSS")
+        } else {
+            format!("{addr};speed={speed_bps}")
+        }
+    }
+
+    // ------------------------------------------------------------------ faults
+
+    /// Takes link K down on the server side: packets on it are silently lost (connects time
+    /// out, established connections stall) until [`Testbed::link_up`].
+    pub fn link_down(&self, k: usize) -> Result<(), String> {
+        self.script(&["link-down", &k.to_string()]).map(drop)
+    }
+
+    /// Brings link K back up.
+    pub fn link_up(&self, k: usize) -> Result<(), String> {
+        self.script(&["link-up", &k.to_string()]).map(drop)
+    }
+
+    /// Resets established TCP connections to port 445 (all, or only link K's) from the
+    /// server side; the client sees a RST. Returns how many were cut.
+    pub fn cut(&self, link: Option<usize>) -> Result<usize, String> {
+        let k = link.map(|k| k.to_string());
+        let mut args = vec!["cut"];
+        if let Some(k) = &k {
+            args.push(k);
+        }
+        let out = self.script(&args)?;
+        let kv = parse_key_values(&out);
+        parsed(&kv, "cut")
+    }
+
+    /// Stops smbd (and everything else in the server namespace) and starts it again with the
+    /// same config; returns the new PID.
+    pub fn restart(&self) -> Result<u32, String> {
+        let out = self.script(&["restart"])?;
+        let pid: u32 = parsed(&parse_key_values(&out), "smbd_pid")?;
+        self.smbd_pid.store(pid, Ordering::Relaxed);
+        Ok(pid)
+    }
+
+    /// Makes smbd re-read its config (`smbcontrol smbd reload-config`, or SIGHUP).
+    pub fn reload(&self) -> Result<(), String> {
+        self.script(&["reload"]).map(drop)
+    }
+
+    /// Rewrites smb.conf's `interfaces` line (see [`Testbed::interface_spec`]) and reloads:
+    /// changes what FSCTL_QUERY_NETWORK_INTERFACE_INFO reports. Listening sockets stay as
+    /// they were until [`Testbed::restart`].
+    pub fn set_interfaces<S: AsRef<str>>(&self, specs: &[S]) -> Result<(), String> {
+        let mut args = vec!["set-interfaces"];
+        args.extend(specs.iter().map(AsRef::as_ref));
+        self.script(&args).map(drop)
+    }
+
+    // ------------------------------------------------------------------ running things
+
+    /// A command that runs `program` inside the client namespace (`ip netns exec`, so it also
+    /// sees the namespace's own `/sys/class/net`).
+    pub fn client_command<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        let mut cmd = Command::new(ip_binary());
+        cmd.args(["netns", "exec", &self.client_ns]).arg(program);
+        cmd
+    }
+
+    /// A command that runs `program` inside the server namespace.
+    pub fn server_command<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        let mut cmd = Command::new(ip_binary());
+        cmd.args(["netns", "exec", &self.server_ns]).arg(program);
+        cmd
+    }
+
+    /// Runs `argv` in the client namespace and returns its output (stdin is empty). Panics
+    /// when the command cannot be started at all (e.g. `argv` is empty) - this is a test
+    /// harness; a command that runs and fails is reported through the returned status.
+    pub fn exec_client<S: AsRef<OsStr>>(&self, argv: &[S]) -> Output {
+        let (program, args) = argv.split_first().expect("exec_client needs a program");
+        self.client_command(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {:?} in {}: {e}",
+                    program.as_ref(),
+                    self.client_ns
+                )
+            })
+    }
+
+    /// `smbstatus -s <conf> ARGS` in the server namespace (e.g. `["-j"]` for JSON with each
+    /// session's dialect, signing and encryption).
+    pub fn smbstatus(&self, args: &[&str]) -> Result<String, String> {
+        let mut full = vec!["smbstatus"];
+        full.extend_from_slice(args);
+        self.script(&full)
+    }
+
+    /// Raw TCP goodput of link K in Mbit/s as iperf3 measures it (`-t seconds`; `reverse`:
+    /// server to client). The iperf3 server runs one-off in the server namespace.
+    pub fn iperf3_mbit(&self, k: usize, seconds: u32, reverse: bool) -> Result<f64, String> {
+        let addr = self.server_addr(k).to_string();
+        let mut server = self
+            .server_command("iperf3")
+            .args(["-s", "-1", "-B", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start iperf3 server: {e}"))?;
+        let result = self.iperf3_client(&addr, seconds, reverse);
+        // The one-off server ends with the test; never leave it behind.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match server.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    let _ = server.kill();
+                    let _ = server.wait();
+                    break;
+                }
+            }
+        }
+        result
+    }
+
+    fn iperf3_client(&self, addr: &str, seconds: u32, reverse: bool) -> Result<f64, String> {
+        // Wait until the server listens (bounded) instead of racing it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let ss = self
+                .server_command("ss")
+                .args(["-ltnH", "sport = :5201"])
+                .output()
+                .map_err(|e| format!("cannot run ss: {e}"))?;
+            if !ss.stdout.is_empty() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err("iperf3 server did not start listening within 5 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let secs = seconds.to_string();
+        let mut cmd = self.client_command("iperf3");
+        cmd.args([
+            "-c",
+            addr,
+            "-t",
+            &secs,
+            "-f",
+            "m",
+            "--connect-timeout",
+            "3000",
+        ]);
+        if reverse {
+            cmd.arg("-R");
+        }
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run iperf3: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "iperf3 client failed ({}): {}{}",
+                out.status,
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        parse_iperf3_receiver_mbit(&text)
+            .ok_or_else(|| format!("no receiver line in iperf3 output:\n{text}"))
+    }
+
+    // ------------------------------------------------------------------ in-process clients
+
+    /// Path of the client namespace's handle.
+    pub fn client_ns_path(&self) -> PathBuf {
+        Path::new("/run/netns").join(&self.client_ns)
+    }
+
+    /// Moves the calling thread into the client namespace until the guard is dropped; sockets
+    /// created meanwhile live there. Only this thread moves. Note that `/sys/class/net` still
+    /// shows the host's interfaces (sysfs follows the mount, not the thread).
+    pub fn enter_client_netns(&self) -> Result<NetnsGuard, String> {
+        let previous = File::open("/proc/thread-self/ns/net")
+            .map_err(|e| format!("cannot open this thread's network namespace: {e}"))?;
+        let target = File::open(self.client_ns_path())
+            .map_err(|e| format!("cannot open {}: {e}", self.client_ns_path().display()))?;
+        setns_net(&target).map_err(|e| format!("setns into {}: {e}", self.client_ns))?;
+        Ok(NetnsGuard {
+            previous,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// A multi-thread tokio runtime whose worker and blocking threads all enter the client
+    /// namespace as they start. Run futures with [`client_block_on`] (plain
+    /// `Runtime::block_on` polls on the calling thread, which stays where it is). Drop the
+    /// runtime before the testbed. Panics when the namespace cannot be entered.
+    pub fn client_runtime(&self) -> tokio::runtime::Runtime {
+        let path = self.client_ns_path();
+        let ns = Arc::new(
+            File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display())),
+        );
+        // Fail here, with a message, rather than in a runtime thread.
+        let probe = Arc::clone(&ns);
+        std::thread::spawn(move || setns_net(&probe))
+            .join()
+            .expect("setns probe thread")
+            .unwrap_or_else(|e| panic!("setns into {}: {e}", path.display()));
+        let name = format!("smbtb-{}-cli", self.id);
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name(name)
+            .on_thread_start(move || {
+                if let Err(e) = setns_net(&ns) {
+                    panic!("runtime thread cannot enter the client namespace: {e}");
+                }
+            })
+            .build()
+            .expect("build the client tokio runtime")
+    }
+}
+
+/// Runs `fut` on one of `rt`'s worker threads (so inside the client namespace, for a runtime
+/// from [`Testbed::client_runtime`]) and waits for its output. A panic in `fut` is re-raised.
+pub fn client_block_on<F>(rt: &tokio::runtime::Runtime, fut: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match rt.block_on(rt.spawn(fut)) {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("client task failed: {e}"),
+    }
+}
+
+/// Puts the thread back into the namespace it came from when dropped
+/// (see [`Testbed::enter_client_netns`]). Not `Send`: it belongs to the thread that moved.
+#[derive(Debug)]
+pub struct NetnsGuard {
+    previous: File,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for NetnsGuard {
+    fn drop(&mut self) {
+        if let Err(e) = setns_net(&self.previous) {
+            // Staying in a namespace that is about to disappear would break later tests on
+            // this thread in confusing ways.
+            panic!("cannot return to the original network namespace: {e}");
+        }
+    }
+}
+
+/// setns(2) with CLONE_NEWNET: moves the calling thread into the namespace `ns` refers to.
+#[allow(unsafe_code)]
+fn setns_net(ns: &File) -> std::io::Result<()> {
+    // SAFETY: setns takes a file descriptor, which `ns` keeps open for the whole call, and a
+    // flag; it touches no memory of this process, only the calling thread's namespace.
+    let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The receiver's rate from `iperf3 -f m` text output.
+fn parse_iperf3_receiver_mbit(text: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_end().ends_with("receiver"))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let unit = words.iter().position(|w| *w == "Mbits/sec")?;
+    words.get(unit.checked_sub(1)?)?.parse().ok()
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let failed = std::thread::panicking();
+        if failed {
+            eprintln!(
+                "---- testbed {}: last lines of {} ----\n{}\n----",
+                self.id,
+                self.log.display(),
+                self.log_tail(30)
+            );
+        }
+        match self.script(&["down"]) {
+            Ok(_) => {
+                let keep = failed || std::env::var_os("SMBTB_KEEP").is_some();
+                if keep {
+                    eprintln!(
+                        "testbed {}: run dir kept at {}",
+                        self.id,
+                        self.dir.display()
+                    );
+                } else if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+                    eprintln!(
+                        "testbed {}: cannot remove {}: {e}",
+                        self.id,
+                        self.dir.display()
+                    );
+                }
+            }
+            Err(e) => eprintln!("testbed {}: down failed: {e}", self.id),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_iperf3_receiver_line() {
+        let text = "[ ID] Interval           Transfer     Bitrate         Retr\n\
+            [  5]   0.00-3.00   sec  68.4 MBytes   191 Mbits/sec    0             sender\n\
+            [  5]   0.00-3.00   sec  68.2 MBytes   190.5 Mbits/sec                  receiver\n\
+            \n\
+            iperf Done.\n";
+        assert_eq!(parse_iperf3_receiver_mbit(text), Some(190.5));
+        assert_eq!(parse_iperf3_receiver_mbit("garbage"), None);
+    }
+
+    #[test]
+    fn rate_argument() {
+        assert_eq!(TestbedConfig::unshaped(2).rate_arg(), None);
+        assert_eq!(
+            TestbedConfig::shaped(3, 200).rate_arg().as_deref(),
+            Some("200")
+        );
+        let mixed = TestbedConfig::per_link(&[Some(100), None, Some(1000)]);
+        assert_eq!(mixed.links, 3);
+        assert_eq!(mixed.rate_arg().as_deref(), Some("100,0,1000"));
+        assert_eq!(TestbedConfig::per_link(&[None, None]).rate_arg(), None);
+    }
+
+    #[test]
+    fn key_values() {
+        let kv = parse_key_values("a=1\nnoise\nb=x=y\n");
+        assert_eq!(kv.get("a").map(String::as_str), Some("1"));
+        assert_eq!(kv.get("b").map(String::as_str), Some("x=y"));
+        assert_eq!(kv.len(), 2);
+    }
+
+    #[test]
+    fn interface_specs() {
+        let a = Ipv4Addr::new(10, 100, 1, 1);
+        assert_eq!(
+            Testbed::interface_spec(a, 1_000_000_000, true),
+            "10.100.1.1;speed=1000000000,capability=RSS"
+        );
+        assert_eq!(Testbed::interface_spec(a, 5, false), "10.100.1.1;speed=5");
+    }
+}

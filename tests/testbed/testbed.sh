@@ -1,0 +1,854 @@
+#!/usr/bin/env bash
+# testbed.sh - a private Samba server behind shaped veth links, in network namespaces.
+#
+# One testbed = a server namespace and a client namespace joined by N veth pairs (link K:
+# server 10.<id>.K.1, client 10.<id>.K.2, /24), each direction optionally shaped with tbf,
+# plus an smbd with its own config, passdb, lock/state dirs and tmpfs-backed shares, all kept
+# in a run directory (--dir). See tests/testbed/README.md for the full story.
+#
+# Output contract: human messages go to stderr; `up` and `status` print key=value lines on
+# stdout (and nothing else), which tests/src/lib.rs parses.
+
+set -euo pipefail
+
+PROG=testbed.sh
+# Root's PATH normally has the sbin directories, but `sudo`, CI runners and IDEs often drop
+# them; smbd, ip and tc live there.
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+export PATH
+
+# Registry of live testbeds: one directory per id holding `dir` (the run dir) and `owner`
+# (the PID and start time of the process that owns the testbed). mkdir on it claims an id.
+REGISTRY=${SMBTB_REGISTRY:-/run/smbtb}
+ID_MIN=100
+ID_COUNT=150
+READY_TIMEOUT=${SMBTB_READY_TIMEOUT:-30}
+# tbf queue limit expressed as latency; with burst = max(64 KiB, 2 ms at the rate) TCP reaches
+# 95.6 % of the rate at MTU 1500 (= 1448/1514, the TCP/IP/Ethernet header overhead).
+TBF_LATENCY=20ms
+# What an unshaped link advertises: veth reports 10 Gb/s through ethtool.
+UNSHAPED_SPEED_BPS=10000000000
+
+say() { echo "$PROG: $*" >&2; }
+die() {
+    echo "$PROG: error: $*" >&2
+    exit 1
+}
+
+usage() {
+    cat >&2 <<'EOF'
+usage:
+  testbed.sh up --dir D --links N [--rate R1,R2,...|--unshaped] [--mtu M] [--size 6g]
+                [--signing mandatory|default] [--user NAME] [--password PW]
+                [--owner PID|none] [--log-level L]
+  testbed.sh down --dir D
+  testbed.sh status --dir D
+  testbed.sh link-down --dir D K        testbed.sh link-up --dir D K
+  testbed.sh cut --dir D [K]
+  testbed.sh restart --dir D            testbed.sh reload --dir D
+  testbed.sh set-interfaces --dir D SPEC...   (SPEC like "10.123.1.1;speed=1000000000,capability=RSS")
+  testbed.sh exec --dir D [--server] -- CMD [ARG...]
+  testbed.sh smbstatus --dir D [SMBSTATUS-ARGS...]
+  testbed.sh gc
+Rates are in Mbit/s (0 = that link unshaped); one rate applies to every link.
+EOF
+    exit 2
+}
+
+# ----------------------------------------------------------------------------- preconditions
+
+need_root() {
+    [[ $(id -u) -eq 0 ]] || die "the testbed needs root (network namespaces)"
+}
+
+# need_tools TOOL:PACKAGE... - exit with one message naming every missing package.
+need_tools() {
+    local missing_tools=() missing_pkgs=() spec tool pkg
+    for spec in "$@"; do
+        tool=${spec%%:*}
+        pkg=${spec#*:}
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            missing_tools+=("$tool")
+            [[ " ${missing_pkgs[*]-} " == *" $pkg "* ]] || missing_pkgs+=("$pkg")
+        fi
+    done
+    if ((${#missing_tools[@]})); then
+        die "missing ${missing_tools[*]}: apt-get install -y ${missing_pkgs[*]}"
+    fi
+}
+
+SERVER_TOOLS=(ip:iproute2 tc:iproute2 ss:iproute2 smbd:samba smbcontrol:samba
+    smbpasswd:samba-common-bin mount:mount mountpoint:util-linux flock:util-linux
+    timeout:coreutils useradd:passwd)
+
+# ----------------------------------------------------------------------------- process helpers
+
+# pid_alive PID - true when PID exists and is not a zombie.
+pid_alive() {
+    local pid=$1 stat rest
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    rest=${stat##*) }
+    [[ ${rest:0:1} != Z && ${rest:0:1} != X ]]
+}
+
+# pid_starttime PID - field 22 of /proc/PID/stat (clock ticks since boot), for PID reuse checks.
+pid_starttime() {
+    local stat rest
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    rest=${stat##*) }
+    # rest starts at field 3; field 22 is the 20th word of rest.
+    set -- $rest
+    echo "${20}"
+}
+
+# pid_in_netns PID NS - true when PID's network namespace is the named one (guards against a
+# recorded PID that the kernel has since given to an unrelated process).
+pid_in_netns() {
+    local a b
+    a=$(stat -L -c %i "/proc/$1/ns/net" 2>/dev/null) || return 1
+    b=$(stat -L -c %i "/run/netns/$2" 2>/dev/null) || return 1
+    [[ $a == "$b" ]]
+}
+
+# The PIDs of this script and all its ancestors: never kill those, even when the caller's
+# main thread sits in one of our namespaces.
+protected_pids() {
+    local pid=$$ ppid stat rest
+    echo "$pid"
+    echo "${BASHPID:-$$}"
+    while [[ $pid -gt 1 ]]; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || break
+        rest=${stat##*) }
+        set -- $rest
+        ppid=$2
+        echo "$ppid"
+        pid=$ppid
+    done
+}
+
+# wait_gone SECONDS PID... - wait until every PID is dead; false if some survive.
+wait_gone() {
+    local limit=$1 i pid alive
+    shift
+    for ((i = 0; i < limit * 10; i++)); do
+        alive=0
+        for pid in "$@"; do
+            if pid_alive "$pid"; then alive=1; fi
+        done
+        ((alive)) || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# stop_pids WHAT PID... - TERM, up to 5 s grace, then KILL.
+stop_pids() {
+    local what=$1 pid left=()
+    shift
+    (($#)) || return 0
+    kill -TERM "$@" 2>/dev/null || true
+    if ! wait_gone 5 "$@"; then
+        for pid in "$@"; do pid_alive "$pid" && left+=("$pid"); done
+        say "$what did not stop on SIGTERM within 5 s, sending SIGKILL to ${left[*]}"
+        kill -KILL "${left[@]}" 2>/dev/null || true
+        wait_gone 5 "${left[@]}" || say "warning: $what still alive after SIGKILL: ${left[*]}"
+    fi
+}
+
+# kill_netns_pids NS - end every process `ip netns pids` lists in NS (except our ancestry).
+kill_netns_pids() {
+    local ns=$1 pid victims=() protected
+    [[ -e /run/netns/$ns ]] || return 0
+    protected=" $(protected_pids | tr '\n' ' ') "
+    for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+        [[ $protected == *" $pid "* ]] && continue
+        victims+=("$pid")
+    done
+    ((${#victims[@]})) || return 0
+    stop_pids "processes in $ns" "${victims[@]}"
+}
+
+# ----------------------------------------------------------------------------- state
+
+STATE=
+DIR=
+
+# load_state DIR - read DIR/state into S_* variables; false when there is no state.
+load_state() {
+    DIR=$(cd "$1" 2>/dev/null && pwd) || return 1
+    STATE=$DIR/state
+    [[ -f $STATE ]] || return 1
+    local k v
+    while IFS='=' read -r k v; do
+        [[ $k =~ ^[a-z0-9_]+$ ]] || continue
+        printf -v "S_$k" '%s' "$v"
+    done <"$STATE"
+    return 0
+}
+
+# state_set KEY VALUE - replace or append one line of DIR/state.
+state_set() {
+    local k=$1 v=$2 tmp
+    tmp=$STATE.tmp
+    awk -v k="$k" -v v="$v" 'BEGIN { done = 0 }
+        index($0, k "=") == 1 { print k "=" v; done = 1; next }
+        { print }
+        END { if (!done) print k "=" v }' "$STATE" >"$tmp"
+    mv "$tmp" "$STATE"
+    printf -v "S_$k" '%s' "$v"
+}
+
+require_up() {
+    load_state "$1" || die "no testbed in ${1:-?} (no state file); run: $PROG up --dir ${1:-DIR} ..."
+    [[ ${S_status-} == up ]] || die "the testbed in $DIR is ${S_status:-not up}"
+}
+
+# ----------------------------------------------------------------------------- registry / gc
+
+registry_lock() {
+    mkdir -p "$REGISTRY"
+    exec 9>"$REGISTRY/.lock"
+    flock 9
+}
+registry_unlock() { exec 9>&-; }
+
+# owner_alive "PID STARTTIME" | none
+owner_alive() {
+    local pid start
+    read -r pid start <<<"$1"
+    [[ $pid == none ]] && return 0
+    pid_alive "$pid" || return 1
+    [[ $(pid_starttime "$pid") == "$start" ]]
+}
+
+# teardown_id ID - remove what is left of a testbed whose run dir (and state) is gone.
+teardown_id() {
+    local id=$1 mnt
+    kill_netns_pids "smbtb-$id-srv"
+    kill_netns_pids "smbtb-$id-cli"
+    # tmpfs mounts of this id carry the source name smbtb-ID.
+    while read -r mnt; do
+        [[ -n $mnt ]] || continue
+        umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || say "warning: cannot unmount $mnt"
+    done < <(awk -v s="smbtb-$id" '$1 == s && $3 == "tmpfs" { print $2 }' /proc/mounts)
+    ip netns del "smbtb-$id-srv" 2>/dev/null || true
+    ip netns del "smbtb-$id-cli" 2>/dev/null || true
+    rm -rf "${REGISTRY:?}/$id"
+}
+
+# gc - tear down every testbed whose owner process is gone, and any smbtb namespace or tmpfs
+# that has no registry entry (left by a run killed half-way through up or down).
+cmd_gc() {
+    registry_lock
+    local entry id owner dir ns mnt
+    for entry in "$REGISTRY"/*; do
+        [[ -d $entry ]] || continue
+        id=${entry##*/}
+        [[ $id =~ ^[0-9]+$ ]] || continue
+        owner=$(cat "$entry/owner" 2>/dev/null || echo "0 0")
+        owner_alive "$owner" && continue
+        dir=$(cat "$entry/dir" 2>/dev/null || true)
+        say "collecting stale testbed $id (owner ${owner%% *} is gone, dir ${dir:-?})"
+        if [[ -n $dir && -f $dir/state ]]; then
+            (do_down "$dir") || teardown_id "$id"
+        fi
+        teardown_id "$id"
+    done
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+        [[ $ns =~ ^smbtb-([0-9]+)-(srv|cli)$ ]] || continue
+        id=${BASH_REMATCH[1]}
+        [[ -d $REGISTRY/$id ]] && continue
+        say "removing orphan namespace $ns"
+        teardown_id "$id"
+    done
+    while read -r mnt; do
+        [[ $mnt =~ ^smbtb-([0-9]+)$ ]] || continue
+        id=${BASH_REMATCH[1]}
+        [[ -d $REGISTRY/$id ]] && continue
+        say "removing orphan tmpfs of testbed $id"
+        teardown_id "$id"
+    done < <(awk '$3 == "tmpfs" { print $1 }' /proc/mounts)
+    registry_unlock
+}
+
+# ----------------------------------------------------------------------------- smb.conf
+
+# interfaces_line SPEC... - the smb.conf value: every spec double-quoted (specs contain ';').
+interfaces_line() {
+    local out="" s
+    for s in "$@"; do out+="\"$s\" "; done
+    echo "${out% }"
+}
+
+write_smb_conf() {
+    local conf=$1 ifline=$2
+    local shares=$DIR/shares
+    {
+        cat <<EOF
+# Generated by testbed.sh for testbed $S_id. Private to this run; see tests/testbed/README.md.
+[global]
+  workgroup = $S_domain
+  netbios name = SMBTB$S_id
+  server string = smb3 testbed $S_id
+  server role = standalone server
+  security = user
+  passdb backend = tdbsam:$DIR/private/passdb.tdb
+  private dir = $DIR/private
+  lock directory = $DIR/lock
+  state directory = $DIR/state.d
+  cache directory = $DIR/cache
+  pid directory = $DIR/pid
+  ncalrpc dir = $DIR/ncalrpc
+  usershare path = $DIR/usershares
+  log file = $DIR/log/smbd.log
+  logging = file
+  log level = $S_log_level
+  max log size = 0
+  # Multichannel: the addresses (and only those) that FSCTL_QUERY_NETWORK_INTERFACE_INFO reports.
+  server multi channel support = yes
+  interfaces = $ifline
+  bind interfaces only = yes
+  smb ports = 445
+  disable netbios = yes
+  server min protocol = SMB2_10
+  server max protocol = SMB3_11
+  # Samba 4.17 knows signing only as a global option (testparm: "Global parameter server
+  # signing found in service section!"); testbed.sh --signing sets it for the whole server.
+  server signing = $S_signing
+  # Durable handles and leases need Samba's own share modes and locking.
+  kernel oplocks = no
+  kernel share modes = no
+  posix locking = no
+  durable handles = yes
+  smb2 leases = yes
+  disable spoolss = yes
+  load printers = no
+  printcap name = /dev/null
+  # Guest: unknown user names become the guest account (a known name with a wrong password
+  # still fails).
+  map to guest = bad user
+  guest account = nobody
+
+[plain]
+  path = $shares/plain
+  read only = no
+  valid users = $S_user
+
+[encrypted]
+  path = $shares/encrypted
+  read only = no
+  valid users = $S_user
+  smb encrypt = required
+EOF
+        if [[ $S_signing == mandatory ]]; then
+            cat <<EOF
+
+# Signing is required server-wide (see [global]); this share exists so tests can say what
+# they rely on. It is exported only when the testbed was started with --signing mandatory.
+[signed]
+  path = $shares/signed
+  read only = no
+  valid users = $S_user
+EOF
+        fi
+        cat <<EOF
+
+[public]
+  path = $shares/public
+  read only = no
+  guest ok = yes
+EOF
+    } >"$conf"
+}
+
+# set_interfaces_in_conf SPEC... - rewrite the `interfaces =` line of the config in place.
+set_interfaces_in_conf() {
+    local line tmp
+    line=$(interfaces_line "$@")
+    tmp=$S_conf.tmp
+    awk -v l="$line" '/^[ \t]*interfaces[ \t]*=/ { print "  interfaces = " l; next } { print }' \
+        "$S_conf" >"$tmp"
+    mv "$tmp" "$S_conf"
+    state_set interfaces "$(printf '%s|' "$@" | sed 's/|$//')"
+}
+
+# ----------------------------------------------------------------------------- smbd
+
+start_smbd() {
+    local pid
+    : >>"$DIR/log/smbd.stdout"
+    # smbd's parent sends SIGTERM to its whole process group when it exits. Started in our
+    # process group (--no-process-group without setsid) that would kill the caller - the test
+    # binary - on every down/restart. So: setsid(1) makes it a session and group leader of its
+    # own (no fork: a background job of a non-interactive shell is never a group leader), ip netns
+    # exec execs in place too, so $! is smbd's PID; --no-process-group stops smbd from trying
+    # setsid again. stdin/stdout/stderr and our fds 3 and 9 are detached so a caller reading
+    # our output (Command::output) does not wait for smbd to exit.
+    setsid ip netns exec "$S_server_ns" smbd --foreground --no-process-group -s "$S_conf" \
+        </dev/null >>"$DIR/log/smbd.stdout" 2>&1 3>&- 9>&- &
+    pid=$!
+    state_set smbd_pid "$pid"
+    wait_smbd_ready
+    # Double-check the recorded PID really is smbd and leads its own process group.
+    local comm pgid rest stat
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null || true)
+    rest=${stat##*) }
+    pgid=$(set -- $rest; echo "${3-}")
+    [[ $comm == smbd && $pgid == "$pid" ]] ||
+        die "pid $pid is '$comm' in process group ${pgid:-?}, expected smbd leading its own group"
+}
+
+log_tail() {
+    echo "---- last lines of $DIR/log/smbd.log ----" >&2
+    tail -n 25 "$DIR/log/smbd.log" >&2 2>/dev/null || true
+    echo "---- $DIR/log/smbd.stdout ----" >&2
+    tail -n 10 "$DIR/log/smbd.stdout" >&2 2>/dev/null || true
+}
+
+# probe ADDR - true when ADDR:445 accepts a TCP connection from the client namespace.
+probe() {
+    ip netns exec "$S_client_ns" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/445"' "$1" 2>/dev/null
+}
+
+# listen_addrs - the addresses smbd should be listening on: those of the `interfaces` line
+# (which set-interfaces may have changed) that are assigned inside the server namespace.
+listen_addrs() {
+    local specs spec addr assigned
+    assigned=" $(ip -n "$S_server_ns" -4 -o addr show | awk '{ sub("/.*", "", $4); print $4 }' | tr '\n' ' ') "
+    IFS='|' read -r -a specs <<<"$S_interfaces"
+    for spec in "${specs[@]}"; do
+        addr=${spec%%;*}
+        [[ $assigned == *" $addr "* ]] && echo "$addr"
+    done
+    return 0
+}
+
+wait_smbd_ready() {
+    local deadline addr pending addrs
+    deadline=$((SECONDS + READY_TIMEOUT))
+    mapfile -t addrs < <(listen_addrs)
+    if ((${#addrs[@]} == 0)); then
+        say "warning: no address of the interfaces line exists in $S_server_ns; smbd listens nowhere"
+        sleep 0.5
+        pid_alive "$S_smbd_pid" || { log_tail; die "smbd (pid $S_smbd_pid) exited during startup"; }
+        return 0
+    fi
+    while :; do
+        if ! pid_alive "$S_smbd_pid"; then
+            log_tail
+            die "smbd (pid $S_smbd_pid) exited during startup"
+        fi
+        pending=()
+        for addr in "${addrs[@]}"; do
+            probe "$addr" || pending+=("$addr")
+        done
+        ((${#pending[@]})) || return 0
+        if ((SECONDS >= deadline)); then
+            log_tail
+            die "smbd (pid $S_smbd_pid) does not answer on ${pending[*]} port 445 after ${READY_TIMEOUT} s"
+        fi
+        sleep 0.1
+    done
+}
+
+stop_smbd() {
+    local pid=${S_smbd_pid-}
+    if [[ -n $pid ]] && pid_alive "$pid" && pid_in_netns "$pid" "$S_server_ns"; then
+        stop_pids "smbd" "$pid"
+    fi
+    # Connection children, samba-dcerpcd and friends.
+    kill_netns_pids "$S_server_ns"
+}
+
+# ----------------------------------------------------------------------------- up
+
+cmd_up() {
+    # Only the key=value lines go to stdout (fd 3); everything else is for humans.
+    exec 3>&1 1>&2
+    local dir="" links="" rates="" unshaped=0 mtu=1500 size=6g signing=mandatory
+    local user=smbtest password="" owner="$PPID" log_level=1
+    while (($#)); do
+        case $1 in
+        --dir) dir=${2:?--dir needs a value}; shift 2 ;;
+        --links) links=${2:?--links needs a value}; shift 2 ;;
+        --rate) rates=${2:?--rate needs a value}; shift 2 ;;
+        --unshaped) unshaped=1; shift ;;
+        --mtu) mtu=${2:?--mtu needs a value}; shift 2 ;;
+        --size) size=${2:?--size needs a value}; shift 2 ;;
+        --signing) signing=${2:?--signing needs a value}; shift 2 ;;
+        --user) user=${2:?--user needs a value}; shift 2 ;;
+        --password) password=${2:?--password needs a value}; shift 2 ;;
+        --owner) owner=${2:?--owner needs a value}; shift 2 ;;
+        --log-level) log_level=${2:?--log-level needs a value}; shift 2 ;;
+        *) die "up: unknown argument '$1'" ;;
+        esac
+    done
+    [[ -n $dir ]] || die "up: --dir is required"
+    [[ $links =~ ^[0-9]+$ ]] && ((links >= 1 && links <= 32)) || die "up: --links must be 1..32"
+    [[ -n $rates && $unshaped == 1 ]] && die "up: --rate and --unshaped exclude each other"
+    [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 65535)) || die "up: --mtu must be 576..65535"
+    [[ $signing == mandatory || $signing == default ]] || die "up: --signing is mandatory or default"
+    [[ $user =~ ^[a-z_][a-z0-9_-]*$ ]] || die "up: bad user name '$user'"
+    [[ $size =~ ^[0-9]+[kmgKMG%]?$ ]] || die "up: bad --size '$size'"
+    [[ $log_level =~ ^[0-9]+$ ]] || die "up: bad --log-level"
+    local rate_list=()
+    if [[ -n $rates ]]; then
+        IFS=',' read -r -a rate_list <<<"$rates"
+        local r
+        for r in "${rate_list[@]}"; do
+            [[ $r =~ ^[0-9]+$ ]] || die "up: rates are Mbit/s integers (0 = unshaped), got '$r'"
+        done
+        if ((${#rate_list[@]} == 1)); then
+            local i
+            for ((i = 1; i < links; i++)); do rate_list+=("${rate_list[0]}"); done
+        fi
+        ((${#rate_list[@]} == links)) || die "up: --rate has ${#rate_list[@]} values for $links links"
+    else
+        local i
+        for ((i = 0; i < links; i++)); do rate_list+=(0); done
+    fi
+    if [[ -z $password ]]; then
+        password=$(head -c 64 /dev/urandom | tr -dc 'A-Za-z0-9' | head -c 16)
+    fi
+    [[ $password =~ ^[^[:space:]%]+$ ]] || die "up: the password may not contain spaces or %"
+    local owner_rec
+    if [[ $owner == none ]]; then
+        owner_rec="none 0"
+    else
+        pid_alive "$owner" || die "up: owner process $owner does not exist"
+        owner_rec="$owner $(pid_starttime "$owner")"
+    fi
+
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [[ -f $dir/state ]] && grep -qx 'status=up' "$dir/state"; then
+        die "a testbed is already up in $dir; run: $PROG down --dir $dir"
+    fi
+
+    local t0=$SECONDS
+    cmd_gc
+
+    # Claim an id (and so the namespace names and subnets) under the registry lock.
+    registry_lock
+    local id="" off cand
+    for ((off = 0; off < ID_COUNT; off++)); do
+        cand=$((ID_MIN + ($$ + off) % ID_COUNT))
+        [[ -e /run/netns/smbtb-$cand-srv || -e /run/netns/smbtb-$cand-cli ]] && continue
+        if mkdir "$REGISTRY/$cand" 2>/dev/null; then
+            id=$cand
+            break
+        fi
+    done
+    [[ -n $id ]] || die "no free testbed id in $REGISTRY (all $ID_COUNT in use?)"
+    echo "$dir" >"$REGISTRY/$id/dir"
+    echo "$owner_rec" >"$REGISTRY/$id/owner"
+    # The test user is shared by all testbeds; create it once, under the lock.
+    if ! id -u "$user" >/dev/null 2>&1; then
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+        say "created Unix user $user"
+    fi
+    registry_unlock
+
+    # State first, so that a failure from here on can be undone by do_down.
+    DIR=$dir
+    STATE=$dir/state
+    rm -f "$STATE"
+    {
+        echo "status=starting"
+        echo "id=$id"
+        echo "dir=$dir"
+        echo "server_ns=smbtb-$id-srv"
+        echo "client_ns=smbtb-$id-cli"
+        echo "links=$links"
+        echo "mtu=$mtu"
+        echo "user=$user"
+        echo "password=$password"
+        echo "domain=SMBTB"
+        echo "signing=$signing"
+        echo "log_level=$log_level"
+        echo "conf=$dir/smb.conf"
+        echo "log=$dir/log/smbd.log"
+        echo "owner=${owner_rec%% *}"
+        echo "mntns=$(readlink /proc/self/ns/mnt)"
+    } >"$STATE"
+    load_state "$dir"
+    trap 'rc=$?; if ((rc != 0)); then say "up failed; cleaning up"; (do_down "$DIR") || true; fi' EXIT
+
+    # Namespaces and links.
+    ip netns add "$S_server_ns"
+    ip netns add "$S_client_ns"
+    ip -n "$S_server_ns" link set lo up
+    ip -n "$S_client_ns" link set lo up
+    local k rate speed burst saddr caddr server_addrs=() client_addrs=() ifspecs=()
+    for ((k = 1; k <= links; k++)); do
+        rate=${rate_list[k - 1]}
+        saddr=10.$id.$k.1
+        caddr=10.$id.$k.2
+        # Created directly inside the namespaces, so names only need to be unique there.
+        ip link add name "srv$k" netns "$S_server_ns" mtu "$mtu" type veth \
+            peer name "cli$k" netns "$S_client_ns" mtu "$mtu"
+        ip -n "$S_server_ns" addr add "$saddr/24" dev "srv$k"
+        ip -n "$S_client_ns" addr add "$caddr/24" dev "cli$k"
+        if ((rate > 0)); then
+            # Burst: at least 64 KiB (one GSO super-packet), else 2 ms worth of the rate.
+            burst=$((rate * 250))
+            ((burst >= 65536)) || burst=65536
+            tc -n "$S_server_ns" qdisc add dev "srv$k" root tbf rate "${rate}mbit" burst "$burst" latency "$TBF_LATENCY"
+            tc -n "$S_client_ns" qdisc add dev "cli$k" root tbf rate "${rate}mbit" burst "$burst" latency "$TBF_LATENCY"
+            speed=$((rate * 1000000))
+        else
+            speed=$UNSHAPED_SPEED_BPS
+        fi
+        ip -n "$S_server_ns" link set "srv$k" up
+        ip -n "$S_client_ns" link set "cli$k" up
+        server_addrs+=("$saddr")
+        client_addrs+=("$caddr")
+        ifspecs+=("$saddr;speed=$speed,capability=RSS")
+        state_set "link${k}_server_addr" "$saddr"
+        state_set "link${k}_client_addr" "$caddr"
+        state_set "link${k}_server_if" "srv$k"
+        state_set "link${k}_client_if" "cli$k"
+        state_set "link${k}_rate_mbit" "$rate"
+        state_set "link${k}_speed_bps" "$speed"
+    done
+    state_set server_addrs "$(IFS=,; echo "${server_addrs[*]}")"
+    state_set client_addrs "$(IFS=,; echo "${client_addrs[*]}")"
+
+    # Share storage: a tmpfs of our own (source name smbtb-ID so gc can find it). Samba's
+    # databases from an earlier run in the same dir are thrown away.
+    rm -rf "$dir"/{private,lock,state.d,cache,pid,ncalrpc,usershares}
+    mkdir -p "$dir"/{private,lock,state.d,cache,pid,ncalrpc,log,usershares,shares}
+    # smbd touches share paths as the logged-on user: every directory above them must be
+    # searchable (mkdtemp makes run dirs 0700).
+    chmod 0755 "$dir"
+    mount -t tmpfs -o "size=$size,mode=0755" "smbtb-$id" "$dir/shares"
+    state_set mount "$dir/shares"
+    local share shares=(plain encrypted public)
+    [[ $signing == mandatory ]] && shares=(plain encrypted signed public)
+    for share in "${shares[@]}"; do
+        mkdir "$dir/shares/$share"
+        if [[ $share == public ]]; then
+            chmod 1777 "$dir/shares/$share"
+        else
+            chown "$user:" "$dir/shares/$share"
+            chmod 0755 "$dir/shares/$share"
+        fi
+        state_set "share_${share}_path" "$dir/shares/$share"
+    done
+    state_set shares "$(IFS=,; echo "${shares[*]}")"
+    state_set interfaces "$(IFS='|'; echo "${ifspecs[*]}")"
+
+    write_smb_conf "$S_conf" "$(interfaces_line "${ifspecs[@]}")"
+    # smbpasswd -s reads the new password twice from stdin.
+    printf '%s\n%s\n' "$password" "$password" |
+        smbpasswd -c "$S_conf" -a -s "$user" >"$dir/log/smbpasswd.log" 2>&1 ||
+        { cat "$dir/log/smbpasswd.log" >&2; die "smbpasswd could not add $user"; }
+
+    start_smbd
+    state_set status up
+    state_set up_seconds $((SECONDS - t0))
+    trap - EXIT
+    say "testbed $id up in $dir: ${links} link(s), smbd pid $S_smbd_pid"
+    cmd_status_print >&3
+}
+
+# ----------------------------------------------------------------------------- down
+
+# do_down DIR - idempotent teardown of the testbed recorded in DIR/state.
+do_down() {
+    load_state "$1" || return 0
+    [[ ${S_status-} == down ]] && return 0
+    stop_smbd
+    kill_netns_pids "$S_client_ns"
+    if [[ -n ${S_mount-} ]] && mountpoint -q "$S_mount" 2>/dev/null; then
+        umount "$S_mount" 2>/dev/null || umount -l "$S_mount" || say "warning: cannot unmount $S_mount"
+    fi
+    # Deleting a namespace deletes its veth ends (and so their peers).
+    if [[ -e /run/netns/$S_server_ns ]]; then ip netns del "$S_server_ns" || say "warning: cannot delete $S_server_ns"; fi
+    if [[ -e /run/netns/$S_client_ns ]]; then ip netns del "$S_client_ns" || say "warning: cannot delete $S_client_ns"; fi
+    rm -rf "${REGISTRY:?}/${S_id:?}"
+    state_set status down
+}
+
+cmd_down() {
+    local dir
+    dir=$(parse_dir "$@")
+    if ! load_state "$dir"; then
+        say "nothing to take down in $dir"
+        return 0
+    fi
+    if [[ ${S_status-} == down ]]; then
+        say "testbed ${S_id-} in $DIR is already down"
+        return 0
+    fi
+    # The tmpfs lives in the mount namespace that ran `up`; `ip netns exec` (and so
+    # `testbed.sh exec`) gives its command a private one, where umount would only detach a copy.
+    local here
+    here=$(readlink /proc/self/ns/mnt)
+    if [[ -n ${S_mntns-} && $here != "$S_mntns" ]]; then
+        die "down must run in the mount namespace that ran up ($S_mntns), not in $here (inside ip netns exec?)"
+    fi
+    local t0=$SECONDS
+    do_down "$dir"
+    say "testbed $S_id down ($((SECONDS - t0)) s)"
+}
+
+# ----------------------------------------------------------------------------- other commands
+
+# parse_dir ARGS... - the value of --dir (required).
+parse_dir() {
+    local dir=""
+    while (($#)); do
+        case $1 in
+        --dir) dir=${2:?--dir needs a value}; shift 2 ;;
+        *) shift ;;
+        esac
+    done
+    [[ -n $dir ]] || die "--dir is required"
+    echo "$dir"
+}
+
+cmd_status_print() {
+    grep -v '^status=starting$' "$STATE"
+}
+
+cmd_status() {
+    load_state "$(parse_dir "$@")" || die "no testbed in that directory"
+    cmd_status_print
+}
+
+# link_arg K - validate a link number against the state.
+link_arg() {
+    [[ ${1-} =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= S_links)) || die "link must be 1..$S_links, got '${1-}'"
+}
+
+# Split "--dir D" from the positional arguments of a fault command.
+split_args() {
+    POS=()
+    ARG_DIR=""
+    while (($#)); do
+        case $1 in
+        --dir) ARG_DIR=${2:?--dir needs a value}; shift 2 ;;
+        --) shift; POS+=("$@"); break ;;
+        *) POS+=("$1"); shift ;;
+        esac
+    done
+    [[ -n $ARG_DIR ]] || die "--dir is required"
+}
+
+cmd_link() {
+    local updown=$1
+    shift
+    split_args "$@"
+    require_up "$ARG_DIR"
+    link_arg "${POS[0]-}"
+    ip -n "$S_server_ns" link set "srv${POS[0]}" "$updown"
+    local v="S_link${POS[0]}_server_addr"
+    say "link ${POS[0]} (${!v}) is $updown on the server side"
+}
+
+cmd_cut() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    local filter="( sport = :445 )" what="all links"
+    if ((${#POS[@]})); then
+        link_arg "${POS[0]}"
+        local v="S_link${POS[0]}_server_addr" addr
+        addr=${!v}
+        filter="( sport = :445 and src $addr )"
+        what="link ${POS[0]} ($addr)"
+    fi
+    local killed
+    # ss -K destroys matching sockets (CONFIG_INET_DIAG_DESTROY): the peer gets a RST.
+    killed=$(ip netns exec "$S_server_ns" ss -K -t -n -H state established "$filter" | grep -c . || true)
+    say "cut $killed TCP connection(s) to port 445 on $what"
+    echo "cut=$killed"
+}
+
+cmd_restart() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    local old=$S_smbd_pid
+    stop_smbd
+    start_smbd
+    say "smbd restarted: pid $old -> $S_smbd_pid"
+    echo "smbd_pid=$S_smbd_pid"
+}
+
+reload_smbd() {
+    if ! ip netns exec "$S_server_ns" smbcontrol -s "$S_conf" smbd reload-config >/dev/null 2>&1; then
+        say "smbcontrol failed; sending SIGHUP to smbd $S_smbd_pid"
+        kill -HUP "$S_smbd_pid"
+    fi
+}
+
+cmd_reload() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    reload_smbd
+    say "smbd reloaded its configuration"
+}
+
+cmd_set_interfaces() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    ((${#POS[@]})) || die "set-interfaces needs at least one SPEC"
+    local s
+    for s in "${POS[@]}"; do
+        [[ $s != *'"'* && -n $s ]] || die "bad interface spec '$s'"
+    done
+    set_interfaces_in_conf "${POS[@]}"
+    reload_smbd
+    say "interfaces = $(interfaces_line "${POS[@]}") (reloaded; listening sockets are unchanged until restart)"
+}
+
+cmd_exec() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    local ns=$S_client_ns
+    if [[ ${POS[0]-} == --server ]]; then
+        ns=$S_server_ns
+        POS=("${POS[@]:1}")
+    fi
+    ((${#POS[@]})) || die "exec needs a command after --"
+    exec ip netns exec "$ns" "${POS[@]}"
+}
+
+cmd_smbstatus() {
+    split_args "$@"
+    require_up "$ARG_DIR"
+    exec ip netns exec "$S_server_ns" smbstatus -s "$S_conf" "${POS[@]}"
+}
+
+# ----------------------------------------------------------------------------- main
+
+main() {
+    (($#)) || usage
+    local cmd=$1
+    shift
+    case $cmd in
+    -h | --help | help) usage ;;
+    esac
+    # Preconditions for every command, before anything is touched.
+    need_root
+    need_tools "${SERVER_TOOLS[@]}"
+    case $cmd in
+    up) cmd_up "$@" ;;
+    down) cmd_down "$@" ;;
+    status) cmd_status "$@" ;;
+    link-down) cmd_link down "$@" ;;
+    link-up) cmd_link up "$@" ;;
+    cut) cmd_cut "$@" ;;
+    restart) cmd_restart "$@" ;;
+    reload) cmd_reload "$@" ;;
+    set-interfaces) cmd_set_interfaces "$@" ;;
+    exec) cmd_exec "$@" ;;
+    smbstatus) cmd_smbstatus "$@" ;;
+    gc) cmd_gc ;;
+    *) say "unknown command '$cmd'"; usage ;;
+    esac
+}
+
+main "$@"

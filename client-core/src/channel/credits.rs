@@ -56,6 +56,11 @@ impl CreditWindow {
         self.available + self.in_flight
     }
 
+    /// Credits spent by requests still waiting for their final reply.
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
     /// Credits available right now.
     pub(crate) fn available(&self) -> u32 {
         self.available

@@ -361,6 +361,13 @@ impl Channel {
                         command: reqs[0].command,
                     });
                 }
+                if total_charge > st.credits.total() && st.credits.in_flight() == 0 {
+                    // Nothing in flight can bring more credits: waiting would hang forever.
+                    return Err(ProtocolError::Unexpected(
+                        "server granted too few credits for a request of this size",
+                    )
+                    .into());
+                }
                 if st.credits.available() >= total_charge {
                     let mut rs = Vec::with_capacity(reqs.len());
                     for (req, &charge) in reqs.iter().zip(&charges) {

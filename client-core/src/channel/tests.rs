@@ -122,8 +122,10 @@ async fn never_overspends_and_never_reuses_a_message_id() {
             outstanding -= charge.min(outstanding);
             let mut grant = pattern[i % pattern.len()];
             i += 1;
-            if outstanding == 0 && grant == 0 {
-                grant = 1; // MS-SMB2 3.3.1.2: the server keeps the client able to send
+            if outstanding + u64::from(grant) < 4 {
+                // Stingy, but like real servers it never leaves the client unable to send
+                // its largest request (4 credits here) once nothing else is in flight.
+                grant = (4 - outstanding) as u16;
             }
             outstanding += u64::from(grant);
             l.lock().unwrap().granted += u64::from(grant);
@@ -274,4 +276,23 @@ async fn malformed_replies_kill_the_channel_with_a_typed_error() {
     assert!(ch.dead_reason().unwrap().contains("malformed frame"), "{:?}", ch.dead_reason());
     let _ = HEADER_LEN;
     let _ = Bytes::new();
+}
+
+#[tokio::test]
+async fn a_request_larger_than_all_credits_fails_instead_of_hanging() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let fake = tokio::spawn(async move {
+        while let Some(f) = read_frame(&mut server).await {
+            let h = Header::decode(&f).unwrap();
+            write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 1, None)).await;
+        }
+    });
+    ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
+    assert_eq!(ch.credits_total(), 1);
+    let e = ch.call(Request::new(&Probe { bytes: 3 * 65536 })).await.unwrap_err();
+    assert!(e.to_string().contains("too few credits"), "{e}");
+    // Smaller requests still go through.
+    ch.call(Request::new(&Probe { bytes: 100 })).await.unwrap();
+    drop(ch);
+    fake.await.unwrap();
 }

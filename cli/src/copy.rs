@@ -386,7 +386,10 @@ async fn copy_one(
                     .rename(&partial, &remote, true)
                     .await
                     .map(|_| n)
-                    .map_err(|e| UploadError { line: describe(&e), partial_created: true }),
+                    .map_err(|e| UploadError {
+                        line: describe(&e),
+                        partial_created: true,
+                    }),
                 Err(e) => Err(e),
             };
             match result {
@@ -399,7 +402,10 @@ async fn copy_one(
                         e.line,
                         remote_name(share, &remote),
                         if leftover {
-                            format!(" (a partial upload remains as {})", remote_name(share, &partial))
+                            format!(
+                                " (a partial upload remains as {})",
+                                remote_name(share, &partial)
+                            )
                         } else {
                             String::new()
                         }
@@ -469,12 +475,21 @@ async fn upload_file(
     opts: &CopyOptions,
     progress: &Progress,
 ) -> Result<u64, UploadError> {
-    let before = |line: String| UploadError { line, partial_created: false };
-    let after = |line: String| UploadError { line, partial_created: true };
+    let before = |line: String| UploadError {
+        line,
+        partial_created: false,
+    };
+    let after = |line: String| UploadError {
+        line,
+        partial_created: true,
+    };
     let src = Arc::new(std::fs::File::open(local).map_err(|e| before(e.to_string()))?);
     let size = src.metadata().map_err(|e| before(e.to_string()))?.len();
     let file = share
-        .open(partial, &OpenOptions::new().write(true).create(true).truncate(true))
+        .open(
+            partial,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
         .await
         .map_err(|e| before(describe(&e)))?;
     let file_ref = &file;
@@ -490,7 +505,10 @@ async fn upload_file(
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("{}: {e}", local.display()))?;
-                file_ref.write_at(off, data).await.map_err(|e: Error| describe(&e))?;
+                file_ref
+                    .write_at(off, data)
+                    .await
+                    .map_err(|e: Error| describe(&e))?;
                 progress.add(u64::from(len));
                 Ok::<(), String>(())
             }

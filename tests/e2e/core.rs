@@ -25,8 +25,15 @@ fn creds(tb: &Testbed) -> UserCredentials {
     }
 }
 
-async fn open_share(server: String, creds: UserCredentials, share: &str, config: ClientConfig) -> (Client, Share) {
-    let client = Client::connect(&server, &creds, config).await.expect("connect");
+async fn open_share(
+    server: String,
+    creds: UserCredentials,
+    share: &str,
+    config: ClientConfig,
+) -> (Client, Share) {
+    let client = Client::connect(&server, &creds, config)
+        .await
+        .expect("connect");
     let share = client.share(share).await.expect("tree connect");
     (client, share)
 }
@@ -60,12 +67,18 @@ fn hex(b: &[u8]) -> String {
 
 async fn round_trip(share: &Share, name: &str, data: Bytes) -> Bytes {
     let f = share
-        .open(name, &OpenOptions::new().write(true).create(true).truncate(true))
+        .open(
+            name,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
         .await
         .expect("create");
     f.write_at(0, data.clone()).await.expect("write");
     f.close().await.expect("close");
-    let f = share.open(name, &OpenOptions::new().read(true)).await.expect("open");
+    let f = share
+        .open(name, &OpenOptions::new().read(true))
+        .await
+        .expect("open");
     assert_eq!(f.size_at_open(), data.len() as u64);
     let back = f.read_at(0, data.len() + 1000).await.expect("read");
     f.close().await.expect("close");
@@ -77,21 +90,114 @@ fn every_dialect_signing_and_cipher_samba_offers() {
     let tb = testbed();
     let rt = tb.client_runtime();
     let (srv, cr) = (server(&tb), creds(&tb));
-    let cases: Vec<(Dialect, &str, Vec<SigningAlgorithm>, Vec<Cipher>, Option<SigningAlgorithm>, Option<Cipher>)> = vec![
-        (Dialect::Smb210, "signed", vec![], vec![], Some(SigningAlgorithm::HmacSha256), None),
-        (Dialect::Smb300, "signed", vec![], vec![], Some(SigningAlgorithm::AesCmac), None),
-        (Dialect::Smb302, "signed", vec![], vec![], Some(SigningAlgorithm::AesCmac), None),
-        (Dialect::Smb311, "signed", vec![SigningAlgorithm::AesGmac], vec![], Some(SigningAlgorithm::AesGmac), None),
-        (Dialect::Smb311, "signed", vec![SigningAlgorithm::AesCmac], vec![], Some(SigningAlgorithm::AesCmac), None),
-        (Dialect::Smb311, "signed", vec![SigningAlgorithm::HmacSha256], vec![], Some(SigningAlgorithm::HmacSha256), None),
-        (Dialect::Smb300, "encrypted", vec![], vec![], Some(SigningAlgorithm::AesCmac), Some(Cipher::Aes128Ccm)),
-        (Dialect::Smb302, "encrypted", vec![], vec![], Some(SigningAlgorithm::AesCmac), Some(Cipher::Aes128Ccm)),
-        (Dialect::Smb311, "encrypted", vec![], vec![Cipher::Aes128Gcm], None, Some(Cipher::Aes128Gcm)),
-        (Dialect::Smb311, "encrypted", vec![], vec![Cipher::Aes128Ccm], None, Some(Cipher::Aes128Ccm)),
-        (Dialect::Smb311, "encrypted", vec![], vec![Cipher::Aes256Gcm], None, Some(Cipher::Aes256Gcm)),
-        (Dialect::Smb311, "encrypted", vec![], vec![Cipher::Aes256Ccm], None, Some(Cipher::Aes256Ccm)),
+    let cases: Vec<(
+        Dialect,
+        &str,
+        Vec<SigningAlgorithm>,
+        Vec<Cipher>,
+        Option<SigningAlgorithm>,
+        Option<Cipher>,
+    )> = vec![
+        (
+            Dialect::Smb210,
+            "signed",
+            vec![],
+            vec![],
+            Some(SigningAlgorithm::HmacSha256),
+            None,
+        ),
+        (
+            Dialect::Smb300,
+            "signed",
+            vec![],
+            vec![],
+            Some(SigningAlgorithm::AesCmac),
+            None,
+        ),
+        (
+            Dialect::Smb302,
+            "signed",
+            vec![],
+            vec![],
+            Some(SigningAlgorithm::AesCmac),
+            None,
+        ),
+        (
+            Dialect::Smb311,
+            "signed",
+            vec![SigningAlgorithm::AesGmac],
+            vec![],
+            Some(SigningAlgorithm::AesGmac),
+            None,
+        ),
+        (
+            Dialect::Smb311,
+            "signed",
+            vec![SigningAlgorithm::AesCmac],
+            vec![],
+            Some(SigningAlgorithm::AesCmac),
+            None,
+        ),
+        (
+            Dialect::Smb311,
+            "signed",
+            vec![SigningAlgorithm::HmacSha256],
+            vec![],
+            Some(SigningAlgorithm::HmacSha256),
+            None,
+        ),
+        (
+            Dialect::Smb300,
+            "encrypted",
+            vec![],
+            vec![],
+            Some(SigningAlgorithm::AesCmac),
+            Some(Cipher::Aes128Ccm),
+        ),
+        (
+            Dialect::Smb302,
+            "encrypted",
+            vec![],
+            vec![],
+            Some(SigningAlgorithm::AesCmac),
+            Some(Cipher::Aes128Ccm),
+        ),
+        (
+            Dialect::Smb311,
+            "encrypted",
+            vec![],
+            vec![Cipher::Aes128Gcm],
+            None,
+            Some(Cipher::Aes128Gcm),
+        ),
+        (
+            Dialect::Smb311,
+            "encrypted",
+            vec![],
+            vec![Cipher::Aes128Ccm],
+            None,
+            Some(Cipher::Aes128Ccm),
+        ),
+        (
+            Dialect::Smb311,
+            "encrypted",
+            vec![],
+            vec![Cipher::Aes256Gcm],
+            None,
+            Some(Cipher::Aes256Gcm),
+        ),
+        (
+            Dialect::Smb311,
+            "encrypted",
+            vec![],
+            vec![Cipher::Aes256Ccm],
+            None,
+            Some(Cipher::Aes256Ccm),
+        ),
     ];
-    for (i, (dialect, share_name, signing, ciphers, want_signing, want_cipher)) in cases.into_iter().enumerate() {
+    for (i, (dialect, share_name, signing, ciphers, want_signing, want_cipher)) in
+        cases.into_iter().enumerate()
+    {
         let mut config = ClientConfig::default();
         config.min_dialect = dialect;
         config.max_dialect = dialect;
@@ -113,8 +219,16 @@ fn every_dialect_signing_and_cipher_samba_offers() {
         if let Some(s) = want_signing {
             assert_eq!(client.signing(), Some(s), "{label}");
         }
-        assert_eq!(client.cipher().filter(|_| want_cipher.is_some()), want_cipher, "{label}");
-        assert_eq!(hex(&Sha256::digest(&back)), hex(&Sha256::digest(pattern(i as u64, 300_000))), "{label}");
+        assert_eq!(
+            client.cipher().filter(|_| want_cipher.is_some()),
+            want_cipher,
+            "{label}"
+        );
+        assert_eq!(
+            hex(&Sha256::digest(&back)),
+            hex(&Sha256::digest(pattern(i as u64, 300_000))),
+            "{label}"
+        );
         assert_eq!(
             sha256_file(&tb.share_path(share_name).join(format!("case{i}"))),
             hex(&Sha256::digest(pattern(i as u64, 300_000))),
@@ -161,7 +275,10 @@ fn one_gib_through_the_streams() {
     let (sent, received) = client_block_on(&rt, async move {
         let (_client, share) = open_share(srv, cr, "plain", ClientConfig::default()).await;
         let f = share
-            .open("big.bin", &OpenOptions::new().write(true).create(true).truncate(true))
+            .open(
+                "big.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
             .await
             .expect("create");
         let mut w = f.writer();
@@ -173,7 +290,10 @@ fn one_gib_through_the_streams() {
         }
         w.shutdown().await.expect("flush");
         f.close().await.expect("close");
-        let f = share.open("big.bin", &OpenOptions::new().read(true)).await.expect("open");
+        let f = share
+            .open("big.bin", &OpenOptions::new().read(true))
+            .await
+            .expect("open");
         let mut r = f.reader();
         let mut received = Sha256::new();
         let mut buf = vec![0u8; 1 << 20];
@@ -214,7 +334,9 @@ fn a_directory_of_ten_thousand_entries_is_listed_completely() {
     assert_eq!(got.len(), 10_000);
     let names: BTreeSet<String> = got.iter().map(|e| e.name.clone()).collect();
     assert_eq!(names, want);
-    assert!(got.iter().all(|e| e.metadata.len == 1 && e.metadata.is_file()));
+    assert!(got
+        .iter()
+        .all(|e| e.metadata.len == 1 && e.metadata.is_file()));
 }
 
 #[test]
@@ -225,7 +347,10 @@ fn rename_delete_truncate_and_non_ascii_names() {
     let root = tb.share_path("plain");
     client_block_on(&rt, async move {
         let (_client, share) = open_share(srv, cr, "plain", ClientConfig::default()).await;
-        share.create_dir_all("Ördner/子目录").await.expect("mkdir -p");
+        share
+            .create_dir_all("Ördner/子目录")
+            .await
+            .expect("mkdir -p");
         let name = "Ördner/子目录/файл 🎉.txt";
         round_trip(&share, name, Bytes::from_static(b"hello, world")).await;
         let md = share.metadata(name).await.expect("stat");
@@ -234,7 +359,10 @@ fn rename_delete_truncate_and_non_ascii_names() {
         assert!(share.metadata("Ördner").await.unwrap().is_dir());
 
         // truncate and extend
-        let f = share.open(name, &OpenOptions::new().write(true)).await.unwrap();
+        let f = share
+            .open(name, &OpenOptions::new().write(true))
+            .await
+            .unwrap();
         f.set_len(5).await.unwrap();
         assert_eq!(f.metadata().await.unwrap().len, 5);
         f.set_len(100).await.unwrap();
@@ -242,12 +370,21 @@ fn rename_delete_truncate_and_non_ascii_names() {
         assert_eq!(share.metadata(name).await.unwrap().len, 100);
 
         // rename within and across directories, with and without replace
-        share.rename(name, "Ördner/renamed.txt", false).await.expect("rename");
+        share
+            .rename(name, "Ördner/renamed.txt", false)
+            .await
+            .expect("rename");
         assert!(!share.exists(name).await.unwrap());
         round_trip(&share, "other.txt", Bytes::from_static(b"other")).await;
-        let e = share.rename("other.txt", "Ördner/renamed.txt", false).await.unwrap_err();
+        let e = share
+            .rename("other.txt", "Ördner/renamed.txt", false)
+            .await
+            .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_COLLISION), "{e}");
-        share.rename("other.txt", "Ördner/renamed.txt", true).await.expect("replace");
+        share
+            .rename("other.txt", "Ördner/renamed.txt", true)
+            .await
+            .expect("replace");
         assert_eq!(share.metadata("Ördner/renamed.txt").await.unwrap().len, 5);
 
         // delete: a non-empty directory is refused, then everything goes
@@ -272,26 +409,47 @@ fn wrong_password_missing_share_missing_file() {
     client_block_on(&rt, async move {
         let mut bad = cr.clone();
         bad.password.push('x');
-        let e = Client::connect(&srv, &bad, ClientConfig::default()).await.err().expect("must fail");
+        let e = Client::connect(&srv, &bad, ClientConfig::default())
+            .await
+            .err()
+            .expect("must fail");
         assert_eq!(e.status(), Some(NtStatus::LOGON_FAILURE), "{e}");
 
-        let client = Client::connect(&srv, &cr, ClientConfig::default()).await.unwrap();
-        let e = client.share("no-such-share").await.err().expect("must fail");
+        let client = Client::connect(&srv, &cr, ClientConfig::default())
+            .await
+            .unwrap();
+        let e = client
+            .share("no-such-share")
+            .await
+            .err()
+            .expect("must fail");
         assert_eq!(e.status(), Some(NtStatus::BAD_NETWORK_NAME), "{e}");
         assert!(e.to_string().contains("no-such-share"), "{e}");
 
         let share = client.share("plain").await.unwrap();
-        let e = share.open("missing/file", &OpenOptions::new().read(true)).await.err().expect("must fail");
+        let e = share
+            .open("missing/file", &OpenOptions::new().read(true))
+            .await
+            .err()
+            .expect("must fail");
         assert_eq!(e.status(), Some(NtStatus::OBJECT_PATH_NOT_FOUND), "{e}");
-        let e = share.open("missing", &OpenOptions::new().read(true)).await.err().expect("must fail");
+        let e = share
+            .open("missing", &OpenOptions::new().read(true))
+            .await
+            .err()
+            .expect("must fail");
         assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_NOT_FOUND), "{e}");
         assert_eq!(e.to_errno(), 2);
         assert!(e.to_string().contains("missing"), "{e}");
 
-        let e = Client::connect(&format!("{}:4450", srv.split(':').next().unwrap()), &cr, ClientConfig::default())
-            .await
-            .err()
-            .expect("nothing listens on 4450");
+        let e = Client::connect(
+            &format!("{}:4450", srv.split(':').next().unwrap()),
+            &cr,
+            ClientConfig::default(),
+        )
+        .await
+        .err()
+        .expect("nothing listens on 4450");
         assert!(matches!(e, Error::Io { .. }), "{e}");
     });
 }
@@ -341,18 +499,34 @@ fn a_reply_with_a_bad_signature_is_rejected() {
     let cr = creds(&tb);
     client_block_on(&rt, async move {
         let proxy = tampering_proxy(target).await;
-        let (client, share) = open_share(proxy.to_string(), cr, "plain", ClientConfig::default()).await;
+        let (client, share) =
+            open_share(proxy.to_string(), cr, "plain", ClientConfig::default()).await;
         assert!(client.signing().is_some());
-        let f = share.open("signed.bin", &OpenOptions::new().read(true)).await.unwrap();
-        let e = f.read_at(0, 4096).await.err().expect("tampered reply must be rejected");
+        let f = share
+            .open("signed.bin", &OpenOptions::new().read(true))
+            .await
+            .unwrap();
+        let e = f
+            .read_at(0, 4096)
+            .await
+            .err()
+            .expect("tampered reply must be rejected");
         assert!(
             matches!(e, Error::Protocol(ProtocolError::BadSignature { .. })),
             "{e:?}"
         );
         // The connection is dropped: nothing more is trusted from it.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let e = share.metadata("signed.bin").await.err().expect("channel must be closed");
+        let e = share
+            .metadata("signed.bin")
+            .await
+            .err()
+            .expect("channel must be closed");
         assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
-        assert!(client.channels()[0].failure.as_deref().unwrap_or("").contains("signature"));
+        assert!(client.channels()[0]
+            .failure
+            .as_deref()
+            .unwrap_or("")
+            .contains("signature"));
     });
 }

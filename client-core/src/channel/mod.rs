@@ -607,9 +607,7 @@ fn handle_frame(
             }
             return Err(e);
         }
-        deliver(shared, header, msg,
-            if i == 0 { frame_len } else { 0 },
-        )?;
+        deliver(shared, header, msg, if i == 0 { frame_len } else { 0 })?;
     }
     Ok(())
 }
@@ -648,12 +646,7 @@ fn bad_signature(header: &Header) -> Error {
     .into()
 }
 
-fn deliver(
-    shared: &Shared,
-    header: Header,
-    msg: Bytes,
-    wire_len: u64,
-) -> Result<()> {
+fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result<()> {
     let interim = header.status == NtStatus::PENDING && header.is_async();
     let mut st = shared.lock();
     st.bytes_received += wire_len;

@@ -112,7 +112,8 @@ async fn never_overspends_and_never_reuses_a_message_id() {
                 for id in h.message_id..h.message_id + charge {
                     if id >= l.granted {
                         let granted = l.granted;
-                        l.violations.push(format!("id {id} beyond granted {granted}"));
+                        l.violations
+                            .push(format!("id {id} beyond granted {granted}"));
                     }
                     if !l.used_ids.insert(id) {
                         l.violations.push(format!("id {id} reused"));
@@ -137,7 +138,9 @@ async fn never_overspends_and_never_reuses_a_message_id() {
     for k in 0..300u32 {
         let ch = ch.clone();
         tasks.push(tokio::spawn(async move {
-            let body = Probe { bytes: (k % 4) * 65536 };
+            let body = Probe {
+                bytes: (k % 4) * 65536,
+            };
             ch.call(Request::new(&body)).await
         }));
     }
@@ -146,8 +149,15 @@ async fn never_overspends_and_never_reuses_a_message_id() {
         assert_eq!(r.header.status, NtStatus::SUCCESS);
     }
     let l = ledger.lock().unwrap();
-    assert!(l.violations.is_empty(), "{:?}", &l.violations[..l.violations.len().min(5)]);
-    assert_eq!(l.used_ids.len() as u64, (0..300u64).map(|k| (k % 4).max(1)).sum::<u64>());
+    assert!(
+        l.violations.is_empty(),
+        "{:?}",
+        &l.violations[..l.violations.len().min(5)]
+    );
+    assert_eq!(
+        l.used_ids.len() as u64,
+        (0..300u64).map(|k| (k % 4).max(1)).sum::<u64>()
+    );
     drop(l);
     drop(ch);
     fake.await.unwrap();
@@ -226,7 +236,11 @@ async fn compound_members_are_aligned_related_and_matched() {
         assert!(headers[1].flags.has(HeaderFlags::RELATED_OPERATIONS));
         assert!(headers[2].flags.has(HeaderFlags::RELATED_OPERATIONS));
         // Answer in one compound frame, statuses differing per member.
-        let statuses = [NtStatus::SUCCESS, NtStatus::ACCESS_DENIED, NtStatus::SUCCESS];
+        let statuses = [
+            NtStatus::SUCCESS,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::SUCCESS,
+        ];
         let mut frame = BytesMut::new();
         for (i, h) in headers.iter().enumerate() {
             let start = frame.len();
@@ -247,8 +261,18 @@ async fn compound_members_are_aligned_related_and_matched() {
     ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
     let reqs = (0..3).map(|_| Request::new(&Probe { bytes: 0 })).collect();
     let replies = ch.call_compound(reqs, true).await.unwrap();
-    let statuses: Vec<_> = replies.into_iter().map(|r| r.unwrap().header.status).collect();
-    assert_eq!(statuses, vec![NtStatus::SUCCESS, NtStatus::ACCESS_DENIED, NtStatus::SUCCESS]);
+    let statuses: Vec<_> = replies
+        .into_iter()
+        .map(|r| r.unwrap().header.status)
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            NtStatus::SUCCESS,
+            NtStatus::ACCESS_DENIED,
+            NtStatus::SUCCESS
+        ]
+    );
     drop(fake.await.unwrap());
 }
 
@@ -264,7 +288,10 @@ async fn malformed_replies_kill_the_channel_with_a_typed_error() {
         write_frame(&mut server, &reply_to(&bogus, NtStatus::SUCCESS, 1, None)).await;
         server
     });
-    let e = ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap_err();
+    let e = ch
+        .call(Request::new(&Probe { bytes: 0 }))
+        .await
+        .unwrap_err();
     assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
     assert!(ch.dead_reason().unwrap().contains("unknown MessageId 999"));
     drop(fake.await.unwrap());
@@ -273,7 +300,11 @@ async fn malformed_replies_kill_the_channel_with_a_typed_error() {
     let (ch, mut server) = start(ChannelOptions::default());
     write_frame(&mut server, b"\xfeSMBshort").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(ch.dead_reason().unwrap().contains("malformed frame"), "{:?}", ch.dead_reason());
+    assert!(
+        ch.dead_reason().unwrap().contains("malformed frame"),
+        "{:?}",
+        ch.dead_reason()
+    );
     let _ = HEADER_LEN;
     let _ = Bytes::new();
 }
@@ -289,7 +320,10 @@ async fn a_request_larger_than_all_credits_fails_instead_of_hanging() {
     });
     ch.call(Request::new(&Probe { bytes: 0 })).await.unwrap();
     assert_eq!(ch.credits_total(), 1);
-    let e = ch.call(Request::new(&Probe { bytes: 3 * 65536 })).await.unwrap_err();
+    let e = ch
+        .call(Request::new(&Probe { bytes: 3 * 65536 }))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("too few credits"), "{e}");
     // Smaller requests still go through.
     ch.call(Request::new(&Probe { bytes: 100 })).await.unwrap();

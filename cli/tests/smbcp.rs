@@ -1,0 +1,258 @@
+//! smbcp end to end: trees both ways, the JSON summary, and every error a user meets.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use sha2::{Digest, Sha256};
+use smb3_tests::{Testbed, TestbedConfig};
+
+const SMBCP: &str = env!("CARGO_BIN_EXE_smbcp");
+
+fn testbed() -> Testbed {
+    Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"))
+}
+
+fn url(tb: &Testbed, share_and_path: &str) -> String {
+    format!(
+        "smb://{};{}@{}/{share_and_path}",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    )
+}
+
+fn smbcp(tb: &Testbed, password: &str, args: &[&str]) -> Output {
+    let out = tb
+        .client_command(SMBCP)
+        .env("SMB_PASSWORD", password)
+        .env_remove("SMB_USER")
+        .args(args)
+        .output()
+        .expect("run smbcp");
+    eprintln!(
+        "smbcp {args:?}\n  status {:?}\n  stderr {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every file under `root` with its sha256, relative paths sorted.
+fn tree(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let hash: String = Sha256::digest(std::fs::read(&p).unwrap())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                out.push((rel, hash));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn make_tree(root: &Path) {
+    let files: &[(&str, usize)] = &[
+        ("empty", 0),
+        ("one", 1),
+        ("sub/mid.bin", 3 * 1024 * 1024 + 17),
+        ("sub/deeper/ünïcødé ファイル.txt", 5000),
+        ("sub/deeper/more/x", 64 * 1024),
+    ];
+    for (i, (name, size)) in files.iter().enumerate() {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let data: Vec<u8> = (0..*size)
+            .map(|k| (k * 31 + i * 7 + k / 251) as u8)
+            .collect();
+        std::fs::write(p, data).unwrap();
+    }
+    std::fs::create_dir_all(root.join("emptydir")).unwrap();
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("smbcp-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+#[test]
+fn copies_a_tree_up_and_down_byte_exact() {
+    let tb = testbed();
+    let local = scratch("up");
+    let src = local.join("src");
+    make_tree(&src);
+    let up = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "-r",
+            "-q",
+            "--json",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/"),
+        ],
+    );
+    assert!(up.status.success(), "{}", stderr(&up));
+    let summary = String::from_utf8_lossy(&up.stdout);
+    assert!(summary.contains("\"files\":5"), "{summary}");
+    assert!(summary.contains("\"channels\":[{"), "{summary}");
+    let on_server = tb.share_path("plain").join("src");
+    assert_eq!(tree(&on_server), tree(&src));
+    assert!(on_server.join("emptydir").is_dir());
+    // no temporary names left behind
+    assert!(!tree(&on_server)
+        .iter()
+        .any(|(n, _)| n.contains("smbcp-partial")));
+
+    let down = local.join("down");
+    std::fs::create_dir_all(&down).unwrap();
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &["-r", "-q", &url(&tb, "plain/src"), down.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(tree(&down.join("src")), tree(&src));
+
+    // Single file to an explicit name, and over an existing file.
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "-q",
+            &url(&tb, "plain/src/sub/mid.bin"),
+            down.join("copy.bin").to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "-q",
+            &url(&tb, "plain/src/one"),
+            down.join("copy.bin").to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(down.join("copy.bin")).unwrap(),
+        std::fs::read(src.join("one")).unwrap()
+    );
+    std::fs::remove_dir_all(&local).ok();
+}
+
+#[test]
+fn errors_are_one_clear_line_and_nothing_is_half_written() {
+    let tb = testbed();
+    let local = scratch("err");
+    let file = local.join("f.bin");
+    std::fs::write(&file, vec![7u8; 100_000]).unwrap();
+    let dest = local.join("out.bin");
+
+    let o = smbcp(
+        &tb,
+        "wrong-password",
+        &[file.to_str().unwrap(), &url(&tb, "plain/f.bin")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("LOGON_FAILURE"), "{}", stderr(&o));
+    assert!(!tb.share_path("plain").join("f.bin").exists());
+
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[file.to_str().unwrap(), &url(&tb, "nosuchshare/f.bin")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no such share"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nosuchshare"), "{}", stderr(&o));
+
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[&url(&tb, "plain/missing.bin"), dest.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("missing.bin") && stderr(&o).contains("OBJECT_NAME_NOT_FOUND"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dest.exists(), "nothing written for a failed download");
+
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[file.to_str().unwrap(), &url(&tb, "plain/no/such/dir/f.bin")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("was not written"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("partial upload remains"),
+        "{}",
+        stderr(&o)
+    );
+
+    let refused = format!(
+        "smb://{};{}@{}:4450/plain/x",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    );
+    let o = smbcp(&tb, tb.password(), &[file.to_str().unwrap(), &refused]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("connection refused"), "{}", stderr(&o));
+
+    // Usage errors: exit 2.
+    let o = tb
+        .client_command(SMBCP)
+        .env_remove("SMB_PASSWORD")
+        .args([file.to_str().unwrap(), &url(&tb, "plain/x")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no password"), "{}", stderr(&o));
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[file.to_str().unwrap(), "smb://host-without-share"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = smbcp(&tb, tb.password(), &["smb://u:pw@h/s/x", "/tmp/x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("passwords are not accepted"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A directory without -r is refused, others still copied: exit 1, listed.
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &["-q", local.to_str().unwrap(), &url(&tb, "plain/")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is a directory (use -r)"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&local).ok();
+}

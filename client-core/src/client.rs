@@ -275,6 +275,16 @@ fn split_host_port(server: &str) -> Result<(String, u16)> {
     }
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.server_name)
+            .field("session_id", &format_args!("{:#x}", self.inner.session_id))
+            .field("dialect", &self.inner.negotiated.dialect)
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -500,6 +500,35 @@ impl Drop for FileWriter {
     }
 }
 
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File")
+            .field("path", &self.inner.path)
+            .field("durable", &self.inner.durable)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for FileReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReader")
+            .field("path", &self.file.inner.path)
+            .field("pos", &self.pos)
+            .field("in_flight", &self.inflight.len())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for FileWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileWriter")
+            .field("path", &self.file.inner.path)
+            .field("pos", &self.pos)
+            .field("in_flight", &self.inflight.len())
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::chunk_ranges;

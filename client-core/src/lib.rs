@@ -13,7 +13,7 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![forbid(unsafe_code)]
 
 mod auth;

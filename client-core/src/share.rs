@@ -419,3 +419,13 @@ impl Share {
         Ok(())
     }
 }
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Share")
+            .field("name", &self.inner.name)
+            .field("tree_id", &self.inner.tree.tree_id)
+            .field("encrypted", &self.is_encrypted())
+            .finish()
+    }
+}

@@ -85,19 +85,22 @@ async fn round_trip(share: &Share, name: &str, data: Bytes) -> Bytes {
     back
 }
 
+/// (dialect, share, signing algorithms offered, ciphers offered, signing expected, cipher expected)
+type Case = (
+    Dialect,
+    &'static str,
+    Vec<SigningAlgorithm>,
+    Vec<Cipher>,
+    Option<SigningAlgorithm>,
+    Option<Cipher>,
+);
+
 #[test]
 fn every_dialect_signing_and_cipher_samba_offers() {
     let tb = testbed();
     let rt = tb.client_runtime();
     let (srv, cr) = (server(&tb), creds(&tb));
-    let cases: Vec<(
-        Dialect,
-        &str,
-        Vec<SigningAlgorithm>,
-        Vec<Cipher>,
-        Option<SigningAlgorithm>,
-        Option<Cipher>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             Dialect::Smb210,
             "signed",
@@ -411,18 +414,13 @@ fn wrong_password_missing_share_missing_file() {
         bad.password.push('x');
         let e = Client::connect(&srv, &bad, ClientConfig::default())
             .await
-            .err()
-            .expect("must fail");
+            .expect_err("must fail");
         assert_eq!(e.status(), Some(NtStatus::LOGON_FAILURE), "{e}");
 
         let client = Client::connect(&srv, &cr, ClientConfig::default())
             .await
             .unwrap();
-        let e = client
-            .share("no-such-share")
-            .await
-            .err()
-            .expect("must fail");
+        let e = client.share("no-such-share").await.expect_err("must fail");
         assert_eq!(e.status(), Some(NtStatus::BAD_NETWORK_NAME), "{e}");
         assert!(e.to_string().contains("no-such-share"), "{e}");
 
@@ -430,14 +428,12 @@ fn wrong_password_missing_share_missing_file() {
         let e = share
             .open("missing/file", &OpenOptions::new().read(true))
             .await
-            .err()
-            .expect("must fail");
+            .expect_err("must fail");
         assert_eq!(e.status(), Some(NtStatus::OBJECT_PATH_NOT_FOUND), "{e}");
         let e = share
             .open("missing", &OpenOptions::new().read(true))
             .await
-            .err()
-            .expect("must fail");
+            .expect_err("must fail");
         assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_NOT_FOUND), "{e}");
         assert_eq!(e.to_errno(), 2);
         assert!(e.to_string().contains("missing"), "{e}");
@@ -448,8 +444,7 @@ fn wrong_password_missing_share_missing_file() {
             ClientConfig::default(),
         )
         .await
-        .err()
-        .expect("nothing listens on 4450");
+        .expect_err("nothing listens on 4450");
         assert!(matches!(e, Error::Io { .. }), "{e}");
     });
 }
@@ -509,8 +504,7 @@ fn a_reply_with_a_bad_signature_is_rejected() {
         let e = f
             .read_at(0, 4096)
             .await
-            .err()
-            .expect("tampered reply must be rejected");
+            .expect_err("tampered reply must be rejected");
         assert!(
             matches!(e, Error::Protocol(ProtocolError::BadSignature { .. })),
             "{e:?}"
@@ -520,8 +514,7 @@ fn a_reply_with_a_bad_signature_is_rejected() {
         let e = share
             .metadata("signed.bin")
             .await
-            .err()
-            .expect("channel must be closed");
+            .expect_err("channel must be closed");
         assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
         assert!(client.channels()[0]
             .failure

@@ -148,17 +148,18 @@ async fn never_overspends_and_never_reuses_a_message_id() {
         let r = t.await.unwrap().expect("every request completes");
         assert_eq!(r.header.status, NtStatus::SUCCESS);
     }
-    let l = ledger.lock().unwrap();
-    assert!(
-        l.violations.is_empty(),
-        "{:?}",
-        &l.violations[..l.violations.len().min(5)]
-    );
-    assert_eq!(
-        l.used_ids.len() as u64,
-        (0..300u64).map(|k| (k % 4).max(1)).sum::<u64>()
-    );
-    drop(l);
+    {
+        let l = ledger.lock().unwrap();
+        assert!(
+            l.violations.is_empty(),
+            "{:?}",
+            &l.violations[..l.violations.len().min(5)]
+        );
+        assert_eq!(
+            l.used_ids.len() as u64,
+            (0..300u64).map(|k| (k % 4).max(1)).sum::<u64>()
+        );
+    }
     drop(ch);
     fake.await.unwrap();
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages the testbed, the tests and the benchmark need, when some
+# are missing. Used by .ci/run and scripts/demo.sh; safe to run again.
+set -euo pipefail
+
+PACKAGES=(samba smbclient iproute2 iperf3 fuse3 tcpdump)
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]} == 0)); then
+    echo "system packages present: ${PACKAGES[*]}"
+    exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+    echo "missing packages ${missing[*]}; run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y "${PACKAGES[@]}"

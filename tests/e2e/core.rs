@@ -523,3 +523,51 @@ fn a_reply_with_a_bad_signature_is_rejected() {
             .contains("signature"));
     });
 }
+
+#[test]
+fn guest_sessions_only_when_allowed() {
+    let tb = testbed();
+    let rt = tb.client_runtime();
+    let srv = server(&tb);
+    client_block_on(&rt, async move {
+        let stranger = UserCredentials {
+            user: "no-such-user".into(),
+            domain: String::new(),
+            password: "whatever".into(),
+        };
+        let e = Client::connect(&srv, &stranger, ClientConfig::default())
+            .await
+            .expect_err("guest must be refused by default");
+        assert!(matches!(e, Error::Auth { .. }), "{e:?}");
+        assert!(e.to_string().contains("guest"), "{e}");
+
+        let mut config = ClientConfig::default();
+        config.allow_guest = true;
+        let client = Client::connect(&srv, &stranger, config)
+            .await
+            .expect("guest allowed");
+        assert_eq!(
+            client.signing(),
+            None,
+            "a guest session has no key to sign with"
+        );
+        let share = client.share("public").await.expect("guest share");
+        let back = round_trip(&share, "from-guest.txt", Bytes::from_static(b"guest data")).await;
+        assert_eq!(&back[..], b"guest data");
+    });
+}
+
+#[test]
+fn the_credit_window_keeps_sixteen_mib_in_flight() {
+    let tb = testbed();
+    let rt = tb.client_runtime();
+    let (srv, cr) = (server(&tb), creds(&tb));
+    let credits = client_block_on(&rt, async move {
+        let (client, share) = open_share(srv, cr, "plain", ClientConfig::default()).await;
+        let data = Bytes::from(pattern(3, 64 << 20));
+        round_trip(&share, "window.bin", data).await;
+        client.channels()[0].credits
+    });
+    // 256 credits × 64 KiB = 16 MiB.
+    assert!(credits >= 256, "holds only {credits} credits");
+}

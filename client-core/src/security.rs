@@ -92,6 +92,10 @@ impl ChannelCrypto for SessionSecurity {
         self.signer.verify(msg)
     }
 
+    fn verify_in_place(&self, msg: &mut [u8]) -> bool {
+        self.signer.verify_in_place(msg)
+    }
+
     fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut> {
         let Some(enc) = &self.encryptor else {
             return Err(Error::ApiMisuse(

@@ -450,7 +450,7 @@ fn wrong_password_missing_share_missing_file() {
 }
 
 /// A proxy between client and server that corrupts one byte of the signature of the first
-/// READ response it forwards.
+/// signed READ response it forwards.
 async fn tampering_proxy(server: SocketAddr) -> SocketAddr {
     use tokio::net::{TcpListener, TcpStream};
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -473,7 +473,15 @@ async fn tampering_proxy(server: SocketAddr) -> SocketAddr {
                 break;
             }
             let command = u16::from_le_bytes([frame[12], frame[13]]);
-            if !tampered && frame.starts_with(&[0xFE, b'S', b'M', b'B']) && command == 0x0008 {
+            let flags = u32::from_le_bytes([frame[16], frame[17], frame[18], frame[19]]);
+            // Only a signed final reply: Samba may first send an unsigned interim
+            // STATUS_PENDING reply for a READ, which clients must accept unsigned.
+            let signed = flags & 0x8 != 0;
+            if !tampered
+                && frame.starts_with(&[0xFE, b'S', b'M', b'B'])
+                && command == 0x0008
+                && signed
+            {
                 frame[48] ^= 0x01; // first signature byte
                 tampered = true;
             }

@@ -48,6 +48,8 @@ pub(crate) trait ChannelCrypto: Send + Sync + 'static {
     fn sign(&self, head: &mut [u8], payload: &[u8]);
     /// Check the signature of one received message.
     fn verify(&self, msg: &[u8]) -> bool;
+    /// Same as `verify` for a message still owned mutably: the faster contiguous path.
+    fn verify_in_place(&self, msg: &mut [u8]) -> bool;
     /// Encrypt a message given as parts into a TRANSFORM_HEADER frame.
     fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut>;
     /// Decrypt a TRANSFORM_HEADER frame into the plaintext message(s).
@@ -573,7 +575,7 @@ fn handle_frame(
 ) -> Result<()> {
     let crypto = shared.crypto();
     let encrypted = frame.starts_with(&[0xFD, b'S', b'M', b'B']);
-    let plain = if encrypted {
+    let mut plain = if encrypted {
         match &crypto {
             Some(c) => c.open(frame)?,
             None => {
@@ -582,8 +584,25 @@ fn handle_frame(
         }
     } else {
         frame
+    };
+    // Most frames hold one message: verify it while the buffer is still ours to mutate, which
+    // lets the signer MAC it in one contiguous pass (several times faster for AES-GMAC).
+    let single = plain.get(20..24) == Some(&[0u8; 4][..]);
+    let mut verified_in_place = false;
+    if single {
+        let header = Header::decode(&plain).map_err(ProtocolError::Frame)?;
+        match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
+            (Verdict::Verify, Some(c)) => {
+                if !c.verify_in_place(&mut plain) {
+                    return Err(reject(shared, &header));
+                }
+                verified_in_place = true;
+            }
+            (Verdict::Reject, _) => return Err(reject(shared, &header)),
+            _ => {}
+        }
     }
-    .freeze();
+    let plain = plain.freeze();
     let frame_len = plain.len() as u64;
     let messages = split_compound(&plain).map_err(ProtocolError::Frame)?;
     for (i, msg) in messages.into_iter().enumerate() {
@@ -598,44 +617,63 @@ fn handle_frame(
             }
             return Err(ProtocolError::UnknownMessageId(header.message_id).into());
         }
-        if let Err(e) = check_signature(crypto.as_deref(), &header, &msg, encrypted) {
-            // The request this claims to answer learns exactly why; the others see the
-            // connection drop, since nothing more from this connection is trusted.
-            let pending = shared.lock().pending.remove(&header.message_id);
-            if let Some(p) = pending {
-                let _ = p.reply.send(Err(bad_signature(&header)));
+        if !verified_in_place {
+            match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
+                (Verdict::Verify, Some(c)) if !c.verify(&msg) => {
+                    return Err(reject(shared, &header))
+                }
+                (Verdict::Reject, _) => return Err(reject(shared, &header)),
+                _ => {}
             }
-            return Err(e);
         }
         deliver(shared, header, msg, if i == 0 { frame_len } else { 0 })?;
     }
     Ok(())
 }
 
+/// What to do about a reply's signature.
+enum Verdict {
+    /// Nothing to check (no session keys yet, encrypted, or exempt).
+    Accept,
+    /// Signed: verify it.
+    Verify,
+    /// Unsigned where a signature is required.
+    Reject,
+}
+
 /// MS-SMB2 3.2.5.1.3: a reply in a signed session is verified; an unsigned one is accepted
 /// only where the server may not sign (interim replies, SESSION_SETUP which the session layer
-/// verifies itself with the freshly derived key).
-fn check_signature(
-    crypto: Option<&dyn ChannelCrypto>,
-    header: &Header,
-    msg: &[u8],
-    encrypted: bool,
-) -> Result<()> {
-    let Some(c) = crypto else { return Ok(()) };
-    if encrypted || header.command == Command::SESSION_SETUP || header.command == Command::NEGOTIATE
+/// verifies itself with the freshly derived key). Encrypted replies are authenticated by the
+/// AEAD tag instead.
+fn verdict(crypto: Option<&dyn ChannelCrypto>, header: &Header, encrypted: bool) -> Verdict {
+    let Some(c) = crypto else {
+        return Verdict::Accept;
+    };
+    if encrypted
+        || header.command == Command::SESSION_SETUP
+        || header.command == Command::NEGOTIATE
+        || header.message_id == UNSOLICITED_MESSAGE_ID
     {
-        return Ok(());
+        return Verdict::Accept;
     }
     let interim = header.status == NtStatus::PENDING && header.is_async();
-    let signed = header.flags.has(HeaderFlags::SIGNED);
-    if signed {
-        if !c.verify(msg) {
-            return Err(bad_signature(header));
-        }
+    if header.flags.has(HeaderFlags::SIGNED) {
+        Verdict::Verify
     } else if c.replies_must_be_signed() && !interim {
-        return Err(bad_signature(header));
+        Verdict::Reject
+    } else {
+        Verdict::Accept
     }
-    Ok(())
+}
+
+/// A reply failed its signature check: the request it claims to answer learns exactly why;
+/// the others see the connection drop, since nothing more from it is trusted.
+fn reject(shared: &Shared, header: &Header) -> Error {
+    let pending = shared.lock().pending.remove(&header.message_id);
+    if let Some(p) = pending {
+        let _ = p.reply.send(Err(bad_signature(header)));
+    }
+    bad_signature(header)
 }
 
 fn bad_signature(header: &Header) -> Error {

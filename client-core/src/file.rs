@@ -14,7 +14,7 @@ use futures_util::stream::{self, StreamExt, TryStreamExt};
 use smb3_proto::msg::create::CreateResponse;
 use smb3_proto::msg::flush::FlushRequest;
 use smb3_proto::msg::fscc::{FileAllInformation, FileEndOfFileInformation};
-use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
+use smb3_proto::msg::query_info::QueryInfoRequest;
 use smb3_proto::msg::read::{ReadRequest, ReadResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::write::{WriteRequest, WriteResponse};
@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::decode;
 use crate::error::{Error, ProtocolError, Result};
-use crate::share::Share;
+use crate::share::{metadata_from_reply, Share};
 use crate::types::Metadata;
 
 /// An open file. Cheap to clone; the handle is closed by [`File::close`], or in the background
@@ -215,19 +215,7 @@ impl File {
             .call(&req, &[NtStatus::BUFFER_OVERFLOW])
             .await
             .map_err(|e| self.err(e))?;
-        let info: FileAllInformation = decode(
-            Command::QUERY_INFO,
-            QueryInfoResponse::decode(&resp.msg).and_then(|r| r.file_info()),
-        )?;
-        Ok(Metadata::from_parts(
-            info.basic.file_attributes,
-            info.standard.end_of_file,
-            info.standard.allocation_size,
-            info.basic.creation_time,
-            info.basic.last_access_time,
-            info.basic.last_write_time,
-            info.basic.change_time,
-        ))
+        metadata_from_reply(&resp.msg)
     }
 
     /// Close the handle now and report the server's answer.

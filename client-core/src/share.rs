@@ -195,19 +195,7 @@ impl Share {
         let q = q?
             .check(&[NtStatus::BUFFER_OVERFLOW])
             .map_err(|e| e.with_path(path))?;
-        let info: FileAllInformation = decode(
-            Command::QUERY_INFO,
-            QueryInfoResponse::decode(&q.msg).and_then(|r| r.file_info()),
-        )?;
-        Ok(Metadata::from_parts(
-            info.basic.file_attributes,
-            info.standard.end_of_file,
-            info.standard.allocation_size,
-            info.basic.creation_time,
-            info.basic.last_access_time,
-            info.basic.last_write_time,
-            info.basic.change_time,
-        ))
+        metadata_from_reply(&q.msg)
     }
 
     /// Whether `path` exists.
@@ -428,4 +416,22 @@ impl std::fmt::Debug for Share {
             .field("encrypted", &self.is_encrypted())
             .finish()
     }
+}
+
+/// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with
+/// BUFFER_OVERFLOW still holds the fixed part; only the name is cut short.
+pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
+    let info: FileAllInformation = decode(
+        Command::QUERY_INFO,
+        QueryInfoResponse::decode(msg).and_then(|r| r.file_info()),
+    )?;
+    Ok(Metadata::from_parts(
+        info.basic.file_attributes,
+        info.standard.end_of_file,
+        info.standard.allocation_size,
+        info.basic.creation_time,
+        info.basic.last_access_time,
+        info.basic.last_write_time,
+        info.basic.change_time,
+    ))
 }

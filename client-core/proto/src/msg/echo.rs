@@ -2,44 +2,23 @@
 //!
 //! A keep-alive / liveness probe; the server answers at once.
 
-use bytes::{BufMut, Bytes, BytesMut};
-
-use crate::codec::{DecodeError, Reader};
-use crate::header::{Command, HEADER_LEN};
-use crate::msg::RequestBody;
-
-/// MS-SMB2 2.2.28 SMB2 ECHO Request: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct EchoRequest;
-
-impl RequestBody for EchoRequest {
-    const COMMAND: Command = Command::ECHO;
-
-    fn encode_body(&self, msg: &mut BytesMut) {
-        msg.put_u16_le(4); // StructureSize
-        msg.put_u16_le(0); // Reserved
-    }
-}
-
-/// MS-SMB2 2.2.29 SMB2 ECHO Response: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct EchoResponse;
-
-impl EchoResponse {
-    /// Decode the response from one whole message (header included). Trailing bytes (compound
-    /// padding) are ignored.
-    pub fn decode(msg: &Bytes) -> Result<Self, DecodeError> {
-        let mut r = Reader::at(msg, HEADER_LEN)?;
-        r.structure_size(4, "ECHO response StructureSize")?;
-        r.skip(2, "ECHO response Reserved")?;
-        Ok(EchoResponse)
-    }
-}
+four_byte_message!(
+    crate::header::Command::ECHO,
+    "ECHO",
+    /// MS-SMB2 2.2.28 SMB2 ECHO Request: StructureSize 4 and a reserved field.
+    EchoRequest,
+    /// MS-SMB2 2.2.29 SMB2 ECHO Response: StructureSize 4 and a reserved field.
+    EchoResponse
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::DecodeError;
+    use crate::header::{Command, HEADER_LEN};
     use crate::header::{Header, HeaderFlags};
+    use crate::msg::RequestBody;
+    use bytes::{BufMut, Bytes, BytesMut};
 
     /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
     fn hex(s: &str) -> Bytes {

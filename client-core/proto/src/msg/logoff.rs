@@ -2,44 +2,23 @@
 //!
 //! Ends the session named by the header SessionId.
 
-use bytes::{BufMut, Bytes, BytesMut};
-
-use crate::codec::{DecodeError, Reader};
-use crate::header::{Command, HEADER_LEN};
-use crate::msg::RequestBody;
-
-/// MS-SMB2 2.2.7 SMB2 LOGOFF Request: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct LogoffRequest;
-
-impl RequestBody for LogoffRequest {
-    const COMMAND: Command = Command::LOGOFF;
-
-    fn encode_body(&self, msg: &mut BytesMut) {
-        msg.put_u16_le(4); // StructureSize
-        msg.put_u16_le(0); // Reserved
-    }
-}
-
-/// MS-SMB2 2.2.8 SMB2 LOGOFF Response: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct LogoffResponse;
-
-impl LogoffResponse {
-    /// Decode the response from one whole message (header included). Trailing bytes (compound
-    /// padding) are ignored.
-    pub fn decode(msg: &Bytes) -> Result<Self, DecodeError> {
-        let mut r = Reader::at(msg, HEADER_LEN)?;
-        r.structure_size(4, "LOGOFF response StructureSize")?;
-        r.skip(2, "LOGOFF response Reserved")?;
-        Ok(LogoffResponse)
-    }
-}
+four_byte_message!(
+    crate::header::Command::LOGOFF,
+    "LOGOFF",
+    /// MS-SMB2 2.2.7 SMB2 LOGOFF Request: StructureSize 4 and a reserved field.
+    LogoffRequest,
+    /// MS-SMB2 2.2.8 SMB2 LOGOFF Response: StructureSize 4 and a reserved field.
+    LogoffResponse
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::DecodeError;
+    use crate::header::{Command, HEADER_LEN};
     use crate::header::{Header, HeaderFlags};
+    use crate::msg::RequestBody;
+    use bytes::{BufMut, Bytes, BytesMut};
 
     /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
     fn hex(s: &str) -> Bytes {

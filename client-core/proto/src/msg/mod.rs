@@ -16,6 +16,43 @@ use bytes::{Bytes, BytesMut};
 
 use crate::header::Command;
 
+/// Defines a request and a response whose bodies are only StructureSize 4 and a reserved
+/// u16: ECHO (2.2.28/2.2.29), LOGOFF (2.2.7/2.2.8) and TREE_DISCONNECT (2.2.11/2.2.12).
+/// Response decoders ignore trailing bytes (compound padding).
+macro_rules! four_byte_message {
+    ($command:expr, $name:literal,
+     $(#[$req_doc:meta])* $req:ident,
+     $(#[$resp_doc:meta])* $resp:ident) => {
+        $(#[$req_doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+        pub struct $req;
+
+        impl $crate::msg::RequestBody for $req {
+            const COMMAND: $crate::header::Command = $command;
+
+            fn encode_body(&self, msg: &mut ::bytes::BytesMut) {
+                use ::bytes::BufMut;
+                msg.put_u16_le(4); // StructureSize
+                msg.put_u16_le(0); // Reserved
+            }
+        }
+
+        $(#[$resp_doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+        pub struct $resp;
+
+        impl $resp {
+            /// Decode the response from one whole message (header included).
+            pub fn decode(msg: &::bytes::Bytes) -> Result<Self, $crate::codec::DecodeError> {
+                let mut r = $crate::codec::Reader::at(msg, $crate::header::HEADER_LEN)?;
+                r.structure_size(4, concat!($name, " response StructureSize"))?;
+                r.skip(2, concat!($name, " response Reserved"))?;
+                Ok($resp)
+            }
+        }
+    };
+}
+
 pub mod cancel;
 pub mod close;
 pub mod compound;

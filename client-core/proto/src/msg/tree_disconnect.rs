@@ -2,44 +2,23 @@
 //!
 //! Disconnects the tree named by the header TreeId.
 
-use bytes::{BufMut, Bytes, BytesMut};
-
-use crate::codec::{DecodeError, Reader};
-use crate::header::{Command, HEADER_LEN};
-use crate::msg::RequestBody;
-
-/// MS-SMB2 2.2.11 SMB2 TREE_DISCONNECT Request: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct TreeDisconnectRequest;
-
-impl RequestBody for TreeDisconnectRequest {
-    const COMMAND: Command = Command::TREE_DISCONNECT;
-
-    fn encode_body(&self, msg: &mut BytesMut) {
-        msg.put_u16_le(4); // StructureSize
-        msg.put_u16_le(0); // Reserved
-    }
-}
-
-/// MS-SMB2 2.2.12 SMB2 TREE_DISCONNECT Response: StructureSize 4 and a reserved field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct TreeDisconnectResponse;
-
-impl TreeDisconnectResponse {
-    /// Decode the response from one whole message (header included). Trailing bytes (compound
-    /// padding) are ignored.
-    pub fn decode(msg: &Bytes) -> Result<Self, DecodeError> {
-        let mut r = Reader::at(msg, HEADER_LEN)?;
-        r.structure_size(4, "TREE_DISCONNECT response StructureSize")?;
-        r.skip(2, "TREE_DISCONNECT response Reserved")?;
-        Ok(TreeDisconnectResponse)
-    }
-}
+four_byte_message!(
+    crate::header::Command::TREE_DISCONNECT,
+    "TREE_DISCONNECT",
+    /// MS-SMB2 2.2.11 SMB2 TREE_DISCONNECT Request: StructureSize 4 and a reserved field.
+    TreeDisconnectRequest,
+    /// MS-SMB2 2.2.12 SMB2 TREE_DISCONNECT Response: StructureSize 4 and a reserved field.
+    TreeDisconnectResponse
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::DecodeError;
+    use crate::header::{Command, HEADER_LEN};
     use crate::header::{Header, HeaderFlags};
+    use crate::msg::RequestBody;
+    use bytes::{BufMut, Bytes, BytesMut};
 
     /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
     fn hex(s: &str) -> Bytes {

@@ -65,6 +65,11 @@ impl Series {
         median(&self.values(|s| s.per_gib(s.server_cpu))).unwrap_or(f64::NAN)
     }
 
+    /// Median number of CPUs the machine kept busy.
+    pub fn machine_cpus(&self) -> f64 {
+        median(&self.values(Sample::machine_cpus)).unwrap_or(f64::NAN)
+    }
+
     /// Highest CPU use by other work during any repetition, in CPUs.
     pub fn max_other_cpus(&self) -> f64 {
         self.values(Sample::other_cpus)
@@ -91,6 +96,8 @@ pub struct Results {
     pub series: Vec<Series>,
     /// Small-read latency.
     pub latency: Vec<LatencySet>,
+    /// Transfers measured again because other work on the machine disturbed them.
+    pub retried: usize,
 }
 
 fn f1(v: f64) -> String {
@@ -146,6 +153,7 @@ impl Results {
             ">x smbclient",
             ">client CPU s/GiB",
             ">smbd CPU s/GiB",
+            ">CPUs busy",
         ]);
         let mut shown_raw: Vec<(String, Direction)> = Vec::new();
         for s in &self.series {
@@ -185,6 +193,7 @@ impl Results {
                 vs_client,
                 f2(s.client_cpu_per_gib()),
                 f2(s.server_cpu_per_gib()),
+                f2(s.machine_cpus()),
             ]);
         }
         t

@@ -232,6 +232,11 @@ impl Sample {
         cpu.as_secs_f64() / (self.bytes as f64 / (1u64 << 30) as f64)
     }
 
+    /// How many CPUs the whole machine kept busy on average (2.0 = both cores saturated).
+    pub fn machine_cpus(&self) -> f64 {
+        self.machine_cpu.as_secs_f64() / self.wall.as_secs_f64()
+    }
+
     /// CPU the machine spent on things other than this client and smbd, in CPUs (0.3 = 30 %
     /// of one core on average). Network stack work done in softirq context may land here too,
     /// so small values are normal.

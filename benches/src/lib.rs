@@ -1,1 +1,19 @@
-//! Benchmarks.
+//! The project's throughput benchmark, `smb-bench` (see `docs/PERFORMANCE.md`).
+//!
+//! It brings up the testbed (a private smbd behind a veth link, unshaped or shaped with tbf),
+//! measures raw TCP with iperf3, then moves a file with `smbcp` and with Samba's `smbclient`
+//! in both directions, timing each run from the outside and taking the child's CPU time from
+//! `wait4(2)`, and measures small-read latency with the library in-process. Every transfer is
+//! verified (size and SHA-256) so a broken run cannot report a good number; nothing about time
+//! is asserted.
+
+pub mod child;
+pub mod data;
+pub mod doc;
+pub mod latency;
+pub mod machine;
+pub mod results;
+pub mod server_cpu;
+pub mod stats;
+pub mod table;
+pub mod transfer;

@@ -1,0 +1,502 @@
+//! `smb-bench`: the project's throughput benchmark (see `docs/PERFORMANCE.md`).
+//!
+//! One run brings up the testbed twice, one link unshaped and then one link shaped to
+//! 1 Gbit/s, and on each measures raw TCP (iperf3), `smbcp` and `smbclient` moving the same
+//! file both ways (plus the `[encrypted]` share on the unshaped link) and small-read latency.
+//! `--sweep` instead tries several `smbcp --chunk-size/--depth` settings on the unshaped link.
+//! It fails only when a transfer fails or its data does not verify; it asserts nothing about
+//! time.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use smb3_benches::data::{self, Fingerprint, BIG_SEED, SMALL_SEED};
+use smb3_benches::doc;
+use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
+use smb3_benches::machine::{wait_until_quiet, Facts};
+use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
+use smb3_benches::transfer::{measure, Direction, Sample, ShareKind, Tool, Transfer};
+use smb3_tests::{Testbed, TestbedConfig};
+
+/// Throughput and latency of smbcp and the library against smbclient and raw TCP.
+#[derive(Parser, Debug)]
+#[command(about)]
+struct Args {
+    /// Fast check: 256 MiB file, 1 repetition, 2 s iperf3 runs.
+    #[arg(long)]
+    quick: bool,
+    /// Write the results into this Markdown file between marker comments (e.g.
+    /// docs/PERFORMANCE.md); the text around the markers is kept.
+    #[arg(long)]
+    write_doc: Option<PathBuf>,
+    /// Instead of the main benchmark, try smbcp chunk sizes and depths on the unshaped link.
+    #[arg(long)]
+    sweep: bool,
+    /// File size in MiB (default 1024, or 256 with --quick).
+    #[arg(long)]
+    size_mib: Option<u64>,
+    /// Repetitions of every measurement; the median is reported (default 3, or 1 with --quick).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Seconds per iperf3 run (default 5, or 2 with --quick).
+    #[arg(long)]
+    iperf_seconds: Option<u32>,
+    /// Timed operations per latency measurement.
+    #[arg(long, default_value_t = 2000)]
+    latency_ops: usize,
+    /// The smbcp binary (default: next to this binary, i.e. target/release/smbcp).
+    #[arg(long)]
+    smbcp: Option<PathBuf>,
+    /// Seconds to wait, before each testbed, for other work on the machine to stop (under
+    /// 10 % of all CPUs busy); measuring goes ahead afterwards either way.
+    #[arg(long, default_value_t = 300)]
+    wait_quiet: u64,
+}
+
+/// Sizes and counts of one run.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    size: u64,
+    reps: usize,
+    iperf_seconds: u32,
+    latency_ops: usize,
+    wait_quiet: Duration,
+}
+
+impl Plan {
+    fn from_args(a: &Args) -> Plan {
+        let default_mib = if a.quick { 256 } else { 1024 };
+        Plan {
+            size: a.size_mib.unwrap_or(default_mib) << 20,
+            reps: a.reps.unwrap_or(if a.quick { 1 } else { 3 }).max(1),
+            iperf_seconds: a.iperf_seconds.unwrap_or(if a.quick { 2 } else { 5 }),
+            latency_ops: a.latency_ops.max(1),
+            wait_quiet: Duration::from_secs(a.wait_quiet),
+        }
+    }
+
+    /// Room for the reference file on both shares plus one upload target, with slack.
+    fn tmpfs_size(&self) -> String {
+        format!("{}m", (self.size >> 20) * 4 + 256)
+    }
+}
+
+/// One testbed setup.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    label: &'static str,
+    rate_mbit: Option<u32>,
+    /// Also measure the `[encrypted]` share.
+    encrypted: bool,
+}
+
+const UNSHAPED: Link = Link {
+    label: "unshaped",
+    rate_mbit: None,
+    encrypted: true,
+};
+const SHAPED_1G: Link = Link {
+    label: "1 Gbit/s",
+    rate_mbit: Some(1000),
+    encrypted: false,
+};
+
+/// Local files of the run, on a tmpfs (/dev/shm) so the local disk is never the limit.
+/// Removed on drop.
+struct Scratch {
+    dir: PathBuf,
+    /// The reference file; uploads read it.
+    source: PathBuf,
+    /// Where downloads go.
+    download: PathBuf,
+}
+
+impl Scratch {
+    fn create() -> Result<Scratch, String> {
+        let dir = PathBuf::from(format!("/dev/shm/smb-bench.{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(Scratch {
+            source: dir.join("source"),
+            download: dir.join("download"),
+            dir,
+        })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The machine counts as quiet below this share of all CPUs busy.
+const QUIET: f64 = 0.10;
+
+/// Names on the shares.
+const REMOTE_BIG: &str = "big";
+const REMOTE_SMALL: &str = "small4k";
+const REMOTE_UPLOAD: &str = "upload";
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("smb-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let plan = Plan::from_args(args);
+    let smbcp = locate_smbcp(args.smbcp.as_deref())?;
+    let facts = Facts::collect();
+    let scratch = Scratch::create()?;
+    eprintln!(
+        "smb-bench: writing the {} MiB reference file",
+        plan.size >> 20
+    );
+    let reference = data::write_pattern(&scratch.source, BIG_SEED, plan.size)?;
+    let mut results = Results::default();
+    let mut quiet = Vec::new();
+    let links: &[Link] = if args.sweep {
+        &[UNSHAPED]
+    } else {
+        &[UNSHAPED, SHAPED_1G]
+    };
+    for link in links {
+        quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
+        let tb = start_testbed(link, &plan)?;
+        let files = stage_files(&tb, link, &scratch, &reference)?;
+        if args.sweep {
+            sweep(&tb, link, &plan, &scratch, &reference, &smbcp, &mut results)?;
+        } else {
+            raw_tcp(&tb, link, &plan, &mut results)?;
+            wait_until_quiet(QUIET, plan.wait_quiet);
+            transfers(&tb, link, &plan, &scratch, &reference, &smbcp, &mut results)?;
+            small_reads(&tb, link, &plan, &files, &mut results)?;
+        }
+        drop(tb);
+    }
+    let section = if args.sweep { "sweep" } else { "results" };
+    let body = render(args, &plan, &facts, &reference, &quiet, &results);
+    println!("{body}");
+    if let Some(path) = &args.write_doc {
+        doc::write_section(path, section, &body)?;
+        eprintln!(
+            "smb-bench: wrote the {section} section of {}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// smbcp from `--smbcp`, or the one built next to this binary.
+fn locate_smbcp(given: Option<&Path>) -> Result<PathBuf, String> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot find my own path: {e}"))?
+            .with_file_name("smbcp"),
+    };
+    // The client namespace gets the path as is; make it absolute so cwd does not matter.
+    let path = std::fs::canonicalize(&path).map_err(|_| {
+        format!(
+            "{} not found: build it first (cargo build --release -p smbcp -p smb3-benches) or pass --smbcp",
+            path.display()
+        )
+    })?;
+    Ok(path)
+}
+
+fn start_testbed(link: &Link, plan: &Plan) -> Result<Testbed, String> {
+    let mut config = match link.rate_mbit {
+        Some(mbit) => TestbedConfig::shaped(1, mbit),
+        None => TestbedConfig::unshaped(1),
+    };
+    config.tmpfs_size = plan.tmpfs_size();
+    eprintln!("smb-bench: testbed with one {} link", link.label);
+    Testbed::start(config).map_err(|e| format!("testbed: {e}"))
+}
+
+/// Puts the reference file on the shares (written straight into the tmpfs behind them) and a
+/// 4 KiB file for the latency runs.
+fn stage_files(
+    tb: &Testbed,
+    link: &Link,
+    scratch: &Scratch,
+    reference: &Fingerprint,
+) -> Result<LatencyFiles, String> {
+    let mut shares = vec![ShareKind::Plain];
+    if link.encrypted {
+        shares.push(ShareKind::Encrypted);
+    }
+    for share in shares {
+        let target = tb.share_path(share.name()).join(REMOTE_BIG);
+        std::fs::copy(&scratch.source, &target)
+            .map_err(|e| format!("{}: {e}", target.display()))?;
+        data::verify(&target, reference)?;
+    }
+    let small = tb.share_path("plain").join(REMOTE_SMALL);
+    data::write_pattern(&small, SMALL_SEED, READ_SIZE as u64)?;
+    Ok(LatencyFiles {
+        big: REMOTE_BIG.into(),
+        big_host: tb.share_path("plain").join(REMOTE_BIG),
+        small: REMOTE_SMALL.into(),
+        small_contents: std::fs::read(&small).map_err(|e| format!("{}: {e}", small.display()))?,
+    })
+}
+
+fn raw_tcp(tb: &Testbed, link: &Link, plan: &Plan, results: &mut Results) -> Result<(), String> {
+    for direction in [Direction::Download, Direction::Upload] {
+        let mut mbit = Vec::new();
+        for rep in 1..=plan.reps {
+            let reverse = direction == Direction::Download;
+            let m = tb.iperf3_mbit(1, plan.iperf_seconds, reverse)?;
+            eprintln!(
+                "  {} raw TCP {direction} #{rep}: {:.1} MB/s",
+                link.label,
+                m / 8.0
+            );
+            mbit.push(m);
+        }
+        results.raw.push(RawTcp {
+            link: link.label.into(),
+            direction,
+            mbit,
+        });
+    }
+    Ok(())
+}
+
+/// smbcp and smbclient, each direction, each share of this link.
+fn transfers(
+    tb: &Testbed,
+    link: &Link,
+    plan: &Plan,
+    scratch: &Scratch,
+    reference: &Fingerprint,
+    smbcp: &Path,
+    results: &mut Results,
+) -> Result<(), String> {
+    let tools = [Tool::smbcp(smbcp), Tool::Smbclient];
+    let mut shares = vec![ShareKind::Plain];
+    if link.encrypted {
+        shares.push(ShareKind::Encrypted);
+    }
+    for share in shares {
+        for direction in [Direction::Download, Direction::Upload] {
+            let job = job(tb, share, direction, scratch, reference);
+            results
+                .series
+                .extend(repeat(link, &tools, &job, plan, &mut results.retried)?);
+        }
+    }
+    Ok(())
+}
+
+/// smbcp with several chunk sizes and depths (and smbclient as the yardstick), unshaped link.
+fn sweep(
+    tb: &Testbed,
+    link: &Link,
+    plan: &Plan,
+    scratch: &Scratch,
+    reference: &Fingerprint,
+    smbcp: &Path,
+    results: &mut Results,
+) -> Result<(), String> {
+    let mut tools = vec![Tool::Smbclient];
+    for chunk in ["256K", "1M", "4M", "8M"] {
+        for depth in [4, 16, 64] {
+            tools.push(Tool::Smbcp {
+                binary: smbcp.to_path_buf(),
+                chunk: Some(chunk.into()),
+                depth: Some(depth),
+            });
+        }
+    }
+    for direction in [Direction::Download, Direction::Upload] {
+        let job = job(tb, ShareKind::Plain, direction, scratch, reference);
+        results
+            .series
+            .extend(repeat(link, &tools, &job, plan, &mut results.retried)?);
+    }
+    Ok(())
+}
+
+fn job<'a>(
+    tb: &'a Testbed,
+    share: ShareKind,
+    direction: Direction,
+    scratch: &'a Scratch,
+    reference: &'a Fingerprint,
+) -> Transfer<'a> {
+    Transfer {
+        tb,
+        share,
+        direction,
+        remote_source: REMOTE_BIG,
+        remote_target: REMOTE_UPLOAD,
+        local_source: &scratch.source,
+        local_target: &scratch.download,
+        reference,
+    }
+}
+
+/// Runs every tool `reps` times on `job`, the tools taking turns within each repetition so a
+/// slow drift of the machine hits all of them alike.
+fn repeat(
+    link: &Link,
+    tools: &[Tool],
+    job: &Transfer<'_>,
+    plan: &Plan,
+    retried: &mut usize,
+) -> Result<Vec<Series>, String> {
+    let mut series: Vec<Series> = tools
+        .iter()
+        .map(|tool| Series {
+            link: link.label.into(),
+            share: job.share,
+            direction: job.direction,
+            tool: tool.name().into(),
+            settings: settings_label(tool),
+            samples: Vec::new(),
+        })
+        .collect();
+    for rep in 1..=plan.reps {
+        for (tool, s) in tools.iter().zip(&mut series) {
+            let sample = measure_undisturbed(tool, job, plan, retried)?;
+            eprintln!(
+                "  {} [{}] {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, machine {:.2} CPUs busy ({:.2} not client or smbd)",
+                link.label,
+                job.share.name(),
+                job.direction,
+                s.tool,
+                s.settings,
+                sample.mb_per_s(),
+                sample.client_cpu.as_secs_f64(),
+                sample.server_cpu.as_secs_f64(),
+                sample.machine_cpus(),
+                sample.other_cpus()
+            );
+            s.samples.push(sample);
+        }
+    }
+    Ok(series)
+}
+
+/// Other work using more than this many CPUs during a transfer makes the sample worthless on
+/// a 2-core machine. In an undisturbed run it is within 0.05: the kernel's network work is
+/// charged to the client and smbd here.
+const MAX_OTHER_CPUS: f64 = 0.25;
+/// How often a disturbed transfer is measured again before its last sample is kept anyway.
+const MAX_ATTEMPTS: usize = 5;
+
+/// One transfer, measured again (after waiting for quiet) while other work on the machine
+/// disturbed it; `retried` counts the repeats.
+fn measure_undisturbed(
+    tool: &Tool,
+    job: &Transfer<'_>,
+    plan: &Plan,
+    retried: &mut usize,
+) -> Result<Sample, String> {
+    let mut attempt = 1;
+    loop {
+        let sample = measure(tool, job)?;
+        if sample.other_cpus() <= MAX_OTHER_CPUS || attempt == MAX_ATTEMPTS {
+            return Ok(sample);
+        }
+        eprintln!(
+            "  (disturbed: other work used {:.2} CPUs; measuring again)",
+            sample.other_cpus()
+        );
+        *retried += 1;
+        attempt += 1;
+        wait_until_quiet(QUIET, plan.wait_quiet);
+    }
+}
+
+fn settings_label(tool: &Tool) -> String {
+    match tool {
+        Tool::Smbcp { chunk, depth, .. } => {
+            let mut label = String::new();
+            if let Some(c) = chunk {
+                label.push_str(&format!(" --chunk-size {c}"));
+            }
+            if let Some(d) = depth {
+                label.push_str(&format!(" --depth {d}"));
+            }
+            label
+        }
+        Tool::Smbclient => String::new(),
+    }
+}
+
+fn small_reads(
+    tb: &Testbed,
+    link: &Link,
+    plan: &Plan,
+    files: &LatencyFiles,
+    results: &mut Results,
+) -> Result<(), String> {
+    wait_until_quiet(QUIET, plan.wait_quiet);
+    let mut set = latency::library(tb, files, plan.latency_ops, BIG_SEED ^ 0x1a7e)?;
+    set.push(latency::smbclient(tb, files, plan.latency_ops)?);
+    for l in &set {
+        eprintln!(
+            "  {} {}: median {:.0} µs, p99 {:.0} µs",
+            link.label, l.what, l.median_us, l.p99_us
+        );
+    }
+    results.latency.push(LatencySet {
+        link: link.label.into(),
+        results: set,
+    });
+    Ok(())
+}
+
+/// The generated Markdown: how it was measured, then the tables.
+fn render(
+    args: &Args,
+    plan: &Plan,
+    facts: &Facts,
+    reference: &Fingerprint,
+    quiet: &[f64],
+    results: &Results,
+) -> String {
+    let command: Vec<String> = std::env::args().collect();
+    let busiest = quiet.iter().copied().fold(0.0, f64::max);
+    let mut out = format!(
+        "Measured {date} on {cpu} ({nproc} CPUs), kernel {kernel}, {samba}, {iperf}, commit {commit}.\n\
+         Command: `{cmd}`; file {mib} MiB (sha256 {sha}), {reps} repetition(s), median shown, \
+         iperf3 {secs} s per run. Before each testbed the machine was at most {busy:.0} % busy; \
+         during the transfers kept, other work used at most {other:.2} CPUs \
+         ({retried} transfer(s) measured again because other work disturbed them).\n\n",
+        date = facts.date,
+        cpu = facts.cpu,
+        nproc = facts.nproc,
+        kernel = facts.kernel,
+        samba = facts.samba,
+        iperf = facts.iperf3,
+        commit = facts.commit,
+        cmd = command.join(" "),
+        mib = plan.size >> 20,
+        sha = &reference.sha256[..16],
+        reps = plan.reps,
+        secs = plan.iperf_seconds,
+        busy = busiest * 100.0,
+        other = results.max_other_cpus(),
+        retried = results.retried,
+    );
+    if args.sweep {
+        out.push_str(&results.sweep_table().markdown());
+    } else {
+        out.push_str(&results.throughput_table().markdown());
+        out.push_str("\nSmall reads at queue depth 1 (4 KiB, `[plain]` share):\n\n");
+        out.push_str(&results.latency_table().markdown());
+    }
+    out
+}

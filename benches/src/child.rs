@@ -1,0 +1,102 @@
+//! Run a child process and take its wall time and CPU time.
+//!
+//! The CPU time comes from `wait4(2)`, which reports the resource usage of exactly the child
+//! that was reaped (plus descendants it waited for). `ip netns exec` execs the program in place
+//! (it does not fork), so the child is the measured tool itself.
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a finished child did.
+#[derive(Debug)]
+pub struct Finished {
+    /// From spawn to exit.
+    pub wall: Duration,
+    /// User CPU time of the child.
+    pub user: Duration,
+    /// System CPU time of the child.
+    pub sys: Duration,
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Everything it wrote on stdout.
+    pub stdout: String,
+    /// Everything it wrote on stderr.
+    pub stderr: String,
+}
+
+impl Finished {
+    /// User plus system CPU time.
+    pub fn cpu(&self) -> Duration {
+        self.user + self.sys
+    }
+
+    /// The last lines of stderr, for error messages.
+    pub fn stderr_tail(&self) -> String {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+}
+
+/// Runs `cmd` to completion with stdin empty and stdout/stderr captured.
+pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    // Drain both pipes on threads so a chatty child can never block on a full pipe.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let (status, usage) = wait4(child.id()).map_err(|e| format!("wait4: {e}"))?;
+    let wall = started.elapsed();
+    // The child is reaped; `Child` must not wait for it again (dropping it does not).
+    drop(child);
+    Ok(Finished {
+        wall,
+        user: timeval(usage.ru_utime),
+        sys: timeval(usage.ru_stime),
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+fn timeval(tv: libc::timeval) -> Duration {
+    Duration::from_secs(tv.tv_sec.max(0) as u64) + Duration::from_micros(tv.tv_usec.max(0) as u64)
+}
+
+/// wait4(2) for one child: its exit status and resource usage.
+#[allow(unsafe_code)]
+fn wait4(pid: u32) -> std::io::Result<(ExitStatus, libc::rusage)> {
+    let pid = pid as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is a plain C struct of integers, for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers refer to live locals of the right types for the whole call;
+        // wait4 only writes through them.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            return Ok((ExitStatus::from_raw(status), usage));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Writing generated text into a Markdown document between marker comments, so a rerun
+//! replaces its own section and leaves the prose around it alone.
+
+use std::path::Path;
+
+/// The marker pair of section `name`.
+pub fn markers(name: &str) -> (String, String) {
+    (
+        format!("<!-- smb-bench:{name}:begin (generated; edit outside the markers) -->"),
+        format!("<!-- smb-bench:{name}:end -->"),
+    )
+}
+
+/// `text` with the part between section `name`'s markers replaced by `body`; when the markers
+/// are missing the section is appended at the end.
+pub fn replace_section(text: &str, name: &str, body: &str) -> String {
+    let (begin, end) = markers(name);
+    let body = body.trim_end();
+    if let Some(start) = text.find(&begin) {
+        let after_begin = start + begin.len();
+        if let Some(stop) = text[after_begin..].find(&end) {
+            let stop = after_begin + stop;
+            return format!("{}\n{body}\n{}", &text[..after_begin], &text[stop..]);
+        }
+    }
+    let mut out = text.trim_end().to_string();
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(&format!("{begin}\n{body}\n{end}\n"));
+    out
+}
+
+/// Replaces section `name` of the file at `path` (creating the file if needed).
+pub fn write_section(path: &Path, name: &str, body: &str) -> Result<(), String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    std::fs::write(path, replace_section(&text, name, body))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_between_markers_and_keeps_prose() {
+        let (b, e) = markers("results");
+        let text = format!("intro\n{b}\nold table\n{e}\noutro\n");
+        let out = replace_section(&text, "results", "new table\n");
+        assert_eq!(out, format!("intro\n{b}\nnew table\n{e}\noutro\n"));
+        // A second run replaces again instead of appending.
+        assert_eq!(
+            replace_section(&out, "results", "newer"),
+            format!("intro\n{b}\nnewer\n{e}\noutro\n")
+        );
+    }
+
+    #[test]
+    fn appends_when_markers_are_missing() {
+        let (b, e) = markers("sweep");
+        assert_eq!(
+            replace_section("prose\n", "sweep", "t"),
+            format!("prose\n\n{b}\nt\n{e}\n")
+        );
+        assert_eq!(replace_section("", "sweep", "t"), format!("{b}\nt\n{e}\n"));
+    }
+}

@@ -1,0 +1,60 @@
+//! Medians and percentiles of small sample sets.
+
+/// The median (mean of the middle two for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = sorted(values);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => {
+            let hi = v.swap_remove(n / 2);
+            Some((v[n / 2 - 1] + hi) / 2.0)
+        }
+    }
+}
+
+/// The `p`-th percentile (0..=100) by the nearest-rank method; `None` when empty.
+pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    let v = sorted(values);
+    if v.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    Some(v[rank.clamp(1, v.len()) - 1])
+}
+
+/// Smallest and largest value.
+pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
+    let v = sorted(values);
+    Some((*v.first()?, *v.last()?))
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50.0));
+        assert_eq!(percentile(&v, 99.0), Some(99.0));
+        assert_eq!(percentile(&v, 100.0), Some(100.0));
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile(&[], 99.0), None);
+        assert_eq!(min_max(&[2.0, 9.0, 4.0]), Some((2.0, 9.0)));
+    }
+}

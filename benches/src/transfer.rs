@@ -1,0 +1,296 @@
+//! One measured file transfer, the same procedure for every client program: only the command
+//! line and the check of the program's own report differ between `smbcp` and `smbclient`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use smb3_tests::Testbed;
+
+use crate::child::{run_measured, Finished};
+use crate::data::{verify, Fingerprint};
+use crate::machine::CpuTicks;
+use crate::server_cpu::ServerMeter;
+
+/// Which way the data flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Server to client (`get`).
+    Download,
+    /// Client to server (`put`).
+    Upload,
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Download => "download",
+            Direction::Upload => "upload",
+        })
+    }
+}
+
+/// The testbed's shares used here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareKind {
+    /// `[plain]`: signed (the testbed makes signing mandatory), not encrypted.
+    Plain,
+    /// `[encrypted]`: `smb encrypt = required`; both clients are also told to encrypt.
+    Encrypted,
+}
+
+impl ShareKind {
+    /// The share name on the testbed.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShareKind::Plain => "plain",
+            ShareKind::Encrypted => "encrypted",
+        }
+    }
+}
+
+/// A client program under test.
+#[derive(Debug, Clone)]
+pub enum Tool {
+    /// This project's `smbcp`, with optional `--chunk-size` / `--depth`.
+    Smbcp {
+        /// Path of the binary.
+        binary: PathBuf,
+        /// `--chunk-size` value, e.g. `"1M"` (`None`: the default).
+        chunk: Option<String>,
+        /// `--depth` value (`None`: the default).
+        depth: Option<usize>,
+    },
+    /// Samba's `smbclient` with its defaults (SMB3 maximum).
+    Smbclient,
+}
+
+impl Tool {
+    /// `smbcp` with its default settings.
+    pub fn smbcp(binary: &Path) -> Tool {
+        Tool::Smbcp {
+            binary: binary.to_path_buf(),
+            chunk: None,
+            depth: None,
+        }
+    }
+
+    /// Short name for tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tool::Smbcp { .. } => "smbcp",
+            Tool::Smbclient => "smbclient",
+        }
+    }
+
+    /// The command that copies `remote` (share-relative) to or from `local`, run in the
+    /// client namespace. Passwords go through the environment, never argv.
+    fn command(
+        &self,
+        tb: &Testbed,
+        share: ShareKind,
+        dir: Direction,
+        remote: &str,
+        local: &Path,
+    ) -> Command {
+        let local = local.to_string_lossy().into_owned();
+        match self {
+            Tool::Smbcp {
+                binary,
+                chunk,
+                depth,
+            } => {
+                let url = format!(
+                    "smb://{};{}@{}/{}/{remote}",
+                    tb.domain(),
+                    tb.user(),
+                    tb.server_addr(1),
+                    share.name()
+                );
+                let mut cmd = tb.client_command(binary);
+                cmd.args(["-q", "--json"])
+                    .env("SMB_PASSWORD", tb.password());
+                if let Some(c) = chunk {
+                    cmd.args(["--chunk-size", c]);
+                }
+                if let Some(d) = depth {
+                    cmd.args(["--depth", &d.to_string()]);
+                }
+                if share == ShareKind::Encrypted {
+                    cmd.arg("--encrypt");
+                }
+                match dir {
+                    Direction::Download => cmd.args([&url, &local]),
+                    Direction::Upload => cmd.args([&local, &url]),
+                };
+                cmd
+            }
+            Tool::Smbclient => {
+                let mut cmd = tb.client_command("smbclient");
+                cmd.arg(tb.unc(1, share.name()))
+                    .args(["-U", &format!("{}/{}", tb.domain(), tb.user())])
+                    .args(["-m", "SMB3"])
+                    // smbclient reads the password from PASSWD when -U has none.
+                    .env("PASSWD", tb.password());
+                if share == ShareKind::Encrypted {
+                    cmd.arg("--client-protection=encrypt");
+                }
+                let script = match dir {
+                    Direction::Download => format!("get {remote} {local}"),
+                    Direction::Upload => format!("put {local} {remote}"),
+                };
+                cmd.args(["-c", &script]);
+                cmd
+            }
+        }
+    }
+
+    /// Checks what the program said about its own run, beyond its exit status.
+    fn check_report(&self, run: &Finished, expected_bytes: u64) -> Result<(), String> {
+        match self {
+            Tool::Smbcp { .. } => {
+                let json: serde_json::Value = serde_json::from_str(run.stdout.trim())
+                    .map_err(|e| format!("smbcp --json printed no JSON ({e}): {}", run.stdout))?;
+                let bytes = json["bytes"].as_u64();
+                let failed = json["failed"].as_u64();
+                if bytes != Some(expected_bytes) || failed != Some(0) {
+                    return Err(format!("smbcp reported {json}"));
+                }
+                Ok(())
+            }
+            // smbclient -c exits non-zero when a command fails; the data check does the rest.
+            Tool::Smbclient => Ok(()),
+        }
+    }
+}
+
+/// Where one transfer reads and writes.
+#[derive(Debug, Clone)]
+pub struct Transfer<'a> {
+    /// The testbed (link 1 is used).
+    pub tb: &'a Testbed,
+    /// Which share.
+    pub share: ShareKind,
+    /// Which way.
+    pub direction: Direction,
+    /// Share-relative name of the reference file (downloads read it).
+    pub remote_source: &'a str,
+    /// Share-relative name uploads write to.
+    pub remote_target: &'a str,
+    /// Local reference file (uploads read it), on a tmpfs.
+    pub local_source: &'a Path,
+    /// Local file downloads write to, on a tmpfs.
+    pub local_target: &'a Path,
+    /// What the reference file looks like.
+    pub reference: &'a Fingerprint,
+}
+
+impl Transfer<'_> {
+    /// (remote path, local path, the file to verify afterwards, on the host).
+    fn paths(&self) -> (&str, &Path, PathBuf) {
+        match self.direction {
+            Direction::Download => (
+                self.remote_source,
+                self.local_target,
+                self.local_target.to_path_buf(),
+            ),
+            Direction::Upload => (
+                self.remote_target,
+                self.local_source,
+                self.tb
+                    .share_path(self.share.name())
+                    .join(self.remote_target),
+            ),
+        }
+    }
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Wall time of the whole client process (start, connect, copy, exit).
+    pub wall: Duration,
+    /// CPU time (user + system) of the client process.
+    pub client_cpu: Duration,
+    /// CPU time of smbd (parent and connection child) meanwhile.
+    pub server_cpu: Duration,
+    /// CPU time used by everything on the machine meanwhile (to spot interference).
+    pub machine_cpu: Duration,
+}
+
+impl Sample {
+    /// Throughput in MB/s (10^6 bytes per second) over the process's wall time.
+    pub fn mb_per_s(&self) -> f64 {
+        self.bytes as f64 / self.wall.as_secs_f64() / 1e6
+    }
+
+    /// CPU seconds per GiB moved for a CPU time.
+    pub fn per_gib(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() / (self.bytes as f64 / (1u64 << 30) as f64)
+    }
+
+    /// How many CPUs the whole machine kept busy on average (2.0 = both cores saturated).
+    pub fn machine_cpus(&self) -> f64 {
+        self.machine_cpu.as_secs_f64() / self.wall.as_secs_f64()
+    }
+
+    /// CPU the machine spent on things other than this client and smbd, in CPUs (0.3 = 30 %
+    /// of one core on average). Network stack work done in softirq context may land here too,
+    /// so small values are normal.
+    pub fn other_cpus(&self) -> f64 {
+        let other = self
+            .machine_cpu
+            .saturating_sub(self.client_cpu)
+            .saturating_sub(self.server_cpu);
+        other.as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+/// Runs `tool` once for `job`, verifies the result and returns the measurement. Fails if the
+/// program fails, reports a problem, or the data that arrived is not the reference.
+pub fn measure(tool: &Tool, job: &Transfer<'_>) -> Result<Sample, String> {
+    let (remote, local, check) = job.paths();
+    // Every run starts without a target, so no run profits from (or trips over) the last one.
+    remove_if_present(&check)?;
+    let cmd = tool.command(job.tb, job.share, job.direction, remote, local);
+    let meter = ServerMeter::start(job.tb.smbd_pid())?;
+    let machine_before = CpuTicks::now();
+    let run = run_measured(cmd)?;
+    let machine_cpu = CpuTicks::now().busy_since(&machine_before);
+    let server_cpu = meter.stop()?;
+    let what = format!(
+        "{} {} on [{}]",
+        tool.name(),
+        job.direction,
+        job.share.name()
+    );
+    if !run.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            run.status,
+            run.stderr_tail()
+        ));
+    }
+    tool.check_report(&run, job.reference.len)
+        .map_err(|e| format!("{what}: {e}"))?;
+    verify(&check, job.reference).map_err(|e| format!("{what}: {e}"))?;
+    remove_if_present(&check)?;
+    Ok(Sample {
+        bytes: job.reference.len,
+        wall: run.wall,
+        client_cpu: run.cpu(),
+        server_cpu,
+        machine_cpu,
+    })
+}
+
+fn remove_if_present(path: &Path) -> Result<(), String> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+    }
+}

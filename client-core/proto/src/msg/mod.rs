@@ -18,9 +18,10 @@ use crate::header::Command;
 
 /// Defines a request and a response whose bodies are only StructureSize 4 and a reserved
 /// u16: ECHO (2.2.28/2.2.29), LOGOFF (2.2.7/2.2.8) and TREE_DISCONNECT (2.2.11/2.2.12).
-/// Response decoders ignore trailing bytes (compound padding).
+/// Response decoders ignore trailing bytes (compound padding). The golden-byte and malformed-
+/// input tests are generated with them.
 macro_rules! four_byte_message {
-    ($command:expr, $name:literal,
+    ($command:expr, $wire_code:literal, $name:literal,
      $(#[$req_doc:meta])* $req:ident,
      $(#[$resp_doc:meta])* $resp:ident) => {
         $(#[$req_doc])*
@@ -48,6 +49,51 @@ macro_rules! four_byte_message {
                 r.structure_size(4, concat!($name, " response StructureSize"))?;
                 r.skip(2, concat!($name, " response Reserved"))?;
                 Ok($resp)
+            }
+        }
+
+        #[cfg(test)]
+        mod four_byte_message_tests {
+            use super::*;
+            use crate::codec::DecodeError;
+            use crate::header::{Header, HeaderFlags, HEADER_LEN};
+            use crate::msg::RequestBody;
+            use bytes::{BufMut, Bytes, BytesMut};
+
+            fn response(body: &[u8]) -> Bytes {
+                let mut msg = BytesMut::new();
+                let mut h = Header::request($command);
+                h.flags = HeaderFlags(HeaderFlags::SERVER_TO_REDIR);
+                h.encode(&mut msg);
+                msg.put_slice(body);
+                msg.freeze()
+            }
+
+            #[test]
+            fn request_golden_bytes() {
+                let mut msg = BytesMut::new();
+                Header::request($req::COMMAND).encode(&mut msg);
+                $req.encode_body(&mut msg);
+                assert_eq!(&msg[HEADER_LEN..], [0x04, 0x00, 0x00, 0x00]);
+                assert_eq!(msg[12..14], [$wire_code, 0x00], "Command on the wire");
+                assert_eq!($req.credit_payload(), 0);
+            }
+
+            #[test]
+            fn decodes_response_with_or_without_compound_padding() {
+                assert_eq!($resp::decode(&response(&[4, 0, 0, 0])).unwrap(), $resp);
+                assert_eq!($resp::decode(&response(&[4, 0, 0, 0, 0, 0, 0, 0])).unwrap(), $resp);
+            }
+
+            #[test]
+            fn rejects_malformed_responses() {
+                assert!($resp::decode(&response(&[])).is_err());
+                assert!($resp::decode(&response(&[4, 0])).is_err());
+                assert!(matches!(
+                    $resp::decode(&response(&[9, 0, 0, 0, 0, 0, 0, 0, 0])),
+                    Err(DecodeError::InvalidValue { .. })
+                ));
+                assert!($resp::decode(&Bytes::from_static(&[0xfe, b'S', b'M', b'B'])).is_err());
             }
         }
     };

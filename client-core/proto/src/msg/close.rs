@@ -103,12 +103,7 @@ impl CloseResponse {
 mod tests {
     use super::*;
     use crate::header::Header;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     fn body_hex<B: RequestBody>(body: &B) -> String {
         let mut msg = BytesMut::new();

@@ -325,13 +325,8 @@ mod tests {
     use super::*;
     use crate::msg::create::{AccessMask, CreateDisposition};
     use crate::msg::fscc::{FileAllInformation, FileStandardInformation};
+    use crate::msg::test_util::hex;
     use crate::msg::write::WriteRequest;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
 
     fn clean(s: &str) -> String {
         s.split_whitespace().collect()

@@ -809,12 +809,7 @@ impl CreateResponse {
 mod tests {
     use super::*;
     use crate::header::Header;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     /// Encode a request behind a default header and return the body as hex.
     fn body_hex<B: RequestBody>(body: &B) -> String {

@@ -146,15 +146,10 @@ pub fn message_carries_error_body(header: &Header, msg: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::msg::test_util::hex;
     use bytes::{BufMut, BytesMut};
 
     use crate::header::HeaderFlags;
-
-    /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
 
     fn response(status: NtStatus, command: Command, body: &str) -> (Header, Bytes) {
         let mut msg = BytesMut::new();

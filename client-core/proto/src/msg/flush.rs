@@ -51,12 +51,7 @@ impl FlushResponse {
 mod tests {
     use super::*;
     use crate::header::Header;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     #[test]
     fn request_golden() {

@@ -807,13 +807,8 @@ fn decode_id_both_entry(entry: &[u8]) -> Result<DirectoryEntry, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::msg::test_util::hex;
     use bytes::Bytes;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
 
     fn encoded<T: SetFileInfo>(info: &T) -> String {
         let mut out = BytesMut::new();

@@ -388,19 +388,7 @@ fn parse_interface_entry(
 mod tests {
     use super::*;
     use crate::header::{Header, HeaderFlags};
-
-    /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
-
-    fn encode<B: RequestBody>(body: &B) -> BytesMut {
-        let mut msg = BytesMut::new();
-        Header::request(B::COMMAND).encode(&mut msg);
-        body.encode_body(&mut msg);
-        msg
-    }
+    use crate::msg::test_util::{encode, hex};
 
     fn response(body: &[u8]) -> Bytes {
         let mut msg = BytesMut::new();

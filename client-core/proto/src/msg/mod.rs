@@ -116,6 +116,8 @@ pub mod query_info;
 pub mod read;
 pub mod session_setup;
 pub mod set_info;
+#[cfg(test)]
+mod test_util;
 pub mod transform;
 pub mod tree_connect;
 pub mod tree_disconnect;

@@ -206,12 +206,7 @@ mod tests {
     use super::*;
     use crate::header::Header;
     use crate::msg::fscc::{FileFsFullSizeInformation, FileStandardInformation};
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     fn body_hex<B: RequestBody>(body: &B) -> String {
         let mut msg = BytesMut::new();

@@ -132,12 +132,7 @@ mod tests {
     use super::*;
     use crate::header::Header;
     use crate::msg::credit_charge;
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     const FILE_ID: FileId = FileId {
         persistent: 0x01e0_002a,

@@ -93,12 +93,7 @@ mod tests {
         FileAttributes, FileBasicInformation, FileDispositionInformation, FileEndOfFileInformation,
         FileRenameInformation,
     };
-
-    /// Hex (whitespace ignored) to bytes, so captured traffic can be pasted in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     fn body_hex<B: RequestBody>(body: &B) -> String {
         let mut msg = BytesMut::new();

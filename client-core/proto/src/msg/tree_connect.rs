@@ -179,12 +179,7 @@ impl TreeConnectResponse {
 mod tests {
     use super::*;
     use crate::header::{Header, HeaderFlags};
-
-    /// Hex (whitespace ignored) to bytes: drop captured messages straight in.
-    fn hex(s: &str) -> Bytes {
-        let clean: String = s.split_whitespace().collect();
-        Bytes::from(hex::decode(clean).expect("valid hex in test"))
-    }
+    use crate::msg::test_util::hex;
 
     fn response(body: &str) -> Bytes {
         let mut msg = BytesMut::new();

@@ -35,6 +35,69 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// Request durable handles (v2) on opens, so they survive a lost connection.
     pub durable_handles: bool,
+    /// Open extra channels over every usable NIC pair when the server supports multichannel.
+    pub multichannel: bool,
+    /// Most channels per session, the first one included (Windows: 32).
+    pub max_channels: usize,
+    /// Channels per interface pair where both ends are RSS-capable (Windows: 4).
+    pub channels_per_rss_nic: usize,
+    /// Channels per interface pair otherwise (Windows: 1).
+    pub channels_per_nic: usize,
+    /// How often to ask the server for its interfaces again (Windows: 15 minutes).
+    pub interface_poll: Duration,
+    /// Time one extra channel may take to connect, negotiate and bind before it is given up
+    /// (and retried later); never holds up the session.
+    pub bind_timeout: Duration,
+    /// How requests are spread over the channels.
+    pub dispatch: Dispatch,
+    /// Local NIC facts to use instead of what the OS reports (speed, RSS), by name or address.
+    pub nic_overrides: Vec<NicOverride>,
+}
+
+/// How requests are spread over a session's channels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dispatch {
+    /// Each request to the next healthy channel with credits, in turn (what Windows does).
+    #[default]
+    RoundRobin,
+    /// Each request to the channel with the fewest bytes in flight.
+    LeastLoaded,
+}
+
+impl std::str::FromStr for Dispatch {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "round-robin" => Ok(Dispatch::RoundRobin),
+            "least-loaded" => Ok(Dispatch::LeastLoaded),
+            other => Err(format!(
+                "unknown dispatch policy {other:?} (round-robin or least-loaded)"
+            )),
+        }
+    }
+}
+
+/// What to believe about one local NIC instead of what the OS says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NicOverride {
+    /// Interface name (`eth0`) or one of its addresses (`10.0.0.2`).
+    pub nic: String,
+    /// Link speed in bits per second.
+    pub link_speed: Option<u64>,
+    /// Whether the NIC spreads receive work over several CPUs (RSS).
+    pub rss: Option<bool>,
+}
+
+impl NicOverride {
+    /// An override for the NIC named `nic` (or holding that address); set fields after.
+    pub fn new(nic: impl Into<String>) -> Self {
+        NicOverride {
+            nic: nic.into(),
+            ..NicOverride::default()
+        }
+    }
 }
 
 impl Default for ClientConfig {
@@ -62,6 +125,14 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             durable_handles: true,
+            multichannel: true,
+            max_channels: 32,
+            channels_per_rss_nic: 4,
+            channels_per_nic: 1,
+            interface_poll: Duration::from_secs(15 * 60),
+            bind_timeout: Duration::from_secs(10),
+            dispatch: Dispatch::RoundRobin,
+            nic_overrides: Vec::new(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod client;
 mod config;
 mod error;
 mod file;
+mod multichannel;
 mod security;
 mod session;
 mod share;
@@ -29,7 +30,7 @@ mod types;
 
 pub use auth::UserCredentials;
 pub use client::Client;
-pub use config::ClientConfig;
+pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use file::{File, FileReader, FileWriter};
 pub use share::Share;

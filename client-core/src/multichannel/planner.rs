@@ -1,0 +1,1 @@
+//! Which channels a session wants: a pure function of the interfaces on both ends.

@@ -4,8 +4,10 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod channel_args;
 pub mod copy;
 pub mod location;
+pub mod status;
 
 use smb3_client::{Client, ClientConfig, Error, NtStatus, UserCredentials};
 

@@ -2,7 +2,9 @@
 //! share and file handle goes through.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rand::RngCore;
 use smb3_proto::msg::session_setup::SessionFlags;
@@ -11,9 +13,13 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::auth::UserCredentials;
-use crate::channel::{Channel, ChannelOptions, Request, Response};
+use crate::channel::{Channel, ChannelOptions, Request, Response, Unsolicited};
 use crate::config::ClientConfig;
 use crate::error::{Error, ProtocolError, Result};
+use crate::multichannel::eligibility;
+use crate::multichannel::manager::{self, Multichannel};
+use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
+use crate::security::SessionSecurity;
 use crate::session::{self, Negotiated};
 use crate::share::Share;
 
@@ -25,7 +31,8 @@ pub struct Client {
 
 /// Everything requests need to know about the session.
 pub(crate) struct SessionCore {
-    pub(crate) channel: Channel,
+    /// The session's channels, their dispatch and the multichannel manager's state.
+    pub(crate) mc: Multichannel,
     pub(crate) session_id: u64,
     pub(crate) negotiated: Negotiated,
     /// Sign requests (authenticated, non-guest session).
@@ -35,7 +42,30 @@ pub(crate) struct SessionCore {
     pub(crate) can_encrypt: bool,
     pub(crate) config: ClientConfig,
     pub(crate) server_name: String,
+    /// The address the session was set up on.
+    pub(crate) server_addr: SocketAddr,
     pub(crate) client_guid: [u8; 16],
+    /// Binding a channel authenticates again as the same user (MS-SMB2 3.2.4.2.3.1).
+    pub(crate) creds: UserCredentials,
+    /// The session's keys; bound channels derive their own signing key next to them.
+    pub(crate) security: Option<Arc<SessionSecurity>>,
+    logged_off: AtomicBool,
+}
+
+impl Drop for SessionCore {
+    fn drop(&mut self) {
+        self.mc.shutdown();
+    }
+}
+
+/// Drain break notifications: no oplocks or leases are requested yet, so none are expected,
+/// and the queue must not grow.
+pub(crate) fn drain_unsolicited(mut unsolicited: Unsolicited) {
+    tokio::spawn(async move {
+        while let Some(msg) = unsolicited.recv().await {
+            tracing::debug!(len = msg.len(), "unsolicited break notification ignored");
+        }
+    });
 }
 
 /// Per-tree request context.
@@ -57,14 +87,8 @@ impl Client {
             connect_timeout: config.connect_timeout,
             credit_target: config.credit_target,
         };
-        let (channel, mut unsolicited) = Channel::connect(addr, None, &opts).await?;
-        // Break notifications are not expected (no oplocks or leases are requested yet); drain
-        // them so the queue cannot grow.
-        tokio::spawn(async move {
-            while let Some(msg) = unsolicited.recv().await {
-                tracing::debug!(len = msg.len(), "unsolicited break notification ignored");
-            }
-        });
+        let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;
+        drain_unsolicited(unsolicited);
         let mut client_guid = [0u8; 16];
         rand::rng().fill_bytes(&mut client_guid);
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
@@ -81,22 +105,30 @@ impl Client {
             )));
         }
         let signing = established.security.is_some();
-        if let Some(sec) = established.security {
-            channel.set_crypto(sec);
+        if let Some(sec) = &established.security {
+            channel.set_crypto(sec.clone());
         }
-        Ok(Client {
-            inner: Arc::new(SessionCore {
-                channel,
-                session_id: established.session_id,
-                negotiated,
-                signing,
-                encrypt_all: config.encrypt || session_encrypts,
-                can_encrypt,
-                config,
-                server_name: host,
-                client_guid,
-            }),
-        })
+        let eligibility = eligibility::check(&config, &negotiated, signing);
+        if let Err(why) = &eligibility {
+            tracing::debug!(reason = %why, "single channel");
+        }
+        let core = Arc::new(SessionCore {
+            mc: Multichannel::new(channel, &config, eligibility),
+            session_id: established.session_id,
+            negotiated,
+            signing,
+            encrypt_all: config.encrypt || session_encrypts,
+            can_encrypt,
+            config,
+            server_name: host,
+            server_addr: addr,
+            client_guid,
+            creds: creds.clone(),
+            security: established.security,
+            logged_off: AtomicBool::new(false),
+        });
+        manager::start(&core);
+        Ok(Client { inner: core })
     }
 
     /// Connect to a share (`TREE_CONNECT`).
@@ -159,33 +191,49 @@ impl Client {
         (n.max_read, n.max_write, n.max_transact)
     }
 
-    /// The server's address.
+    /// The address the session was set up on.
     pub fn server_addr(&self) -> SocketAddr {
-        self.inner.channel.peer()
+        self.inner.server_addr
     }
 
-    /// Requests, bytes sent and bytes received on the session's channel so far.
+    /// Requests, bytes sent and bytes received over all channels so far.
     pub fn counters(&self) -> (u64, u64, u64) {
-        self.inner.channel.counters()
+        self.channels().iter().fold((0, 0, 0), |acc, c| {
+            (
+                acc.0 + c.requests,
+                acc.1 + c.bytes_sent,
+                acc.2 + c.bytes_received,
+            )
+        })
     }
 
-    /// The session's channels and their counters.
-    pub fn channels(&self) -> Vec<crate::types::ChannelInfo> {
-        let ch = &self.inner.channel;
-        let (requests, bytes_sent, bytes_received) = ch.counters();
-        vec![crate::types::ChannelInfo {
-            local: ch.local(),
-            server: ch.peer(),
-            requests,
-            bytes_sent,
-            bytes_received,
-            credits: ch.credits_total(),
-            failure: ch.dead_reason(),
-        }]
+    /// The session's channels (active, draining, failed) and their counters.
+    pub fn channels(&self) -> Vec<ChannelInfo> {
+        self.inner.mc.channel_infos()
+    }
+
+    /// Whether multichannel is on, both interface lists, and each interface pair's planned
+    /// and current channels with its binding counters.
+    pub fn multichannel(&self) -> MultichannelStatus {
+        self.inner.mc.status()
+    }
+
+    /// Wait (at most `timeout`) until the first round of channel binding has finished, so
+    /// that work started next spreads over every channel from the start. Returns whether it
+    /// finished; the session is usable either way.
+    pub async fn wait_for_channels(&self, timeout: Duration) -> bool {
+        self.inner.mc.wait_settled(timeout).await
+    }
+
+    /// Ask the server for its interfaces again now, instead of at the next poll.
+    pub fn refresh_interfaces(&self) {
+        self.inner.mc.refresh();
     }
 
     /// End the session (`LOGOFF`). Handles still open become invalid.
     pub async fn logoff(&self) -> Result<()> {
+        self.inner.logged_off.store(true, Ordering::Relaxed);
+        self.inner.mc.shutdown();
         let body = smb3_proto::msg::logoff::LogoffRequest {};
         self.inner.call(&body, None).await.map(|_| ())
     }
@@ -220,7 +268,13 @@ impl SessionCore {
         also_ok: &[NtStatus],
     ) -> Result<Response> {
         let req = self.request(body, tree);
-        self.channel.call(req).await?.check(also_ok)
+        let channel = self.mc.set.pick(req.charge(), B::COMMAND)?;
+        channel.call(req).await?.check(also_ok)
+    }
+
+    /// Whether LOGOFF was sent: the manager stops binding.
+    pub(crate) fn logged_off(&self) -> bool {
+        self.logged_off.load(Ordering::Relaxed)
     }
 }
 

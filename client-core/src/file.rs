@@ -96,7 +96,11 @@ impl File {
         (
             io.min(core.negotiated.max_read.max(4096)),
             io.min(core.negotiated.max_write.max(4096)),
-            core.config.io_depth.max(1),
+            // Keep every channel busy: at least four chunks in flight per channel.
+            core.config
+                .io_depth
+                .max(4 * core.mc.set.active().len())
+                .max(1),
         )
     }
 

@@ -33,6 +33,9 @@ pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use file::{File, FileReader, FileWriter};
+pub use multichannel::status::{
+    ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
+};
 pub use share::Share;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
-pub use types::{ChannelInfo, DirEntry, FileType, FsInfo, Metadata, OpenOptions};
+pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions};

@@ -5,7 +5,9 @@
 //! (MS-SMB2 3.2.1.3, 3.2.4.1.8).
 
 use bytes::BytesMut;
-use smb3_proto::crypto::keys::derive_session_keys;
+use std::sync::Arc;
+
+use smb3_proto::crypto::keys::{derive_channel_signing_key, derive_session_keys};
 use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::seal::Sealer;
 use smb3_proto::crypto::signing::Signer;
@@ -19,8 +21,9 @@ use crate::session::Negotiated;
 pub(crate) struct SessionSecurity {
     session_id: u64,
     signer: Signer,
-    encryptor: Option<Sealer>,
-    decryptor: Option<Sealer>,
+    /// Shared by every channel of the session: one nonce sequence for the session's key.
+    encryptor: Option<Arc<Sealer>>,
+    decryptor: Option<Arc<Sealer>>,
     replies_must_be_signed: bool,
 }
 
@@ -55,8 +58,12 @@ impl SessionSecurity {
             &keys.decryption_key,
         ) {
             (Some(cipher), Some(enc), Some(dec)) => (
-                Some(Sealer::new(cipher, enc.as_bytes(), backend).map_err(key_error)?),
-                Some(Sealer::new(cipher, dec.as_bytes(), backend).map_err(key_error)?),
+                Some(Arc::new(
+                    Sealer::new(cipher, enc.as_bytes(), backend).map_err(key_error)?,
+                )),
+                Some(Arc::new(
+                    Sealer::new(cipher, dec.as_bytes(), backend).map_err(key_error)?,
+                )),
             ),
             _ => (None, None),
         };
@@ -66,6 +73,33 @@ impl SessionSecurity {
             encryptor,
             decryptor,
             replies_must_be_signed,
+        })
+    }
+
+    /// The keys of a channel bound to this session: its own signing key, derived from the
+    /// binding's session key (and on 3.1.1 the new connection's preauth hash), and the
+    /// session's encryption keys (MS-SMB2 3.2.5.3.3).
+    pub(crate) fn for_channel(
+        &self,
+        negotiated: &Negotiated,
+        binding_session_key: &[u8],
+        channel_preauth: Option<&PreauthHash>,
+    ) -> Result<SessionSecurity> {
+        let key =
+            derive_channel_signing_key(negotiated.dialect, binding_session_key, channel_preauth)
+                .map_err(key_error)?;
+        let signer = Signer::new(
+            negotiated.signing_algorithm,
+            key.as_bytes(),
+            CryptoBackend::default(),
+        )
+        .map_err(key_error)?;
+        Ok(SessionSecurity {
+            session_id: self.session_id,
+            signer,
+            encryptor: self.encryptor.clone(),
+            decryptor: self.decryptor.clone(),
+            replies_must_be_signed: self.replies_must_be_signed,
         })
     }
 

@@ -145,17 +145,37 @@ pub(crate) struct Established {
     pub(crate) security: Option<Arc<SessionSecurity>>,
 }
 
+/// Where an authentication exchange ended.
+struct Exchange {
+    auth: Authenticator,
+    session_id: u64,
+    /// The final (SUCCESS) reply, not yet verified.
+    last: crate::channel::Response,
+    flags: SessionFlags,
+    /// The preauth hash over every message of the exchange but the last reply (3.1.1).
+    preauth: Option<PreauthHash>,
+}
+
+/// Binding an existing session to a new connection (MS-SMB2 3.2.4.2.3.1).
+struct BindingOf<'a> {
+    session_id: u64,
+    /// The session's keys: binding requests are signed with Session.SigningKey, and so are
+    /// the server's MORE_PROCESSING replies (MS-SMB2 3.3.4.1.1).
+    session: &'a SessionSecurity,
+}
+
 /// Run SESSION_SETUP rounds until the server says SUCCESS (MS-SMB2 3.2.5.3).
-pub(crate) async fn session_setup(
+async fn exchange(
     channel: &Channel,
     negotiated: &Negotiated,
     creds: &UserCredentials,
     server_name: &str,
     config: &ClientConfig,
-) -> Result<Established> {
+    binding: Option<BindingOf<'_>>,
+) -> Result<Exchange> {
     let mut auth = Authenticator::ntlm(creds, server_name)?;
     let mut preauth = negotiated.preauth.clone();
-    let mut session_id = 0u64;
+    let mut session_id = binding.as_ref().map_or(0, |b| b.session_id);
     let mut server_token: Bytes = negotiated.gss_token.clone();
     let mut first = true;
     loop {
@@ -169,7 +189,11 @@ pub(crate) async fn session_setup(
             .into());
         };
         let body = SessionSetupRequest {
-            flags: SessionSetupFlags(0),
+            flags: SessionSetupFlags(if binding.is_some() {
+                SessionSetupFlags::BINDING
+            } else {
+                0
+            }),
             security_mode: security_mode(config),
             capabilities: Capabilities(0),
             security_buffer: Bytes::from(token),
@@ -179,6 +203,9 @@ pub(crate) async fn session_setup(
         req.session_id = session_id;
         req.keep_sent = true;
         req.timeout = config.request_timeout;
+        // A binding request must be signed (MS-SMB2 3.3.5.5); the channel signs with the
+        // session's key installed for the exchange.
+        req.sign = binding.is_some();
         let resp = channel.call(req).await?;
         let status = resp.header.status;
         if status != NtStatus::SUCCESS && status != NtStatus::MORE_PROCESSING_REQUIRED {
@@ -187,6 +214,24 @@ pub(crate) async fn session_setup(
                 command: smb3_proto::Command::SESSION_SETUP,
                 path: None,
             });
+        }
+        if let Some(b) = &binding {
+            if resp.header.session_id != b.session_id {
+                return Err(
+                    ProtocolError::Unexpected("binding reply names another session").into(),
+                );
+            }
+            // Interim binding replies are signed with Session.SigningKey (MS-SMB2 3.3.4.1.1).
+            if status == NtStatus::MORE_PROCESSING_REQUIRED
+                && resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED)
+                && !b.session.verify_message(&resp.msg)
+            {
+                return Err(ProtocolError::BadSignature {
+                    command: smb3_proto::Command::SESSION_SETUP,
+                    message_id: resp.header.message_id,
+                }
+                .into());
+            }
         }
         session_id = resp.header.session_id;
         let decoded =
@@ -209,43 +254,114 @@ pub(crate) async fn session_setup(
         if !server_token.is_empty() && !auth.is_complete() {
             auth.step(&server_token)?;
         }
-        let flags = decoded.session_flags;
-        let anonymous = flags.has(SessionFlags::IS_GUEST) || flags.has(SessionFlags::IS_NULL);
-        if anonymous && !config.allow_guest {
-            return Err(Error::Auth {
-                kind: AuthFailure::GuestNotAllowed,
-                detail: format!("user {:?} was mapped to guest", creds.user),
-            });
-        }
-        let security = if anonymous {
-            None
-        } else {
-            let key = auth.session_key()?;
-            let sec = SessionSecurity::derive(
-                negotiated,
-                &key,
-                preauth.as_ref(),
-                session_id,
-                must_sign(negotiated, config),
-            )?;
-            // The final response is signed with the new key (MS-SMB2 3.2.5.3.1).
-            if resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED)
-                && !sec.verify_message(&resp.msg)
-            {
-                return Err(ProtocolError::BadSignature {
-                    command: smb3_proto::Command::SESSION_SETUP,
-                    message_id: resp.header.message_id,
-                }
-                .into());
-            }
-            Some(Arc::new(sec))
-        };
-        return Ok(Established {
+        return Ok(Exchange {
+            auth,
             session_id,
-            flags,
-            security,
+            last: resp,
+            flags: decoded.session_flags,
+            preauth,
         });
     }
+}
+
+/// The final SESSION_SETUP reply is signed with the key just derived (MS-SMB2 3.2.5.3.1).
+/// A binding's final reply must be signed (MS-SMB2 3.2.5.3.3); a new session's is whenever
+/// the server signs.
+fn check_final_signature(
+    sec: &SessionSecurity,
+    last: &crate::channel::Response,
+    must_be_signed: bool,
+) -> Result<()> {
+    let signed = last.header.flags.has(smb3_proto::HeaderFlags::SIGNED);
+    if (must_be_signed && !signed) || (signed && !sec.verify_message(&last.msg)) {
+        return Err(ProtocolError::BadSignature {
+            command: smb3_proto::Command::SESSION_SETUP,
+            message_id: last.header.message_id,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Authenticate a new session on its first channel.
+pub(crate) async fn session_setup(
+    channel: &Channel,
+    negotiated: &Negotiated,
+    creds: &UserCredentials,
+    server_name: &str,
+    config: &ClientConfig,
+) -> Result<Established> {
+    let ex = exchange(channel, negotiated, creds, server_name, config, None).await?;
+    let flags = ex.flags;
+    let anonymous = flags.has(SessionFlags::IS_GUEST) || flags.has(SessionFlags::IS_NULL);
+    if anonymous && !config.allow_guest {
+        return Err(Error::Auth {
+            kind: AuthFailure::GuestNotAllowed,
+            detail: format!("user {:?} was mapped to guest", creds.user),
+        });
+    }
+    let security = if anonymous {
+        None
+    } else {
+        let key = ex.auth.session_key()?;
+        let sec = SessionSecurity::derive(
+            negotiated,
+            &key,
+            ex.preauth.as_ref(),
+            ex.session_id,
+            must_sign(negotiated, config),
+        )?;
+        check_final_signature(&sec, &ex.last, false)?;
+        Some(Arc::new(sec))
+    };
+    Ok(Established {
+        session_id: ex.session_id,
+        flags,
+        security,
+    })
+}
+
+/// Bind the session `session_id` to a new connection (`channel`, already negotiated as
+/// `negotiated`) and return that channel's own signing/sealing (MS-SMB2 3.2.4.2.3.1,
+/// 3.2.5.3.3). The binding authenticates again as the same user; the channel's signing key
+/// comes from that authentication's session key and, on 3.1.1, the new connection's own
+/// preauth hash. Encryption keys stay the session's.
+pub(crate) async fn bind_session(
+    channel: &Channel,
+    negotiated: &Negotiated,
+    creds: &UserCredentials,
+    server_name: &str,
+    config: &ClientConfig,
+    session_id: u64,
+    session: &Arc<SessionSecurity>,
+) -> Result<Arc<SessionSecurity>> {
+    // Sign the binding requests with Session.SigningKey (MS-SMB2 3.2.4.1.1).
+    channel.set_crypto(session.clone());
+    let binding = BindingOf {
+        session_id,
+        session: session.as_ref(),
+    };
+    let ex = exchange(
+        channel,
+        negotiated,
+        creds,
+        server_name,
+        config,
+        Some(binding),
+    )
+    .await?;
+    // MS-SMB2 3.2.5.3.3: a binding that comes back as guest is not the same user.
+    if ex.flags.has(SessionFlags::IS_GUEST) || ex.flags.has(SessionFlags::IS_NULL) {
+        return Err(Error::Auth {
+            kind: AuthFailure::GuestNotAllowed,
+            detail: "the server bound the channel as guest".into(),
+        });
+    }
+    let key = ex.auth.session_key()?;
+    let sec = Arc::new(session.for_channel(negotiated, &key, ex.preauth.as_ref())?);
+    check_final_signature(&sec, &ex.last, true)?;
+    channel.set_crypto(sec.clone());
+    Ok(sec)
 }
 
 /// Whether replies must be signed: the server or the client requires it, and always on 3.1.1

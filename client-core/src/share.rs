@@ -187,7 +187,9 @@ impl Share {
             self.request(&close),
         ];
         let core = &self.inner.client.inner;
-        let mut replies = core.channel.call_compound(reqs, true).await?.into_iter();
+        let charge = reqs.iter().map(|r| r.charge().max(1)).sum();
+        let channel = core.mc.set.pick(charge, Command::CREATE)?;
+        let mut replies = channel.call_compound(reqs, true).await?.into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };

@@ -195,23 +195,3 @@ mod tests {
         assert!(wire_path("a/../b").is_err());
     }
 }
-
-/// One channel (TCP connection) of a session and what went over it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ChannelInfo {
-    /// Local address and port.
-    pub local: std::net::SocketAddr,
-    /// Server address and port.
-    pub server: std::net::SocketAddr,
-    /// Requests sent.
-    pub requests: u64,
-    /// Bytes sent (SMB2 messages, transport headers excluded).
-    pub bytes_sent: u64,
-    /// Bytes received.
-    pub bytes_received: u64,
-    /// Credits held.
-    pub credits: u32,
-    /// Why the channel is down, if it is.
-    pub failure: Option<String>,
-}

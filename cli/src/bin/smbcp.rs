@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use smb3_client::{ClientConfig, Dialect};
+use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport};
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 
@@ -43,7 +44,10 @@ struct Args {
     /// Highest dialect to offer: 2.1, 3.0, 3.0.2 or 3.1.1.
     #[arg(long, value_parser = parse_dialect)]
     max_dialect: Option<Dialect>,
-    /// Print a JSON summary on stdout at the end.
+    #[command(flatten)]
+    channels: ChannelArgs,
+    /// Print one JSON object on stdout at the end: bytes, seconds, files, and each channel's
+    /// local and server address, bytes and requests.
     #[arg(long)]
     json: bool,
     /// No progress bar.
@@ -128,6 +132,7 @@ async fn run(args: Args) -> i32 {
     if let Some(d) = args.max_dialect {
         config.max_dialect = d;
     }
+    args.channels.apply(&mut config);
     let opts = CopyOptions {
         recursive: args.recursive,
         jobs: args.jobs,
@@ -172,6 +177,9 @@ async fn run(args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
+    // Channels bind in the background; give them a moment so the first files spread over
+    // all of them. Late channels still join: every chunk picks its channel when it is sent.
+    client.wait_for_channels(CHANNEL_SETTLE).await;
     let share = match client.share(&remote.share).await {
         Ok(s) => s,
         Err(e) => {
@@ -210,6 +218,9 @@ async fn run(args: Args) -> i32 {
     finish(&client, &report, args.json)
 }
 
+/// How long smbcp waits for extra channels before it starts copying.
+const CHANNEL_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Clone, Copy)]
 enum Direction {
     Up,
@@ -228,15 +239,8 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
     if json {
         let channels: Vec<_> = client
             .channels()
-            .into_iter()
-            .map(|c| {
-                serde_json::json!({
-                    "local": c.local.ip().to_string(),
-                    "server": c.server.ip().to_string(),
-                    "bytes": c.bytes_sent + c.bytes_received,
-                    "requests": c.requests,
-                })
-            })
+            .iter()
+            .map(smbcp::status::channel_json)
             .collect();
         let summary = serde_json::json!({
             "bytes": report.bytes,
@@ -246,6 +250,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
             "mb_per_s": mb_s,
             "dialect": client.dialect().to_string(),
             "channels": channels,
+            "multichannel": smbcp::status::multichannel_json(&client.multichannel()),
         });
         println!("{summary}");
     } else {

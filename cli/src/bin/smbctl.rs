@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use smb3_client::ClientConfig;
+use smbcp::channel_args::ChannelArgs;
+use smbcp::status;
 use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// Inspect SMB shares and sessions.
@@ -32,13 +34,28 @@ enum Cmd {
         /// smb://USER@HOST/SHARE/PATH
         url: String,
     },
-    /// Show the session's channels.
+    /// Show the session's channels per interface pair (planned and current), and each channel.
     Channels {
+        /// smb://USER@HOST/SHARE
+        url: String,
+        /// Say in words why multichannel is off or why fewer channels than planned exist.
+        #[arg(long)]
+        explain: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        channels: ChannelArgs,
+    },
+    /// Show the server's advertised interfaces, the local NICs and the planned pairs.
+    Interfaces {
         /// smb://USER@HOST/SHARE
         url: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        channels: ChannelArgs,
     },
 }
 
@@ -66,8 +83,16 @@ fn remote(url: &str) -> Result<RemotePath, String> {
 
 async fn run(args: Args) -> i32 {
     let url = match &args.command {
-        Cmd::Ls { url } | Cmd::Stat { url } | Cmd::Channels { url, .. } => url.clone(),
+        Cmd::Ls { url }
+        | Cmd::Stat { url }
+        | Cmd::Channels { url, .. }
+        | Cmd::Interfaces { url, .. } => url.clone(),
     };
+    let mut config = ClientConfig::default();
+    if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
+        channels.apply(&mut config);
+    }
+    let settle = config.bind_timeout + std::time::Duration::from_secs(1);
     let r = match remote(&url) {
         Ok(r) => r,
         Err(e) => {
@@ -82,7 +107,7 @@ async fn run(args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let client = match connect(&r, &creds, ClientConfig::default()).await {
+    let client = match connect(&r, &creds, config).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("smbctl: {e}");
@@ -114,38 +139,27 @@ async fn run(args: Args) -> i32 {
                 println!("modified: {:?}", t);
             }
         }),
-        Cmd::Channels { json, .. } => {
-            let chans = client.channels();
+        Cmd::Channels { json, explain, .. } => {
+            client.wait_for_channels(settle).await;
             if json {
-                let v: Vec<_> = chans
-                    .iter()
-                    .map(|c| {
-                        serde_json::json!({
-                            "local": c.local.to_string(), "server": c.server.to_string(),
-                            "requests": c.requests, "bytes_sent": c.bytes_sent,
-                            "bytes_received": c.bytes_received, "credits": c.credits,
-                            "failure": c.failure,
-                        })
-                    })
-                    .collect();
-                println!("{}", serde_json::Value::Array(v));
+                let v = serde_json::json!({
+                    "dialect": client.dialect().to_string(),
+                    "channels": client.channels().iter().map(status::channel_json).collect::<Vec<_>>(),
+                    "multichannel": status::multichannel_json(&client.multichannel()),
+                });
+                println!("{v}");
             } else {
-                println!(
-                    "dialect {}  signing {:?}  cipher {:?}",
-                    client.dialect(),
-                    client.signing(),
-                    client.cipher()
-                );
-                println!(
-                    "{:<24} {:<24} {:>8} {:>8}",
-                    "LOCAL", "SERVER", "REQUESTS", "CREDITS"
-                );
-                for c in chans {
-                    println!(
-                        "{:<24} {:<24} {:>8} {:>8}",
-                        c.local, c.server, c.requests, c.credits
-                    );
-                }
+                status::print_channels(&client, explain);
+            }
+            Ok(())
+        }
+        Cmd::Interfaces { json, .. } => {
+            client.wait_for_channels(settle).await;
+            let s = client.multichannel();
+            if json {
+                println!("{}", status::multichannel_json(&s));
+            } else {
+                status::print_interfaces(&s);
             }
             Ok(())
         }

@@ -78,6 +78,11 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Credits this request is charged.
+    pub(crate) fn charge(&self) -> u16 {
+        self.credit_charge
+    }
+
     /// Encode `body` behind a header placeholder.
     pub(crate) fn new<B: RequestBody>(body: &B) -> Request {
         let mut msg = BytesMut::with_capacity(HEADER_LEN + 128);
@@ -166,6 +171,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     credit_granted: Notify,
+    /// Woken once, when the channel dies.
+    died: Notify,
     crypto: RwLock<Option<Arc<dyn ChannelCrypto>>>,
     peer: SocketAddr,
     local: SocketAddr,
@@ -184,9 +191,38 @@ struct Inner {
     reader: tokio::task::AbortHandle,
 }
 
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("local", &self.local())
+            .field("peer", &self.peer())
+            .finish()
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.reader.abort();
+        // Nobody can send on it any more; watchers learn that it is gone.
+        self.shared.fail("channel closed by the client".into());
+    }
+}
+
+/// Waits for one channel to die without keeping it open.
+pub(crate) struct DeathWatch(Arc<Shared>);
+
+impl DeathWatch {
+    /// Resolves once the channel has failed or been closed; returns why.
+    pub(crate) async fn wait(&self) -> String {
+        loop {
+            let died = self.0.died.notified();
+            tokio::pin!(died);
+            died.as_mut().enable();
+            if let Some(reason) = self.0.lock().dead.clone() {
+                return reason;
+            }
+            died.await;
+        }
     }
 }
 
@@ -249,6 +285,7 @@ impl Channel {
                 bytes_received: 0,
             }),
             credit_granted: Notify::new(),
+            died: Notify::new(),
             crypto: RwLock::new(None),
             peer,
             local,
@@ -302,6 +339,29 @@ impl Channel {
     /// Why the channel died, if it has.
     pub(crate) fn dead_reason(&self) -> Option<String> {
         self.inner.shared.lock().dead.clone()
+    }
+
+    /// A handle that learns when this channel dies, without keeping it alive.
+    pub(crate) fn death_watch(&self) -> DeathWatch {
+        DeathWatch(self.inner.shared.clone())
+    }
+
+    /// Whether the connection has failed.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.inner.shared.lock().dead.is_some()
+    }
+
+    /// (credits available now, credits of requests in flight): the dispatcher's view of how
+    /// busy the channel is. A credit covers 64 KiB either way, so in-flight credits measure
+    /// bytes in flight for reads and writes alike.
+    pub(crate) fn load(&self) -> (u32, u32) {
+        let st = self.inner.shared.lock();
+        (st.credits.available(), st.credits.in_flight())
+    }
+
+    /// Requests sent whose final reply has not arrived.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.inner.shared.lock().pending.len()
     }
 
     /// Credits held (available + in flight).
@@ -546,6 +606,7 @@ impl Shared {
                 .send(Err(Error::ConnectionLost { command: p.command }));
         }
         self.credit_granted.notify_waiters();
+        self.died.notify_waiters();
     }
 }
 

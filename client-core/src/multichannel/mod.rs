@@ -1,7 +1,18 @@
-//! Multichannel (DESIGN §3): which NIC pairs a session should use, and the channels over them.
+//! Multichannel (DESIGN §3): one session over several TCP connections, one or more per usable
+//! NIC pair, with requests spread over them.
 //!
+//! - `eligibility`: whether the session may have more channels, and if not why.
 //! - `inventory`: the local NICs with their speed and RSS, from the OS.
 //! - `planner`: a pure function from (server interfaces, local NICs, config) to wanted slots.
+//! - `binding`: opening one more channel of the session (NEGOTIATE + SESSION_SETUP BINDING).
+//! - `channel_set`: the session's channels and which one carries the next request.
+//! - `manager`: the background task that discovers, plans, binds and drains.
+//! - `status`: what embedders and `smbctl channels` see.
 
+pub(crate) mod binding;
+pub(crate) mod channel_set;
+pub(crate) mod eligibility;
 pub(crate) mod inventory;
+pub(crate) mod manager;
 pub(crate) mod planner;
+pub(crate) mod status;

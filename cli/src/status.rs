@@ -1,0 +1,247 @@
+//! How `smbctl` and `smbcp --json` show a session's interfaces and channels.
+
+use smb3_client::{ChannelInfo, Client, MultichannelStatus};
+
+/// A link speed for people: `10 Gb/s`, `100 Mb/s`, `?`.
+pub fn speed(bits: Option<u64>) -> String {
+    match bits {
+        None => "?".into(),
+        Some(b) if b >= 1_000_000_000 && b % 1_000_000_000 == 0 => {
+            format!("{} Gb/s", b / 1_000_000_000)
+        }
+        Some(b) if b >= 1_000_000 => format!("{} Mb/s", b / 1_000_000),
+        Some(b) => format!("{b} b/s"),
+    }
+}
+
+/// One channel as JSON: the fields `smbcp --json` promises (`local`, `server`, `bytes`,
+/// `requests`) and the rest of what is known.
+pub fn channel_json(c: &ChannelInfo) -> serde_json::Value {
+    serde_json::json!({
+        "local": c.local.ip().to_string(),
+        "server": c.server.ip().to_string(),
+        "local_port": c.local.port(),
+        "server_port": c.server.port(),
+        "bytes": c.bytes_sent + c.bytes_received,
+        "bytes_sent": c.bytes_sent,
+        "bytes_received": c.bytes_received,
+        "requests": c.requests,
+        "credits": c.credits,
+        "local_interface": c.local_interface,
+        "local_if_index": c.local_if_index,
+        "server_if_index": c.server_if_index,
+        "rss": c.rss,
+        "rdma": c.rdma,
+        "link_speed": c.link_speed,
+        "primary": c.primary,
+        "state": c.state.to_string(),
+        "failure": c.failure,
+    })
+}
+
+/// The multichannel state as JSON.
+pub fn multichannel_json(s: &MultichannelStatus) -> serde_json::Value {
+    let pairs: Vec<_> = s
+        .pairs
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "local": p.local.map(|a| a.to_string()),
+                "local_interface": p.local_interface,
+                "server": p.server.map(|a| a.to_string()),
+                "server_if_index": p.server_if_index,
+                "rss": p.rss,
+                "link_speed": p.link_speed,
+                "max_channels": p.max_channels,
+                "planned": p.planned,
+                "current": p.current,
+                "binds_tried": p.binds_tried,
+                "binds_ok": p.binds_ok,
+                "binds_refused": p.binds_refused,
+                "binds_failed": p.binds_failed,
+                "channel_failures": p.channel_failures,
+                "last_error": p.last_error,
+            })
+        })
+        .collect();
+    let server: Vec<_> = s
+        .server_interfaces
+        .iter()
+        .map(|i| {
+            serde_json::json!({
+                "if_index": i.if_index, "address": i.address.to_string(), "rss": i.rss,
+                "rdma": i.rdma, "link_speed": i.link_speed,
+            })
+        })
+        .collect();
+    let local: Vec<_> = s
+        .local_interfaces
+        .iter()
+        .map(|i| {
+            serde_json::json!({
+                "name": i.name, "if_index": i.if_index, "address": i.address.to_string(),
+                "rx_queues": i.rx_queues, "rss": i.rss, "link_speed": i.link_speed,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "enabled": s.off_reason.is_none(),
+        "off_reason": s.off_reason,
+        "dispatch": format!("{:?}", s.dispatch),
+        "planned": s.planned(),
+        "current": s.current(),
+        "server_interfaces": server,
+        "local_interfaces": local,
+        "pairs": pairs,
+        "notes": s.notes,
+        "interface_queries": s.interface_queries,
+        "query_error": s.query_error,
+        "explain": s.explain(),
+    })
+}
+
+/// `smbctl channels` as text: the pairs (as Windows' Get-SmbMultichannelConnection shows
+/// them), then every channel, then with `explain` the reasons in words.
+pub fn print_channels(client: &Client, explain: bool) {
+    let s = client.multichannel();
+    println!(
+        "server {}  dialect {}  signing {}  cipher {}  multichannel {}  dispatch {:?}",
+        client.server_addr(),
+        client.dialect(),
+        client
+            .signing()
+            .map_or("off".to_string(), |a| format!("{a:?}")),
+        client
+            .cipher()
+            .map_or("none".to_string(), |c| format!("{c:?}")),
+        if s.off_reason.is_none() { "on" } else { "off" },
+        s.dispatch,
+    );
+    if !s.pairs.is_empty() {
+        println!();
+        println!(
+            "{:<16} {:<8} {:<16} {:>5} {:>4} {:>9} {:>4} {:>4} {:>12}",
+            "CLIENT IP", "IF", "SERVER IP", "SRVIF", "RSS", "SPEED", "MAX", "CUR", "BINDS ok/no/x"
+        );
+        for p in &s.pairs {
+            println!(
+                "{:<16} {:<8} {:<16} {:>5} {:>4} {:>9} {:>4} {:>4} {:>12}",
+                p.local.map_or("?".into(), |a| a.to_string()),
+                p.local_interface,
+                p.server.map_or("?".into(), |a| a.to_string()),
+                p.server_if_index,
+                if p.rss { "yes" } else { "no" },
+                speed(p.link_speed),
+                p.planned,
+                p.current,
+                format!("{}/{}/{}", p.binds_ok, p.binds_refused, p.binds_failed),
+            );
+        }
+    }
+    println!();
+    println!(
+        "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7}  FAILURE",
+        "LOCAL", "SERVER", "STATE", "REQUESTS", "BYTES", "CREDITS"
+    );
+    for c in client.channels() {
+        println!(
+            "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7}  {}",
+            c.local.to_string(),
+            c.server.to_string(),
+            c.state.to_string(),
+            c.requests,
+            c.bytes_sent + c.bytes_received,
+            c.credits,
+            c.failure.as_deref().unwrap_or("")
+        );
+    }
+    if explain {
+        println!();
+        for line in s.explain() {
+            println!("{line}");
+        }
+    }
+}
+
+/// `smbctl interfaces` as text: what the server advertises, the local NICs, the plan.
+pub fn print_interfaces(s: &MultichannelStatus) {
+    if let Some(reason) = &s.off_reason {
+        println!("multichannel is off: {reason}");
+    }
+    if let Some(e) = &s.query_error {
+        println!("interface query failed: {e}");
+    }
+    println!("server interfaces:");
+    println!(
+        "  {:>5} {:<40} {:>4} {:>5} {:>9}",
+        "IF", "ADDRESS", "RSS", "RDMA", "SPEED"
+    );
+    for i in &s.server_interfaces {
+        println!(
+            "  {:>5} {:<40} {:>4} {:>5} {:>9}",
+            i.if_index,
+            i.address.to_string(),
+            yes(i.rss),
+            yes(i.rdma),
+            speed(i.link_speed)
+        );
+    }
+    println!("local interfaces:");
+    println!(
+        "  {:<10} {:>5} {:<40} {:>6} {:>4} {:>9}",
+        "NAME", "IF", "ADDRESS", "QUEUES", "RSS", "SPEED"
+    );
+    for i in &s.local_interfaces {
+        println!(
+            "  {:<10} {:>5} {:<40} {:>6} {:>4} {:>9}",
+            i.name,
+            i.if_index,
+            i.address.to_string(),
+            i.rx_queues,
+            yes(i.rss),
+            speed(i.link_speed)
+        );
+    }
+    println!("planned pairs:");
+    for p in s.pairs.iter().filter(|p| p.planned > 0) {
+        println!(
+            "  {} ({}) -> {} (if {}): {} channel(s){}",
+            p.local.map_or("?".into(), |a| a.to_string()),
+            p.local_interface,
+            p.server.map_or("?".into(), |a| a.to_string()),
+            p.server_if_index,
+            p.planned,
+            if p.planned < p.max_channels {
+                format!(" of {} (max_channels shared out)", p.max_channels)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for note in &s.notes {
+        println!("  note: {note}");
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::speed;
+
+    #[test]
+    fn speeds_read_naturally() {
+        assert_eq!(speed(None), "?");
+        assert_eq!(speed(Some(10_000_000_000)), "10 Gb/s");
+        assert_eq!(speed(Some(1_000_000_000)), "1 Gb/s");
+        assert_eq!(speed(Some(2_500_000_000)), "2500 Mb/s");
+        assert_eq!(speed(Some(100_000_000)), "100 Mb/s");
+        assert_eq!(speed(Some(9600)), "9600 b/s");
+    }
+}

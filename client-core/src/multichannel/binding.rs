@@ -1,0 +1,156 @@
+//! Opening one more channel of an existing session (DESIGN §3 step 5, MS-SMB2 3.2.4.2.3.1):
+//! a TCP connection from the slot's local address, NEGOTIATE with the session's ClientGuid,
+//! then SESSION_SETUP with the BINDING flag, signed with the session's key.
+
+use std::net::SocketAddr;
+
+use crate::channel::{Channel, ChannelOptions};
+use crate::client::{drain_unsolicited, SessionCore};
+use crate::error::Error;
+use crate::multichannel::planner::Slot;
+use crate::session;
+
+/// Why a channel could not be bound. None of these touch the session's other channels.
+#[derive(Debug)]
+pub(crate) enum BindFailure {
+    /// The TCP connection (or NEGOTIATE on it) failed.
+    Connect(Error),
+    /// The new connection reached a different server (MS-SMB2 3.2.5.2: ServerGuid).
+    OtherServer,
+    /// The new connection negotiated something the session cannot be bound with.
+    Mismatch(String),
+    /// The server refused the SESSION_SETUP with BINDING, or its reply did not check out.
+    Refused(Error),
+    /// It took longer than `bind_timeout`.
+    TimedOut,
+}
+
+impl BindFailure {
+    /// Whether the server said no (as opposed to the path not working).
+    pub(crate) fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            BindFailure::Refused(_) | BindFailure::OtherServer | BindFailure::Mismatch(_)
+        )
+    }
+}
+
+impl std::fmt::Display for BindFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindFailure::Connect(e) => write!(f, "could not connect: {e}"),
+            BindFailure::OtherServer => write!(
+                f,
+                "refused to bind: the address answers with another ServerGuid (a different server)"
+            ),
+            BindFailure::Mismatch(what) => write!(f, "refused to bind: {what}"),
+            BindFailure::Refused(e) => write!(f, "server refused the binding: {e}"),
+            BindFailure::TimedOut => write!(f, "binding timed out"),
+        }
+    }
+}
+
+/// Open and bind a channel for `slot`, reaching the server on `port`.
+pub(crate) async fn bind_channel(
+    core: &SessionCore,
+    slot: &Slot,
+    port: u16,
+) -> Result<Channel, BindFailure> {
+    match tokio::time::timeout(core.config.bind_timeout, bind_inner(core, slot, port)).await {
+        Ok(r) => r,
+        Err(_) => Err(BindFailure::TimedOut),
+    }
+}
+
+async fn bind_inner(core: &SessionCore, slot: &Slot, port: u16) -> Result<Channel, BindFailure> {
+    let Some(security) = core.security.clone() else {
+        return Err(BindFailure::Mismatch(
+            "the session has no signing key (guest)".into(),
+        ));
+    };
+    let opts = ChannelOptions {
+        connect_timeout: core.config.connect_timeout,
+        credit_target: core.config.credit_target,
+    };
+    let peer = SocketAddr::new(slot.key.server, port);
+    let (channel, unsolicited) = Channel::connect(peer, Some(slot.key.local), &opts)
+        .await
+        .map_err(BindFailure::Connect)?;
+    drain_unsolicited(unsolicited);
+    let negotiated =
+        session::negotiate(&channel, &core.config, core.client_guid, &core.server_name)
+            .await
+            .map_err(BindFailure::Connect)?;
+    check_same_server(&core.negotiated, &negotiated)?;
+    session::bind_session(
+        &channel,
+        &negotiated,
+        &core.creds,
+        &core.server_name,
+        &core.config,
+        core.session_id,
+        &security,
+    )
+    .await
+    .map_err(BindFailure::Refused)?;
+    tracing::debug!(local = %slot.key.local, server = %peer, "channel bound");
+    Ok(channel)
+}
+
+/// A channel can join the session only on the same server with the same dialect, and on
+/// 3.1.1 the same cipher and signing algorithm (MS-SMB2 3.3.5.5: the server fails a binding
+/// with another dialect; Samba also insists on the rest).
+fn check_same_server(
+    session: &session::Negotiated,
+    new: &session::Negotiated,
+) -> Result<(), BindFailure> {
+    if session.server_guid != new.server_guid {
+        return Err(BindFailure::OtherServer);
+    }
+    if session.dialect != new.dialect {
+        return Err(BindFailure::Mismatch(format!(
+            "the new connection negotiated {} instead of the session's {}",
+            new.dialect, session.dialect
+        )));
+    }
+    if session.cipher != new.cipher || session.signing_algorithm != new.signing_algorithm {
+        return Err(BindFailure::Mismatch(
+            "the new connection negotiated another cipher or signing algorithm".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multichannel::eligibility::tests::negotiated;
+    use smb3_proto::msg::negotiate::Capabilities;
+    use smb3_proto::{Cipher, Dialect, SigningAlgorithm};
+
+    #[test]
+    fn only_the_same_server_with_the_same_settings_can_be_bound() {
+        let mc = Capabilities::MULTI_CHANNEL;
+        let session = negotiated(Dialect::Smb311, mc);
+        assert!(check_same_server(&session, &negotiated(Dialect::Smb311, mc)).is_ok());
+
+        let mut other = negotiated(Dialect::Smb311, mc);
+        other.server_guid = [8; 16];
+        let e = check_same_server(&session, &other).unwrap_err();
+        assert!(matches!(e, BindFailure::OtherServer));
+        assert!(e.is_refusal());
+        assert!(e.to_string().contains("ServerGuid"));
+
+        let e = check_same_server(&session, &negotiated(Dialect::Smb302, mc)).unwrap_err();
+        assert!(e.to_string().contains("3.0.2") && e.to_string().contains("3.1.1"), "{e}");
+
+        let mut cipher = negotiated(Dialect::Smb311, mc);
+        cipher.cipher = Some(Cipher::Aes256Gcm);
+        assert!(check_same_server(&session, &cipher).is_err());
+        let mut signing = negotiated(Dialect::Smb311, mc);
+        signing.signing_algorithm = SigningAlgorithm::AesCmac;
+        assert!(check_same_server(&session, &signing).is_err());
+
+        assert!(!BindFailure::TimedOut.is_refusal());
+    }
+}

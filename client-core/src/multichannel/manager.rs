@@ -1,0 +1,543 @@
+//! The background task that keeps a session's channels matching the plan (DESIGN §3 steps
+//! 2-5 and 8): it asks the server for its interfaces after setup, every `interface_poll` and
+//! soon after a channel is lost; plans; binds missing slots in the background (each with a
+//! timeout, so an unreachable advertised address never stalls the session); drains channels
+//! whose pair left the plan; and keeps the counters `smbctl channels` shows.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::Rng;
+use smb3_proto::msg::ioctl::{
+    parse_network_interfaces, IoctlRequest, IoctlResponse, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
+};
+use smb3_proto::msg::tree_connect::TreeConnectRequest;
+use smb3_proto::msg::FileId;
+use smb3_proto::Command;
+use tokio::sync::{watch, Notify};
+
+use crate::channel::Channel;
+use crate::client::{decode, SessionCore, TreeContext};
+use crate::config::ClientConfig;
+use crate::error::Result;
+use crate::multichannel::binding::{bind_channel, BindFailure};
+use crate::multichannel::channel_set::{ChannelSet, Member, PathInfo};
+use crate::multichannel::eligibility::Ineligible;
+use crate::multichannel::inventory::{self, LocalInterface};
+use crate::multichannel::planner::{self, Plan, PlanConfig, ServerInterface, Slot, SlotKey};
+use crate::multichannel::status::{
+    ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
+};
+
+/// Largest interface list accepted (about 430 entries of 152 bytes).
+const MAX_INTERFACE_LIST: u32 = 64 * 1024;
+/// After a channel is lost, ask for the interfaces again this soon.
+const REQUERY_AFTER_LOSS: Duration = Duration::from_millis(100);
+/// First and last delay between attempts to bind a slot that failed.
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Counters of one (local, server) address pair.
+#[derive(Clone, Debug, Default)]
+struct PairCounters {
+    binds_tried: u64,
+    binds_ok: u64,
+    binds_refused: u64,
+    binds_failed: u64,
+    channel_failures: u64,
+    last_error: Option<String>,
+}
+
+/// When a failed slot may be tried again.
+#[derive(Clone, Copy, Debug)]
+struct Retry {
+    failures: u32,
+    at: Instant,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    server: Vec<ServerInterface>,
+    local: Vec<LocalInterface>,
+    plan: Option<Plan>,
+    pairs: BTreeMap<(IpAddr, IpAddr), PairCounters>,
+    queries: u64,
+    last_query: Option<Instant>,
+    query_error: Option<String>,
+    retry: HashMap<SlotKey, Retry>,
+    /// A channel was lost: ask the server for its interfaces again now.
+    requery: bool,
+    /// The IPC$ tree the interface queries go to.
+    ipc: Option<TreeContext>,
+}
+
+/// A session's channels and the state of multichannel for it.
+#[derive(Debug)]
+pub(crate) struct Multichannel {
+    pub(crate) set: ChannelSet,
+    eligibility: std::result::Result<(), Ineligible>,
+    state: Mutex<State>,
+    /// Wakes the manager task (channel lost, refresh asked, session dropped).
+    wake: Arc<Notify>,
+    settled: watch::Sender<bool>,
+}
+
+impl Multichannel {
+    pub(crate) fn new(
+        primary: Channel,
+        config: &ClientConfig,
+        eligibility: std::result::Result<(), Ineligible>,
+    ) -> Multichannel {
+        let settled = watch::Sender::new(eligibility.is_err());
+        Multichannel {
+            set: ChannelSet::new(primary, config.dispatch),
+            eligibility,
+            state: Mutex::new(State::default()),
+            wake: Arc::new(Notify::new()),
+            settled,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ask the manager to query the server's interfaces and re-plan now.
+    pub(crate) fn refresh(&self) {
+        self.lock().requery = true;
+        self.wake.notify_one();
+    }
+
+    /// Stop the manager (the session is going away).
+    pub(crate) fn shutdown(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Wait until the first round of binding has finished (or `timeout`).
+    pub(crate) async fn wait_settled(&self, timeout: Duration) -> bool {
+        let mut rx = self.settled.subscribe();
+        tokio::time::timeout(timeout, rx.wait_for(|s| *s))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Every channel, active, draining or failed.
+    pub(crate) fn channel_infos(&self) -> Vec<ChannelInfo> {
+        let mut out: Vec<ChannelInfo> = self.set.active().iter().map(|m| m.info(None)).collect();
+        out.extend(
+            self.set
+                .draining()
+                .iter()
+                .map(|m| m.info(Some(ChannelState::Draining))),
+        );
+        out.extend(self.set.retired());
+        out
+    }
+
+    pub(crate) fn status(&self) -> MultichannelStatus {
+        let members = self.set.active();
+        let st = self.lock();
+        let mut status = MultichannelStatus {
+            off_reason: self.eligibility.as_ref().err().map(|e| e.to_string()),
+            dispatch: self.set.policy(),
+            server_interfaces: st.server.iter().map(server_nic).collect(),
+            local_interfaces: st.local.iter().map(local_nic).collect(),
+            pairs: Vec::new(),
+            notes: st
+                .plan
+                .as_ref()
+                .map(|p| p.notes.clone())
+                .unwrap_or_default(),
+            interface_queries: st.queries,
+            since_last_query: st.last_query.map(|t| t.elapsed()),
+            query_error: st.query_error.clone(),
+            settled: *self.settled.borrow(),
+        };
+        let mut pairs: BTreeMap<(IpAddr, IpAddr), PairStatus> = BTreeMap::new();
+        if let Some(plan) = &st.plan {
+            for p in &plan.pairs {
+                let slot = plan
+                    .slots
+                    .iter()
+                    .find(|s| s.key.local == p.local && s.key.server == p.server);
+                pairs.insert(
+                    (p.local, p.server),
+                    PairStatus {
+                        local: Some(p.local),
+                        local_interface: p.local_name.clone(),
+                        server: Some(p.server),
+                        server_if_index: p.server_if_index,
+                        rss: slot.is_some_and(|s| s.rss),
+                        link_speed: slot.and_then(|s| s.link_speed),
+                        max_channels: p.max_channels,
+                        planned: p.planned,
+                        ..PairStatus::default()
+                    },
+                );
+            }
+        }
+        for m in members.iter().filter(|m| !m.channel.is_dead()) {
+            let key = (m.channel.local().ip(), m.channel.peer().ip());
+            let path = m.path();
+            let entry = pairs.entry(key).or_insert_with(|| PairStatus {
+                local: Some(key.0),
+                local_interface: path.local_name.clone(),
+                server: Some(key.1),
+                server_if_index: path.server_if_index,
+                rss: path.rss,
+                link_speed: path.link_speed,
+                ..PairStatus::default()
+            });
+            entry.current += 1;
+        }
+        for (key, c) in &st.pairs {
+            if let Some(p) = pairs.get_mut(key) {
+                p.binds_tried = c.binds_tried;
+                p.binds_ok = c.binds_ok;
+                p.binds_refused = c.binds_refused;
+                p.binds_failed = c.binds_failed;
+                p.channel_failures = c.channel_failures;
+                p.last_error = c.last_error.clone();
+            }
+        }
+        status.pairs = pairs.into_values().collect();
+        status
+    }
+}
+
+fn server_nic(s: &ServerInterface) -> ServerNic {
+    ServerNic {
+        if_index: s.if_index,
+        address: s.address,
+        rss: s.rss,
+        rdma: s.rdma,
+        link_speed: s.link_speed,
+    }
+}
+
+fn local_nic(l: &LocalInterface) -> LocalNic {
+    LocalNic {
+        name: l.name.clone(),
+        if_index: l.if_index,
+        address: l.address,
+        rx_queues: l.rx_queues,
+        rss: l.rss,
+        link_speed: l.link_speed,
+    }
+}
+
+/// Start the manager for a session that may have several channels. It holds only a weak
+/// reference, so it ends when the session is dropped.
+pub(crate) fn start(core: &Arc<SessionCore>) {
+    watch_for_death(&core.mc, &core.mc.set.active()[0]);
+    if core.mc.eligibility.is_err() {
+        return;
+    }
+    let weak = Arc::downgrade(core);
+    let wake = core.mc.wake.clone();
+    tokio::spawn(run(weak, wake));
+}
+
+/// Wake the manager when `member`'s connection dies, without keeping it open.
+fn watch_for_death(mc: &Multichannel, member: &Member) {
+    let death = member.channel.death_watch();
+    let wake = mc.wake.clone();
+    tokio::spawn(async move {
+        death.wait().await;
+        wake.notify_one();
+    });
+}
+
+async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
+    loop {
+        let Some(core) = weak.upgrade() else { return };
+        if core.logged_off() {
+            return;
+        }
+        let due = {
+            let st = core.mc.lock();
+            st.requery
+                || st
+                    .last_query
+                    .is_none_or(|t| t.elapsed() >= core.config.interface_poll)
+        };
+        if due {
+            discover_and_plan(&core).await;
+        }
+        reconcile(&core).await;
+        core.mc.settled.send_replace(true);
+        let sleep_for = next_wakeup(&core);
+        drop(core);
+        tokio::select! {
+            _ = tokio::time::sleep(sleep_for) => {}
+            _ = wake.notified() => {}
+        }
+    }
+}
+
+/// Time until something is due: the next poll, a slot's retry, or a requested re-query.
+fn next_wakeup(core: &SessionCore) -> Duration {
+    let st = core.mc.lock();
+    if st.requery {
+        return REQUERY_AFTER_LOSS;
+    }
+    let now = Instant::now();
+    let poll = st
+        .last_query
+        .map_or(Duration::ZERO, |t| {
+            (t + core.config.interface_poll).saturating_duration_since(now)
+        })
+        .max(Duration::from_millis(10));
+    let retry = st
+        .retry
+        .values()
+        .map(|r| r.at.saturating_duration_since(now))
+        .min()
+        .unwrap_or(poll);
+    poll.min(retry)
+}
+
+/// Query the server's interfaces and the local ones, and plan.
+async fn discover_and_plan(core: &Arc<SessionCore>) {
+    let queried = query_interfaces(core).await;
+    let server_on_loopback = core.mc.set.active()[0].channel.peer().ip().is_loopback();
+    let local = inventory::local_interfaces(&core.config.nic_overrides)
+        .map(|all| inventory::usable(all, server_on_loopback));
+    let mut st = core.mc.lock();
+    st.requery = false;
+    match queried {
+        Ok(server) => {
+            st.queries += 1;
+            st.last_query = Some(Instant::now());
+            st.query_error = None;
+            st.server = server;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "interface query failed");
+            // Keep the last good list; try again at the next poll.
+            st.last_query = Some(Instant::now());
+            st.query_error = Some(e.to_string());
+            if st.queries == 0 {
+                return;
+            }
+        }
+    }
+    match local {
+        Ok(l) => st.local = l,
+        Err(e) => {
+            st.query_error = Some(format!("listing local interfaces failed: {e}"));
+            return;
+        }
+    }
+    let plan = planner::plan(&st.server, &st.local, &PlanConfig::from(&core.config));
+    tracing::debug!(slots = plan.slots.len(), "channel plan");
+    // Slots no longer planned need no retries.
+    st.retry
+        .retain(|k, _| plan.slots.iter().any(|s| s.key == *k));
+    st.plan = Some(plan);
+}
+
+/// FSCTL_QUERY_NETWORK_INTERFACE_INFO on the session's IPC$ tree (MS-SMB2 3.2.4.20.10).
+async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface>> {
+    let tree = ipc_tree(core).await?;
+    let req = IoctlRequest::fsctl(
+        FSCTL_QUERY_NETWORK_INTERFACE_INFO,
+        FileId::ANY,
+        Bytes::new(),
+        MAX_INTERFACE_LIST,
+    );
+    let resp = match core.call(&req, Some(tree)).await {
+        Ok(r) => r,
+        Err(e) => {
+            // The tree may have been lost with a channel: connect it again next time.
+            core.mc.lock().ipc = None;
+            return Err(e);
+        }
+    };
+    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+    let list = decode(Command::IOCTL, parse_network_interfaces(&out.output))?;
+    Ok(list.iter().map(ServerInterface::from_wire).collect())
+}
+
+async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
+    if let Some(t) = core.mc.lock().ipc {
+        return Ok(t);
+    }
+    let body = TreeConnectRequest::new(&core.server_name, "IPC$");
+    let resp = core.call(&body, None).await?;
+    let tree = TreeContext {
+        tree_id: resp.header.tree_id,
+        encrypt: false,
+    };
+    core.mc.lock().ipc = Some(tree);
+    Ok(tree)
+}
+
+/// Make the channels match the plan: prune dead ones, claim the first channel's slot, drain
+/// channels whose slot left the plan, bind the missing slots.
+async fn reconcile(core: &Arc<SessionCore>) {
+    let mc = &core.mc;
+    mc.set.draining(); // retires channels whose last request has been answered
+    prune_dead(mc);
+    let Some(plan) = mc.lock().plan.clone() else {
+        return;
+    };
+    claim_unslotted(mc, &plan);
+    let members = mc.set.active();
+    let current: Vec<SlotKey> = members.iter().filter_map(|m| m.slot()).collect();
+    let (add, remove) = planner::diff(&current, &plan);
+    let remove: HashSet<SlotKey> = remove.into_iter().collect();
+    for m in &members {
+        if m.slot().is_some_and(|k| remove.contains(&k)) {
+            tracing::info!(local = %m.channel.local(), server = %m.channel.peer(), "channel leaves the plan; draining");
+            drain(mc, m, core.config.request_timeout);
+        }
+    }
+    let now = Instant::now();
+    let due: Vec<Slot> = {
+        let st = mc.lock();
+        add.iter()
+            .filter(|k| st.retry.get(k).is_none_or(|r| r.at <= now))
+            .filter_map(|k| plan.slots.iter().find(|s| s.key == *k).cloned())
+            .collect()
+    };
+    if !due.is_empty() {
+        let port = mc
+            .set
+            .active()
+            .first()
+            .map_or(445, |m| m.channel.peer().port());
+        let results =
+            futures_util::future::join_all(due.iter().map(|slot| bind_channel(core, slot, port)))
+                .await;
+        for (slot, result) in due.iter().zip(results) {
+            record_bind(mc, slot, result);
+        }
+    }
+    retire_unplanned(mc, core.config.request_timeout);
+}
+
+/// Take `m` out of dispatch and wake the manager once its last request is answered (or
+/// `limit` passed), so it is closed then and not at the next poll.
+fn drain(mc: &Multichannel, m: &Member, limit: Duration) {
+    let Some(removed) = mc.set.remove(m.id, true) else {
+        return;
+    };
+    let channel = removed.channel.clone();
+    drop(removed);
+    let wake = mc.wake.clone();
+    tokio::spawn(async move {
+        let deadline = Instant::now() + limit;
+        while channel.outstanding() > 0 && !channel.is_dead() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(channel);
+        wake.notify_one();
+    });
+}
+
+/// Remove channels whose connection died, counting the failure against their pair.
+fn prune_dead(mc: &Multichannel) {
+    for m in mc.set.active() {
+        // Keep the last channel in the set even dead: callers get ConnectionLost from it
+        // and status shows why.
+        if !m.channel.is_dead() || mc.set.active().len() <= 1 {
+            continue;
+        }
+        let reason = m.channel.dead_reason().unwrap_or_default();
+        mc.set.remove(m.id, false);
+        let key = (m.channel.local().ip(), m.channel.peer().ip());
+        let mut st = mc.lock();
+        let c = st.pairs.entry(key).or_default();
+        c.channel_failures += 1;
+        c.last_error = Some(format!("channel lost: {reason}"));
+        st.requery = true;
+        if let Some(slot) = m.slot() {
+            schedule_retry(&mut st, slot, false);
+        }
+        tracing::info!(local = %m.channel.local(), server = %m.channel.peer(), %reason, "channel lost");
+    }
+}
+
+/// The first channel was opened before any plan: give it the planned slot of its own
+/// address pair, if there is one, so it is not opened twice.
+fn claim_unslotted(mc: &Multichannel, plan: &Plan) {
+    let members = mc.set.active();
+    let taken: HashSet<SlotKey> = members.iter().filter_map(|m| m.slot()).collect();
+    for m in members.iter().filter(|m| m.slot().is_none()) {
+        let free = plan
+            .slots
+            .iter()
+            .find(|s| m.runs(s.key.local, s.key.server) && !taken.contains(&s.key));
+        if let Some(slot) = free {
+            *m.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(slot.key);
+            *m.path.lock().unwrap_or_else(|e| e.into_inner()) = PathInfo::of_slot(slot);
+        }
+    }
+}
+
+/// A channel that fills no planned slot (the first one, opened to an address the plan does
+/// not use) drains once a planned channel is up to take over.
+fn retire_unplanned(mc: &Multichannel, drain_limit: Duration) {
+    let members = mc.set.active();
+    let planned_live = members
+        .iter()
+        .any(|m| m.slot().is_some() && !m.channel.is_dead());
+    if !planned_live {
+        return;
+    }
+    for m in members.iter().filter(|m| m.slot().is_none()) {
+        tracing::info!(server = %m.channel.peer(), "first channel is not on a planned pair; draining");
+        drain(mc, m, drain_limit);
+    }
+}
+
+fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Channel, BindFailure>) {
+    let key = (slot.key.local, slot.key.server);
+    match result {
+        Ok(channel) => {
+            let member = mc
+                .set
+                .add(channel, Some(slot.key), PathInfo::of_slot(slot), false);
+            watch_for_death(mc, &member);
+            let mut st = mc.lock();
+            let c = st.pairs.entry(key).or_default();
+            c.binds_tried += 1;
+            c.binds_ok += 1;
+            st.retry.remove(&slot.key);
+        }
+        Err(failure) => {
+            tracing::info!(local = %slot.key.local, server = %slot.key.server, error = %failure, "binding failed");
+            let mut st = mc.lock();
+            let c = st.pairs.entry(key).or_default();
+            c.binds_tried += 1;
+            if failure.is_refusal() {
+                c.binds_refused += 1;
+            } else {
+                c.binds_failed += 1;
+            }
+            c.last_error = Some(failure.to_string());
+            schedule_retry(&mut st, slot.key, failure.is_refusal());
+        }
+    }
+}
+
+/// Jittered exponential backoff from 100 ms to 30 s; a refusal starts further up, since the
+/// server will likely say no again soon.
+fn schedule_retry(st: &mut State, slot: SlotKey, refused: bool) {
+    let failures = st.retry.get(&slot).map_or(0, |r| r.failures) + if refused { 4 } else { 1 };
+    let base = RETRY_MIN
+        .saturating_mul(1u32 << failures.min(16))
+        .min(RETRY_MAX);
+    let jitter = rand::rng().random_range(0.5..1.0);
+    st.retry.insert(
+        slot,
+        Retry {
+            failures,
+            at: Instant::now() + base.mul_f64(jitter),
+        },
+    );
+}

@@ -6,14 +6,21 @@
 //! `wait4(2)`, and measures small-read latency with the library in-process. Every transfer is
 //! verified (size and SHA-256) so a broken run cannot report a good number; nothing about time
 //! is asserted.
+//!
+//! With `--links` it instead measures multichannel: N links shaped to one rate, smbcp over all
+//! of them against the links' aggregate raw TCP and against smbclient's single connection, and
+//! one channel against several on one unshaped link (see [`multichannel`]).
 
 pub mod child;
 pub mod data;
 pub mod doc;
+pub mod iperf;
 pub mod latency;
 pub mod machine;
+pub mod multichannel;
 pub mod results;
 pub mod server_cpu;
 pub mod stats;
+pub mod svg;
 pub mod table;
 pub mod transfer;

@@ -3,7 +3,7 @@
 use crate::latency::Latency;
 use crate::stats::{median, min_max};
 use crate::table::Table;
-use crate::transfer::{Direction, Sample, ShareKind};
+use crate::transfer::{Direction, Sample, ShareKind, SmbcpReport};
 
 /// Raw TCP goodput of one link in one direction (iperf3 receiver rate).
 #[derive(Debug, Clone)]
@@ -38,6 +38,9 @@ pub struct Series {
     pub settings: String,
     /// One sample per repetition.
     pub samples: Vec<Sample>,
+    /// smbcp's own report of each repetition (`None` for smbclient), index-aligned with
+    /// `samples`.
+    pub reports: Vec<Option<SmbcpReport>>,
 }
 
 impl Series {
@@ -70,6 +73,35 @@ impl Series {
         median(&self.values(Sample::machine_cpus)).unwrap_or(f64::NAN)
     }
 
+    /// smbcp's report of the repetition with the median throughput (the lower of the middle
+    /// two for an even count), if there is one.
+    pub fn median_report(&self) -> Option<&SmbcpReport> {
+        let mut order: Vec<usize> = (0..self.samples.len()).collect();
+        order.sort_by(|&a, &b| {
+            self.samples[a]
+                .mb_per_s()
+                .total_cmp(&self.samples[b].mb_per_s())
+        });
+        let middle = *order.get(order.len().checked_sub(1)? / 2)?;
+        self.reports.get(middle)?.as_ref()
+    }
+
+    /// Median throughput by smbcp's own clock (copy only: after connecting and waiting for
+    /// channels), MB/s; NaN without reports.
+    pub fn copy_mb_per_s(&self) -> f64 {
+        let values: Vec<f64> = self
+            .samples
+            .iter()
+            .zip(&self.reports)
+            .filter_map(|(s, r)| {
+                r.as_ref()
+                    .filter(|r| r.copy_seconds > 0.0)
+                    .map(|r| s.bytes as f64 / r.copy_seconds / 1e6)
+            })
+            .collect();
+        median(&values).unwrap_or(f64::NAN)
+    }
+
     /// Highest CPU use by other work during any repetition, in CPUs.
     pub fn max_other_cpus(&self) -> f64 {
         self.values(Sample::other_cpus)
@@ -100,7 +132,7 @@ pub struct Results {
     pub retried: usize,
 }
 
-fn f1(v: f64) -> String {
+pub(crate) fn f1(v: f64) -> String {
     if v.is_nan() {
         "-".into()
     } else {
@@ -108,7 +140,7 @@ fn f1(v: f64) -> String {
     }
 }
 
-fn f2(v: f64) -> String {
+pub(crate) fn f2(v: f64) -> String {
     if v.is_nan() {
         "-".into()
     } else {
@@ -116,7 +148,7 @@ fn f2(v: f64) -> String {
     }
 }
 
-fn ratio(a: f64, b: f64) -> String {
+pub(crate) fn ratio(a: f64, b: f64) -> String {
     if a.is_nan() || b.is_nan() || b == 0.0 {
         "-".into()
     } else {
@@ -125,13 +157,13 @@ fn ratio(a: f64, b: f64) -> String {
 }
 
 impl Results {
-    fn raw_for(&self, link: &str, direction: Direction) -> Option<&RawTcp> {
+    pub(crate) fn raw_for(&self, link: &str, direction: Direction) -> Option<&RawTcp> {
         self.raw
             .iter()
             .find(|r| r.link == link && r.direction == direction)
     }
 
-    fn smbclient_for(&self, s: &Series) -> Option<&Series> {
+    pub(crate) fn smbclient_for(&self, s: &Series) -> Option<&Series> {
         self.series.iter().find(|o| {
             o.tool == "smbclient"
                 && o.link == s.link
@@ -269,5 +301,45 @@ impl Results {
             .iter()
             .map(Series::max_other_cpus)
             .fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn median_report_belongs_to_the_median_sample() {
+        let sample = |secs: f64| Sample {
+            bytes: 1_000_000,
+            wall: Duration::from_secs_f64(secs),
+            client_cpu: Duration::ZERO,
+            server_cpu: Duration::ZERO,
+            machine_cpu: Duration::ZERO,
+        };
+        let report = |copy_seconds: f64| SmbcpReport {
+            copy_seconds,
+            channels: Vec::new(),
+        };
+        let mut s = Series {
+            link: "l".into(),
+            share: ShareKind::Plain,
+            direction: Direction::Upload,
+            tool: "smbcp".into(),
+            settings: String::new(),
+            // 0.5, 1 and 0.25 MB/s: the median is the 2 s run, the first one.
+            samples: vec![sample(2.0), sample(1.0), sample(4.0)],
+            reports: vec![Some(report(1.5)), Some(report(0.5)), Some(report(3.5))],
+        };
+        assert_eq!(s.median_report().map(|r| r.copy_seconds), Some(1.5));
+        // Copy-only rates 0.667, 2 and 0.286 MB/s: median 0.667.
+        assert!((s.copy_mb_per_s() - 1.0 / 1.5).abs() < 1e-9);
+        s.reports = vec![None, None, None];
+        assert_eq!(s.median_report(), None);
+        assert!(s.copy_mb_per_s().is_nan());
+        s.samples.clear();
+        s.reports.clear();
+        assert_eq!(s.median_report(), None);
     }
 }

@@ -2,6 +2,7 @@
 //! line and the check of the program's own report differ between `smbcp` and `smbclient`.
 
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -53,7 +54,7 @@ impl ShareKind {
 /// A client program under test.
 #[derive(Debug, Clone)]
 pub enum Tool {
-    /// This project's `smbcp`, with optional `--chunk-size` / `--depth`.
+    /// This project's `smbcp`, with optional `--chunk-size` / `--depth` and further options.
     Smbcp {
         /// Path of the binary.
         binary: PathBuf,
@@ -61,6 +62,8 @@ pub enum Tool {
         chunk: Option<String>,
         /// `--depth` value (`None`: the default).
         depth: Option<usize>,
+        /// Further options, passed as they are (e.g. `["--no-multichannel"]`).
+        extra: Vec<String>,
     },
     /// Samba's `smbclient` with its defaults (SMB3 maximum).
     Smbclient,
@@ -73,6 +76,44 @@ impl Tool {
             binary: binary.to_path_buf(),
             chunk: None,
             depth: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// `smbcp` with its default chunk size and depth and these further options.
+    pub fn smbcp_with(binary: &Path, extra: &[&str]) -> Tool {
+        Tool::Smbcp {
+            binary: binary.to_path_buf(),
+            chunk: None,
+            depth: None,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    /// The options beyond the defaults, as they appear on the command line (`""` for none),
+    /// with a leading space: `" --depth 4"`.
+    pub fn settings(&self) -> String {
+        match self {
+            Tool::Smbcp {
+                chunk,
+                depth,
+                extra,
+                ..
+            } => {
+                let mut label = String::new();
+                if let Some(c) = chunk {
+                    label.push_str(&format!(" --chunk-size {c}"));
+                }
+                if let Some(d) = depth {
+                    label.push_str(&format!(" --depth {d}"));
+                }
+                for e in extra {
+                    label.push(' ');
+                    label.push_str(e);
+                }
+                label
+            }
+            Tool::Smbclient => String::new(),
         }
     }
 
@@ -100,6 +141,7 @@ impl Tool {
                 binary,
                 chunk,
                 depth,
+                extra,
             } => {
                 let url = format!(
                     "smb://{};{}@{}/{}/{remote}",
@@ -117,6 +159,7 @@ impl Tool {
                 if let Some(d) = depth {
                     cmd.args(["--depth", &d.to_string()]);
                 }
+                cmd.args(extra);
                 if share == ShareKind::Encrypted {
                     cmd.arg("--encrypt");
                 }
@@ -146,8 +189,13 @@ impl Tool {
         }
     }
 
-    /// Checks what the program said about its own run, beyond its exit status.
-    fn check_report(&self, run: &Finished, expected_bytes: u64) -> Result<(), String> {
+    /// Checks what the program said about its own run, beyond its exit status, and returns
+    /// smbcp's report (smbclient has none).
+    fn check_report(
+        &self,
+        run: &Finished,
+        expected_bytes: u64,
+    ) -> Result<Option<SmbcpReport>, String> {
         match self {
             Tool::Smbcp { .. } => {
                 let json: serde_json::Value = serde_json::from_str(run.stdout.trim())
@@ -157,11 +205,89 @@ impl Tool {
                 if bytes != Some(expected_bytes) || failed != Some(0) {
                     return Err(format!("smbcp reported {json}"));
                 }
-                Ok(())
+                SmbcpReport::from_json(&json).map(Some)
             }
             // smbclient -c exits non-zero when a command fails; the data check does the rest.
-            Tool::Smbclient => Ok(()),
+            Tool::Smbclient => Ok(None),
         }
+    }
+}
+
+/// One channel of a finished smbcp run, from its `--json` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelUse {
+    /// Client address of the connection.
+    pub local: Ipv4Addr,
+    /// Server address of the connection; it tells which link the channel ran over.
+    pub server: Ipv4Addr,
+    /// Bytes sent plus bytes received on the channel (headers included).
+    pub bytes: u64,
+    /// Requests sent on the channel.
+    pub requests: u64,
+}
+
+/// What smbcp said about its own run (`--json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmbcpReport {
+    /// smbcp's own timing of the copy (after connecting and waiting for channels).
+    pub copy_seconds: f64,
+    /// Every channel the session had at the end, the first one included.
+    pub channels: Vec<ChannelUse>,
+}
+
+impl SmbcpReport {
+    /// Reads the fields the benchmark needs from smbcp's `--json` object; a missing or
+    /// malformed field is an error, so a changed report format cannot pass silently.
+    pub fn from_json(json: &serde_json::Value) -> Result<SmbcpReport, String> {
+        let copy_seconds = json["seconds"]
+            .as_f64()
+            .ok_or_else(|| format!("smbcp report without \"seconds\": {json}"))?;
+        let list = json["channels"]
+            .as_array()
+            .ok_or_else(|| format!("smbcp report without \"channels\": {json}"))?;
+        let mut channels = Vec::with_capacity(list.len());
+        for c in list {
+            let addr = |key: &str| -> Result<Ipv4Addr, String> {
+                c[key]
+                    .as_str()
+                    .and_then(|a| a.parse().ok())
+                    .ok_or_else(|| format!("smbcp channel without an IPv4 \"{key}\": {c}"))
+            };
+            let number = |key: &str| -> Result<u64, String> {
+                c[key]
+                    .as_u64()
+                    .ok_or_else(|| format!("smbcp channel without \"{key}\": {c}"))
+            };
+            channels.push(ChannelUse {
+                local: addr("local")?,
+                server: addr("server")?,
+                bytes: number("bytes")?,
+                requests: number("requests")?,
+            });
+        }
+        if channels.is_empty() {
+            return Err(format!("smbcp reported no channel at all: {json}"));
+        }
+        Ok(SmbcpReport {
+            copy_seconds,
+            channels,
+        })
+    }
+
+    /// Bytes and channel count per server address (i.e. per link), in address order.
+    pub fn per_server(&self) -> Vec<(Ipv4Addr, usize, u64)> {
+        let mut out: Vec<(Ipv4Addr, usize, u64)> = Vec::new();
+        for c in &self.channels {
+            match out.iter_mut().find(|(a, _, _)| *a == c.server) {
+                Some((_, n, b)) => {
+                    *n += 1;
+                    *b += c.bytes;
+                }
+                None => out.push((c.server, 1, c.bytes)),
+            }
+        }
+        out.sort_by_key(|(a, _, _)| *a);
+        out
     }
 }
 
@@ -252,6 +378,14 @@ impl Sample {
 /// Runs `tool` once for `job`, verifies the result and returns the measurement. Fails if the
 /// program fails, reports a problem, or the data that arrived is not the reference.
 pub fn measure(tool: &Tool, job: &Transfer<'_>) -> Result<Sample, String> {
+    measure_reported(tool, job).map(|(sample, _)| sample)
+}
+
+/// [`measure`], also returning smbcp's own report of the run (`None` for smbclient).
+pub fn measure_reported(
+    tool: &Tool,
+    job: &Transfer<'_>,
+) -> Result<(Sample, Option<SmbcpReport>), String> {
     let (remote, local, check) = job.paths();
     // Every run starts without a target, so no run profits from (or trips over) the last one.
     remove_if_present(&check)?;
@@ -274,17 +408,19 @@ pub fn measure(tool: &Tool, job: &Transfer<'_>) -> Result<Sample, String> {
             run.stderr_tail()
         ));
     }
-    tool.check_report(&run, job.reference.len)
+    let report = tool
+        .check_report(&run, job.reference.len)
         .map_err(|e| format!("{what}: {e}"))?;
     verify(&check, job.reference).map_err(|e| format!("{what}: {e}"))?;
     remove_if_present(&check)?;
-    Ok(Sample {
+    let sample = Sample {
         bytes: job.reference.len,
         wall: run.wall,
         client_cpu: run.cpu(),
         server_cpu,
         machine_cpu,
-    })
+    };
+    Ok((sample, report))
 }
 
 fn remove_if_present(path: &Path) -> Result<(), String> {
@@ -292,5 +428,48 @@ fn remove_if_present(path: &Path) -> Result<(), String> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_smbcp_channel_report() {
+        let json: serde_json::Value = serde_json::from_str(
+            r#"{"bytes":1073741824,"seconds":4.5,"files":1,"failed":0,"channels":[
+                {"local":"10.101.1.2","server":"10.101.1.1","bytes":700,"requests":7,"primary":true},
+                {"local":"10.101.2.2","server":"10.101.2.1","bytes":200,"requests":2},
+                {"local":"10.101.1.2","server":"10.101.1.1","bytes":100,"requests":1}],
+                "multichannel":{}}"#,
+        )
+        .unwrap();
+        let r = SmbcpReport::from_json(&json).unwrap();
+        assert_eq!(r.copy_seconds, 4.5);
+        assert_eq!(r.channels.len(), 3);
+        assert_eq!(
+            r.channels[1],
+            ChannelUse {
+                local: [10, 101, 2, 2].into(),
+                server: [10, 101, 2, 1].into(),
+                bytes: 200,
+                requests: 2,
+            }
+        );
+        assert_eq!(
+            r.per_server(),
+            vec![
+                ([10, 101, 1, 1].into(), 2, 800),
+                ([10, 101, 2, 1].into(), 1, 200)
+            ]
+        );
+        let no_channels = serde_json::json!({"seconds": 1.0, "channels": []});
+        assert!(SmbcpReport::from_json(&no_channels).is_err());
+        let bad_addr = serde_json::json!({"seconds": 1.0, "channels": [
+            {"local": "x", "server": "10.0.0.1", "bytes": 1, "requests": 1}]});
+        assert!(SmbcpReport::from_json(&bad_addr)
+            .unwrap_err()
+            .contains("\"local\""));
     }
 }

@@ -4,6 +4,10 @@
 //! 1 Gbit/s, and on each measures raw TCP (iperf3), `smbcp` and `smbclient` moving the same
 //! file both ways (plus the `[encrypted]` share on the unshaped link) and small-read latency.
 //! `--sweep` instead tries several `smbcp --chunk-size/--depth` settings on the unshaped link.
+//! `--links 1,2,4` instead measures multichannel: for each N a testbed with N links shaped to
+//! `--rate`, aggregate raw TCP (one iperf3 stream per link, all at once), smbcp over all links
+//! and smbclient (one connection); and one unshaped link with smbcp on one channel and on
+//! several.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -14,17 +18,21 @@ use std::time::Duration;
 use clap::Parser;
 use smb3_benches::data::{self, Fingerprint, BIG_SEED, SMALL_SEED};
 use smb3_benches::doc;
+use smb3_benches::iperf;
 use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
 use smb3_benches::machine::{wait_until_quiet, Facts};
+use smb3_benches::multichannel::{self, LinkSetup};
 use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
-use smb3_benches::transfer::{measure, Direction, Sample, ShareKind, Tool, Transfer};
+use smb3_benches::transfer::{
+    measure_reported, Direction, Sample, ShareKind, SmbcpReport, Tool, Transfer,
+};
 use smb3_tests::{Testbed, TestbedConfig};
 
 /// Throughput and latency of smbcp and the library against smbclient and raw TCP.
 #[derive(Parser, Debug)]
 #[command(about)]
 struct Args {
-    /// Fast check: 256 MiB file, 1 repetition, 2 s iperf3 runs.
+    /// Fast check: 256 MiB file (64 MiB with --links), 1 repetition, 2 s iperf3 runs.
     #[arg(long)]
     quick: bool,
     /// Write the results into this Markdown file between marker comments (e.g.
@@ -34,7 +42,25 @@ struct Args {
     /// Instead of the main benchmark, try smbcp chunk sizes and depths on the unshaped link.
     #[arg(long)]
     sweep: bool,
-    /// File size in MiB (default 1024, or 256 with --quick).
+    /// Instead of the main benchmark, measure multichannel with these numbers of links (e.g.
+    /// 1,2,4), each link shaped to --rate, plus one unshaped link with 1 and several channels.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=32))]
+    links: Vec<u16>,
+    /// Rate of every link in Mbit/s for --links.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    rate: u32,
+    /// Channels for the multi-channel smbcp run on the unshaped link (--links), passed as
+    /// `--channels-per-nic`.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=64))]
+    unshaped_channels: u16,
+    /// Passed to every smbcp of a --links run as `--dispatch` (round-robin, least-loaded).
+    #[arg(long)]
+    dispatch: Option<String>,
+    /// Where --links writes its chart (default: perf/multichannel.svg next to --write-doc's
+    /// file; none without --write-doc).
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// File size in MiB (default 1024, or 256 with --quick, 64 with --quick --links).
     #[arg(long)]
     size_mib: Option<u64>,
     /// Repetitions of every measurement; the median is reported (default 3, or 1 with --quick).
@@ -67,7 +93,11 @@ struct Plan {
 
 impl Plan {
     fn from_args(a: &Args) -> Plan {
-        let default_mib = if a.quick { 256 } else { 1024 };
+        let default_mib = match (a.quick, a.links.is_empty()) {
+            (false, _) => 1024,
+            (true, true) => 256,
+            (true, false) => 64,
+        };
         Plan {
             size: a.size_mib.unwrap_or(default_mib) << 20,
             reps: a.reps.unwrap_or(if a.quick { 1 } else { 3 }).max(1),
@@ -162,6 +192,17 @@ fn run(args: &Args) -> Result<(), String> {
     let reference = data::write_pattern(&scratch.source, BIG_SEED, plan.size)?;
     let mut results = Results::default();
     let mut quiet = Vec::new();
+    if !args.links.is_empty() {
+        return multichannel_run(
+            args,
+            &plan,
+            &facts,
+            &scratch,
+            &reference,
+            &smbcp,
+            &mut results,
+        );
+    }
     let links: &[Link] = if args.sweep {
         &[UNSHAPED]
     } else {
@@ -290,9 +331,13 @@ fn transfers(
     for share in shares {
         for direction in [Direction::Download, Direction::Upload] {
             let job = job(tb, share, direction, scratch, reference);
-            results
-                .series
-                .extend(repeat(link, &tools, &job, plan, &mut results.retried)?);
+            results.series.extend(repeat(
+                link.label,
+                &tools,
+                &job,
+                plan,
+                &mut results.retried,
+            )?);
         }
     }
     Ok(())
@@ -315,14 +360,19 @@ fn sweep(
                 binary: smbcp.to_path_buf(),
                 chunk: Some(chunk.into()),
                 depth: Some(depth),
+                extra: Vec::new(),
             });
         }
     }
     for direction in [Direction::Download, Direction::Upload] {
         let job = job(tb, ShareKind::Plain, direction, scratch, reference);
-        results
-            .series
-            .extend(repeat(link, &tools, &job, plan, &mut results.retried)?);
+        results.series.extend(repeat(
+            link.label,
+            &tools,
+            &job,
+            plan,
+            &mut results.retried,
+        )?);
     }
     Ok(())
 }
@@ -349,7 +399,7 @@ fn job<'a>(
 /// Runs every tool `reps` times on `job`, the tools taking turns within each repetition so a
 /// slow drift of the machine hits all of them alike.
 fn repeat(
-    link: &Link,
+    label: &str,
     tools: &[Tool],
     job: &Transfer<'_>,
     plan: &Plan,
@@ -358,20 +408,21 @@ fn repeat(
     let mut series: Vec<Series> = tools
         .iter()
         .map(|tool| Series {
-            link: link.label.into(),
+            link: label.into(),
             share: job.share,
             direction: job.direction,
             tool: tool.name().into(),
-            settings: settings_label(tool),
+            settings: tool.settings(),
             samples: Vec::new(),
+            reports: Vec::new(),
         })
         .collect();
     for rep in 1..=plan.reps {
         for (tool, s) in tools.iter().zip(&mut series) {
-            let sample = measure_undisturbed(tool, job, plan, retried)?;
+            let (sample, report) = measure_undisturbed(tool, job, plan, retried)?;
             eprintln!(
-                "  {} [{}] {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, machine {:.2} CPUs busy ({:.2} not client or smbd)",
-                link.label,
+                "  {} [{}] {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, machine {:.2} CPUs busy ({:.2} not client or smbd){}",
+                label,
                 job.share.name(),
                 job.direction,
                 s.tool,
@@ -380,9 +431,15 @@ fn repeat(
                 sample.client_cpu.as_secs_f64(),
                 sample.server_cpu.as_secs_f64(),
                 sample.machine_cpus(),
-                sample.other_cpus()
+                sample.other_cpus(),
+                report.as_ref().map_or(String::new(), |r| format!(
+                    ", channels {} (bytes per link {} %)",
+                    multichannel::channels_cell(Some(r)),
+                    multichannel::bytes_per_link_cell(Some(r))
+                ))
             );
             s.samples.push(sample);
+            s.reports.push(report);
         }
     }
     Ok(series)
@@ -402,12 +459,12 @@ fn measure_undisturbed(
     job: &Transfer<'_>,
     plan: &Plan,
     retried: &mut usize,
-) -> Result<Sample, String> {
+) -> Result<(Sample, Option<SmbcpReport>), String> {
     let mut attempt = 1;
     loop {
-        let sample = measure(tool, job)?;
+        let (sample, report) = measure_reported(tool, job)?;
         if sample.other_cpus() <= MAX_OTHER_CPUS || attempt == MAX_ATTEMPTS {
-            return Ok(sample);
+            return Ok((sample, report));
         }
         eprintln!(
             "  (disturbed: other work used {:.2} CPUs; measuring again)",
@@ -416,22 +473,6 @@ fn measure_undisturbed(
         *retried += 1;
         attempt += 1;
         wait_until_quiet(QUIET, plan.wait_quiet);
-    }
-}
-
-fn settings_label(tool: &Tool) -> String {
-    match tool {
-        Tool::Smbcp { chunk, depth, .. } => {
-            let mut label = String::new();
-            if let Some(c) = chunk {
-                label.push_str(&format!(" --chunk-size {c}"));
-            }
-            if let Some(d) = depth {
-                label.push_str(&format!(" --depth {d}"));
-            }
-            label
-        }
-        Tool::Smbclient => String::new(),
     }
 }
 
@@ -467,9 +508,28 @@ fn render(
     quiet: &[f64],
     results: &Results,
 ) -> String {
+    let mut out = header(facts, plan, reference, quiet, results);
+    if args.sweep {
+        out.push_str(&results.sweep_table().markdown());
+    } else {
+        out.push_str(&results.throughput_table().markdown());
+        out.push_str("\nSmall reads at queue depth 1 (4 KiB, `[plain]` share):\n\n");
+        out.push_str(&results.latency_table().markdown());
+    }
+    out
+}
+
+/// The first paragraph of every generated section: where, what and how it was measured.
+fn header(
+    facts: &Facts,
+    plan: &Plan,
+    reference: &Fingerprint,
+    quiet: &[f64],
+    results: &Results,
+) -> String {
     let command: Vec<String> = std::env::args().collect();
     let busiest = quiet.iter().copied().fold(0.0, f64::max);
-    let mut out = format!(
+    format!(
         "Measured {date} on {cpu} ({nproc} CPUs), kernel {kernel}, {samba}, {iperf}, commit {commit}.\n\
          Command: `{cmd}`; file {mib} MiB (sha256 {sha}), {reps} repetition(s), median shown, \
          iperf3 {secs} s per run. Before each testbed the machine was at most {busy:.0} % busy; \
@@ -490,13 +550,263 @@ fn render(
         busy = busiest * 100.0,
         other = results.max_other_cpus(),
         retried = results.retried,
+    )
+}
+
+// ---------------------------------------------------------------------------- multichannel
+
+/// The `--links` run: one unshaped link with smbcp on one channel and on several, then for each
+/// N a testbed of N shaped links with aggregate raw TCP, smbcp and smbclient.
+fn multichannel_run(
+    args: &Args,
+    plan: &Plan,
+    facts: &Facts,
+    scratch: &Scratch,
+    reference: &Fingerprint,
+    smbcp: &Path,
+    results: &mut Results,
+) -> Result<(), String> {
+    let mut quiet = Vec::new();
+    let dispatch: Vec<&str> = match &args.dispatch {
+        Some(d) => vec!["--dispatch", d],
+        None => Vec::new(),
+    };
+
+    // Unshaped first: what one link carries when the CPUs are the limit, the number the shaped
+    // rate has to stay well below.
+    let unshaped = LinkSetup {
+        links: 1,
+        rate_mbit: None,
+    };
+    let per_nic = args.unshaped_channels.to_string();
+    let one_channel: Vec<&str> = [&["--no-multichannel"][..], &dispatch].concat();
+    let many_channels: Vec<&str> =
+        [&["--channels-per-nic", per_nic.as_str()][..], &dispatch].concat();
+    let baseline = Tool::smbcp_with(smbcp, &one_channel);
+    let unshaped_tools = [baseline.clone(), Tool::smbcp_with(smbcp, &many_channels)];
+    quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
+    {
+        let tb = start_setup(&unshaped, plan)?;
+        stage_big(&tb, scratch, reference)?;
+        wait_until_quiet(QUIET, plan.wait_quiet);
+        for direction in [Direction::Download, Direction::Upload] {
+            let job = job(&tb, ShareKind::Plain, direction, scratch, reference);
+            results.series.extend(repeat(
+                &unshaped.label(),
+                &unshaped_tools,
+                &job,
+                plan,
+                &mut results.retried,
+            )?);
+        }
+    }
+
+    let shaped: Vec<LinkSetup> = args
+        .links
+        .iter()
+        .map(|&n| LinkSetup {
+            links: usize::from(n),
+            rate_mbit: Some(args.rate),
+        })
+        .collect();
+    let tools = [Tool::smbcp_with(smbcp, &dispatch), Tool::Smbclient];
+    for setup in &shaped {
+        quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
+        let tb = start_setup(setup, plan)?;
+        stage_big(&tb, scratch, reference)?;
+        aggregate_raw_tcp(&tb, setup, plan, results)?;
+        wait_until_quiet(QUIET, plan.wait_quiet);
+        for direction in [Direction::Download, Direction::Upload] {
+            let job = job(&tb, ShareKind::Plain, direction, scratch, reference);
+            results.series.extend(repeat(
+                &setup.label(),
+                &tools,
+                &job,
+                plan,
+                &mut results.retried,
+            )?);
+        }
+    }
+
+    let svg_path = match (&args.svg, &args.write_doc) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(doc)) => Some(
+            doc.parent()
+                .unwrap_or(Path::new("."))
+                .join("perf/multichannel.svg"),
+        ),
+        (None, None) => None,
+    };
+    let body = render_multichannel(
+        args,
+        plan,
+        facts,
+        reference,
+        &quiet,
+        results,
+        (&unshaped, &baseline.settings()),
+        &shaped,
+        svg_path.as_deref(),
     );
-    if args.sweep {
-        out.push_str(&results.sweep_table().markdown());
-    } else {
-        out.push_str(&results.throughput_table().markdown());
-        out.push_str("\nSmall reads at queue depth 1 (4 KiB, `[plain]` share):\n\n");
-        out.push_str(&results.latency_table().markdown());
+    println!("{body}");
+    if let Some(path) = &svg_path {
+        let title = format!(
+            "1 GiB copies over N links of {} Mbit/s each (median MB/s)",
+            args.rate
+        );
+        let title = if plan.size == 1 << 30 {
+            title
+        } else {
+            title.replace("1 GiB", &format!("{} MiB", plan.size >> 20))
+        };
+        let svg = multichannel::chart(results, &shaped, &title).svg();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("smb-bench: wrote the chart {}", path.display());
+    }
+    if let Some(path) = &args.write_doc {
+        doc::write_section(path, "multichannel", &body)?;
+        eprintln!(
+            "smb-bench: wrote the multichannel section of {}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn start_setup(setup: &LinkSetup, plan: &Plan) -> Result<Testbed, String> {
+    let mut config = match setup.rate_mbit {
+        Some(mbit) => TestbedConfig::shaped(setup.links, mbit),
+        None => TestbedConfig::unshaped(setup.links),
+    };
+    config.tmpfs_size = plan.tmpfs_size();
+    eprintln!("smb-bench: testbed with {}", setup.label());
+    Testbed::start(config).map_err(|e| format!("testbed: {e}"))
+}
+
+/// Puts the reference file on `[plain]` (straight into the tmpfs behind it).
+fn stage_big(tb: &Testbed, scratch: &Scratch, reference: &Fingerprint) -> Result<(), String> {
+    let target = tb.share_path(ShareKind::Plain.name()).join(REMOTE_BIG);
+    std::fs::copy(&scratch.source, &target).map_err(|e| format!("{}: {e}", target.display()))?;
+    data::verify(&target, reference)
+}
+
+/// Raw TCP over all links at once, each direction, `reps` times; records the per-repetition
+/// sums.
+fn aggregate_raw_tcp(
+    tb: &Testbed,
+    setup: &LinkSetup,
+    plan: &Plan,
+    results: &mut Results,
+) -> Result<(), String> {
+    let links: Vec<usize> = (1..=setup.links).collect();
+    for direction in [Direction::Download, Direction::Upload] {
+        let mut sums = Vec::new();
+        for rep in 1..=plan.reps {
+            let reverse = direction == Direction::Download;
+            let per_link = iperf::concurrent_mbit(tb, &links, plan.iperf_seconds, reverse)?;
+            let sum: f64 = per_link.iter().sum();
+            let each: Vec<String> = per_link.iter().map(|m| format!("{:.1}", m / 8.0)).collect();
+            eprintln!(
+                "  {} raw TCP {direction} #{rep}: {:.1} MB/s ({} MB/s per link)",
+                setup.label(),
+                sum / 8.0,
+                each.join(" + ")
+            );
+            sums.push(sum);
+        }
+        results.raw.push(RawTcp {
+            link: setup.label(),
+            direction,
+            mbit: sums,
+        });
+    }
+    Ok(())
+}
+
+/// The generated Markdown of a `--links` run.
+#[allow(clippy::too_many_arguments)]
+fn render_multichannel(
+    args: &Args,
+    plan: &Plan,
+    facts: &Facts,
+    reference: &Fingerprint,
+    quiet: &[f64],
+    results: &Results,
+    (unshaped, baseline): (&LinkSetup, &str),
+    shaped: &[LinkSetup],
+    svg: Option<&Path>,
+) -> String {
+    let mut out = header(facts, plan, reference, quiet, results);
+    // Why the rate is low enough: the most links together against one unshaped link's smbcp.
+    let widest = shaped.iter().max_by_key(|s| s.links);
+    let unshaped_single = [Direction::Download, Direction::Upload]
+        .iter()
+        .filter_map(|&d| {
+            results
+                .series
+                .iter()
+                .find(|s| s.link == unshaped.label() && s.direction == d && s.settings == baseline)
+                .map(Series::mb_per_s)
+        })
+        .fold(f64::NAN, f64::min);
+    if let Some(w) = widest {
+        let aggregate = [Direction::Download, Direction::Upload]
+            .iter()
+            .filter_map(|&d| {
+                results
+                    .raw
+                    .iter()
+                    .find(|r| r.link == w.label() && r.direction == d)
+            })
+            .map(RawTcp::mb_per_s)
+            .fold(f64::NAN, f64::max);
+        out.push_str(&format!(
+            "Each link is shaped to {rate} Mbit/s with tbf in both directions. The {n} links \
+             together carried {agg:.1} MB/s of raw TCP, {pct:.0} % of the {single:.1} MB/s smbcp \
+             moved over one unshaped link with one channel (the slower direction, CPU-bound), so \
+             the shaped runs are limited by the links, not by the two CPUs.\n\n",
+            rate = args.rate,
+            n = w.links,
+            agg = aggregate,
+            pct = aggregate / unshaped_single * 100.0,
+            single = unshaped_single,
+        ));
+    }
+    let lines = multichannel::target_lines(results, shaped);
+    if !lines.is_empty() {
+        out.push_str(&format!(
+            "Targets (smbcp at least {:.0} % of aggregate raw TCP with 2 and 4 links):\n\n{}\n\n",
+            multichannel::TARGET_OF_RAW_TCP * 100.0,
+            lines.join("\n")
+        ));
+    }
+    out.push_str(&multichannel::shaped_table(results, shaped).markdown());
+    if let Some(w) = widest.filter(|w| w.links > 1) {
+        out.push_str(&format!(
+            "\nChannels of smbcp's median run with {} links:\n\n",
+            w.links
+        ));
+        out.push_str(&multichannel::channel_table(results, w).markdown());
+    }
+    out.push_str(&format!(
+        "\nOne unshaped link, smbcp with one channel (`{}`) and with several:\n\n",
+        baseline.trim()
+    ));
+    out.push_str(&multichannel::unshaped_table(results, unshaped, baseline).markdown());
+    if let Some(svg) = svg {
+        let doc_dir = args
+            .write_doc
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        let shown = svg.strip_prefix(doc_dir).unwrap_or(svg);
+        out.push_str(&format!(
+            "\n![MB/s per number of links: raw TCP, smbcp, smbclient]({})\n",
+            shown.display()
+        ));
     }
     out
 }

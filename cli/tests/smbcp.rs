@@ -256,3 +256,171 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     );
     std::fs::remove_dir_all(&local).ok();
 }
+
+const SMBCTL: &str = env!("CARGO_BIN_EXE_smbctl");
+
+fn smbctl(tb: &Testbed, args: &[&str]) -> Output {
+    let out = tb
+        .client_command(SMBCTL)
+        .env("SMB_PASSWORD", tb.password())
+        .env_remove("SMB_USER")
+        .args(args)
+        .output()
+        .expect("run smbctl");
+    eprintln!(
+        "smbctl {args:?}\n  status {:?}\n  stdout {}\n  stderr {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
+}
+
+#[test]
+fn copies_over_every_channel_and_reports_them() {
+    let tb = Testbed::start(TestbedConfig::unshaped(2)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let dir = scratch("mc");
+    let src = dir.join("big.bin");
+    let data: Vec<u8> = (0..48u32 << 20)
+        .map(|k| (k.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let want = Sha256::digest(&data);
+
+    // Upload with the default plan: 4 channels per RSS link pair, 2 links.
+    let out = smbcp(
+        &tb,
+        tb.password(),
+        &["--json", src.to_str().unwrap(), &url(&tb, "plain/")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = json(&out);
+    assert_eq!(summary["files"], 1);
+    assert_eq!(summary["bytes"], data.len() as u64);
+    let channels = summary["channels"].as_array().expect("channels");
+    assert_eq!(channels.len(), 8, "{summary:#}");
+    for c in channels {
+        assert!(c["bytes"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["requests"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["local"]
+            .as_str()
+            .unwrap()
+            .parse::<std::net::IpAddr>()
+            .is_ok());
+        assert!(c["server"]
+            .as_str()
+            .unwrap()
+            .parse::<std::net::IpAddr>()
+            .is_ok());
+    }
+    assert_eq!(
+        Sha256::digest(std::fs::read(tb.share_path("plain").join("big.bin")).unwrap()),
+        want
+    );
+
+    // Download with options: 2 per pair, least-loaded; then with multichannel off.
+    let back = dir.join("back.bin");
+    let out = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "--json",
+            "--channels-per-nic",
+            "2",
+            "--dispatch",
+            "least-loaded",
+            &url(&tb, "plain/big.bin"),
+            back.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = json(&out);
+    assert_eq!(
+        summary["channels"].as_array().unwrap().len(),
+        4,
+        "{summary:#}"
+    );
+    assert_eq!(summary["multichannel"]["dispatch"], "LeastLoaded");
+    assert_eq!(Sha256::digest(std::fs::read(&back).unwrap()), want);
+
+    let out = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "--json",
+            "--no-multichannel",
+            &url(&tb, "plain/big.bin"),
+            back.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = json(&out);
+    assert_eq!(
+        summary["channels"].as_array().unwrap().len(),
+        1,
+        "{summary:#}"
+    );
+    assert_eq!(summary["multichannel"]["enabled"], false);
+
+    let out = smbcp(
+        &tb,
+        tb.password(),
+        &[
+            "--max-channels",
+            "0",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn smbctl_shows_interfaces_channels_and_explains() {
+    let tb = Testbed::start(TestbedConfig::unshaped(2)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let share = url(&tb, "plain");
+
+    let out = smbctl(&tb, &["channels", "--explain", &share]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("multichannel on"), "{text}");
+    for k in 1..=2 {
+        assert!(text.contains(&tb.server_addr(k).to_string()), "{text}");
+    }
+    assert!(text.contains("8 of 8 planned channels are up"), "{text}");
+
+    let out = smbctl(&tb, &["channels", "--json", &share]);
+    let v = json(&out);
+    assert_eq!(v["channels"].as_array().unwrap().len(), 8, "{v:#}");
+    assert_eq!(v["multichannel"]["planned"], 8);
+    assert_eq!(v["multichannel"]["current"], 8);
+    let pairs = v["multichannel"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    for p in pairs {
+        assert_eq!(p["planned"], 4);
+        assert_eq!(p["current"], 4);
+        assert_eq!(p["rss"], true);
+    }
+
+    let out = smbctl(&tb, &["interfaces", &share]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("server interfaces:") && text.contains("local interfaces:"),
+        "{text}"
+    );
+    assert!(text.contains("cli1") && text.contains("cli2"), "{text}");
+    assert!(text.contains("4 channel(s)"), "{text}");
+
+    let out = smbctl(&tb, &["channels", "--explain", "--no-multichannel", &share]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("multichannel is off: multichannel is turned off"),
+        "{text}"
+    );
+}

@@ -1,8 +1,14 @@
 //! Test harness: drives `tests/testbed/testbed.sh`.
 //!
 //! A [`Testbed`] is a private Samba server in a server network namespace, reachable from a
-//! client namespace over N veth links (link K: server `10.<id>.K.1`, client `10.<id>.K.2`),
-//! each direction optionally shaped with tbf. [`Testbed::start`] creates it; dropping the value
+//! client namespace over N veth links (link K: server `10.<id>.K.1` on `srvK`, client
+//! `10.<id>.K.2` on `cliK`, each end with [`TestbedConfig::queues`] queues so the client sees
+//! RSS-capable NICs), each direction optionally shaped with tbf. Optionally one more server
+//! address, the service address `10.<id>.200.1`, is reachable over every link (a socket bound
+//! to `10.<id>.K.2` reaches it through link K): the "one server address, several client NICs"
+//! case. smbd listens on every address of its namespace; which ones it advertises in
+//! FSCTL_QUERY_NETWORK_INTERFACE_INFO is chosen by [`Advertise`] and can be changed at run time
+//! ([`Testbed::advertise`], [`Testbed::set_interfaces`]) without a restart. [`Testbed::start`] creates it; dropping the value
 //! takes it down again, also when the test panics. A testbed whose owner died without dropping
 //! it (SIGKILL, abort) is collected by the next `testbed.sh up` (every `start` runs one).
 //!
@@ -20,12 +26,12 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Where the script lives (overridable with `SMBTB_SCRIPT`).
@@ -50,6 +56,35 @@ impl Signing {
     }
 }
 
+/// Which server addresses smbd advertises (smb.conf's `interfaces` line, which is what
+/// FSCTL_QUERY_NETWORK_INTERFACE_INFO reports). smbd listens on every address of the server
+/// namespace whatever is advertised.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Advertise {
+    /// Every link's server address with its speed (the default).
+    #[default]
+    Links,
+    /// Only the service address (needs [`TestbedConfig::service_addr`]), with the links'
+    /// combined speed: one server address, reachable over every client NIC.
+    Service,
+    /// The links' addresses, then the service address.
+    Both,
+    /// Exactly these specs (see [`Testbed::interface_spec`]); e.g. an address with no route.
+    Custom(Vec<String>),
+}
+
+impl Advertise {
+    /// The script's argument for it: a keyword, or the specs themselves.
+    fn script_args(&self) -> Vec<String> {
+        match self {
+            Advertise::Links => vec!["links".into()],
+            Advertise::Service => vec!["service".into()],
+            Advertise::Both => vec!["both".into()],
+            Advertise::Custom(specs) => specs.clone(),
+        }
+    }
+}
+
 /// What to build. Start from [`TestbedConfig::unshaped`], [`TestbedConfig::shaped`] or
 /// [`TestbedConfig::per_link`] and adjust fields.
 #[derive(Debug, Clone)]
@@ -65,8 +100,17 @@ pub struct TestbedConfig {
     pub tmpfs_size: String,
     /// Server-wide signing requirement.
     pub signing: Signing,
-    /// smbd `log level`.
+    /// smbd `log level`. At 2 or more the log shows `added interface <if> ip=<addr>` for
+    /// every advertised address, at start and at each reload.
     pub log_level: u8,
+    /// Receive and transmit queues of every veth end (default 4; `/sys/class/net/cliK/queues`
+    /// lists them, which is how a client decides a NIC is RSS-capable). With more than one
+    /// the advertised specs carry `capability=RSS`; 1 = plain non-RSS NICs.
+    pub queues: u32,
+    /// Add the service address `10.<id>.200.1` (see [`Testbed::service_addr`]).
+    pub service_addr: bool,
+    /// What smbd advertises at start ([`Advertise::Links`] by default).
+    pub advertise: Advertise,
 }
 
 impl Default for TestbedConfig {
@@ -78,6 +122,9 @@ impl Default for TestbedConfig {
             tmpfs_size: "6g".to_string(),
             signing: Signing::Mandatory,
             log_level: 1,
+            queues: 4,
+            service_addr: false,
+            advertise: Advertise::Links,
         }
     }
 }
@@ -122,6 +169,21 @@ impl TestbedConfig {
     }
 }
 
+/// One entry of the server's FSCTL_QUERY_NETWORK_INTERFACE_INFO response (MS-SMB2 2.2.32.5,
+/// NETWORK_INTERFACE_INFO), as `smbtorture` decoded it: a reference to compare a client's own
+/// decoding with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInterface {
+    /// IfIndex: the kernel ifindex inside the server namespace (`lo` is 1).
+    pub if_index: u32,
+    /// The RSS_CAPABLE bit of Capability.
+    pub rss: bool,
+    /// LinkSpeed in bits per second.
+    pub speed_bps: u64,
+    /// The address (IPv4 or IPv6).
+    pub addr: IpAddr,
+}
+
 /// One veth link between the namespaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkInfo {
@@ -159,6 +221,10 @@ pub struct Testbed {
     log: PathBuf,
     smbd_pid: AtomicU32,
     up_took: Duration,
+    queues: u32,
+    service_addr: Option<Ipv4Addr>,
+    /// The specs of the `interfaces` line, as the script last reported them.
+    advertised: Mutex<Vec<String>>,
 }
 
 /// Distinguishes run directories of testbeds started by one process.
@@ -208,6 +274,15 @@ fn run_script<S: AsRef<OsStr>>(script: &Path, args: &[S]) -> Result<String, Stri
             stderr.trim_end()
         ))
     }
+}
+
+/// The state's `interfaces=` value (specs joined with `|`) as a list.
+fn split_specs(joined: &str) -> Vec<String> {
+    joined
+        .split('|')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `key=value` lines into a map (other lines are ignored).
@@ -273,7 +348,22 @@ impl Testbed {
             config.log_level.to_string(),
             "--owner".into(),
             std::process::id().to_string(),
+            "--queues".into(),
+            config.queues.to_string(),
         ];
+        if config.service_addr {
+            args.push("--service-addr".into());
+        }
+        match &config.advertise {
+            Advertise::Links => {}
+            Advertise::Service => args.extend(["--advertise".into(), "service".into()]),
+            Advertise::Both => args.extend(["--advertise".into(), "both".into()]),
+            Advertise::Custom(specs) => {
+                for spec in specs {
+                    args.extend(["--advertise-spec".into(), spec.clone()]);
+                }
+            }
+        }
         match config.rate_arg() {
             Some(rates) => args.extend(["--rate".to_string(), rates]),
             None => args.push("--unshaped".into()),
@@ -342,6 +432,12 @@ impl Testbed {
             log: PathBuf::from(field(kv, "log")?),
             smbd_pid: AtomicU32::new(parsed(kv, "smbd_pid")?),
             up_took,
+            queues: parsed(kv, "queues")?,
+            service_addr: match kv.get("service_addr") {
+                None => None,
+                Some(_) => Some(parsed(kv, "service_addr")?),
+            },
+            advertised: Mutex::new(split_specs(field(kv, "interfaces")?)),
         })
     }
 
@@ -408,6 +504,34 @@ impl Testbed {
     /// Every client address, link 1 first.
     pub fn client_addrs(&self) -> Vec<Ipv4Addr> {
         self.links.iter().map(|l| l.client_addr).collect()
+    }
+
+    /// The client namespace's interface of link K, `cliK` (panics when there is no such
+    /// link). Read `/sys/class/net/<it>/...` through [`Testbed::exec_client`]: an in-process
+    /// thread in the namespace still sees the host's sysfs.
+    pub fn client_nic(&self, k: usize) -> String {
+        self.link(k).client_if.clone()
+    }
+
+    /// Receive/transmit queues of every veth end ([`TestbedConfig::queues`]).
+    pub fn queues(&self) -> u32 {
+        self.queues
+    }
+
+    /// The service address `10.<id>.200.1` (on the server namespace's `lo`), when the
+    /// testbed was built with [`TestbedConfig::service_addr`]. It is reachable over every
+    /// link: in the client namespace a socket bound to `10.<id>.K.2` reaches it through `cliK`
+    /// (policy routing, table 100+K), an unbound socket through link 1.
+    pub fn service_addr(&self) -> Option<Ipv4Addr> {
+        self.service_addr
+    }
+
+    /// The specs smbd currently advertises (its `interfaces` line), in order.
+    pub fn advertised(&self) -> Vec<String> {
+        self.advertised
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The test user (a Unix user, `smbtest`, with a per-testbed Samba password).
@@ -501,8 +625,10 @@ impl Testbed {
         self.script(&["link-up", &k.to_string()]).map(drop)
     }
 
-    /// Resets established TCP connections to port 445 (all, or only link K's) from the
-    /// server side; the client sees a RST. Returns how many were cut.
+    /// Resets established TCP connections to port 445 (all, or only link K's: those to link
+    /// K's server address or from its client address, which includes connections to the
+    /// service address over link K) from the server side; the client sees a RST. Returns how
+    /// many were cut.
     pub fn cut(&self, link: Option<usize>) -> Result<usize, String> {
         let k = link.map(|k| k.to_string());
         let mut args = vec!["cut"];
@@ -529,12 +655,28 @@ impl Testbed {
     }
 
     /// Rewrites smb.conf's `interfaces` line (see [`Testbed::interface_spec`]) and reloads:
-    /// changes what FSCTL_QUERY_NETWORK_INTERFACE_INFO reports. Listening sockets stay as
-    /// they were until [`Testbed::restart`].
+    /// changes what FSCTL_QUERY_NETWORK_INTERFACE_INFO reports to connections made from now
+    /// on (checked with smbtorture; connections already open were not checked). No restart
+    /// is needed: smbd listens on every address of the server namespace, advertised or not.
+    /// Returns once the script has rewritten the config and asked smbd to reload.
     pub fn set_interfaces<S: AsRef<str>>(&self, specs: &[S]) -> Result<(), String> {
         let mut args = vec!["set-interfaces"];
         args.extend(specs.iter().map(AsRef::as_ref));
-        self.script(&args).map(drop)
+        let out = self.script(&args)?;
+        let kv = parse_key_values(&out);
+        let now = split_specs(field(&kv, "interfaces")?);
+        *self
+            .advertised
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = now;
+        Ok(())
+    }
+
+    /// Like [`Testbed::set_interfaces`], with the specs of `what` (the speeds and RSS flag
+    /// the testbed was built with). [`Advertise::Service`] and [`Advertise::Both`] need a
+    /// service address.
+    pub fn advertise(&self, what: &Advertise) -> Result<(), String> {
+        self.set_interfaces(&what.script_args())
     }
 
     // ------------------------------------------------------------------ running things
@@ -583,7 +725,20 @@ impl Testbed {
     /// Raw TCP goodput of link K in Mbit/s as iperf3 measures it (`-t seconds`; `reverse`:
     /// server to client). The iperf3 server runs one-off in the server namespace.
     pub fn iperf3_mbit(&self, k: usize, seconds: u32, reverse: bool) -> Result<f64, String> {
-        let addr = self.server_addr(k).to_string();
+        self.iperf3_mbit_via(self.server_addr(k), None, seconds, reverse)
+    }
+
+    /// Raw TCP goodput in Mbit/s between any server address (e.g. the service address) and
+    /// the client namespace, the client's sockets bound to `from` when given (`iperf3 -B`;
+    /// with the service address, `from = client_addr(K)` sends it over link K).
+    pub fn iperf3_mbit_via(
+        &self,
+        server: Ipv4Addr,
+        from: Option<Ipv4Addr>,
+        seconds: u32,
+        reverse: bool,
+    ) -> Result<f64, String> {
+        let addr = server.to_string();
         let mut server = self
             .server_command("iperf3")
             .args(["-s", "-1", "-B", &addr])
@@ -592,7 +747,7 @@ impl Testbed {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start iperf3 server: {e}"))?;
-        let result = self.iperf3_client(&addr, seconds, reverse);
+        let result = self.iperf3_client(&addr, from, seconds, reverse);
         // The one-off server ends with the test; never leave it behind.
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -611,7 +766,13 @@ impl Testbed {
         result
     }
 
-    fn iperf3_client(&self, addr: &str, seconds: u32, reverse: bool) -> Result<f64, String> {
+    fn iperf3_client(
+        &self,
+        addr: &str,
+        from: Option<Ipv4Addr>,
+        seconds: u32,
+        reverse: bool,
+    ) -> Result<f64, String> {
         // Wait until the server listens (bounded) instead of racing it.
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -643,6 +804,9 @@ impl Testbed {
         if reverse {
             cmd.arg("-R");
         }
+        if let Some(from) = from {
+            cmd.args(["-B", &from.to_string()]);
+        }
         let out = cmd
             .stdin(Stdio::null())
             .output()
@@ -658,6 +822,39 @@ impl Testbed {
         }
         parse_iperf3_receiver_mbit(&text)
             .ok_or_else(|| format!("no receiver line in iperf3 output:\n{text}"))
+    }
+
+    /// What the server advertises right now, asked over `server` (any address it answers
+    /// on) by `smbtorture smb2.ioctl.network_interface_info` run in the client namespace as
+    /// the test user, in the server's order (Samba lists the `interfaces` line backwards).
+    /// Needs `smbtorture` (Debian package samba-testsuite).
+    pub fn smbtorture_interfaces(&self, server: Ipv4Addr) -> Result<Vec<ServerInterface>, String> {
+        let unc = format!("//{server}/plain");
+        let creds = format!("{}%{}", self.user, self.password);
+        let out = self
+            .client_command("timeout")
+            .args(["60", "smbtorture", &unc, "-U", &creds])
+            .args(["smb2.ioctl.network_interface_info", "-d", "10"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run smbtorture: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() || !text.contains("success: network_interface_info") {
+            let hint = if err.contains("No such file") {
+                " (apt-get install -y samba-testsuite)"
+            } else {
+                ""
+            };
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            return Err(format!(
+                "smbtorture network_interface_info against {server} failed ({}){hint}:\n{}\n{err}",
+                out.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        // The decoded response is debug output: it goes to stderr.
+        parse_smbtorture_interfaces(&err)
     }
 
     // ------------------------------------------------------------------ in-process clients
@@ -756,6 +953,72 @@ fn setns_net(ns: &File) -> std::io::Result<()> {
     }
 }
 
+/// The NETWORK_INTERFACE_INFO entries of `smbtorture ... network_interface_info -d 10`
+/// output: each starts at an `ifindex` line; `capability`, `linkspeed` and `ipv4`/`ipv6`
+/// follow. Numbers are taken from the decimal in parentheses (`0x...(1)`).
+fn parse_smbtorture_interfaces(text: &str) -> Result<Vec<ServerInterface>, String> {
+    #[derive(Default)]
+    struct Partial {
+        if_index: Option<u32>,
+        rss: Option<bool>,
+        speed_bps: Option<u64>,
+        addr: Option<IpAddr>,
+    }
+    fn finish(p: Partial) -> Result<ServerInterface, String> {
+        match (p.if_index, p.rss, p.speed_bps, p.addr) {
+            (Some(if_index), Some(rss), Some(speed_bps), Some(addr)) => Ok(ServerInterface {
+                if_index,
+                rss,
+                speed_bps,
+                addr,
+            }),
+            _ => Err("smbtorture printed an incomplete interface entry".to_string()),
+        }
+    }
+    fn decimal<T: std::str::FromStr>(value: &str) -> Option<T> {
+        let inner = value.rsplit_once('(')?.1.strip_suffix(')')?;
+        inner.parse().ok()
+    }
+    let mut entries = Vec::new();
+    let mut current: Option<Partial> = None;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let bad = || format!("smbtorture line not understood: {line:?}");
+        match key {
+            "ifindex" => {
+                if let Some(done) = current.take() {
+                    entries.push(finish(done)?);
+                }
+                current = Some(Partial {
+                    if_index: Some(decimal(value).ok_or_else(bad)?),
+                    ..Partial::default()
+                });
+            }
+            "capability" | "linkspeed" | "ipv4" | "ipv6" => {
+                let Some(p) = current.as_mut() else {
+                    continue;
+                };
+                match key {
+                    "capability" => p.rss = Some(decimal::<u32>(value).ok_or_else(bad)? & 1 != 0),
+                    "linkspeed" => p.speed_bps = Some(decimal(value).ok_or_else(bad)?),
+                    _ => p.addr = Some(value.parse().map_err(|_| bad())?),
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(done) = current {
+        entries.push(finish(done)?);
+    }
+    if entries.is_empty() {
+        return Err("smbtorture printed no interface entries".to_string());
+    }
+    Ok(entries)
+}
+
 /// The receiver's rate from `iperf3 -f m` text output.
 fn parse_iperf3_receiver_mbit(text: &str) -> Option<f64> {
     let line = text
@@ -834,6 +1097,61 @@ mod tests {
         assert_eq!(kv.get("a").map(String::as_str), Some("1"));
         assert_eq!(kv.get("b").map(String::as_str), Some("x=y"));
         assert_eq!(kv.len(), 2);
+    }
+
+    #[test]
+    fn parses_smbtorture_interface_entries() {
+        let text = "     &net_iface: struct fsctl_net_iface_info\n\
+            \x20       next                     : *\n\
+            \x20       ifindex                  : 0x00000003 (3)\n\
+            \x20       capability               : 0x00000001 (1)\n\
+            \x20              1: FSCTL_NET_IFACE_RSS_CAPABLE\n\
+            \x20              0: FSCTL_NET_IFACE_RDMA_CAPABLE\n\
+            \x20       reserved                 : 0x00000000 (0)\n\
+            \x20       linkspeed                : 0x000000000bebc200 (200000000)\n\
+            \x20           family                   : FSCTL_NET_IFACE_AF_INET (2)\n\
+            \x20               port                     : 0x0000 (0)\n\
+            \x20               ipv4                     : 10.103.2.1\n\
+            \x20   next: struct fsctl_net_iface_info\n\
+            \x20       ifindex                  : 0x00000001 (1)\n\
+            \x20       capability               : 0x00000000 (0)\n\
+            \x20       linkspeed                : 0x0000000017d78400 (400000000)\n\
+            \x20               ipv4                     : 10.103.200.1\n\
+            time: 2026-11-21 21:41:39.920814\n\
+            success: network_interface_info\n";
+        let got = parse_smbtorture_interfaces(text).expect("parse");
+        assert_eq!(
+            got,
+            vec![
+                ServerInterface {
+                    if_index: 3,
+                    rss: true,
+                    speed_bps: 200_000_000,
+                    addr: IpAddr::V4(Ipv4Addr::new(10, 103, 2, 1)),
+                },
+                ServerInterface {
+                    if_index: 1,
+                    rss: false,
+                    speed_bps: 400_000_000,
+                    addr: IpAddr::V4(Ipv4Addr::new(10, 103, 200, 1)),
+                },
+            ]
+        );
+        assert!(parse_smbtorture_interfaces("success: x\n").is_err());
+        assert!(parse_smbtorture_interfaces("ifindex : 0x1 (1)\n").is_err());
+    }
+
+    #[test]
+    fn advertise_arguments() {
+        assert_eq!(Advertise::default(), Advertise::Links);
+        assert_eq!(Advertise::Service.script_args(), ["service"]);
+        assert_eq!(
+            Advertise::Custom(vec!["10.1.1.1;speed=5".into()]).script_args(),
+            ["10.1.1.1;speed=5"]
+        );
+        let kv = split_specs("a;speed=1|b;speed=2,capability=RSS");
+        assert_eq!(kv, ["a;speed=1", "b;speed=2,capability=RSS"]);
+        assert!(split_specs("").is_empty());
     }
 
     #[test]

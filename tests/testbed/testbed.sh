@@ -2,9 +2,11 @@
 # testbed.sh - a private Samba server behind shaped veth links, in network namespaces.
 #
 # One testbed = a server namespace and a client namespace joined by N veth pairs (link K:
-# server 10.<id>.K.1, client 10.<id>.K.2, /24), each direction optionally shaped with tbf,
-# plus an smbd with its own config, passdb, lock/state dirs and tmpfs-backed shares, all kept
-# in a run directory (--dir). See tests/testbed/README.md for the full story.
+# server 10.<id>.K.1, client 10.<id>.K.2, /24; Q rx/tx queues per end, so the client sees
+# RSS-capable NICs), each direction optionally shaped with tbf, optionally a service address
+# 10.<id>.200.1 on the server's lo that the client reaches over every link (source-based policy
+# routing), plus an smbd with its own config, passdb, lock/state dirs and tmpfs-backed shares,
+# all kept in a run directory (--dir). See tests/testbed/README.md for the full story.
 #
 # Output contract: human messages go to stderr; `up` and `status` print key=value lines on
 # stdout (and nothing else), which tests/src/lib.rs parses.
@@ -28,6 +30,10 @@ READY_TIMEOUT=${SMBTB_READY_TIMEOUT:-30}
 TBF_LATENCY=20ms
 # What an unshaped link advertises: veth reports 10 Gb/s through ethtool.
 UNSHAPED_SPEED_BPS=10000000000
+# Third octet of the service address 10.<id>.200.1 (links use 1..32) and the first policy
+# routing table of the client namespace (link K uses table SERVICE_TABLE_BASE + K).
+SERVICE_NET=200
+SERVICE_TABLE_BASE=100
 
 say() { echo "$PROG: $*" >&2; }
 die() {
@@ -39,18 +45,22 @@ usage() {
     cat >&2 <<'EOF'
 usage:
   testbed.sh up --dir D --links N [--rate R1,R2,...|--unshaped] [--mtu M] [--size 6g]
-                [--signing mandatory|default] [--user NAME] [--password PW]
-                [--owner PID|none] [--log-level L]
+                [--queues Q] [--service-addr] [--advertise links|service|both]
+                [--advertise-spec SPEC]... [--signing mandatory|default] [--user NAME]
+                [--password PW] [--owner PID|none] [--log-level L]
   testbed.sh down --dir D
   testbed.sh status --dir D
   testbed.sh link-down --dir D K        testbed.sh link-up --dir D K
   testbed.sh cut --dir D [K]
   testbed.sh restart --dir D            testbed.sh reload --dir D
-  testbed.sh set-interfaces --dir D SPEC...   (SPEC like "10.123.1.1;speed=1000000000,capability=RSS")
+  testbed.sh set-interfaces --dir D SPEC...|links|service|both
+                                 (SPEC like "10.123.1.1;speed=1000000000,capability=RSS")
   testbed.sh exec --dir D [--server] -- CMD [ARG...]
   testbed.sh smbstatus --dir D [SMBSTATUS-ARGS...]
   testbed.sh gc
 Rates are in Mbit/s (0 = that link unshaped); one rate applies to every link.
+--queues: rx/tx queues of every veth end (default 4; 1 = no RSS, and no capability=RSS).
+--advertise-spec (repeatable) replaces the --advertise list with exactly these specs.
 EOF
     exit 2
 }
@@ -306,9 +316,12 @@ write_smb_conf() {
   log level = $S_log_level
   max log size = 0
   # Multichannel: the addresses (and only those) that FSCTL_QUERY_NETWORK_INTERFACE_INFO reports.
+  # smbd re-reads this line on reload, so set-interfaces changes the list without a restart.
   server multi channel support = yes
   interfaces = $ifline
-  bind interfaces only = yes
+  # Listen on the wildcard address: every address of the (private) server namespace answers
+  # on 445, whatever is advertised, also addresses added later - no restart needed.
+  bind interfaces only = no
   smb ports = 445
   disable netbios = yes
   server min protocol = SMB2_10
@@ -362,6 +375,32 @@ EOF
     } >"$conf"
 }
 
+# valid_spec SPEC - true when SPEC can go into the interfaces line and the state file: not
+# empty, no double quote (the line quotes each spec), no '|' (the state's separator), no
+# whitespace.
+valid_spec() {
+    [[ -n $1 && $1 != *'"'* && $1 != *'|'* && $1 =~ ^[^[:space:]]+$ ]]
+}
+
+# advertise_specs links|service|both - the interface specs for that choice, one per line:
+# `links` = every link's server address with its speed, `service` = the service address with
+# the links' combined speed (one address reachable over every link, like a server with teamed
+# NICs), `both` = links then service. `capability=RSS` only when the NICs have several queues:
+# Samba sets the RSS flag only from it (veth has no ethtool RSS query), and it should match
+# what the client sees in /sys/class/net/cliK/queues. Callers check that a service address
+# exists before asking for one (this runs in a subshell, where die cannot stop the script).
+advertise_specs() {
+    local what=$1 rss="" k v w sum=0
+    ((${S_queues:-1} > 1)) && rss=",capability=RSS"
+    for ((k = 1; k <= S_links; k++)); do
+        v="S_link${k}_server_addr"
+        w="S_link${k}_speed_bps"
+        sum=$((sum + ${!w}))
+        [[ $what == service ]] || echo "${!v};speed=${!w}$rss"
+    done
+    [[ $what == links ]] || echo "$S_service_addr;speed=$sum$rss"
+}
+
 # set_interfaces_in_conf SPEC... - rewrite the `interfaces =` line of the config in place.
 set_interfaces_in_conf() {
     local line tmp
@@ -412,38 +451,46 @@ probe() {
     ip netns exec "$S_client_ns" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/445"' "$1" 2>/dev/null
 }
 
-# listen_addrs - the addresses smbd should be listening on: those of the `interfaces` line
-# (which set-interfaces may have changed) that are assigned inside the server namespace.
-listen_addrs() {
-    local specs spec addr assigned
-    assigned=" $(ip -n "$S_server_ns" -4 -o addr show | awk '{ sub("/.*", "", $4); print $4 }' | tr '\n' ' ') "
-    IFS='|' read -r -a specs <<<"$S_interfaces"
-    for spec in "${specs[@]}"; do
-        addr=${spec%%;*}
-        [[ $assigned == *" $addr "* ]] && echo "$addr"
+# listening_445 - true when smbd has a listening socket on port 445 in the server namespace.
+listening_445() {
+    [[ -n $(ip netns exec "$S_server_ns" ss -ltnH 'sport = :445' 2>/dev/null) ]]
+}
+
+# link_is_up K - true when srvK is administratively up (link-down takes it down).
+link_is_up() {
+    ip -n "$S_server_ns" -o link show "srv$1" 2>/dev/null | grep -Eq '[<,]UP[,>]'
+}
+
+# probe_addrs - where readiness is checked from the client namespace: the server address of
+# every link that is up (smbd listens on the wildcard address, so every address of the server
+# namespace answers; a downed link never does) and the service address when link 1, its
+# main-table route, is up.
+probe_addrs() {
+    local k v
+    for ((k = 1; k <= S_links; k++)); do
+        v="S_link${k}_server_addr"
+        link_is_up "$k" && echo "${!v}"
     done
+    if [[ -n ${S_service_addr-} ]] && link_is_up 1; then echo "$S_service_addr"; fi
     return 0
 }
 
 wait_smbd_ready() {
     local deadline addr pending addrs
     deadline=$((SECONDS + READY_TIMEOUT))
-    mapfile -t addrs < <(listen_addrs)
-    if ((${#addrs[@]} == 0)); then
-        say "warning: no address of the interfaces line exists in $S_server_ns; smbd listens nowhere"
-        sleep 0.5
-        pid_alive "$S_smbd_pid" || { log_tail; die "smbd (pid $S_smbd_pid) exited during startup"; }
-        return 0
-    fi
+    mapfile -t addrs < <(probe_addrs)
     while :; do
         if ! pid_alive "$S_smbd_pid"; then
             log_tail
             die "smbd (pid $S_smbd_pid) exited during startup"
         fi
         pending=()
-        for addr in "${addrs[@]}"; do
-            probe "$addr" || pending+=("$addr")
-        done
+        listening_445 || pending+=("(no listening socket yet)")
+        if ((${#pending[@]} == 0)); then
+            for addr in "${addrs[@]}"; do
+                probe "$addr" || pending+=("$addr")
+            done
+        fi
         ((${#pending[@]})) || return 0
         if ((SECONDS >= deadline)); then
             log_tail
@@ -464,11 +511,32 @@ stop_smbd() {
 
 # ----------------------------------------------------------------------------- up
 
+# setup_service_addr ID LINKS - the service address 10.ID.200.1/32 on the server's lo, reachable
+# over every link: in the client namespace, traffic from 10.ID.K.2 looks up table 100+K (rule
+# priority 1000+K), whose only route sends it to the service address through cliK via
+# 10.ID.K.1; unbound sockets use the main table's route, through link 1. The server needs
+# nothing: its replies go to 10.ID.K.2, on-link on srvK. (No dummy interface: this kernel has
+# no dummy driver; Samba lists lo's addresses like any other.)
+setup_service_addr() {
+    local id=$1 links=$2 addr k table
+    addr=10.$id.$SERVICE_NET.1
+    ip -n "$S_server_ns" addr add "$addr/32" dev lo
+    for ((k = 1; k <= links; k++)); do
+        table=$((SERVICE_TABLE_BASE + k))
+        ip -n "$S_client_ns" route add "$addr/32" via "10.$id.$k.1" dev "cli$k" src "10.$id.$k.2" table "$table"
+        ip -n "$S_client_ns" rule add from "10.$id.$k.2" lookup "$table" priority $((1000 + k))
+        state_set "link${k}_route_table" "$table"
+    done
+    ip -n "$S_client_ns" route add "$addr/32" via "10.$id.1.1" dev cli1 src "10.$id.1.2"
+    state_set service_addr "$addr"
+}
+
 cmd_up() {
     # Only the key=value lines go to stdout (fd 3); everything else is for humans.
     exec 3>&1 1>&2
     local dir="" links="" rates="" unshaped=0 mtu=1500 size=6g signing=mandatory
-    local user=smbtest password="" owner="$PPID" log_level=1
+    local user=smbtest password="" owner="$PPID" log_level=1 queues=4 service=0
+    local advertise=links custom_specs=()
     while (($#)); do
         case $1 in
         --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -482,6 +550,10 @@ cmd_up() {
         --password) password=${2:?--password needs a value}; shift 2 ;;
         --owner) owner=${2:?--owner needs a value}; shift 2 ;;
         --log-level) log_level=${2:?--log-level needs a value}; shift 2 ;;
+        --queues) queues=${2:?--queues needs a value}; shift 2 ;;
+        --service-addr) service=1; shift ;;
+        --advertise) advertise=${2:?--advertise needs a value}; shift 2 ;;
+        --advertise-spec) custom_specs+=("${2:?--advertise-spec needs a value}"); shift 2 ;;
         *) die "up: unknown argument '$1'" ;;
         esac
     done
@@ -493,6 +565,15 @@ cmd_up() {
     [[ $user =~ ^[a-z_][a-z0-9_-]*$ ]] || die "up: bad user name '$user'"
     [[ $size =~ ^[0-9]+[kmgKMG%]?$ ]] || die "up: bad --size '$size'"
     [[ $log_level =~ ^[0-9]+$ ]] || die "up: bad --log-level"
+    [[ $queues =~ ^[0-9]+$ ]] && ((queues >= 1 && queues <= 64)) || die "up: --queues must be 1..64"
+    case $advertise in
+    links | both) ;;
+    service) ((service)) || die "up: --advertise service needs --service-addr" ;;
+    *) die "up: --advertise is links, service or both, got '$advertise'" ;;
+    esac
+    [[ $advertise == both ]] && ((!service)) && die "up: --advertise both needs --service-addr"
+    local s
+    for s in "${custom_specs[@]}"; do valid_spec "$s" || die "up: bad --advertise-spec '$s'"; done
     local rate_list=()
     if [[ -n $rates ]]; then
         IFS=',' read -r -a rate_list <<<"$rates"
@@ -568,6 +649,7 @@ cmd_up() {
         echo "domain=SMBTB"
         echo "signing=$signing"
         echo "log_level=$log_level"
+        echo "queues=$queues"
         echo "conf=$dir/smb.conf"
         echo "log=$dir/log/smbd.log"
         echo "owner=${owner_rec%% *}"
@@ -586,9 +668,13 @@ cmd_up() {
         rate=${rate_list[k - 1]}
         saddr=10.$id.$k.1
         caddr=10.$id.$k.2
-        # Created directly inside the namespaces, so names only need to be unique there.
-        ip link add name "srv$k" netns "$S_server_ns" mtu "$mtu" type veth \
-            peer name "cli$k" netns "$S_client_ns" mtu "$mtu"
+        # Created directly inside the namespaces, so names only need to be unique there. Q
+        # queues per end: /sys/class/net/cliK/queues/rx-* lists Q entries (what a client
+        # reads to call a NIC RSS-capable).
+        ip link add name "srv$k" netns "$S_server_ns" mtu "$mtu" \
+            numtxqueues "$queues" numrxqueues "$queues" type veth \
+            peer name "cli$k" netns "$S_client_ns" mtu "$mtu" \
+            numtxqueues "$queues" numrxqueues "$queues"
         ip -n "$S_server_ns" addr add "$saddr/24" dev "srv$k"
         ip -n "$S_client_ns" addr add "$caddr/24" dev "cli$k"
         if ((rate > 0)); then
@@ -605,7 +691,6 @@ cmd_up() {
         ip -n "$S_client_ns" link set "cli$k" up
         server_addrs+=("$saddr")
         client_addrs+=("$caddr")
-        ifspecs+=("$saddr;speed=$speed,capability=RSS")
         state_set "link${k}_server_addr" "$saddr"
         state_set "link${k}_client_addr" "$caddr"
         state_set "link${k}_server_if" "srv$k"
@@ -615,6 +700,14 @@ cmd_up() {
     done
     state_set server_addrs "$(IFS=,; echo "${server_addrs[*]}")"
     state_set client_addrs "$(IFS=,; echo "${client_addrs[*]}")"
+    ((service)) && setup_service_addr "$id" "$links"
+    if ((${#custom_specs[@]})); then
+        ifspecs=("${custom_specs[@]}")
+        advertise=custom
+    else
+        mapfile -t ifspecs < <(advertise_specs "$advertise")
+    fi
+    state_set advertise "$advertise"
 
     # Share storage: a tmpfs of our own (source name smbtb-ID so gc can find it). Samba's
     # databases from an earlier run in the same dir are thrown away.
@@ -755,10 +848,13 @@ cmd_cut() {
     local filter="( sport = :445 )" what="all links"
     if ((${#POS[@]})); then
         link_arg "${POS[0]}"
-        local v="S_link${POS[0]}_server_addr" addr
+        local v="S_link${POS[0]}_server_addr" w="S_link${POS[0]}_client_addr" addr caddr
         addr=${!v}
-        filter="( sport = :445 and src $addr )"
-        what="link ${POS[0]} ($addr)"
+        caddr=${!w}
+        # Everything that travels over link K: connections to its server address, and those
+        # from its client address (to the service address, or bound across links).
+        filter="( sport = :445 and ( src $addr or dst $caddr ) )"
+        what="link ${POS[0]} ($addr, or from $caddr)"
     fi
     local killed
     # ss -K destroys matching sockets (CONFIG_INET_DIAG_DESTROY): the peer gets a RST.
@@ -777,10 +873,16 @@ cmd_restart() {
     echo "smbd_pid=$S_smbd_pid"
 }
 
+# reload_smbd - make smbd re-read its config, and return only once it has: the parent
+# handles reload-config in its message handler, so the answer to a later ping (same message
+# socket, handled in order) means the reload is done and new connections get the new config.
 reload_smbd() {
     if ! ip netns exec "$S_server_ns" smbcontrol -s "$S_conf" smbd reload-config >/dev/null 2>&1; then
         say "smbcontrol failed; sending SIGHUP to smbd $S_smbd_pid"
         kill -HUP "$S_smbd_pid"
+    fi
+    if ! ip netns exec "$S_server_ns" smbcontrol -s "$S_conf" -t 10 smbd ping 2>/dev/null | grep -q PONG; then
+        say "warning: smbd $S_smbd_pid did not answer a ping after the reload"
     fi
 }
 
@@ -794,14 +896,24 @@ cmd_reload() {
 cmd_set_interfaces() {
     split_args "$@"
     require_up "$ARG_DIR"
-    ((${#POS[@]})) || die "set-interfaces needs at least one SPEC"
+    ((${#POS[@]})) || die "set-interfaces needs at least one SPEC (or links, service, both)"
     local s
+    if ((${#POS[@]} == 1)); then
+        case ${POS[0]} in
+        links | service | both)
+            [[ ${POS[0]} == links || -n ${S_service_addr-} ]] ||
+                die "set-interfaces ${POS[0]}: this testbed has no service address (up --service-addr)"
+            mapfile -t POS < <(advertise_specs "${POS[0]}")
+            ;;
+        esac
+    fi
     for s in "${POS[@]}"; do
-        [[ $s != *'"'* && -n $s ]] || die "bad interface spec '$s'"
+        valid_spec "$s" || die "bad interface spec '$s'"
     done
     set_interfaces_in_conf "${POS[@]}"
     reload_smbd
-    say "interfaces = $(interfaces_line "${POS[@]}") (reloaded; listening sockets are unchanged until restart)"
+    say "interfaces = $(interfaces_line "${POS[@]}") (reloaded; smbd listens on every address anyway)"
+    echo "interfaces=$S_interfaces"
 }
 
 cmd_exec() {

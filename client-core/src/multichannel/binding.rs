@@ -142,7 +142,10 @@ mod tests {
         assert!(e.to_string().contains("ServerGuid"));
 
         let e = check_same_server(&session, &negotiated(Dialect::Smb302, mc)).unwrap_err();
-        assert!(e.to_string().contains("3.0.2") && e.to_string().contains("3.1.1"), "{e}");
+        assert!(
+            e.to_string().contains("3.0.2") && e.to_string().contains("3.1.1"),
+            "{e}"
+        );
 
         let mut cipher = negotiated(Dialect::Smb311, mc);
         cipher.cipher = Some(Cipher::Aes256Gcm);

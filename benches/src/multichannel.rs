@@ -51,6 +51,13 @@ pub fn channels_cell(report: Option<&SmbcpReport>) -> String {
     }
 }
 
+/// `2 of 3`: the repetitions that ended with every planned channel up, of those that planned
+/// more than one.
+pub fn full_runs_cell(s: &Series) -> String {
+    s.full_channel_runs()
+        .map_or(String::new(), |(full, of)| format!("{full} of {of}"))
+}
+
 /// `50/50`: each link's share of the bytes on the wire in percent, in link (address) order.
 pub fn bytes_per_link_cell(report: Option<&SmbcpReport>) -> String {
     let Some(r) = report else {
@@ -108,6 +115,7 @@ pub fn shaped_table(results: &Results, setups: &[LinkSetup]) -> Table {
         ">x raw TCP",
         ">x smbclient",
         ">channels (per link)",
+        ">all planned up",
         ">bytes per link %",
         ">copy-only MB/s",
         ">client CPU s/GiB",
@@ -142,6 +150,7 @@ pub fn shaped_table(results: &Results, setups: &[LinkSetup]) -> Table {
                     ratio(s.mb_per_s(), raw.map_or(f64::NAN, RawTcp::mb_per_s)),
                     vs_client,
                     channels,
+                    full_runs_cell(s),
                     bytes_per_link_cell(report),
                     f1(s.copy_mb_per_s()),
                     f2(s.client_cpu_per_gib()),
@@ -162,6 +171,7 @@ pub fn unshaped_table(results: &Results, setup: &LinkSetup, baseline: &str) -> T
         "direction",
         "client",
         ">channels",
+        ">all planned up",
         ">MB/s",
         ">min-max",
         ">x 1 channel",
@@ -184,6 +194,7 @@ pub fn unshaped_table(results: &Results, setup: &LinkSetup, baseline: &str) -> T
                 direction.to_string(),
                 format!("{}{}", s.tool, s.settings),
                 channels_cell(s.median_report()),
+                full_runs_cell(s),
                 f1(s.mb_per_s()),
                 format!("{}-{}", f1(lo), f1(hi)),
                 vs_base,
@@ -331,6 +342,7 @@ mod tests {
                     requests: i as u64,
                 })
                 .collect(),
+            planned: servers.len(),
         }
     }
 
@@ -419,7 +431,7 @@ mod tests {
         assert_eq!(rows[2][3], "raw TCP, 2 x iperf3 -R", "{md}");
         assert_eq!(rows[2][4], "120.0", "{md}");
         assert_eq!(
-            rows[3][3..11],
+            rows[3][3..12],
             [
                 "smbcp",
                 "100.0",
@@ -427,6 +439,7 @@ mod tests {
                 "0.833",
                 "2.000",
                 "3 (1+2)",
+                "3 of 3",
                 "60/40",
                 // Copy-only: 1e9 bytes in 9.5 s (the median run's own clock).
                 "105.3"
@@ -435,6 +448,7 @@ mod tests {
         );
         assert_eq!(rows[4][3], "smbclient", "{md}");
         assert_eq!(rows[4][8], "1 connection", "{md}");
+        assert_eq!(rows[4][9], "", "{md}");
         let svg = chart(&results, &setups, "t").svg();
         assert!(
             svg.contains("<title>smbcp (multichannel): 100</title>"),

@@ -102,6 +102,25 @@ impl Series {
         median(&values).unwrap_or(f64::NAN)
     }
 
+    /// Of the repetitions where smbcp's planner wanted more than one channel, how many ended
+    /// with all of them up, and how many there were; `None` when it never wanted more.
+    pub fn full_channel_runs(&self) -> Option<(usize, usize)> {
+        let multi: Vec<&SmbcpReport> = self
+            .reports
+            .iter()
+            .flatten()
+            .filter(|r| r.planned > 1)
+            .collect();
+        if multi.is_empty() {
+            return None;
+        }
+        let full = multi
+            .iter()
+            .filter(|r| r.channels.len() >= r.planned)
+            .count();
+        Some((full, multi.len()))
+    }
+
     /// Highest CPU use by other work during any repetition, in CPUs.
     pub fn max_other_cpus(&self) -> f64 {
         self.values(Sample::other_cpus)
@@ -321,6 +340,7 @@ mod tests {
         let report = |copy_seconds: f64| SmbcpReport {
             copy_seconds,
             channels: Vec::new(),
+            planned: 0,
         };
         let mut s = Series {
             link: "l".into(),
@@ -335,6 +355,24 @@ mod tests {
         assert_eq!(s.median_report().map(|r| r.copy_seconds), Some(1.5));
         // Copy-only rates 0.667, 2 and 0.286 MB/s: median 0.667.
         assert!((s.copy_mb_per_s() - 1.0 / 1.5).abs() < 1e-9);
+        assert_eq!(s.full_channel_runs(), None);
+        let channel = crate::transfer::ChannelUse {
+            local: [10, 0, 0, 2].into(),
+            server: [10, 0, 0, 1].into(),
+            bytes: 1,
+            requests: 1,
+        };
+        s.reports[0] = Some(SmbcpReport {
+            copy_seconds: 1.0,
+            channels: vec![channel.clone(); 4],
+            planned: 4,
+        });
+        s.reports[1] = Some(SmbcpReport {
+            copy_seconds: 1.0,
+            channels: vec![channel],
+            planned: 4,
+        });
+        assert_eq!(s.full_channel_runs(), Some((1, 2)));
         s.reports = vec![None, None, None];
         assert_eq!(s.median_report(), None);
         assert!(s.copy_mb_per_s().is_nan());

@@ -61,7 +61,8 @@ impl BarChart {
             .collect();
         let plots_width: f64 =
             panel_widths.iter().sum::<f64>() + PANEL_GAP * (self.panels.len().max(1) - 1) as f64;
-        let width = (LEFT + plots_width + 20.0).max(LEFT + 120.0 * n_series as f64);
+        let legend_width: f64 = self.series.iter().map(|n| legend_item_width(n)).sum();
+        let width = (LEFT + plots_width).max(LEFT + legend_width) + 20.0;
         let height = TOP + PLOT_HEIGHT + BOTTOM;
         let top_value = self
             .panels
@@ -99,7 +100,7 @@ impl BarChart {
                 escape(name),
                 tx = lx + 16.0
             );
-            lx += 16.0 + 7.0 * name.chars().count() as f64 + 18.0;
+            lx += legend_item_width(name);
         }
         // Y axis: gridlines and tick labels across the whole plot width.
         for t in 0..=TICKS {
@@ -174,6 +175,11 @@ impl BarChart {
         out.push_str("</svg>\n");
         out
     }
+}
+
+/// Room one legend entry takes: swatch, name (about 6.5 px per character at 11 px), gap.
+fn legend_item_width(name: &str) -> f64 {
+    16.0 + 6.5 * name.chars().count() as f64 + 18.0
 }
 
 fn colour(i: usize) -> &'static str {

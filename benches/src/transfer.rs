@@ -233,6 +233,9 @@ pub struct SmbcpReport {
     pub copy_seconds: f64,
     /// Every channel the session had at the end, the first one included.
     pub channels: Vec<ChannelUse>,
+    /// Channels the multichannel planner wanted in total (the sum of `planned` over its
+    /// address pairs); 0 when multichannel was off or found nothing to plan.
+    pub planned: usize,
 }
 
 impl SmbcpReport {
@@ -268,9 +271,23 @@ impl SmbcpReport {
         if channels.is_empty() {
             return Err(format!("smbcp reported no channel at all: {json}"));
         }
+        // Absent pairs (multichannel off) plan nothing; a pair without a number is an error.
+        let planned = match json["multichannel"]["pairs"].as_array() {
+            None => 0,
+            Some(pairs) => pairs
+                .iter()
+                .map(|p| {
+                    p["planned"]
+                        .as_u64()
+                        .map(|n| n as usize)
+                        .ok_or_else(|| format!("smbcp pair without \"planned\": {p}"))
+                })
+                .sum::<Result<usize, String>>()?,
+        };
         Ok(SmbcpReport {
             copy_seconds,
             channels,
+            planned,
         })
     }
 
@@ -442,11 +459,12 @@ mod tests {
                 {"local":"10.101.1.2","server":"10.101.1.1","bytes":700,"requests":7,"primary":true},
                 {"local":"10.101.2.2","server":"10.101.2.1","bytes":200,"requests":2},
                 {"local":"10.101.1.2","server":"10.101.1.1","bytes":100,"requests":1}],
-                "multichannel":{}}"#,
+                "multichannel":{"pairs":[{"planned":4},{"planned":4}]}}"#,
         )
         .unwrap();
         let r = SmbcpReport::from_json(&json).unwrap();
         assert_eq!(r.copy_seconds, 4.5);
+        assert_eq!(r.planned, 8);
         assert_eq!(r.channels.len(), 3);
         assert_eq!(
             r.channels[1],
@@ -464,6 +482,10 @@ mod tests {
                 ([10, 101, 2, 1].into(), 1, 200)
             ]
         );
+        let one = serde_json::json!({"seconds": 1.0, "channels": [
+            {"local": "10.0.0.2", "server": "10.0.0.1", "bytes": 1, "requests": 1}],
+            "multichannel": {"enabled": false, "pairs": []}});
+        assert_eq!(SmbcpReport::from_json(&one).unwrap().planned, 0);
         let no_channels = serde_json::json!({"seconds": 1.0, "channels": []});
         assert!(SmbcpReport::from_json(&no_channels).is_err());
         let bad_addr = serde_json::json!({"seconds": 1.0, "channels": [

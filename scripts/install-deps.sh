@@ -3,7 +3,7 @@
 # are missing. Used by .ci/run and scripts/demo.sh; safe to run again.
 set -euo pipefail
 
-PACKAGES=(samba smbclient iproute2 iperf3 fuse3 tcpdump)
+PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

@@ -902,6 +902,12 @@ impl Testbed {
                 if let Err(e) = setns_net(&ns) {
                     panic!("runtime thread cannot enter the client namespace: {e}");
                 }
+                // Like `ip netns exec`: a private mount namespace with a sysfs of the client
+                // namespace, so /sys/class/net shows cliK (the client reads link speed and
+                // RSS queues there), not the host's devices.
+                if let Err(e) = private_sysfs() {
+                    panic!("runtime thread cannot mount the client namespace's sysfs: {e}");
+                }
             })
             .build()
             .expect("build the client tokio runtime")
@@ -951,6 +957,54 @@ fn setns_net(ns: &File) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// Give the calling thread its own mount namespace (unshare(2) CLONE_NEWNS, which for one
+/// thread also unshares its filesystem attributes), stop mount events from propagating back,
+/// and mount a fresh sysfs on /sys: it shows the network namespace the thread is in now.
+#[allow(unsafe_code)]
+fn private_sysfs() -> std::io::Result<()> {
+    let check = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    let root = c"/";
+    let sys = c"/sys";
+    let sysfs = c"sysfs";
+    // SAFETY: unshare takes only flags and affects only the calling thread.
+    check(unsafe { libc::unshare(libc::CLONE_NEWNS) })?;
+    // SAFETY: the pointers are NUL-terminated static strings (or null where mount(2) allows
+    // it) that outlive the calls; mount reads them and keeps nothing.
+    check(unsafe {
+        libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_SLAVE | libc::MS_REC,
+            std::ptr::null(),
+        )
+    })?;
+    // SAFETY: as above.
+    check(unsafe { libc::umount2(sys.as_ptr(), libc::MNT_DETACH) }).or_else(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })?;
+    // SAFETY: as above.
+    check(unsafe {
+        libc::mount(
+            sysfs.as_ptr(),
+            sys.as_ptr(),
+            sysfs.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    })
 }
 
 /// The NETWORK_INTERFACE_INFO entries of `smbtorture ... network_interface_info -d 10`

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use rand::Rng;
 use smb3_proto::msg::ioctl::{
     parse_network_interfaces, IoctlRequest, IoctlResponse, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
@@ -17,7 +18,7 @@ use smb3_proto::msg::ioctl::{
 use smb3_proto::msg::tree_connect::TreeConnectRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::Command;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::channel::Channel;
 use crate::client::{decode, SessionCore, TreeContext};
@@ -39,6 +40,9 @@ const REQUERY_AFTER_LOSS: Duration = Duration::from_millis(100);
 /// First and last delay between attempts to bind a slot that failed.
 const RETRY_MIN: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// TCP connects of new channels under way at once.
+const MAX_CONNECTING: usize = 64;
 
 /// Counters of one (local, server) address pair.
 #[derive(Clone, Debug, Default)]
@@ -410,11 +414,21 @@ async fn reconcile(core: &Arc<SessionCore>) {
             .active()
             .first()
             .map_or(445, |m| m.channel.peer().port());
-        let results =
-            futures_util::future::join_all(due.iter().map(|slot| bind_channel(core, slot, port)))
-                .await;
-        for (slot, result) in due.iter().zip(results) {
-            record_bind(mc, slot, result);
+        // Every slot connects at once (an unreachable address costs one connect timeout, not
+        // one per slot); the handshakes then take turns (see `binding::bind_channel`).
+        let handshake = Semaphore::new(1);
+        let mut binds = futures_util::stream::iter(due)
+            .map(|slot| {
+                let core = core.clone();
+                let handshake = &handshake;
+                async move {
+                    let result = bind_channel(&core, &slot, port, handshake).await;
+                    (slot, result)
+                }
+            })
+            .buffer_unordered(MAX_CONNECTING);
+        while let Some((slot, result)) = binds.next().await {
+            record_bind(mc, &slot, result);
         }
     }
     retire_unplanned(mc, core.config.request_timeout);

@@ -270,9 +270,20 @@ pub fn target_lines(results: &Results, setups: &[LinkSetup]) -> Vec<String> {
                 .smbclient_for(s)
                 .map(|c| format!(", {:.2}x smbclient", s.mb_per_s() / c.mb_per_s()))
                 .unwrap_or_default();
+            // Other smbcp settings measured next to the defaults (--variant).
+            let variants: String = series_in(results, &label, direction)
+                .filter(|v| v.tool == "smbcp" && v.settings != s.settings)
+                .map(|v| {
+                    format!(
+                        "; `smbcp{}` {:.1} %",
+                        v.settings,
+                        v.mb_per_s() / r.mb_per_s() * 100.0
+                    )
+                })
+                .collect();
             lines.push(format!(
                 "- {label}, {direction}: smbcp {:.1} MB/s = {:.1} % of aggregate raw TCP ({:.1} MB/s): \
-                 target {:.0} % {verdict}{vs_client}.",
+                 target {:.0} % {verdict}{vs_client}{variants}.",
                 s.mb_per_s(),
                 of_raw * 100.0,
                 r.mb_per_s(),
@@ -412,12 +423,15 @@ mod tests {
         results
             .series
             .push(series(&label, "smbclient", Direction::Download, &[20.0]));
+        let mut variant = series(&label, "smbcp", Direction::Download, &[8.5]);
+        variant.settings = " --depth 32".into();
+        results.series.push(variant);
         let lines = target_lines(&results, &setups);
         assert_eq!(
             lines,
             vec![
                 "- 2 x 500 Mbit/s, download: smbcp 100.0 MB/s = 83.3 % of aggregate raw TCP \
-                 (120.0 MB/s): target 97 % missed, 2.00x smbclient."
+                 (120.0 MB/s): target 97 % missed, 2.00x smbclient; `smbcp --depth 32` 98.0 %."
                     .to_string()
             ]
         );
@@ -426,7 +440,7 @@ mod tests {
             .lines()
             .map(|l| l.split('|').map(str::trim).collect())
             .collect();
-        assert_eq!(rows.len(), 5, "{md}");
+        assert_eq!(rows.len(), 6, "{md}");
         // Cells start at index 1 (the text before the first '|' is empty).
         assert_eq!(rows[2][3], "raw TCP, 2 x iperf3 -R", "{md}");
         assert_eq!(rows[2][4], "120.0", "{md}");
@@ -449,6 +463,11 @@ mod tests {
         assert_eq!(rows[4][3], "smbclient", "{md}");
         assert_eq!(rows[4][8], "1 connection", "{md}");
         assert_eq!(rows[4][9], "", "{md}");
+        assert_eq!(
+            rows[5][3..6],
+            ["smbcp --depth 32", "117.6", "117.6-117.6"],
+            "{md}"
+        );
         let svg = chart(&results, &setups, "t").svg();
         assert!(
             svg.contains("<title>smbcp (multichannel): 100</title>"),

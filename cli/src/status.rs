@@ -87,7 +87,7 @@ pub fn multichannel_json(s: &MultichannelStatus) -> serde_json::Value {
     serde_json::json!({
         "enabled": s.off_reason.is_none(),
         "off_reason": s.off_reason,
-        "dispatch": format!("{:?}", s.dispatch),
+        "dispatch": s.dispatch.to_string(),
         "planned": s.planned(),
         "current": s.current(),
         "server_interfaces": server,
@@ -105,7 +105,7 @@ pub fn multichannel_json(s: &MultichannelStatus) -> serde_json::Value {
 pub fn print_channels(client: &Client, explain: bool) {
     let s = client.multichannel();
     println!(
-        "server {}  dialect {}  signing {}  cipher {}  multichannel {}  dispatch {:?}",
+        "server {}  dialect {}  signing {}  cipher {}  multichannel {}  dispatch {}",
         client.server_addr(),
         client.dialect(),
         client

@@ -344,7 +344,7 @@ fn copies_over_every_channel_and_reports_them() {
         4,
         "{summary:#}"
     );
-    assert_eq!(summary["multichannel"]["dispatch"], "LeastLoaded");
+    assert_eq!(summary["multichannel"]["dispatch"], "least-loaded");
     assert_eq!(Sha256::digest(std::fs::read(&back).unwrap()), want);
 
     let out = smbcp(

@@ -65,6 +65,15 @@ pub enum Dispatch {
     LeastLoaded,
 }
 
+impl std::fmt::Display for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dispatch::RoundRobin => "round-robin",
+            Dispatch::LeastLoaded => "least-loaded",
+        })
+    }
+}
+
 impl std::str::FromStr for Dispatch {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

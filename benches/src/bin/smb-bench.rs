@@ -55,7 +55,7 @@ struct Args {
     unshaped_channels: u16,
     /// With --links: also measure smbcp with these options on the shaped links, next to its
     /// defaults (repeatable; one quoted string of options each, e.g. --variant "--depth 32").
-    #[arg(long = "variant", value_name = "OPTIONS")]
+    #[arg(long = "variant", value_name = "OPTIONS", allow_hyphen_values = true)]
     variants: Vec<String>,
     /// Where --links writes its chart (default: perf/multichannel.svg next to --write-doc's
     /// file; none without --write-doc).

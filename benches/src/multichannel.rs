@@ -208,15 +208,16 @@ pub fn unshaped_table(results: &Results, setup: &LinkSetup, baseline: &str) -> T
     t
 }
 
-/// Every channel of smbcp's median run on `setup`, both directions: addresses, bytes and
-/// requests, to show how the dispatcher spread the work.
+/// The channels of smbcp's median run on `setup`, both directions, one row per link: each
+/// channel's bytes and requests, to show how the dispatcher spread the work.
 pub fn channel_table(results: &Results, setup: &LinkSetup) -> Table {
     let mut t = Table::new(&[
         "links",
         "direction",
-        "channel (client -> server)",
-        ">MB on the wire",
-        ">requests",
+        "link (client -> server)",
+        ">channels",
+        "MB on the wire, per channel",
+        "requests, per channel",
         ">share of bytes %",
     ]);
     let label = setup.label();
@@ -228,19 +229,33 @@ pub fn channel_table(results: &Results, setup: &LinkSetup) -> Table {
             continue;
         };
         let total: u64 = report.channels.iter().map(|c| c.bytes).sum();
-        let mut channels = report.channels.clone();
-        channels.sort_by_key(|c| (c.server, c.local));
-        for c in &channels {
+        for (server, count, bytes) in report.per_server() {
+            let mut on_link: Vec<_> = report
+                .channels
+                .iter()
+                .filter(|c| c.server == server)
+                .collect();
+            on_link.sort_by_key(|c| std::cmp::Reverse(c.bytes));
+            let locals: Vec<String> = {
+                let mut l: Vec<_> = on_link.iter().map(|c| c.local).collect();
+                l.sort();
+                l.dedup();
+                l.iter().map(ToString::to_string).collect()
+            };
+            let joined = |f: &dyn Fn(&crate::transfer::ChannelUse) -> String| {
+                on_link.iter().map(|c| f(c)).collect::<Vec<_>>().join(" / ")
+            };
             t.row(vec![
                 label.clone(),
                 direction.to_string(),
-                format!("{} -> {}", c.local, c.server),
-                f1(c.bytes as f64 / 1e6),
-                c.requests.to_string(),
+                format!("{} -> {server}", locals.join(", ")),
+                count.to_string(),
+                joined(&|c| f1(c.bytes as f64 / 1e6)),
+                joined(&|c| c.requests.to_string()),
                 if total == 0 {
                     "-".into()
                 } else {
-                    format!("{:.1}", c.bytes as f64 * 100.0 / total as f64)
+                    format!("{:.1}", bytes as f64 * 100.0 / total as f64)
                 },
             ]);
         }
@@ -275,14 +290,15 @@ pub fn target_lines(results: &Results, setups: &[LinkSetup]) -> Vec<String> {
                 .filter(|v| v.tool == "smbcp" && v.settings != s.settings)
                 .map(|v| {
                     format!(
-                        "; `smbcp{}` {:.1} %",
+                        "; `smbcp{}` {:.2} %",
                         v.settings,
                         v.mb_per_s() / r.mb_per_s() * 100.0
                     )
                 })
                 .collect();
+            // Two decimals: 96.99 % must not read as the 97.0 % it misses.
             lines.push(format!(
-                "- {label}, {direction}: smbcp {:.1} MB/s = {:.1} % of aggregate raw TCP ({:.1} MB/s): \
+                "- {label}, {direction}: smbcp {:.1} MB/s = {:.2} % of aggregate raw TCP ({:.1} MB/s): \
                  target {:.0} % {verdict}{vs_client}{variants}.",
                 s.mb_per_s(),
                 of_raw * 100.0,
@@ -430,8 +446,8 @@ mod tests {
         assert_eq!(
             lines,
             vec![
-                "- 2 x 500 Mbit/s, download: smbcp 100.0 MB/s = 83.3 % of aggregate raw TCP \
-                 (120.0 MB/s): target 97 % missed, 2.00x smbclient; `smbcp --depth 32` 98.0 %."
+                "- 2 x 500 Mbit/s, download: smbcp 100.0 MB/s = 83.33 % of aggregate raw TCP \
+                 (120.0 MB/s): target 97 % missed, 2.00x smbclient; `smbcp --depth 32` 98.04 %."
                     .to_string()
             ]
         );
@@ -467,6 +483,29 @@ mod tests {
             rows[5][3..6],
             ["smbcp --depth 32", "117.6", "117.6-117.6"],
             "{md}"
+        );
+        let channels = channel_table(&results, &setups[0]).markdown();
+        let rows: Vec<Vec<&str>> = channels
+            .lines()
+            .map(|l| l.split('|').map(str::trim).collect())
+            .collect();
+        assert_eq!(rows.len(), 4, "{channels}");
+        assert_eq!(
+            rows[2][3..8],
+            ["10.100.1.2 -> 10.100.1.1", "1", "0.0", "0", "60.0"],
+            "{channels}"
+        );
+        // Link 2's two channels, the busier first.
+        assert_eq!(
+            rows[3][3..8],
+            [
+                "10.100.2.2 -> 10.100.2.1",
+                "2",
+                "0.0 / 0.0",
+                "1 / 2",
+                "40.0"
+            ],
+            "{channels}"
         );
         let svg = chart(&results, &setups, "t").svg();
         assert!(

@@ -445,7 +445,9 @@ async fn download_file(
                 .await
                 .map(|d| (off, len, d))
         })
-        .buffered(opts.depth.max(1));
+        // Chunks land with positional writes, so they need not arrive in order: a chunk late
+        // on one channel does not hold back the others' (head-of-line blocking).
+        .buffer_unordered(opts.depth.max(1));
     let mut written = 0u64;
     while let Some(piece) = pieces.next().await {
         let (off, len, data) = piece.map_err(|e| describe(&e))?;

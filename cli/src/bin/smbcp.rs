@@ -180,6 +180,16 @@ async fn run(args: Args) -> i32 {
     // Channels bind in the background; give them a moment so the first files spread over
     // all of them. Late channels still join: every chunk picks its channel when it is sent.
     client.wait_for_channels(CHANNEL_SETTLE).await;
+    // Keep every channel busy: at least four chunks in flight per channel for each file.
+    let channels = client
+        .channels()
+        .iter()
+        .filter(|c| c.state == smb3_client::ChannelState::Active)
+        .count();
+    let opts = CopyOptions {
+        depth: opts.depth.max(4 * channels),
+        ..opts
+    };
     let share = match client.share(&remote.share).await {
         Ok(s) => s,
         Err(e) => {

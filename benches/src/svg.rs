@@ -186,9 +186,9 @@ fn colour(i: usize) -> &'static str {
     COLOURS[i % COLOURS.len()]
 }
 
-/// A value as a bar label or tick: no decimals from 100 up, one below.
+/// A value as a bar label or tick: no decimals from 100 up or for whole numbers, one otherwise.
 fn number(v: f64) -> String {
-    if v >= 100.0 || v == 0.0 {
+    if v >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.1}")
@@ -270,6 +270,8 @@ mod tests {
         assert!(svg.contains("<title>smbcp: 59.5</title>"));
         assert!(svg.contains("<title>raw TCP: 200</title>"));
         assert!(svg.contains("a &lt; b"));
+        // Ticks every 40 up to 200, whole numbers without decimals.
+        assert!(svg.contains(">40</text>"), "{svg}");
         // The axis goes to 200 (the largest value, already round): the 200 bar is full height.
         assert!(svg.contains(&format!(
             "height=\"{:.1}\" fill=\"{}\"><title>raw TCP: 200",

@@ -512,6 +512,6 @@ mod tests {
             svg.contains("<title>smbcp (multichannel): 100</title>"),
             "{svg}"
         );
-        assert!(svg.contains("<title>smbclient (one connection): 50.0</title>"));
+        assert!(svg.contains("<title>smbclient (one connection): 50</title>"));
     }
 }

@@ -37,7 +37,7 @@ pub(crate) struct Negotiated {
 }
 
 /// Client capabilities this implementation honours.
-fn client_capabilities(config: &ClientConfig) -> Capabilities {
+pub(crate) fn client_capabilities(config: &ClientConfig) -> Capabilities {
     let mut c = Capabilities::LARGE_MTU | Capabilities::LEASING | Capabilities::MULTI_CHANNEL;
     if !config.ciphers.is_empty() {
         c |= Capabilities::ENCRYPTION;
@@ -45,7 +45,7 @@ fn client_capabilities(config: &ClientConfig) -> Capabilities {
     Capabilities(c)
 }
 
-fn security_mode(config: &ClientConfig) -> SecurityMode {
+pub(crate) fn security_mode(config: &ClientConfig) -> SecurityMode {
     let mut m = SecurityMode::SIGNING_ENABLED;
     if config.require_signing {
         m |= SecurityMode::SIGNING_REQUIRED;

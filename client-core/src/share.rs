@@ -372,20 +372,11 @@ impl Share {
             return Ok(());
         }
         let config = &core.config;
-        let mut security_mode = smb3_proto::msg::negotiate::SecurityMode::SIGNING_ENABLED;
-        if config.require_signing {
-            security_mode |= smb3_proto::msg::negotiate::SecurityMode::SIGNING_REQUIRED;
-        }
-        let mut caps = smb3_proto::msg::negotiate::Capabilities::LARGE_MTU
-            | smb3_proto::msg::negotiate::Capabilities::LEASING
-            | smb3_proto::msg::negotiate::Capabilities::MULTI_CHANNEL;
-        if !config.ciphers.is_empty() {
-            caps |= smb3_proto::msg::negotiate::Capabilities::ENCRYPTION;
-        }
+        // Exactly what NEGOTIATE sent (MS-SMB2 3.2.5.5).
         let input = ValidateNegotiateInfoRequest {
-            capabilities: smb3_proto::msg::negotiate::Capabilities(caps),
+            capabilities: crate::session::client_capabilities(config),
             guid: core.client_guid,
-            security_mode: smb3_proto::msg::negotiate::SecurityMode(security_mode),
+            security_mode: crate::session::security_mode(config),
             dialects: config.dialects(),
         }
         .encode();

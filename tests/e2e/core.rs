@@ -10,7 +10,7 @@ use smb3_client::{
     Cipher, Client, ClientConfig, Dialect, Error, NtStatus, OpenOptions, ProtocolError, Share,
     SigningAlgorithm, UserCredentials,
 };
-use smb3_tests::{client_block_on, Testbed, TestbedConfig};
+use smb3_tests::{client_block_on, pattern, Testbed, TestbedConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn testbed() -> Testbed {
@@ -40,20 +40,6 @@ async fn open_share(
 
 fn server(tb: &Testbed) -> String {
     format!("{}:445", tb.server_addr(1))
-}
-
-/// Deterministic, incompressible test data (xorshift), cheap enough for a GiB.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
 }
 
 fn sha256_file(path: &std::path::Path) -> String {

@@ -74,18 +74,9 @@ fn per_pair(client: &Client) -> BTreeMap<(IpAddr, IpAddr), usize> {
     m
 }
 
-/// Deterministic, incompressible test data (xorshift).
+/// The testbed's deterministic test data, as `Bytes`.
 fn pattern(seed: u64, len: usize) -> Bytes {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    Bytes::from(out)
+    Bytes::from(smb3_tests::pattern(seed, len))
 }
 
 fn sha256(b: &[u8]) -> Vec<u8> {

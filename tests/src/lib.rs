@@ -914,6 +914,21 @@ impl Testbed {
     }
 }
 
+/// Deterministic, incompressible test data (xorshift), cheap enough for a GiB: the same
+/// `seed` and `len` always give the same bytes.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
 /// Runs `fut` on one of `rt`'s worker threads (so inside the client namespace, for a runtime
 /// from [`Testbed::client_runtime`]) and waits for its output. A panic in `fut` is re-raised.
 pub fn client_block_on<F>(rt: &tokio::runtime::Runtime, fut: F) -> F::Output

@@ -268,8 +268,10 @@ impl SessionCore {
         also_ok: &[NtStatus],
     ) -> Result<Response> {
         let req = self.request(body, tree);
-        let channel = self.mc.set.pick(req.charge(), B::COMMAND)?;
-        channel.call(req).await?.check(also_ok)
+        let session = crate::failover::replay::Session::of(self);
+        crate::failover::replay::call(&session, req, B::COMMAND, body.replay())
+            .await?
+            .check(also_ok)
     }
 
     /// Whether LOGOFF was sent: the manager stops binding.

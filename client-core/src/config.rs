@@ -52,6 +52,20 @@ pub struct ClientConfig {
     pub dispatch: Dispatch,
     /// Local NIC facts to use instead of what the OS reports (speed, RSS), by name or address.
     pub nic_overrides: Vec<NicOverride>,
+    /// A channel with requests outstanding and no reply for this long, while other channels
+    /// of the session get replies, is suspected lost: its requests are replayed elsewhere and
+    /// it is probed with ECHO. Stretched on channels whose replies normally come slower
+    /// (large chunks on a slow link): eight of its usual gaps between replies at least.
+    pub silent_loss_after: Duration,
+    /// How long a probing ECHO may take before the channel is closed as lost (at least twice
+    /// the channel's usual gap between replies).
+    pub probe_timeout: Duration,
+    /// An idle channel is sent an ECHO after this long without traffic, so a dead path is
+    /// found before a request needs it.
+    pub keepalive_interval: Duration,
+    /// How long a request whose channel was lost waits for a usable channel to replay on
+    /// before it fails.
+    pub failover_wait: Duration,
 }
 
 /// How requests are spread over a session's channels.
@@ -140,6 +154,10 @@ impl Default for ClientConfig {
             channels_per_nic: 1,
             interface_poll: Duration::from_secs(15 * 60),
             bind_timeout: Duration::from_secs(10),
+            silent_loss_after: Duration::from_millis(1500),
+            probe_timeout: Duration::from_secs(1),
+            keepalive_interval: Duration::from_secs(30),
+            failover_wait: Duration::from_secs(30),
             dispatch: Dispatch::RoundRobin,
             nic_overrides: Vec::new(),
         }

@@ -21,6 +21,7 @@ mod channel;
 mod client;
 mod config;
 mod error;
+mod failover;
 mod file;
 mod multichannel;
 mod security;
@@ -32,6 +33,7 @@ pub use auth::UserCredentials;
 pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
+pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,

@@ -625,6 +625,18 @@ impl Testbed {
         self.script(&["link-up", &k.to_string()]).map(drop)
     }
 
+    /// The server's side of link K silently discards everything it sends (requests still
+    /// arrive and run; replies vanish) while the link keeps carrier: a silent loss that only
+    /// the client's progress watch can find. Undone by [`Testbed::undrop`].
+    pub fn drop_link(&self, k: usize) -> Result<(), String> {
+        self.script(&["drop", &k.to_string()]).map(drop)
+    }
+
+    /// Link K's server side sends again, shaped as before.
+    pub fn undrop(&self, k: usize) -> Result<(), String> {
+        self.script(&["undrop", &k.to_string()]).map(drop)
+    }
+
     /// Resets established TCP connections to port 445 (all, or only link K's: those to link
     /// K's server address or from its client address, which includes connections to the
     /// service address over link K) from the server side; the client sees a RST. Returns how

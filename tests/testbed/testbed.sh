@@ -51,6 +51,7 @@ usage:
   testbed.sh down --dir D
   testbed.sh status --dir D
   testbed.sh link-down --dir D K        testbed.sh link-up --dir D K
+  testbed.sh drop --dir D K             testbed.sh undrop --dir D K
   testbed.sh cut --dir D [K]
   testbed.sh restart --dir D            testbed.sh reload --dir D
   testbed.sh set-interfaces --dir D SPEC...|links|service|both
@@ -61,6 +62,9 @@ usage:
 Rates are in Mbit/s (0 = that link unshaped); one rate applies to every link.
 --queues: rx/tx queues of every veth end (default 4; 1 = no RSS, and no capability=RSS).
 --advertise-spec (repeatable) replaces the --advertise list with exactly these specs.
+drop K: the server's side of link K silently discards everything it sends (requests still
+arrive and run; replies and SYN-ACKs vanish), the link stays up with carrier. undrop K
+restores the link's shaping.
 EOF
     exit 2
 }
@@ -842,6 +846,32 @@ cmd_link() {
     say "link ${POS[0]} (${!v}) is $updown on the server side"
 }
 
+# drop K / undrop K: a silent loss without carrier loss. tbf with a one-byte bucket and queue
+# discards every packet srvK sends; undrop puts back the link's own shaping (or none).
+cmd_drop() {
+    local mode=$1
+    shift
+    split_args "$@"
+    require_up "$ARG_DIR"
+    link_arg "${POS[0]-}"
+    local k=${POS[0]} v rate burst
+    if [[ $mode == on ]]; then
+        tc -n "$S_server_ns" qdisc replace dev "srv$k" root tbf rate 8bit burst 1 limit 1
+        say "link $k: the server side now drops everything it sends"
+        return
+    fi
+    v="S_link${k}_rate_mbit"
+    rate=${!v:-0}
+    if ((rate > 0)); then
+        burst=$((rate * 250))
+        ((burst >= 65536)) || burst=65536
+        tc -n "$S_server_ns" qdisc replace dev "srv$k" root tbf rate "${rate}mbit" burst "$burst" latency "$TBF_LATENCY"
+    else
+        tc -n "$S_server_ns" qdisc del dev "srv$k" root 2>/dev/null || true
+    fi
+    say "link $k: the server side sends again"
+}
+
 cmd_cut() {
     split_args "$@"
     require_up "$ARG_DIR"
@@ -953,6 +983,8 @@ main() {
     link-down) cmd_link down "$@" ;;
     link-up) cmd_link up "$@" ;;
     cut) cmd_cut "$@" ;;
+    drop) cmd_drop on "$@" ;;
+    undrop) cmd_drop off "$@" ;;
     restart) cmd_restart "$@" ;;
     reload) cmd_reload "$@" ;;
     set-interfaces) cmd_set_interfaces "$@" ;;

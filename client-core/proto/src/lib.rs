@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod dialect;
 pub mod header;
 pub mod msg;
+pub mod replay;
 pub mod status;
 
 pub use codec::DecodeError;

@@ -79,6 +79,7 @@ statuses! {
     NOT_A_DIRECTORY = 0xC000_0103, "not a directory";
     CANCELLED = 0xC000_0120, "cancelled";
     FILE_CLOSED = 0xC000_0128, "file closed";
+    FILE_NOT_AVAILABLE = 0xC000_0467, "file not available (stale request after a channel loss)";
     USER_SESSION_DELETED = 0xC000_0203, "user session deleted";
     NETWORK_SESSION_EXPIRED = 0xC000_035C, "network session expired";
     CONNECTION_DISCONNECTED = 0xC000_020C, "connection disconnected";

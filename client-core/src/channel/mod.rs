@@ -24,7 +24,7 @@ mod tests;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
@@ -58,7 +58,9 @@ pub(crate) trait ChannelCrypto: Send + Sync + 'static {
     fn replies_must_be_signed(&self) -> bool;
 }
 
-/// A request ready to be stamped and sent.
+/// A request ready to be stamped and sent. Cloned before sending when it may have to be sent
+/// again on another channel (failover replay).
+#[derive(Clone)]
 pub(crate) struct Request {
     command: Command,
     /// Header placeholder (64 bytes) followed by the encoded body.
@@ -165,6 +167,27 @@ struct State {
     requests: u64,
     bytes_sent: u64,
     bytes_received: u64,
+    /// When the last reply (any message) arrived, or the channel started.
+    last_reply: Instant,
+    /// When the pending table last went from empty to busy.
+    busy_since: Instant,
+    /// Smoothed time between replies while requests are outstanding: what "no progress for
+    /// a while" means on this channel (a slow link with large chunks has long gaps).
+    reply_gap: Duration,
+}
+
+/// How a channel is moving, for loss detection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Progress {
+    /// Requests sent whose final reply has not arrived (abandoned ones included).
+    pub(crate) outstanding: usize,
+    /// When the channel last showed life while busy: the later of its last reply and the
+    /// moment it became busy.
+    pub(crate) last_progress: Instant,
+    /// When the last reply arrived.
+    pub(crate) last_reply: Instant,
+    /// Smoothed gap between replies while busy.
+    pub(crate) reply_gap: Duration,
 }
 
 /// What the reader task and the handles share.
@@ -189,6 +212,7 @@ struct Inner {
     shared: Arc<Shared>,
     queue: mpsc::UnboundedSender<OutFrame>,
     reader: tokio::task::AbortHandle,
+    writer: tokio::task::AbortHandle,
 }
 
 impl std::fmt::Debug for Channel {
@@ -283,6 +307,9 @@ impl Channel {
                 requests: 0,
                 bytes_sent: 0,
                 bytes_received: 0,
+                last_reply: Instant::now(),
+                busy_since: Instant::now(),
+                reply_gap: Duration::ZERO,
             }),
             credit_granted: Notify::new(),
             died: Notify::new(),
@@ -293,11 +320,12 @@ impl Channel {
         let (queue, queue_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let writer_shared = shared.clone();
-        tokio::spawn(async move {
+        let writer = tokio::spawn(async move {
             if let Err(e) = run_writer(wr, queue_rx).await {
                 writer_shared.fail(format!("write failed: {e}"));
             }
-        });
+        })
+        .abort_handle();
         let reader_shared = shared.clone();
         let reader = tokio::spawn(async move {
             let reason = read_loop(&reader_shared, FrameReader::new(rd), events_tx).await;
@@ -310,6 +338,7 @@ impl Channel {
                     shared,
                     queue,
                     reader,
+                    writer,
                 }),
             },
             events_rx,
@@ -362,6 +391,48 @@ impl Channel {
     /// Requests sent whose final reply has not arrived.
     pub(crate) fn outstanding(&self) -> usize {
         self.inner.shared.lock().pending.len()
+    }
+
+    /// Outstanding requests and when the channel last made progress.
+    pub(crate) fn progress(&self) -> Progress {
+        let st = self.inner.shared.lock();
+        Progress {
+            outstanding: st.pending.len(),
+            last_progress: st.last_reply.max(st.busy_since),
+            last_reply: st.last_reply,
+            reply_gap: st.reply_gap,
+        }
+    }
+
+    /// Give up on every request outstanding here: their callers get `ConnectionLost` now
+    /// (and replay them elsewhere) while the entries stay, so late replies are still matched
+    /// and return their credits if the channel turns out to be alive. Returns how many.
+    pub(crate) fn abandon_outstanding(&self) -> usize {
+        let abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = {
+            let mut st = self.inner.shared.lock();
+            st.pending
+                .values_mut()
+                .filter(|p| !p.reply.is_closed())
+                .map(|p| {
+                    let (closed, _) = oneshot::channel();
+                    (p.command, std::mem::replace(&mut p.reply, closed))
+                })
+                .collect()
+        };
+        let n = abandoned.len();
+        for (command, reply) in abandoned {
+            let _ = reply.send(Err(Error::ConnectionLost { command }));
+        }
+        n
+    }
+
+    /// Close the connection now: everything outstanding fails with `ConnectionLost`.
+    pub(crate) fn close(&self, reason: String) {
+        // The writer may be blocked on a full send buffer of a dead path: stop it too, so
+        // the socket closes as soon as the last handle goes.
+        self.inner.writer.abort();
+        self.inner.reader.abort();
+        self.inner.shared.fail(reason);
     }
 
     /// Credits held (available + in flight).
@@ -431,6 +502,9 @@ impl Channel {
                     .into());
                 }
                 if st.credits.available() >= total_charge {
+                    if st.pending.is_empty() {
+                        st.busy_since = Instant::now();
+                    }
                     let mut rs = Vec::with_capacity(reqs.len());
                     for (req, &charge) in reqs.iter().zip(&charges) {
                         let r = st.credits.reserve(charge).expect("availability checked");
@@ -745,10 +819,20 @@ fn bad_signature(header: &Header) -> Error {
     .into()
 }
 
+/// Track the pace of replies: the gap since the last sign of life, smoothed (1/8 weight).
+fn note_reply(st: &mut State, now: Instant) {
+    if !st.pending.is_empty() {
+        let gap = now.saturating_duration_since(st.last_reply.max(st.busy_since));
+        st.reply_gap = (st.reply_gap * 7 + gap) / 8;
+    }
+    st.last_reply = now;
+}
+
 fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result<()> {
     let interim = header.status == NtStatus::PENDING && header.is_async();
     let mut st = shared.lock();
     st.bytes_received += wire_len;
+    note_reply(&mut st, Instant::now());
     let Some(p) = st.pending.get_mut(&header.message_id) else {
         return Err(ProtocolError::UnknownMessageId(header.message_id).into());
     };

@@ -3,7 +3,7 @@
 //! `Channel` handle and makes the whole call on it.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use smb3_proto::Command;
@@ -56,11 +56,21 @@ pub(crate) struct Member {
     pub(crate) path: Mutex<PathInfo>,
     /// The connection the session was set up on.
     pub(crate) primary: bool,
+    /// Found making no progress (or its link down): out of dispatch while an ECHO probe
+    /// decides between back into service and closed.
+    pub(crate) suspected: AtomicBool,
+    /// An ECHO probe is under way.
+    pub(crate) probing: AtomicBool,
 }
 
 impl Member {
     pub(crate) fn slot(&self) -> Option<SlotKey> {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Alive and not under suspicion: may carry new requests.
+    pub(crate) fn usable(&self) -> bool {
+        !self.channel.is_dead() && !self.suspected.load(Ordering::Acquire)
     }
 
     pub(crate) fn path(&self) -> PathInfo {
@@ -86,6 +96,7 @@ impl Member {
             primary: m.primary,
             state: match (state, &failure) {
                 (_, Some(_)) => ChannelState::Failed,
+                (None, None) if m.suspected.load(Ordering::Acquire) => ChannelState::Suspected,
                 (Some(s), None) => s,
                 (None, None) => ChannelState::Active,
             },
@@ -158,6 +169,8 @@ impl ChannelSet {
             slot: Mutex::new(slot),
             path: Mutex::new(path),
             primary,
+            suspected: AtomicBool::new(false),
+            probing: AtomicBool::new(false),
         });
         self.write().push(member.clone());
         member
@@ -224,6 +237,16 @@ impl ChannelSet {
         Some(removed)
     }
 
+    /// Whether some channel may carry new requests now.
+    pub(crate) fn any_usable(&self) -> bool {
+        self.read().iter().any(|m| m.usable())
+    }
+
+    /// Whether a channel other than `id` may carry new requests now.
+    pub(crate) fn any_usable_besides(&self, id: u64) -> bool {
+        self.read().iter().any(|m| m.id != id && m.usable())
+    }
+
     /// The channel for the next request of `charge` credits.
     ///
     /// Round-robin takes the next live channel in turn that has the credits free now,
@@ -232,7 +255,7 @@ impl ChannelSet {
     /// one whose turn it is gets the request and it waits there for credits.
     pub(crate) fn pick(&self, charge: u16, command: Command) -> Result<Channel> {
         let members = self.read();
-        let live: Vec<&Arc<Member>> = members.iter().filter(|m| !m.channel.is_dead()).collect();
+        let live: Vec<&Arc<Member>> = members.iter().filter(|m| m.usable()).collect();
         if live.is_empty() {
             return Err(Error::ConnectionLost { command });
         }

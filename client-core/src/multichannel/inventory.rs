@@ -136,6 +136,42 @@ fn os_link_facts(_name: &str) -> LinkFacts {
     LinkFacts::default()
 }
 
+/// Whether NIC `name` has carrier (its link is up), when this OS says. Failover uses it to
+/// suspect a channel at once when its link goes down, and to retry a lost channel's slot as
+/// soon as the link is back instead of when its backoff ends.
+#[cfg(target_os = "linux")]
+pub(crate) fn carrier(name: &str) -> Option<bool> {
+    sysfs_carrier(Path::new("/sys"), name)
+}
+
+/// Whether NIC `name` has carrier: not known on this OS.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn carrier(_name: &str) -> Option<bool> {
+    None
+}
+
+/// `class/net/NAME/carrier` under `sysfs_root`: "1" up, "0" down; reading it fails with
+/// EINVAL while the NIC is administratively down, which is down as well. A missing NIC or
+/// an unsafe name is unknown.
+pub(crate) fn sysfs_carrier(sysfs_root: &Path, name: &str) -> Option<bool> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return None;
+    }
+    let dir = sysfs_root.join("class/net").join(name);
+    if !dir.exists() {
+        return None;
+    }
+    match std::fs::read_to_string(dir.join("carrier")) {
+        Ok(text) => match text.trim() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        },
+        Err(e) if e.raw_os_error() == Some(22) => Some(false),
+        Err(_) => None,
+    }
+}
+
 /// Speed and receive queues of NIC `name` from a sysfs tree rooted at `sysfs_root` (`/sys`):
 /// `class/net/NAME/speed` holds Mb/s (-1, unreadable or absent: unknown; reading it on a down
 /// or virtual NIC fails with EINVAL), and each `class/net/NAME/queues/rx-N` directory is one
@@ -266,6 +302,23 @@ mod tests {
         let root = TempDir::new();
         root.nic("lo", None, 1);
         assert_eq!(sysfs_link_facts(&root.0, "lo").link_speed, None);
+    }
+
+    #[test]
+    fn carrier_comes_from_sysfs_and_unknown_when_absent() {
+        let t = TempDir::new();
+        t.nic("up0", None, 1);
+        t.nic("down0", None, 1);
+        t.nic("odd0", None, 1);
+        let dir = |n: &str| t.0.join("class/net").join(n);
+        std::fs::write(dir("up0").join("carrier"), "1\n").unwrap();
+        std::fs::write(dir("down0").join("carrier"), "0\n").unwrap();
+        std::fs::write(dir("odd0").join("carrier"), "x\n").unwrap();
+        assert_eq!(sysfs_carrier(&t.0, "up0"), Some(true));
+        assert_eq!(sysfs_carrier(&t.0, "down0"), Some(false));
+        assert_eq!(sysfs_carrier(&t.0, "odd0"), None);
+        assert_eq!(sysfs_carrier(&t.0, "gone0"), None);
+        assert_eq!(sysfs_carrier(&t.0, "../up0"), None);
     }
 
     #[test]

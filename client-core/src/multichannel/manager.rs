@@ -24,6 +24,7 @@ use crate::channel::Channel;
 use crate::client::{decode, SessionCore, TreeContext};
 use crate::config::ClientConfig;
 use crate::error::Result;
+use crate::failover::stats::FailoverState;
 use crate::multichannel::binding::{bind_channel, BindFailure};
 use crate::multichannel::channel_set::{ChannelSet, Member, PathInfo};
 use crate::multichannel::eligibility::Ineligible;
@@ -60,7 +61,12 @@ struct PairCounters {
 struct Retry {
     failures: u32,
     at: Instant,
+    /// When the slot's channel was lost, if it had one: a successful bind is a reconnect.
+    lost_at: Option<Instant>,
 }
+
+/// How often a slot whose local link is down looks at the link again.
+const LINK_WAIT: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Default)]
 struct State {
@@ -82,6 +88,8 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Multichannel {
     pub(crate) set: ChannelSet,
+    /// ChannelSequence and failover counters.
+    pub(crate) failover: FailoverState,
     eligibility: std::result::Result<(), Ineligible>,
     state: Mutex<State>,
     /// Wakes the manager task (channel lost, refresh asked, session dropped).
@@ -98,6 +106,7 @@ impl Multichannel {
         let settled = watch::Sender::new(eligibility.is_err());
         Multichannel {
             set: ChannelSet::new(primary, config.dispatch),
+            failover: FailoverState::default(),
             eligibility,
             state: Mutex::new(State::default()),
             wake: Arc::new(Notify::new()),
@@ -113,6 +122,11 @@ impl Multichannel {
     pub(crate) fn refresh(&self) {
         self.lock().requery = true;
         self.wake.notify_one();
+    }
+
+    /// Whether lost channels are bound again (the manager runs for this session).
+    pub(crate) fn reconnects(&self) -> bool {
+        self.eligibility.is_ok()
     }
 
     /// Stop the manager (the session is going away).
@@ -159,6 +173,7 @@ impl Multichannel {
             since_last_query: st.last_query.map(|t| t.elapsed()),
             query_error: st.query_error.clone(),
             settled: *self.settled.borrow(),
+            failover: self.failover.snapshot(),
         };
         let mut pairs: BTreeMap<(IpAddr, IpAddr), PairStatus> = BTreeMap::new();
         if let Some(plan) = &st.plan {
@@ -237,6 +252,7 @@ fn local_nic(l: &LocalInterface) -> LocalNic {
 /// reference, so it ends when the session is dropped.
 pub(crate) fn start(core: &Arc<SessionCore>) {
     watch_for_death(&core.mc, &core.mc.set.active()[0]);
+    crate::failover::watchdog::start(core);
     if core.mc.eligibility.is_err() {
         return;
     }
@@ -402,11 +418,27 @@ async fn reconcile(core: &Arc<SessionCore>) {
     }
     let now = Instant::now();
     let due: Vec<Slot> = {
-        let st = mc.lock();
-        add.iter()
+        let mut st = mc.lock();
+        let due: Vec<Slot> = add
+            .iter()
             .filter(|k| st.retry.get(k).is_none_or(|r| r.at <= now))
             .filter_map(|k| plan.slots.iter().find(|s| s.key == *k).cloned())
-            .collect()
+            .collect();
+        // A slot whose local link has no carrier cannot connect: look again shortly instead
+        // of spending an attempt (and a longer backoff), so it binds as soon as the link is
+        // back.
+        let (linked, unlinked): (Vec<Slot>, Vec<Slot>) = due
+            .into_iter()
+            .partition(|s| inventory::carrier(&s.local_name) != Some(false));
+        for s in unlinked {
+            let r = st.retry.entry(s.key).or_insert(Retry {
+                failures: 0,
+                at: now,
+                lost_at: None,
+            });
+            r.at = now + LINK_WAIT;
+        }
+        linked
     };
     if !due.is_empty() {
         let port = mc
@@ -463,6 +495,10 @@ fn prune_dead(mc: &Multichannel) {
         }
         let reason = m.channel.dead_reason().unwrap_or_default();
         mc.set.remove(m.id, false);
+        // A channel the watchdog closed was counted (as silent) when it gave up on it.
+        if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
+            mc.failover.count_loss(false);
+        }
         let key = (m.channel.local().ip(), m.channel.peer().ip());
         let mut st = mc.lock();
         let c = st.pairs.entry(key).or_default();
@@ -471,6 +507,9 @@ fn prune_dead(mc: &Multichannel) {
         st.requery = true;
         if let Some(slot) = m.slot() {
             schedule_retry(&mut st, slot, false);
+            if let Some(r) = st.retry.get_mut(&slot) {
+                r.lost_at = Some(r.lost_at.unwrap_or_else(Instant::now));
+            }
         }
         tracing::info!(local = %m.channel.local(), server = %m.channel.peer(), %reason, "channel lost");
     }
@@ -521,7 +560,10 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
             let c = st.pairs.entry(key).or_default();
             c.binds_tried += 1;
             c.binds_ok += 1;
-            st.retry.remove(&slot.key);
+            if let Some(lost_at) = st.retry.remove(&slot.key).and_then(|r| r.lost_at) {
+                mc.failover.reconnected(lost_at, Instant::now());
+                tracing::info!(local = %slot.key.local, server = %slot.key.server, after_ms = lost_at.elapsed().as_millis() as u64, "lost channel bound again");
+            }
         }
         Err(failure) => {
             tracing::info!(local = %slot.key.local, server = %slot.key.server, error = %failure, "binding failed");
@@ -542,7 +584,9 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
 /// Jittered exponential backoff from 100 ms to 30 s; a refusal starts further up, since the
 /// server will likely say no again soon.
 fn schedule_retry(st: &mut State, slot: SlotKey, refused: bool) {
-    let failures = st.retry.get(&slot).map_or(0, |r| r.failures) + if refused { 4 } else { 1 };
+    let previous = st.retry.get(&slot);
+    let lost_at = previous.and_then(|r| r.lost_at);
+    let failures = previous.map_or(0, |r| r.failures) + if refused { 4 } else { 1 };
     let base = RETRY_MIN
         .saturating_mul(1u32 << failures.min(16))
         .min(RETRY_MAX);
@@ -552,6 +596,7 @@ fn schedule_retry(st: &mut State, slot: SlotKey, refused: bool) {
         Retry {
             failures,
             at: Instant::now() + base.mul_f64(jitter),
+            lost_at,
         },
     );
 }

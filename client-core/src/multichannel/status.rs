@@ -14,6 +14,9 @@ pub enum ChannelState {
     Active,
     /// Out of dispatch (its interface pair is no longer planned); finishing what it carries.
     Draining,
+    /// Out of dispatch: it made no progress while others did, or its link went down. Its
+    /// requests were replayed elsewhere; an ECHO probe decides whether it comes back.
+    Suspected,
     /// The connection failed; see `failure`.
     Failed,
     /// Drained and closed by the client; the counters are final.
@@ -25,6 +28,7 @@ impl std::fmt::Display for ChannelState {
         f.write_str(match self {
             ChannelState::Active => "active",
             ChannelState::Draining => "draining",
+            ChannelState::Suspected => "suspected",
             ChannelState::Failed => "failed",
             ChannelState::Closed => "closed",
         })
@@ -161,6 +165,8 @@ pub struct MultichannelStatus {
     pub query_error: Option<String>,
     /// Whether the first round of binding has finished.
     pub settled: bool,
+    /// Channel losses, replays and reconnects so far.
+    pub failover: crate::failover::FailoverCounters,
 }
 
 impl MultichannelStatus {

@@ -553,6 +553,10 @@ impl RequestBody for CreateRequest {
             msg.put_u8(0);
         }
     }
+
+    fn replay(&self) -> crate::replay::Replay {
+        crate::replay::Replay::of_create(self)
+    }
 }
 
 /// A create context returned in a CREATE response (MS-SMB2 2.2.14.2).

@@ -118,6 +118,10 @@ impl RequestBody for IoctlRequest {
             .saturating_add(self.max_output_response);
         sent.max(back)
     }
+
+    fn replay(&self) -> crate::replay::Replay {
+        crate::replay::Replay::of_ioctl(self)
+    }
 }
 
 fn len_u32(len: usize) -> u32 {

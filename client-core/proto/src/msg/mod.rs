@@ -142,6 +142,12 @@ pub trait RequestBody {
     fn credit_payload(&self) -> u32 {
         0
     }
+
+    /// Whether the request may be sent again on another channel after its own was lost
+    /// before the reply came (see [`crate::replay`]).
+    fn replay(&self) -> crate::replay::Replay {
+        crate::replay::Replay::by_command(Self::COMMAND)
+    }
 }
 
 /// A 16-byte file handle (MS-SMB2 2.2.14.1): persistent and volatile halves.

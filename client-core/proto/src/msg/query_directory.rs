@@ -78,6 +78,10 @@ impl RequestBody for QueryDirectoryRequest {
     fn credit_payload(&self) -> u32 {
         self.output_buffer_length
     }
+
+    fn replay(&self) -> crate::replay::Replay {
+        crate::replay::Replay::of_query_directory(self)
+    }
 }
 
 /// MS-SMB2 2.2.34 SMB2 QUERY_DIRECTORY Response: the entries as the server encoded them.

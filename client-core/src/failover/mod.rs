@@ -1,0 +1,12 @@
+//! Failover (DESIGN §3 step 7): losing a channel loses nothing. Requests whose channel died
+//! are sent again on the survivors (`replay`), channels that stop answering without a TCP
+//! error are found by watching their progress (`detector`, driven by `watchdog`), and the
+//! counters say what happened (`stats`). Reconnecting lost slots is the multichannel
+//! manager's job; it retries them as soon as their link is back.
+
+pub(crate) mod detector;
+pub(crate) mod replay;
+pub(crate) mod stats;
+pub(crate) mod watchdog;
+
+pub use stats::FailoverCounters;

@@ -1,0 +1,140 @@
+//! Sending a request so that losing its channel does not lose it (MS-SMB2 3.2.7.1).
+//!
+//! The caller's future keeps the request, unstamped, until the final reply: that is the
+//! session's table of outstanding requests. When the channel carrying it fails (a TCP error,
+//! a reset, or the watchdog giving up on a silent channel), a request that is safe to send
+//! twice ([`smb3_proto::replay`]) is sent again on another usable channel with
+//! SMB2_FLAGS_REPLAY_OPERATION, a new MessageId from that channel, its own signature, and the
+//! session's ChannelSequence moved past the one the lost copy carried, so the server can
+//! refuse the stale copy should it still arrive (3.3.5.2.10). A request the server refuses as
+//! stale (STATUS_FILE_NOT_AVAILABLE) is replayed the same way (3.2.5.1.?: "SHOULD replay").
+
+use std::time::{Duration, Instant};
+
+use smb3_proto::header::HeaderFlags;
+use smb3_proto::replay::Replay;
+use smb3_proto::{Command, NtStatus};
+
+use crate::channel::{Request, Response};
+use crate::client::SessionCore;
+use crate::error::{Error, Result};
+use crate::failover::stats::FailoverState;
+use crate::multichannel::channel_set::ChannelSet;
+
+#[cfg(test)]
+mod tests;
+
+/// Most times one request is sent again before its error is returned.
+const MAX_RESENDS: u32 = 16;
+/// Pause before resending a request the server refused as stale; doubles up to the cap.
+const STALE_PAUSE_MIN: Duration = Duration::from_millis(5);
+const STALE_PAUSE_MAX: Duration = Duration::from_millis(500);
+/// How often a request waiting for a usable channel looks again.
+const WAIT_STEP: Duration = Duration::from_millis(10);
+
+/// What the replay loop needs of a session.
+pub(crate) struct Session<'a> {
+    pub(crate) channels: &'a ChannelSet,
+    pub(crate) failover: &'a FailoverState,
+    /// SMB 3.x: ChannelSequence and the REPLAY flag exist.
+    pub(crate) smb3: bool,
+    /// Lost channels come back (the multichannel manager runs): worth waiting for one.
+    pub(crate) channels_return: bool,
+    pub(crate) failover_wait: Duration,
+}
+
+impl<'a> Session<'a> {
+    pub(crate) fn of(core: &'a SessionCore) -> Self {
+        Session {
+            channels: &core.mc.set,
+            failover: &core.mc.failover,
+            smb3: core.negotiated.dialect.is_smb3(),
+            channels_return: core.mc.reconnects() && !core.logged_off(),
+            failover_wait: core.config.failover_wait,
+        }
+    }
+}
+
+/// Send `template` on a channel of the session and return its final reply, replaying it on
+/// another channel when its own is lost and `replay` allows.
+pub(crate) async fn call(
+    session: &Session<'_>,
+    template: Request,
+    command: Command,
+    replay: Replay,
+) -> Result<Response> {
+    let failover = session.failover;
+    let smb3 = session.smb3;
+    let mut resends = 0u32;
+    let mut stale_pause = STALE_PAUSE_MIN;
+    // Set at the first loss: the request gives up when no channel is usable by then.
+    let mut give_up_at: Option<Instant> = None;
+    loop {
+        let mut req = template.clone();
+        let sequence = failover.sequence();
+        if smb3 {
+            req.channel_sequence = sequence;
+            if resends > 0 {
+                req.flags |= HeaderFlags::REPLAY_OPERATION;
+            }
+        }
+        let picked = session.channels.pick(req.charge(), command);
+        let result = match picked {
+            Ok(channel) => channel.call(req).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(resp) => {
+                if resends > 0 {
+                    failover.replay_answered(Instant::now());
+                }
+                let stale = smb3 && resp.header.status == NtStatus::FILE_NOT_AVAILABLE;
+                if stale && replay.is_safe() && resends < MAX_RESENDS {
+                    // An older request of ours on this open carried a newer ChannelSequence
+                    // or is still outstanding at the server: wait for it, then replay.
+                    failover.replaying();
+                    resends += 1;
+                    tokio::time::sleep(stale_pause).await;
+                    stale_pause = (stale_pause * 2).min(STALE_PAUSE_MAX);
+                    continue;
+                }
+                return Ok(resp);
+            }
+            Err(Error::ConnectionLost { command }) => {
+                let now = Instant::now();
+                failover.loss_noticed(now);
+                let give_up = *give_up_at.get_or_insert(now + session.failover_wait);
+                if let Replay::Unsafe(why) = replay {
+                    failover.not_replayed();
+                    tracing::warn!(%command, why, "request lost with its channel; not replayed");
+                    return Err(Error::ConnectionLost { command });
+                }
+                if resends >= MAX_RESENDS || !wait_for_usable_channel(session, give_up).await {
+                    failover.not_replayed();
+                    return Err(Error::ConnectionLost { command });
+                }
+                if smb3 {
+                    failover.advance_past(sequence);
+                }
+                failover.replaying();
+                resends += 1;
+                tracing::debug!(%command, resends, "replaying on another channel");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Wait until some channel is usable or `give_up` passes. A session without the manager (one
+/// channel only) has nobody to bring a channel back, so it does not wait.
+async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> bool {
+    loop {
+        if session.channels.any_usable() {
+            return true;
+        }
+        if !session.channels_return || Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(WAIT_STEP).await;
+    }
+}

@@ -1,0 +1,248 @@
+//! The replay loop against in-memory peers: which channel a lost request goes to, with which
+//! flags and ChannelSequence, and when it is not sent again. No network, no sleeps beyond
+//! the loop's own short pauses.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use smb3_proto::header::{Header, HeaderFlags};
+use smb3_proto::msg::echo::EchoRequest;
+use smb3_proto::replay::Replay;
+use smb3_proto::{Command, NtStatus};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use super::{call, Session};
+use crate::channel::{Channel, ChannelOptions, Request};
+use crate::config::Dispatch;
+use crate::error::Error;
+use crate::failover::stats::FailoverState;
+use crate::multichannel::channel_set::{ChannelSet, PathInfo};
+
+/// How the fake server treats the requests it reads.
+#[derive(Clone, Copy)]
+enum Peer {
+    /// Read one request, then drop the connection (the client sees it closed).
+    DiesAfterOne,
+    /// Answer each request with the next status of the list (the last one repeats).
+    Answers(&'static [NtStatus]),
+}
+
+/// Headers of the requests one peer received.
+type Seen = Arc<Mutex<Vec<Header>>>;
+
+fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (rd, wr) = tokio::io::split(ours);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (ch, _unsolicited) = Channel::start(rd, wr, addr, addr, &ChannelOptions::default());
+    let seen: Seen = Arc::default();
+    tokio::spawn(serve(theirs, peer, seen.clone()));
+    (ch, seen)
+}
+
+async fn serve(mut io: DuplexStream, peer: Peer, seen: Seen) {
+    let mut answered = 0usize;
+    loop {
+        let mut len = [0u8; 4];
+        if io.read_exact(&mut len).await.is_err() {
+            return;
+        }
+        let mut frame = vec![0u8; u32::from_be_bytes(len) as usize & 0x00FF_FFFF];
+        if io.read_exact(&mut frame).await.is_err() {
+            return;
+        }
+        let header = Header::decode(&frame).unwrap();
+        seen.lock().unwrap().push(header.clone());
+        match peer {
+            Peer::DiesAfterOne => return,
+            Peer::Answers(statuses) => {
+                let status = statuses[answered.min(statuses.len() - 1)];
+                answered += 1;
+                let reply = reply_to(&header, status);
+                // Direct TCP transport header: a zero byte and a 24-bit length.
+                let mut out = Vec::from((reply.len() as u32).to_be_bytes());
+                out.extend_from_slice(&reply);
+                if io.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn reply_to(req: &Header, status: NtStatus) -> BytesMut {
+    let h = Header {
+        status,
+        command: req.command,
+        credits: 8,
+        credit_charge: req.credit_charge,
+        flags: HeaderFlags(HeaderFlags::SERVER_TO_REDIR),
+        message_id: req.message_id,
+        session_id: req.session_id,
+        tree_id: req.tree_id,
+        ..Header::default()
+    };
+    let mut out = BytesMut::new();
+    h.encode(&mut out);
+    out.put_u16_le(4);
+    out.put_u16_le(0);
+    out
+}
+
+fn session<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> Session<'a> {
+    Session {
+        channels: set,
+        failover,
+        smb3: true,
+        channels_return: back,
+        failover_wait: Duration::from_millis(300),
+    }
+}
+
+fn echo() -> Request {
+    Request::new(&EchoRequest {})
+}
+
+fn replayed(h: &Header) -> bool {
+    h.flags.has(HeaderFlags::REPLAY_OPERATION)
+}
+
+#[tokio::test]
+async fn a_request_lost_with_its_channel_is_replayed_on_the_survivor() {
+    let (a, seen_a) = channel(1, Peer::DiesAfterOne);
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    set.add(b, None, PathInfo::default(), false);
+    let failover = FailoverState::default();
+
+    let resp = call(
+        &session(&set, &failover, true),
+        echo(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    let first = seen_a.lock().unwrap().clone();
+    let second = seen_b.lock().unwrap().clone();
+    assert_eq!(first.len(), 1);
+    assert!(!replayed(&first[0]));
+    assert_eq!(first[0].channel_sequence(), 0);
+    assert_eq!(second.len(), 1);
+    assert!(replayed(&second[0]), "the resend carries REPLAY_OPERATION");
+    assert_eq!(
+        second[0].channel_sequence(),
+        1,
+        "ChannelSequence moved past the lost copy"
+    );
+    let c = failover.snapshot();
+    assert_eq!((c.replays, c.not_replayed, c.channel_sequence), (1, 0, 1));
+    assert!(c.last_failover.is_some());
+}
+
+#[tokio::test]
+async fn a_request_unsafe_to_repeat_fails_with_connection_lost() {
+    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    set.add(b, None, PathInfo::default(), false);
+    let failover = FailoverState::default();
+
+    let err = call(
+        &session(&set, &failover, true),
+        echo(),
+        Command::ECHO,
+        Replay::Unsafe("may already have run"),
+    )
+    .await
+    .unwrap_err();
+
+    assert!(
+        matches!(
+            err,
+            Error::ConnectionLost {
+                command: Command::ECHO
+            }
+        ),
+        "{err}"
+    );
+    assert!(seen_b.lock().unwrap().is_empty(), "nothing was resent");
+    let c = failover.snapshot();
+    assert_eq!((c.replays, c.not_replayed), (0, 1));
+}
+
+#[tokio::test]
+async fn a_request_refused_as_stale_is_replayed_with_the_flag() {
+    let (a, seen) = channel(
+        1,
+        Peer::Answers(&[NtStatus::FILE_NOT_AVAILABLE, NtStatus::SUCCESS]),
+    );
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    let failover = FailoverState::default();
+
+    let resp = call(
+        &session(&set, &failover, false),
+        echo(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(!replayed(&seen[0]));
+    assert!(replayed(&seen[1]));
+    assert_eq!(failover.snapshot().replays, 1);
+}
+
+#[tokio::test]
+async fn with_no_channel_left_and_none_coming_back_the_error_is_immediate() {
+    let (a, _seen) = channel(1, Peer::DiesAfterOne);
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    let failover = FailoverState::default();
+    let started = std::time::Instant::now();
+
+    let err = call(
+        &session(&set, &failover, false),
+        echo(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap_err();
+
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(250));
+    assert_eq!(failover.snapshot().not_replayed, 1);
+}
+
+#[tokio::test]
+async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
+    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
+    let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));
+    let failover = FailoverState::default();
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let later = set.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        later.add(b, None, PathInfo::default(), false);
+    });
+
+    let resp = call(
+        &session(&set, &failover, true),
+        echo(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    assert_eq!(seen_b.lock().unwrap().len(), 1);
+}

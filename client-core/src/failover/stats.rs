@@ -1,0 +1,194 @@
+//! Failover counters of one session, and the session's ChannelSequence.
+
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What failover has done in a session so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FailoverCounters {
+    /// The session's ChannelSequence (MS-SMB2 3.2.4.1): how many channel losses the server
+    /// has been told about.
+    pub channel_sequence: u16,
+    /// Requests sent again after their channel was lost, or refused as stale
+    /// (STATUS_FILE_NOT_AVAILABLE).
+    pub replays: u64,
+    /// Requests that were lost with their channel and could not be replayed (not safe to
+    /// send twice, or no channel left in time); their callers got the error.
+    pub not_replayed: u64,
+    /// Channels lost (connection error, reset, or found silent).
+    pub channel_losses: u64,
+    /// Of those, channels found silent: no progress while others progressed, or link down,
+    /// and no answer to the ECHO probe.
+    pub silent_losses: u64,
+    /// Channels suspected that answered the probe after all and went back into service.
+    pub false_alarms: u64,
+    /// Lost channels bound again.
+    pub reconnects: u64,
+    /// Last time from a loss (for a silent one, from the last sign of life) to the first
+    /// replayed request answered.
+    pub last_failover: Option<Duration>,
+    /// Longest such time.
+    pub max_failover: Option<Duration>,
+    /// Last time from a channel's loss to its slot being bound again.
+    pub last_reconnect: Option<Duration>,
+    /// Longest such time.
+    pub max_reconnect: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+struct Times {
+    /// The oldest loss not yet followed by an answered replay.
+    loss_at: Option<Instant>,
+    last_failover: Option<Duration>,
+    max_failover: Option<Duration>,
+    last_reconnect: Option<Duration>,
+    max_reconnect: Option<Duration>,
+}
+
+/// Live failover state of one session.
+#[derive(Debug, Default)]
+pub(crate) struct FailoverState {
+    sequence: AtomicU16,
+    replays: AtomicU64,
+    not_replayed: AtomicU64,
+    channel_losses: AtomicU64,
+    silent_losses: AtomicU64,
+    false_alarms: AtomicU64,
+    reconnects: AtomicU64,
+    times: Mutex<Times>,
+}
+
+impl FailoverState {
+    fn times(&self) -> std::sync::MutexGuard<'_, Times> {
+        self.times.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The ChannelSequence new requests carry.
+    pub(crate) fn sequence(&self) -> u16 {
+        self.sequence.load(Ordering::Acquire)
+    }
+
+    /// A request sent with ChannelSequence `seen` was lost with its channel: make sure the
+    /// session's ChannelSequence has moved past it, once per loss however many requests
+    /// report it (MS-SMB2 3.2.7.1). Returns the sequence to replay with.
+    pub(crate) fn advance_past(&self, seen: u16) -> u16 {
+        let next = seen.wrapping_add(1);
+        match self
+            .sequence
+            .compare_exchange(seen, next, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => next,
+            Err(current) => current,
+        }
+    }
+
+    /// Count a lost channel; `silent` when no TCP error said so. (When the failover started
+    /// is told by [`FailoverState::loss_noticed`], at the moment requests are handed back.)
+    pub(crate) fn count_loss(&self, silent: bool) {
+        self.channel_losses.fetch_add(1, Ordering::Relaxed);
+        if silent {
+            self.silent_losses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Remember when the current failover started, if this loss is the first of it.
+    pub(crate) fn loss_noticed(&self, at: Instant) {
+        let mut t = self.times();
+        t.loss_at = Some(t.loss_at.map_or(at, |old| old.min(at)));
+    }
+
+    /// A suspected channel answered its probe.
+    pub(crate) fn false_alarm(&self) {
+        self.false_alarms.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request is being sent again.
+    pub(crate) fn replaying(&self) {
+        self.replays.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A lost request could not be replayed.
+    pub(crate) fn not_replayed(&self) {
+        self.not_replayed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A replayed request was answered: the failover that started at the oldest pending
+    /// loss is over.
+    pub(crate) fn replay_answered(&self, now: Instant) {
+        let mut t = self.times();
+        if let Some(at) = t.loss_at.take() {
+            let took = now.saturating_duration_since(at);
+            t.last_failover = Some(took);
+            t.max_failover = Some(t.max_failover.map_or(took, |m| m.max(took)));
+        }
+    }
+
+    /// A slot lost at `lost_at` has a channel again.
+    pub(crate) fn reconnected(&self, lost_at: Instant, now: Instant) {
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        let took = now.saturating_duration_since(lost_at);
+        let mut t = self.times();
+        t.last_reconnect = Some(took);
+        t.max_reconnect = Some(t.max_reconnect.map_or(took, |m| m.max(took)));
+    }
+
+    pub(crate) fn snapshot(&self) -> FailoverCounters {
+        let t = self.times();
+        FailoverCounters {
+            channel_sequence: self.sequence(),
+            replays: self.replays.load(Ordering::Relaxed),
+            not_replayed: self.not_replayed.load(Ordering::Relaxed),
+            channel_losses: self.channel_losses.load(Ordering::Relaxed),
+            silent_losses: self.silent_losses.load(Ordering::Relaxed),
+            false_alarms: self.false_alarms.load(Ordering::Relaxed),
+            reconnects: self.reconnects.load(Ordering::Relaxed),
+            last_failover: t.last_failover,
+            max_failover: t.max_failover,
+            last_reconnect: t.last_reconnect,
+            max_reconnect: t.max_reconnect,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_moves_once_per_loss_and_wraps() {
+        let s = FailoverState::default();
+        assert_eq!(s.sequence(), 0);
+        // Three requests lost together all saw 0: one step.
+        assert_eq!(s.advance_past(0), 1);
+        assert_eq!(s.advance_past(0), 1);
+        assert_eq!(s.advance_past(0), 1);
+        assert_eq!(s.sequence(), 1);
+        // A later loss of a request sent with 1.
+        assert_eq!(s.advance_past(1), 2);
+        s.sequence.store(u16::MAX, Ordering::Release);
+        assert_eq!(s.advance_past(u16::MAX), 0);
+    }
+
+    #[test]
+    fn failover_time_runs_from_the_first_loss_to_the_first_answered_replay() {
+        let s = FailoverState::default();
+        let t0 = Instant::now();
+        s.count_loss(true);
+        s.loss_noticed(t0 + Duration::from_millis(100));
+        s.count_loss(false);
+        s.loss_noticed(t0 + Duration::from_millis(50));
+        s.replay_answered(t0 + Duration::from_millis(850));
+        // A second answered replay of the same failover changes nothing.
+        s.replay_answered(t0 + Duration::from_millis(2000));
+        s.reconnected(t0, t0 + Duration::from_millis(1200));
+        let c = s.snapshot();
+        assert_eq!(c.channel_losses, 2);
+        assert_eq!(c.silent_losses, 1);
+        assert_eq!(c.last_failover, Some(Duration::from_millis(800)));
+        assert_eq!(c.max_failover, Some(Duration::from_millis(800)));
+        assert_eq!(c.reconnects, 1);
+        assert_eq!(c.last_reconnect, Some(Duration::from_millis(1200)));
+    }
+}

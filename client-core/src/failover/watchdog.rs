@@ -1,0 +1,135 @@
+//! The task that applies the loss detector to a session's channels every quarter second:
+//! a suspected channel leaves dispatch, its outstanding requests are handed back to their
+//! callers (who replay them elsewhere) and an ECHO probe decides its fate — back into service
+//! if it answers, closed as lost if not. Idle channels get the same probe as a keepalive.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use smb3_proto::msg::echo::EchoRequest;
+
+use crate::client::SessionCore;
+use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
+use crate::multichannel::channel_set::Member;
+use crate::multichannel::inventory;
+
+/// How often the channels are looked at.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Start the watchdog of a session; it ends when the session is dropped or logged off.
+pub(crate) fn start(core: &Arc<SessionCore>) {
+    let weak = Arc::downgrade(core);
+    tokio::spawn(run(weak));
+}
+
+async fn run(weak: Weak<SessionCore>) {
+    let mut ticker = tokio::time::interval(TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(core) = weak.upgrade() else { return };
+        if core.logged_off() {
+            return;
+        }
+        check(&core);
+    }
+}
+
+fn check(core: &Arc<SessionCore>) {
+    let cfg = DetectorConfig {
+        silent_after: core.config.silent_loss_after,
+        keepalive_after: core.config.keepalive_interval,
+    };
+    let members: Vec<Arc<Member>> = core.mc.set.active();
+    let observed: Vec<Observed> = members
+        .iter()
+        .filter(|m| m.usable() && !m.probing.load(Ordering::Acquire))
+        .map(|m| Observed {
+            id: m.id,
+            progress: m.channel.progress(),
+            carrier: carrier_of(m),
+        })
+        .collect();
+    for verdict in detector::judge(&cfg, Instant::now(), &observed) {
+        let (id, suspect) = match verdict {
+            Verdict::Suspect { id, why } => (id, Some(why)),
+            Verdict::KeepAlive { id } => (id, None),
+        };
+        let Some(member) = members.iter().find(|m| m.id == id) else {
+            continue;
+        };
+        if member.probing.swap(true, Ordering::AcqRel) {
+            continue;
+        }
+        if let Some(why) = suspect {
+            suspect_member(core, member, why);
+        }
+        tokio::spawn(probe(Arc::downgrade(core), member.clone(), suspect));
+    }
+}
+
+fn carrier_of(m: &Member) -> Option<bool> {
+    let name = m.path().local_name;
+    if name.is_empty() {
+        return None;
+    }
+    inventory::carrier(&name)
+}
+
+/// Out of dispatch, and its outstanding requests back to their callers for replay. The
+/// failover clock starts at the channel's last sign of life.
+fn suspect_member(core: &SessionCore, member: &Member, why: Why) {
+    member.suspected.store(true, Ordering::Release);
+    core.mc
+        .failover
+        .loss_noticed(member.channel.progress().last_progress);
+    let handed_back = member.channel.abandon_outstanding();
+    tracing::info!(
+        local = %member.channel.local(),
+        server = %member.channel.peer(),
+        %why,
+        handed_back,
+        "channel suspected lost; replaying its requests elsewhere and probing it"
+    );
+}
+
+/// ECHO on the member's own channel. Answered: back into service. Not answered in time:
+/// closed as lost, which wakes the manager to rebind its slot.
+async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why>) {
+    let Some(core) = weak.upgrade() else { return };
+    let progress = member.channel.progress();
+    let timeout = core.config.probe_timeout.max(progress.reply_gap * 2);
+    let mut req = core.request(&EchoRequest {}, None);
+    req.timeout = timeout;
+    // The probe must not keep the session alive while it waits.
+    drop(core);
+    let answered = member.channel.call(req).await.is_ok();
+    let Some(core) = weak.upgrade() else { return };
+    if answered {
+        if suspect.is_some() {
+            tracing::info!(server = %member.channel.peer(), "suspected channel answered its probe; back in service");
+            core.mc.failover.false_alarm();
+        }
+        member.suspected.store(false, Ordering::Release);
+    } else if suspect.is_none() && !core.mc.set.any_usable_besides(member.id) {
+        // The session's only usable channel: closing it would end the session, and a link
+        // that returns lets TCP deliver what waits. Keep it; the next keepalive asks again.
+        tracing::debug!(server = %member.channel.peer(), "keepalive unanswered on the last channel; keeping it");
+    } else if !member.channel.is_dead() {
+        let reason = match suspect {
+            Some(why) => format!(
+                "lost: {why}, and no answer to ECHO in {} ms",
+                timeout.as_millis()
+            ),
+            None => format!(
+                "lost: idle keepalive ECHO unanswered in {} ms",
+                timeout.as_millis()
+            ),
+        };
+        core.mc.failover.count_loss(true);
+        tracing::info!(server = %member.channel.peer(), %reason, "closing channel");
+        member.channel.close(reason);
+    }
+    member.probing.store(false, Ordering::Release);
+}

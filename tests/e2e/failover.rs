@@ -1,0 +1,363 @@
+//! Failover against the testbed's real smbd: links taken down (silently), packets dropped
+//! without carrier loss, connections reset, while 1 GiB moves over four links. Every test
+//! checks the bytes with sha256; the failover counters say what happened.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
+use smb3_client::{ChannelState, Client, ClientConfig, File, OpenOptions, UserCredentials};
+use smb3_tests::{client_block_on, Testbed, TestbedConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const GIB: usize = 1 << 30;
+/// Four links of this rate move 1 GiB in about 11 s: time for a fault at 30 % and recovery.
+const LINK_MBIT: u32 = 200;
+/// Channels the plan wants: 4 RSS links × 4.
+const PLANNED: usize = 16;
+
+fn start(links: usize) -> Arc<Testbed> {
+    Arc::new(
+        Testbed::start(TestbedConfig::shaped(links, LINK_MBIT))
+            .unwrap_or_else(|e| panic!("testbed: {e}")),
+    )
+}
+
+fn in_client<F, Fut>(tb: &Arc<Testbed>, test: F)
+where
+    F: FnOnce(Arc<Testbed>, UserCredentials) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let rt = tb.client_runtime();
+    let creds = UserCredentials {
+        user: tb.user().to_string(),
+        domain: tb.domain().to_string(),
+        password: tb.password().to_string(),
+    };
+    client_block_on(&rt, test(tb.clone(), creds));
+}
+
+fn config() -> ClientConfig {
+    let mut c = ClientConfig::default();
+    c.bind_timeout = Duration::from_secs(3);
+    c.connect_timeout = Duration::from_secs(2);
+    c
+}
+
+async fn connect(tb: &Testbed, creds: &UserCredentials) -> Client {
+    let client = Client::connect(&format!("{}:445", tb.server_addr(1)), creds, config())
+        .await
+        .expect("connect");
+    assert!(client.wait_for_channels(Duration::from_secs(10)).await);
+    assert_eq!(usable(&client), PLANNED, "{:#?}", client.channels());
+    client
+}
+
+fn usable(client: &Client) -> usize {
+    client
+        .channels()
+        .iter()
+        .filter(|c| c.state == ChannelState::Active)
+        .count()
+}
+
+/// Run a blocking testbed command off the runtime's worker threads.
+async fn fault<F: FnOnce() -> Result<(), String> + Send + 'static>(what: &'static str, f: F) {
+    tokio::task::spawn_blocking(f)
+        .await
+        .expect("fault task")
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+fn sha256(b: &[u8]) -> Vec<u8> {
+    Sha256::digest(b).to_vec()
+}
+
+/// Put `len` bytes of the test pattern on the server directly; returns their sha256.
+fn seed_server_file(tb: &Testbed, name: &str, len: usize) -> Vec<u8> {
+    let data = smb3_tests::pattern(77, len);
+    std::fs::write(tb.share_path("plain").join(name), &data).expect("seed file");
+    sha256(&data)
+}
+
+fn server_sha(tb: &Testbed, name: &str) -> Vec<u8> {
+    sha256(&std::fs::read(tb.share_path("plain").join(name)).expect("server file"))
+}
+
+/// Read all of `f` through its pipelined reader; `progress` counts bytes as they arrive.
+async fn download(f: &File, progress: Arc<AtomicU64>) -> (u64, Vec<u8>) {
+    let mut reader = f.reader();
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = reader.read(&mut buf).await.expect("read");
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        total += n as u64;
+        progress.store(total, Ordering::Relaxed);
+    }
+    (total, hash.finalize().to_vec())
+}
+
+/// Write `data` through the pipelined writer; `progress` counts bytes handed over.
+async fn upload(f: &File, data: Bytes, progress: Arc<AtomicU64>) {
+    let mut writer = f.writer();
+    for (i, chunk) in data.chunks(1 << 20).enumerate() {
+        writer.write_all(chunk).await.expect("write");
+        progress.store(((i + 1) << 20) as u64, Ordering::Relaxed);
+    }
+    writer.shutdown().await.expect("flush the last writes");
+}
+
+async fn wait_for_progress(progress: &AtomicU64, at_least: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while progress.load(Ordering::Relaxed) < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "transfer stalled before the fault"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn report(what: &str, client: &Client, took: Duration) {
+    let f = client.multichannel().failover;
+    eprintln!(
+        "{what}: {:.1} s; losses {} (silent {}), replays {}, not replayed {}, reconnects {}, \
+         failover {:?} (max {:?}), reconnect {:?}",
+        took.as_secs_f64(),
+        f.channel_losses,
+        f.silent_losses,
+        f.replays,
+        f.not_replayed,
+        f.reconnects,
+        f.last_failover,
+        f.max_failover,
+        f.last_reconnect
+    );
+}
+
+/// Download 1 GiB over four links; at 30 % run `inject`; check every byte.
+fn download_survives(name: &'static str, inject: fn(&Testbed), expect_silent: bool) {
+    let tb = start(4);
+    let want = seed_server_file(&tb, name, GIB);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let f = share
+            .open(name, &OpenOptions::new().read(true))
+            .await
+            .expect("open");
+        let progress = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let reading = {
+            let (f, progress) = (f.clone(), progress.clone());
+            tokio::spawn(async move { download(&f, progress).await })
+        };
+        wait_for_progress(&progress, (GIB as u64) * 3 / 10).await;
+        let tb2 = tb.clone();
+        fault("fault", move || {
+            inject(&tb2);
+            Ok(())
+        })
+        .await;
+        let (len, got) = reading.await.expect("download task");
+        report(name, &client, started.elapsed());
+        assert_eq!(len, GIB as u64);
+        assert!(got == want, "{name}: downloaded bytes differ");
+        let fo = client.multichannel().failover;
+        assert!(fo.channel_losses >= 1, "{fo:#?}");
+        if expect_silent {
+            assert!(fo.silent_losses >= 1, "{fo:#?}");
+        }
+        assert!(fo.replays >= 1, "{fo:#?}");
+        assert_eq!(fo.not_replayed, 0, "{fo:#?}");
+        f.close().await.expect("close");
+    });
+}
+
+#[test]
+fn a_download_survives_a_link_going_down() {
+    download_survives(
+        "down-link.bin",
+        |tb| tb.link_down(2).expect("link down"),
+        true,
+    );
+}
+
+#[test]
+fn a_download_survives_a_path_that_silently_drops_replies() {
+    // Carrier stays up: only the lack of progress gives the channel away.
+    download_survives("down-drop.bin", |tb| tb.drop_link(2).expect("drop"), true);
+}
+
+#[test]
+fn an_upload_survives_a_link_going_down() {
+    let tb = start(4);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let data = Bytes::from(smb3_tests::pattern(78, GIB));
+        let f = share
+            .open(
+                "up-link.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .await
+            .expect("create");
+        let progress = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let writing = {
+            let (f, data, progress) = (f.clone(), data.clone(), progress.clone());
+            tokio::spawn(async move { upload(&f, data, progress).await })
+        };
+        wait_for_progress(&progress, (GIB as u64) * 3 / 10).await;
+        let tb2 = tb.clone();
+        fault("link down", move || tb2.link_down(2)).await;
+        writing.await.expect("upload task");
+        f.close().await.expect("close");
+        report("upload, link down", &client, started.elapsed());
+        assert_eq!(server_sha(&tb, "up-link.bin"), sha256(&data));
+        let fo = client.multichannel().failover;
+        assert!(fo.silent_losses >= 1 && fo.replays >= 1, "{fo:#?}");
+        assert_eq!(fo.not_replayed, 0, "{fo:#?}");
+    });
+}
+
+#[test]
+fn channels_return_to_the_plan_within_five_seconds_of_link_up() {
+    let tb = start(4);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        // Keep every channel a little busy, so the loss is seen under load.
+        let data = Bytes::from(smb3_tests::pattern(79, 64 << 20));
+        let f = share
+            .open(
+                "flap.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .await
+            .expect("create");
+        let tb2 = tb.clone();
+        fault("link down", move || tb2.link_down(3)).await;
+        f.write_at(0, data.clone())
+            .await
+            .expect("write while link 3 is down");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while usable(&client) > PLANNED - 4 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(usable(&client), PLANNED - 4, "{:#?}", client.channels());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let tb2 = tb.clone();
+        fault("link up", move || tb2.link_up(3)).await;
+        let up = Instant::now();
+        while usable(&client) < PLANNED && up.elapsed() < Duration::from_secs(15) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let back = up.elapsed();
+        eprintln!("channels back {} ms after link up", back.as_millis());
+        assert_eq!(usable(&client), PLANNED, "{:#?}", client.multichannel());
+        assert!(back <= Duration::from_secs(5), "took {back:?}");
+        let fo = client.multichannel().failover;
+        assert!(fo.reconnects >= 4, "{fo:#?}");
+        // The rebound channels carry I/O.
+        f.write_at(0, data.clone())
+            .await
+            .expect("write after link up");
+        f.close().await.expect("close");
+        assert_eq!(server_sha(&tb, "flap.bin"), sha256(&data));
+    });
+}
+
+#[test]
+fn a_download_survives_every_link_down_for_five_seconds() {
+    let tb = start(4);
+    let name = "all-down.bin";
+    let want = seed_server_file(&tb, name, GIB / 4);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let f = share
+            .open(name, &OpenOptions::new().read(true))
+            .await
+            .expect("open");
+        let progress = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let reading = {
+            let (f, progress) = (f.clone(), progress.clone());
+            tokio::spawn(async move { download(&f, progress).await })
+        };
+        wait_for_progress(&progress, (GIB as u64 / 4) * 3 / 10).await;
+        let tb2 = tb.clone();
+        fault("all links down", move || {
+            for k in 1..=4 {
+                tb2.link_down(k)?;
+            }
+            std::thread::sleep(Duration::from_secs(5));
+            for k in 1..=4 {
+                tb2.link_up(k)?;
+            }
+            Ok(())
+        })
+        .await;
+        let (len, got) = reading.await.expect("download task");
+        report(name, &client, started.elapsed());
+        assert_eq!(len, (GIB / 4) as u64);
+        assert!(got == want, "downloaded bytes differ");
+        f.close().await.expect("close");
+    });
+}
+
+#[test]
+fn twenty_random_cuts_during_a_four_link_upload_lose_nothing() {
+    let tb = start(4);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let data = Bytes::from(smb3_tests::pattern(80, GIB));
+        let f = share
+            .open(
+                "cuts.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .await
+            .expect("create");
+        let progress = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let writing = {
+            let (f, data, progress) = (f.clone(), data.clone(), progress.clone());
+            tokio::spawn(async move { upload(&f, data, progress).await })
+        };
+        wait_for_progress(&progress, 32 << 20).await;
+        let tb2 = tb.clone();
+        let cuts = tokio::task::spawn_blocking(move || {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(20);
+            let mut cut = 0;
+            for _ in 0..20 {
+                let k = rng.random_range(1..=4);
+                cut += tb2.cut(Some(k)).expect("cut");
+                std::thread::sleep(Duration::from_millis(rng.random_range(150..450)));
+            }
+            cut
+        })
+        .await
+        .expect("cuts");
+        writing.await.expect("upload task");
+        f.close().await.expect("close");
+        report("20 cuts", &client, started.elapsed());
+        assert!(cuts >= 20, "only {cuts} connections were cut");
+        assert_eq!(server_sha(&tb, "cuts.bin"), sha256(&data));
+        let fo = client.multichannel().failover;
+        assert!(fo.channel_losses >= 20, "{fo:#?}");
+        assert!(fo.reconnects >= 1, "{fo:#?}");
+        assert_eq!(fo.not_replayed, 0, "{fo:#?}");
+    });
+}

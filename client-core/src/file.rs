@@ -23,8 +23,8 @@ use tokio::task::JoinHandle;
 
 use crate::client::decode;
 use crate::durable::{DurableRegistration, OpenState};
-use crate::lease::{LeaseCaching, LeaseRef};
 use crate::error::{Error, ProtocolError, Result};
+use crate::lease::{LeaseCaching, LeaseRef};
 use crate::share::{metadata_from_reply, Share};
 use crate::types::Metadata;
 
@@ -223,7 +223,10 @@ impl File {
         let info = FileEndOfFileInformation { end_of_file: len };
         self.inner
             .share
-            .call(&SetInfoRequest::file_info(self.inner.state.file_id(), &info), &[])
+            .call(
+                &SetInfoRequest::file_info(self.inner.state.file_id(), &info),
+                &[],
+            )
             .await
             .map_err(|e| self.err(e))
             .map(|_| ())
@@ -244,7 +247,8 @@ impl File {
 
     /// Current size, times and attributes.
     pub async fn metadata(&self) -> Result<Metadata> {
-        let req = QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
+        let req =
+            QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
         let resp = self
             .inner
             .share

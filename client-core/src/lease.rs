@@ -293,20 +293,29 @@ pub(crate) fn forward_unsolicited(mut from: Unsolicited, to: BreakSink) {
 /// Start the task that acknowledges breaks. It holds the session only weakly and ends when
 /// the session is gone (every sender of the queue dropped, or the session no longer there
 /// when a message arrives).
-pub(crate) fn spawn_break_handler(session: Weak<SessionCore>, mut queue: BreakQueue) {
-    tokio::spawn(async move {
-        while let Some(msg) = queue.recv().await {
-            let Some(core) = session.upgrade() else {
-                break;
-            };
-            if let Some(ack) = plan_ack(&core.leases, &msg) {
-                // Each acknowledgment on its own task: a slow reply must not hold up the
-                // breaks behind it (the server waits on each one, up to 35 s in Samba).
-                tokio::spawn(async move { send_ack(&core, ack).await });
-            }
+pub(crate) fn spawn_break_handler(session: Weak<SessionCore>, queue: BreakQueue) {
+    tokio::spawn(run_break_handler(session, queue, |core, msg| {
+        if let Some(ack) = plan_ack(&core.leases, &msg) {
+            // Each acknowledgment on its own task: a slow reply must not hold up the breaks
+            // behind it (the server waits on each one, up to 35 s in Samba).
+            tokio::spawn(async move { send_ack(&core, ack).await });
         }
-        tracing::debug!("break handler stopped: session ended");
-    });
+    }));
+}
+
+/// The handler's loop: hand each message to `on_message` with the session, while there is
+/// one.
+async fn run_break_handler<S, F>(session: Weak<S>, mut queue: BreakQueue, mut on_message: F)
+where
+    F: FnMut(Arc<S>, Bytes),
+{
+    while let Some(msg) = queue.recv().await {
+        let Some(core) = session.upgrade() else {
+            break;
+        };
+        on_message(core, msg);
+    }
+    tracing::debug!("break handler stopped: session ended");
 }
 
 /// An acknowledgment to send, and the tree to send it on.
@@ -411,6 +420,7 @@ mod tests {
     use smb3_proto::header::{Header, HeaderFlags};
     use smb3_proto::msg::oplock_break::{OplockLevel, LEASE_BREAK_FLAG_ACK_REQUIRED};
     use smb3_proto::msg::FileId;
+    use std::time::Duration;
 
     const RWH: u32 =
         LeaseState::READ_CACHING | LeaseState::WRITE_CACHING | LeaseState::HANDLE_CACHING;
@@ -481,7 +491,11 @@ mod tests {
         a.record_grant(LeaseState(RWH), Some(1));
         assert_eq!(a.state(), Some(LeaseState(RH)));
         // Wrapping: 0 is newer than 65535.
-        table.record_state(&a.key(), LeaseState(LeaseState::READ_CACHING), Some(u16::MAX));
+        table.record_state(
+            &a.key(),
+            LeaseState(LeaseState::READ_CACHING),
+            Some(u16::MAX),
+        );
         table.record_state(&a.key(), LeaseState(RH), Some(0));
         assert_eq!(a.state(), Some(LeaseState(RH)));
         table.record_state(&a.key(), LeaseState(0), None);
@@ -601,6 +615,63 @@ mod tests {
         for bad in [&b[..10], &[0x2c, 0, 1, 0][..], &[][..], &[0x30, 0][..]] {
             assert!(plan(&table, &notification(bad)).is_none());
         }
+    }
+
+    #[tokio::test]
+    async fn handler_stops_with_the_session_and_does_not_keep_it() {
+        let session = Arc::new(7u32);
+        let (sink, queue) = break_queue();
+        let (seen_tx, mut seen) = mpsc::unbounded_channel();
+        let handler = tokio::spawn(run_break_handler(
+            Arc::downgrade(&session),
+            queue,
+            move |s: Arc<u32>, msg: Bytes| {
+                let _ = seen_tx.send((*s, msg.len()));
+            },
+        ));
+        sink.send(Bytes::from_static(b"abc")).unwrap();
+        assert_eq!(seen.recv().await, Some((7, 3)));
+        assert_eq!(
+            Arc::strong_count(&session),
+            1,
+            "the handler holds it weakly"
+        );
+
+        // The session goes: the next message ends the handler without being handled.
+        drop(session);
+        sink.send(Bytes::from_static(b"late")).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), handler)
+            .await
+            .expect("handler ended")
+            .unwrap();
+        assert_eq!(seen.recv().await, None);
+
+        // And with every sender gone it ends even without a message.
+        let session = Arc::new(1u32);
+        let (sink, queue) = break_queue();
+        let handler = tokio::spawn(run_break_handler(
+            Arc::downgrade(&session),
+            queue,
+            |_, _| {},
+        ));
+        drop(sink);
+        tokio::time::timeout(Duration::from_secs(5), handler)
+            .await
+            .expect("handler ended")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn forwarding_ends_with_the_channel() {
+        let (channel_tx, channel_rx) = mpsc::unbounded_channel();
+        let (sink, mut queue) = break_queue();
+        forward_unsolicited(channel_rx, sink);
+        channel_tx.send(Bytes::from_static(b"one")).unwrap();
+        assert_eq!(queue.recv().await, Some(Bytes::from_static(b"one")));
+        drop(channel_tx);
+        // The forwarder dropped its sender: the queue closes.
+        let end = tokio::time::timeout(Duration::from_secs(5), queue.recv()).await;
+        assert_eq!(end.expect("queue closed"), None);
     }
 
     #[test]

@@ -25,8 +25,8 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::channel::Request;
 use crate::client::{decode, Client, TreeContext};
-use crate::error::{Error, ProtocolError, Result};
 use crate::durable::{DurableGrant, OpenParams, OpenState};
+use crate::error::{Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
@@ -105,7 +105,10 @@ impl Share {
         req.file_attributes = FileAttributes(FileAttributes::NORMAL);
         let core = &self.inner.client.inner;
         let (create_guid, lease) = if self.wants_durable() {
-            (Some(self.request_durable(&mut req)), Some(self.request_lease(&mut req, opts.write)))
+            (
+                Some(self.request_durable(&mut req)),
+                Some(self.request_lease(&mut req, opts.write)),
+            )
         } else {
             (None, None)
         };
@@ -490,7 +493,10 @@ fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> 
     if granted.key != lease.key() {
         // MS-SMB2 3.2.5.7.5 has the client look the lease up by the key in the reply; a key
         // we did not send is not ours to track.
-        tracing::warn!(path, "server granted a lease on a key we did not send; ignored");
+        tracing::warn!(
+            path,
+            "server granted a lease on a key we did not send; ignored"
+        );
         return None;
     }
     lease.record_grant(granted.state, granted.v2.map(|v| v.epoch));

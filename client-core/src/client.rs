@@ -13,9 +13,11 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::auth::UserCredentials;
-use crate::channel::{Channel, ChannelOptions, Request, Response, Unsolicited};
+use crate::channel::{Channel, ChannelOptions, Request, Response};
 use crate::config::ClientConfig;
+use crate::durable::DurableOpens;
 use crate::error::{Error, ProtocolError, Result};
+use crate::lease::{self, BreakSink, LeaseTable};
 use crate::multichannel::eligibility;
 use crate::multichannel::manager::{self, Multichannel};
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
@@ -50,22 +52,18 @@ pub(crate) struct SessionCore {
     /// The session's keys; bound channels derive their own signing key next to them.
     pub(crate) security: Option<Arc<SessionSecurity>>,
     logged_off: AtomicBool,
+    /// Every channel forwards its break notifications here (see `lease`).
+    pub(crate) breaks: BreakSink,
+    /// Lease keys of the files open now, one per file.
+    pub(crate) leases: Arc<LeaseTable>,
+    /// Durable opens, for a reconnect to reclaim.
+    pub(crate) durable: Arc<DurableOpens>,
 }
 
 impl Drop for SessionCore {
     fn drop(&mut self) {
         self.mc.shutdown();
     }
-}
-
-/// Drain break notifications: no oplocks or leases are requested yet, so none are expected,
-/// and the queue must not grow.
-pub(crate) fn drain_unsolicited(mut unsolicited: Unsolicited) {
-    tokio::spawn(async move {
-        while let Some(msg) = unsolicited.recv().await {
-            tracing::debug!(len = msg.len(), "unsolicited break notification ignored");
-        }
-    });
 }
 
 /// Per-tree request context.
@@ -88,7 +86,8 @@ impl Client {
             credit_target: config.credit_target,
         };
         let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;
-        drain_unsolicited(unsolicited);
+        let (breaks, break_queue) = lease::break_queue();
+        lease::forward_unsolicited(unsolicited, breaks.clone());
         let mut client_guid = [0u8; 16];
         rand::rng().fill_bytes(&mut client_guid);
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
@@ -126,7 +125,11 @@ impl Client {
             creds: creds.clone(),
             security: established.security,
             logged_off: AtomicBool::new(false),
+            breaks,
+            leases: Arc::default(),
+            durable: Arc::default(),
         });
+        lease::spawn_break_handler(Arc::downgrade(&core), break_queue);
         manager::start(&core);
         Ok(Client { inner: core })
     }

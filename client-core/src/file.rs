@@ -11,20 +11,20 @@ use std::task::{ready, Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use smb3_proto::msg::create::CreateResponse;
 use smb3_proto::msg::flush::FlushRequest;
 use smb3_proto::msg::fscc::{FileAllInformation, FileEndOfFileInformation};
 use smb3_proto::msg::query_info::QueryInfoRequest;
 use smb3_proto::msg::read::{ReadRequest, ReadResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::write::{WriteRequest, WriteResponse};
-use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
 
 use crate::client::decode;
+use crate::durable::{DurableRegistration, OpenState};
 use crate::error::{Error, ProtocolError, Result};
+use crate::lease::{LeaseCaching, LeaseRef};
 use crate::share::{metadata_from_reply, Share};
 use crate::types::Metadata;
 
@@ -37,39 +37,62 @@ pub struct File {
 
 struct FileInner {
     share: Share,
-    id: FileId,
+    /// FileId (swappable by a reconnect) and what reopening the file takes.
+    state: Arc<OpenState>,
     path: String,
     size_at_open: u64,
-    durable: bool,
+    /// The open's hold on its lease key and its place among the session's durable opens;
+    /// released once the handle is closed.
+    holds: Option<OpenHolds>,
     closed: AtomicBool,
+}
+
+/// Table entries that live exactly as long as the handle does.
+#[derive(Debug)]
+pub(crate) struct OpenHolds {
+    /// The file's lease key, shared with this session's other opens of the file.
+    pub(crate) lease: Option<LeaseRef>,
+    /// Listed among the session's durable opens while it is open (held for its `Drop`).
+    #[allow(dead_code)]
+    pub(crate) durable: Option<DurableRegistration>,
 }
 
 impl Drop for FileInner {
     fn drop(&mut self) {
+        let holds = self.holds.take();
         if self.closed.load(Ordering::Acquire) {
             return;
         }
         // Close in the background so the server does not keep the handle until the session
-        // ends; without a runtime (process exit) the server cleans up on disconnect.
+        // ends; without a runtime (process exit) the server cleans up on disconnect. The
+        // lease key stays taken until the CLOSE is answered, so an open of the same file
+        // meanwhile reuses it instead of breaking our lease.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let share = self.share.clone();
-            let id = self.id;
+            let id = self.state.file_id();
             rt.spawn(async move {
                 let _ = share.close(id).await;
+                drop(holds);
             });
         }
     }
 }
 
 impl File {
-    pub(crate) fn new(share: Share, path: String, created: CreateResponse) -> File {
+    pub(crate) fn new(
+        share: Share,
+        path: String,
+        state: Arc<OpenState>,
+        size_at_open: u64,
+        holds: OpenHolds,
+    ) -> File {
         File {
             inner: Arc::new(FileInner {
-                durable: created.durable_v2().is_some(),
                 share,
-                id: created.file_id,
+                state,
                 path,
-                size_at_open: created.end_of_file,
+                size_at_open,
+                holds: Some(holds),
                 closed: AtomicBool::new(false),
             }),
         }
@@ -85,9 +108,18 @@ impl File {
         self.inner.size_at_open
     }
 
-    /// Whether the server granted a durable handle.
+    /// Whether the server granted a durable handle (one that survives a lost connection for
+    /// the server's durable timeout).
     pub fn is_durable(&self) -> bool {
-        self.inner.durable
+        self.inner.state.durable.is_some()
+    }
+
+    /// The caching the file's lease grants now (the lease is shared by all of this session's
+    /// opens of the file, and lowered when another client's open breaks it); `None` when no
+    /// lease was granted (SMB 2.x, durable handles off, or a server without leases).
+    pub fn lease(&self) -> Option<LeaseCaching> {
+        let lease = self.inner.holds.as_ref()?.lease.as_ref()?;
+        lease.state().map(LeaseCaching::from_state)
     }
 
     fn chunk_sizes(&self) -> (u32, u32, usize) {
@@ -110,7 +142,7 @@ impl File {
 
     /// One READ of at most the negotiated size. Returns fewer bytes only at end of file.
     async fn read_chunk(&self, offset: u64, len: u32) -> Result<Bytes> {
-        let req = ReadRequest::new(self.inner.id, offset, len);
+        let req = ReadRequest::new(self.inner.state.file_id(), offset, len);
         let resp = self
             .inner
             .share
@@ -153,7 +185,7 @@ impl File {
     /// One WRITE of at most the negotiated size; the server must take all of it.
     async fn write_chunk(&self, offset: u64, data: Bytes) -> Result<()> {
         let want = data.len();
-        let req = WriteRequest::new(self.inner.id, offset, data);
+        let req = WriteRequest::new(self.inner.state.file_id(), offset, data);
         let resp = self
             .inner
             .share
@@ -191,7 +223,10 @@ impl File {
         let info = FileEndOfFileInformation { end_of_file: len };
         self.inner
             .share
-            .call(&SetInfoRequest::file_info(self.inner.id, &info), &[])
+            .call(
+                &SetInfoRequest::file_info(self.inner.state.file_id(), &info),
+                &[],
+            )
             .await
             .map_err(|e| self.err(e))
             .map(|_| ())
@@ -200,7 +235,7 @@ impl File {
     /// Ask the server to flush the file to stable storage.
     pub async fn flush(&self) -> Result<()> {
         let req = FlushRequest {
-            file_id: self.inner.id,
+            file_id: self.inner.state.file_id(),
         };
         self.inner
             .share
@@ -212,7 +247,8 @@ impl File {
 
     /// Current size, times and attributes.
     pub async fn metadata(&self) -> Result<Metadata> {
-        let req = QueryInfoRequest::file_info::<FileAllInformation>(self.inner.id, 4096);
+        let req =
+            QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
         let resp = self
             .inner
             .share
@@ -227,9 +263,10 @@ impl File {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // The holds go with the last clone, after this reply.
         self.inner
             .share
-            .close(self.inner.id)
+            .close(self.inner.state.file_id())
             .await
             .map_err(|e| self.err(e))
     }
@@ -496,7 +533,7 @@ impl std::fmt::Debug for File {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("File")
             .field("path", &self.inner.path)
-            .field("durable", &self.inner.durable)
+            .field("durable", &self.is_durable())
             .finish()
     }
 }

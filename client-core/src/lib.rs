@@ -20,9 +20,11 @@ mod auth;
 mod channel;
 mod client;
 mod config;
+mod durable;
 mod error;
 mod failover;
 mod file;
+mod lease;
 mod multichannel;
 mod security;
 mod session;
@@ -35,6 +37,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
+pub use lease::LeaseCaching;
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };

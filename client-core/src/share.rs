@@ -6,7 +6,7 @@ use rand::RngCore;
 use smb3_proto::msg::close::{CloseRequest, CloseResponse};
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
-    CreateResponse,
+    CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel,
 };
 use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
@@ -25,8 +25,10 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::channel::Request;
 use crate::client::{decode, Client, TreeContext};
+use crate::durable::{DurableGrant, OpenParams, OpenState};
 use crate::error::{Error, ProtocolError, Result};
-use crate::file::File;
+use crate::file::{File, OpenHolds};
+use crate::lease::LeaseRef;
 use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
 
 /// A connected share. Cheap to clone.
@@ -97,26 +99,92 @@ impl Share {
             (false, false, true) => CreateDisposition::OVERWRITE,
             (false, false, false) => CreateDisposition::OPEN,
         };
-        let mut req = CreateRequest::new(wire_path(path)?, access, disposition);
+        let wire = wire_path(path)?;
+        let mut req = CreateRequest::new(wire.clone(), access, disposition);
         req.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::NORMAL);
-        let durable = self.wants_durable();
-        if durable {
-            let mut create_guid = [0u8; 16];
-            rand::rng().fill_bytes(&mut create_guid);
-            req.contexts.push(CreateContextRequest::DurableHandleV2 {
-                timeout_ms: 0,
-                flags: 0,
-                create_guid,
-            });
-        }
+        let core = &self.inner.client.inner;
+        let (create_guid, lease) = if self.wants_durable() {
+            (
+                Some(self.request_durable(&mut req)),
+                Some(self.request_lease(&mut req, opts.write)),
+            )
+        } else {
+            (None, None)
+        };
         let created = self.create(&req, path).await?;
-        Ok(File::new(self.clone(), path.to_string(), created))
+        let lease = lease.and_then(|l| keep_granted_lease(l, &created, path));
+        let durable = created
+            .durable_v2()
+            .map(|(timeout_ms, flags)| DurableGrant { timeout_ms, flags });
+        let state = Arc::new(OpenState::new(
+            created.file_id,
+            self.inner.tree,
+            OpenParams {
+                wire_path: wire,
+                desired_access: req.desired_access.0,
+                share_access: req.share_access.0,
+                create_options: req.create_options.0,
+                file_attributes: req.file_attributes.0,
+            },
+            create_guid,
+            lease.as_ref().map(LeaseRef::key),
+            durable,
+        ));
+        let holds = OpenHolds {
+            durable: durable.map(|_| core.durable.register(&state)),
+            lease,
+        };
+        Ok(File::new(
+            self.clone(),
+            path.to_string(),
+            state,
+            created.end_of_file,
+            holds,
+        ))
     }
 
+    /// Whether opens ask for a durable handle: configured, and SMB 3.x (DH2Q needs 3.0).
     fn wants_durable(&self) -> bool {
         let core = &self.inner.client.inner;
         core.config.durable_handles && core.negotiated.dialect.is_smb3()
+    }
+
+    /// Add DH2Q (MS-SMB2 2.2.13.2.11) with a fresh CreateGuid, which is returned. Timeout 0
+    /// lets the server choose (Samba: 60 s).
+    fn request_durable(&self, req: &mut CreateRequest) -> [u8; 16] {
+        let mut create_guid = [0u8; 16];
+        rand::rng().fill_bytes(&mut create_guid);
+        req.contexts.push(CreateContextRequest::DurableHandleV2 {
+            timeout_ms: 0,
+            flags: 0,
+            create_guid,
+        });
+        create_guid
+    }
+
+    /// Add a v2 lease request (MS-SMB2 2.2.13.2.10) under the file's session-wide lease key:
+    /// Read and Handle caching, plus Write caching for a writer. Handle caching is what makes
+    /// the server grant the durable handle (3.3.5.9.10); nothing is cached on our side, so
+    /// the only cost is acknowledging breaks, which the break handler does at once.
+    fn request_lease(&self, req: &mut CreateRequest, write: bool) -> LeaseRef {
+        let core = &self.inner.client.inner;
+        let lease = core.leases.acquire(self.inner.tree, &req.name);
+        let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
+        if write {
+            state |= LeaseState::WRITE_CACHING;
+        }
+        req.oplock_level = OplockLevel::LEASE;
+        req.contexts.push(CreateContextRequest::Lease(Lease {
+            key: lease.key(),
+            state: LeaseState(state),
+            flags: 0,
+            v2: Some(LeaseV2 {
+                parent_key: [0; 16],
+                epoch: 0,
+            }),
+        }));
+        lease
     }
 
     /// Send a CREATE and decode its reply.
@@ -409,6 +477,30 @@ impl std::fmt::Debug for Share {
             .field("encrypted", &self.is_encrypted())
             .finish()
     }
+}
+
+/// Keep the lease hold if the server granted a lease on our key, recording the state it
+/// granted (which may be less than asked: RH when another client has the file open, say).
+/// Without a lease in the reply (leasing off on the server) the hold is released.
+fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> Option<LeaseRef> {
+    let granted = match (created.oplock_level, created.lease()) {
+        (OplockLevel::LEASE, Some(granted)) => granted,
+        _ => {
+            tracing::debug!(path, "no lease granted");
+            return None;
+        }
+    };
+    if granted.key != lease.key() {
+        // MS-SMB2 3.2.5.7.5 has the client look the lease up by the key in the reply; a key
+        // we did not send is not ours to track.
+        tracing::warn!(
+            path,
+            "server granted a lease on a key we did not send; ignored"
+        );
+        return None;
+    }
+    lease.record_grant(granted.state, granted.v2.map(|v| v.epoch));
+    Some(lease)
 }
 
 /// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with

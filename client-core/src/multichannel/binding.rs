@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use tokio::sync::Semaphore;
 
 use crate::channel::{Channel, ChannelOptions};
-use crate::client::{drain_unsolicited, SessionCore};
+use crate::client::SessionCore;
 use crate::error::Error;
+use crate::lease::forward_unsolicited;
 use crate::multichannel::planner::Slot;
 use crate::session;
 
@@ -88,7 +89,8 @@ async fn connect(core: &SessionCore, slot: &Slot, port: u16) -> Result<Channel, 
     let (channel, unsolicited) = Channel::connect(peer, Some(slot.key.local), &opts)
         .await
         .map_err(BindFailure::Connect)?;
-    drain_unsolicited(unsolicited);
+    // Breaks may arrive on any channel (MS-SMB2 3.3.4.6/3.3.4.7): one handler takes them all.
+    forward_unsolicited(unsolicited, core.breaks.clone());
     Ok(channel)
 }
 

@@ -1,0 +1,685 @@
+//! Leases: the session's lease-key table and the task that acknowledges lease breaks.
+//!
+//! Every file opened through [`Share::open`](crate::Share::open) on SMB 3.x asks for a lease
+//! (SMB2_CREATE_REQUEST_LEASE_V2, MS-SMB2 2.2.13.2.10) next to its durable-handle request:
+//! Samba only makes an open durable when it holds a batch oplock or a lease with Handle
+//! caching (MS-SMB2 3.3.5.9.10). We cache nothing on the client, so holding a lease costs
+//! nothing except the duty to acknowledge its breaks at once, which the break handler here
+//! does for every channel of the session.
+//!
+//! Lease keys: MS-SMB2 3.2.4.3.8 has all opens of one file by one client share a lease key,
+//! so our own opens of a file never break each other. [`LeaseTable`] maps (tree, case-folded
+//! path) to (key, number of our opens); an entry goes away with the last open of its file,
+//! so the table stays as small as the set of files open right now.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use bytes::Bytes;
+use rand::RngCore;
+use smb3_proto::msg::create::LeaseState;
+use smb3_proto::msg::oplock_break::{
+    BreakAckResponse, BreakNotification, LeaseBreakAck, OplockBreakAck,
+};
+use smb3_proto::Command;
+use tokio::sync::mpsc;
+
+use crate::channel::Unsolicited;
+use crate::client::{decode, Client, SessionCore, TreeContext};
+
+/// The caching a lease grants, as the server last told us (granted at open, lowered by
+/// breaks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LeaseCaching {
+    /// Read caching (R).
+    pub read: bool,
+    /// Handle caching (H): what makes Samba grant a durable handle.
+    pub handle: bool,
+    /// Write caching (W).
+    pub write: bool,
+}
+
+impl LeaseCaching {
+    pub(crate) fn from_state(state: LeaseState) -> LeaseCaching {
+        LeaseCaching {
+            read: state.has(LeaseState::READ_CACHING),
+            handle: state.has(LeaseState::HANDLE_CACHING),
+            write: state.has(LeaseState::WRITE_CACHING),
+        }
+    }
+}
+
+impl std::fmt::Display for LeaseCaching {
+    /// The usual short form: `RWH`, `RH`, `R`, or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !(self.read || self.handle || self.write) {
+            return f.write_str("none");
+        }
+        for (on, letter) in [(self.read, "R"), (self.write, "W"), (self.handle, "H")] {
+            if on {
+                f.write_str(letter)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A lease key: 16 bytes the client chooses (MS-SMB2 2.2.13.2.8).
+pub(crate) type LeaseKey = [u8; 16];
+
+/// Which file a lease is for, as the table tells files apart.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct FileKey {
+    tree_id: u32,
+    /// The wire path, case-folded (see [`fold_case`]).
+    folded_path: String,
+}
+
+/// One leased file.
+#[derive(Debug)]
+struct LeaseEntry {
+    key: LeaseKey,
+    /// Our opens of the file that use this key.
+    opens: usize,
+    /// The tree the opens are on: a LEASE_BREAK_ACK must name one (Samba refuses OPLOCK_BREAK
+    /// without a valid TreeId) and be encrypted if that tree is.
+    tree: TreeContext,
+    /// The state the server last reported; `None` until the first CREATE reply.
+    state: Option<LeaseState>,
+    /// The v2 lease epoch that went with `state` (MS-SMB2 2.2.14.2.11).
+    epoch: Option<u16>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    by_file: HashMap<FileKey, LeaseEntry>,
+    by_key: HashMap<LeaseKey, FileKey>,
+    /// The tree of the latest open, for acknowledging a break whose key we do not know.
+    last_tree: Option<TreeContext>,
+}
+
+/// The session's lease keys, one per open file.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseTable {
+    tables: Mutex<Tables>,
+}
+
+impl LeaseTable {
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Take a reference on the lease key of `wire_path` on `tree`, creating the entry (with a
+    /// fresh random key) if this is our first open of the file. Call it before sending the
+    /// CREATE, so a break that races with the reply already finds the key.
+    pub(crate) fn acquire(self: &Arc<Self>, tree: TreeContext, wire_path: &str) -> LeaseRef {
+        let file = FileKey {
+            tree_id: tree.tree_id,
+            folded_path: fold_case(wire_path),
+        };
+        let mut t = self.lock();
+        t.last_tree = Some(tree);
+        let key = match t.by_file.get_mut(&file) {
+            Some(entry) => {
+                entry.opens += 1;
+                entry.key
+            }
+            None => {
+                let key = loop {
+                    let mut key = [0u8; 16];
+                    rand::rng().fill_bytes(&mut key);
+                    if !t.by_key.contains_key(&key) {
+                        break key;
+                    }
+                };
+                t.by_key.insert(key, file.clone());
+                t.by_file.insert(
+                    file.clone(),
+                    LeaseEntry {
+                        key,
+                        opens: 1,
+                        tree,
+                        state: None,
+                        epoch: None,
+                    },
+                );
+                key
+            }
+        };
+        LeaseRef {
+            table: Arc::clone(self),
+            file,
+            key,
+        }
+    }
+
+    fn release(&self, file: &FileKey) {
+        let mut t = self.lock();
+        let Some(entry) = t.by_file.get_mut(file) else {
+            return;
+        };
+        entry.opens = entry.opens.saturating_sub(1);
+        if entry.opens == 0 {
+            let key = entry.key;
+            t.by_file.remove(file);
+            t.by_key.remove(&key);
+        }
+    }
+
+    /// Record a lease state the server reported for `key`. A v2 `epoch` older than the one
+    /// already recorded means the report is stale (a reply overtaken by a break) and is
+    /// ignored; `None` (v1, or a break acknowledgment's reply) always applies.
+    pub(crate) fn record_state(&self, key: &LeaseKey, state: LeaseState, epoch: Option<u16>) {
+        let mut t = self.lock();
+        let Some(file) = t.by_key.get(key).cloned() else {
+            return;
+        };
+        let Some(entry) = t.by_file.get_mut(&file) else {
+            return;
+        };
+        if let (Some(new), Some(old)) = (epoch, entry.epoch) {
+            // Epochs wrap (MS-SMB2 3.2.5.7.5 compares them modulo 2^16).
+            if (new.wrapping_sub(old) as i16) < 0 {
+                return;
+            }
+        }
+        entry.state = Some(state);
+        if epoch.is_some() {
+            entry.epoch = epoch;
+        }
+    }
+
+    fn state(&self, file: &FileKey) -> Option<LeaseState> {
+        self.lock().by_file.get(file).and_then(|e| e.state)
+    }
+
+    /// The tree to acknowledge a break of `key` on: the key's own, or for a key we do not
+    /// know, the tree of our latest open.
+    fn tree_for(&self, key: &LeaseKey) -> Option<TreeContext> {
+        let t = self.lock();
+        t.by_key
+            .get(key)
+            .and_then(|f| t.by_file.get(f))
+            .map(|e| e.tree)
+            .or(t.last_tree)
+    }
+
+    fn is_known(&self, key: &LeaseKey) -> bool {
+        self.lock().by_key.contains_key(key)
+    }
+
+    fn last_tree(&self) -> Option<TreeContext> {
+        self.lock().last_tree
+    }
+
+    /// Number of files with a lease key in use.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().by_file.len()
+    }
+}
+
+/// One open's hold on its file's lease key. Dropping it releases the hold; the entry goes
+/// when the last hold on it does.
+#[derive(Debug)]
+pub(crate) struct LeaseRef {
+    table: Arc<LeaseTable>,
+    file: FileKey,
+    key: LeaseKey,
+}
+
+impl LeaseRef {
+    /// The lease key to send in the CREATE.
+    pub(crate) fn key(&self) -> LeaseKey {
+        self.key
+    }
+
+    /// The lease state the server last reported for the file.
+    pub(crate) fn state(&self) -> Option<LeaseState> {
+        self.table.state(&self.file)
+    }
+
+    /// Record the lease the CREATE reply granted.
+    pub(crate) fn record_grant(&self, state: LeaseState, epoch: Option<u16>) {
+        self.table.record_state(&self.key, state, epoch);
+    }
+}
+
+impl Drop for LeaseRef {
+    fn drop(&mut self) {
+        self.table.release(&self.file);
+    }
+}
+
+/// Case-fold a path the way the table compares names: Windows and Samba (for Windows clients)
+/// treat names case-insensitively with a one-to-one upcase table, so each character maps to
+/// its single-character uppercase form; characters whose uppercase is longer (`ß` → `SS`)
+/// stay as they are, as they do in the NTFS upcase table.
+pub(crate) fn fold_case(path: &str) -> String {
+    path.chars()
+        .map(|c| {
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            }
+        })
+        .collect()
+}
+
+/// Where every channel delivers its unsolicited messages (break notifications).
+pub(crate) type BreakSink = mpsc::UnboundedSender<Bytes>;
+
+/// The receiving end of [`BreakSink`], read by the break handler.
+pub(crate) type BreakQueue = mpsc::UnboundedReceiver<Bytes>;
+
+/// The session's break queue. Create it before the first channel, so nothing that channel
+/// receives is lost before the session exists.
+pub(crate) fn break_queue() -> (BreakSink, BreakQueue) {
+    mpsc::unbounded_channel()
+}
+
+/// Pass one channel's unsolicited messages on to the session's break queue, until the
+/// channel closes.
+pub(crate) fn forward_unsolicited(mut from: Unsolicited, to: BreakSink) {
+    tokio::spawn(async move {
+        while let Some(msg) = from.recv().await {
+            if to.send(msg).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// Start the task that acknowledges breaks. It holds the session only weakly and ends when
+/// the session is gone (every sender of the queue dropped, or the session no longer there
+/// when a message arrives).
+pub(crate) fn spawn_break_handler(session: Weak<SessionCore>, queue: BreakQueue) {
+    tokio::spawn(run_break_handler(session, queue, |core, msg| {
+        if let Some(ack) = plan_ack(&core.leases, &msg) {
+            // Each acknowledgment on its own task: a slow reply must not hold up the breaks
+            // behind it (the server waits on each one, up to 35 s in Samba).
+            tokio::spawn(async move { send_ack(&core, ack).await });
+        }
+    }));
+}
+
+/// The handler's loop: hand each message to `on_message` with the session, while there is
+/// one.
+async fn run_break_handler<S, F>(session: Weak<S>, mut queue: BreakQueue, mut on_message: F)
+where
+    F: FnMut(Arc<S>, Bytes),
+{
+    while let Some(msg) = queue.recv().await {
+        let Some(core) = session.upgrade() else {
+            break;
+        };
+        on_message(core, msg);
+    }
+    tracing::debug!("break handler stopped: session ended");
+}
+
+/// An acknowledgment to send, and the tree to send it on.
+#[derive(Debug)]
+enum Ack {
+    Lease {
+        ack: LeaseBreakAck,
+        tree: Option<TreeContext>,
+    },
+    Oplock {
+        ack: OplockBreakAck,
+        tree: Option<TreeContext>,
+    },
+}
+
+/// Decide what one unsolicited message asks of us, and record a lease's new state.
+///
+/// A lease break (MS-SMB2 3.2.5.19.2) that requires an acknowledgment is answered at once
+/// with the new state: nothing is cached, so there is nothing to flush first. A key we do not
+/// know (its last open just closed) is acknowledged anyway if asked, so the server does not
+/// wait on us. Oplocks are never requested, but an oplock break (3.2.5.19.1) is acknowledged
+/// at the level offered, just in case. Malformed messages are logged and dropped.
+fn plan_ack(table: &LeaseTable, msg: &Bytes) -> Option<Ack> {
+    let notification = match BreakNotification::decode(msg) {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, len = msg.len(), "malformed break notification dropped");
+            return None;
+        }
+    };
+    match notification {
+        BreakNotification::Lease(n) => {
+            if table.is_known(&n.lease_key) {
+                table.record_state(&n.lease_key, n.new_lease_state, Some(n.new_epoch));
+            } else {
+                tracing::debug!(key = ?n.lease_key, "lease break for a key we do not hold");
+            }
+            tracing::debug!(
+                from = %LeaseCaching::from_state(n.current_lease_state),
+                to = %LeaseCaching::from_state(n.new_lease_state),
+                ack = n.ack_required(),
+                "lease break"
+            );
+            n.ack_required().then(|| Ack::Lease {
+                ack: LeaseBreakAck {
+                    lease_key: n.lease_key,
+                    lease_state: n.new_lease_state,
+                },
+                tree: table.tree_for(&n.lease_key),
+            })
+        }
+        BreakNotification::Oplock(n) => {
+            tracing::debug!(level = ?n.oplock_level, file = ?n.file_id, "oplock break");
+            Some(Ack::Oplock {
+                ack: OplockBreakAck {
+                    oplock_level: n.oplock_level,
+                    file_id: n.file_id,
+                },
+                tree: table.last_tree(),
+            })
+        }
+    }
+}
+
+/// Send one acknowledgment through the session's normal request path (any channel) and
+/// record the state the server confirms. Failures are only logged: the server ends the
+/// break by itself when its timeout passes.
+async fn send_ack(core: &SessionCore, ack: Ack) {
+    let reply = match &ack {
+        Ack::Lease { ack, tree } => core.call(ack, *tree).await,
+        Ack::Oplock { ack, tree } => core.call(ack, *tree).await,
+    };
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(error = %e, ?ack, "break acknowledgment failed");
+            return;
+        }
+    };
+    match decode(Command::OPLOCK_BREAK, BreakAckResponse::decode(&reply.msg)) {
+        Ok(BreakAckResponse::Lease(r)) => {
+            core.leases.record_state(&r.lease_key, r.lease_state, None);
+        }
+        Ok(BreakAckResponse::Oplock(_)) => {}
+        Err(e) => tracing::debug!(error = %e, "break acknowledgment reply not understood"),
+    }
+}
+
+impl Client {
+    /// Number of files this session holds a lease key for (one per file, however many opens
+    /// of it are in use). Zero once every file opened through [`Share::open`](crate::Share::open)
+    /// is closed.
+    pub fn leased_files(&self) -> usize {
+        self.inner.leases.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{BufMut, BytesMut};
+    use smb3_proto::header::{Header, HeaderFlags};
+    use smb3_proto::msg::oplock_break::{OplockLevel, LEASE_BREAK_FLAG_ACK_REQUIRED};
+    use smb3_proto::msg::FileId;
+    use std::time::Duration;
+
+    const RWH: u32 =
+        LeaseState::READ_CACHING | LeaseState::WRITE_CACHING | LeaseState::HANDLE_CACHING;
+    const RH: u32 = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
+
+    fn tree(id: u32) -> TreeContext {
+        TreeContext {
+            tree_id: id,
+            encrypt: id % 2 == 0,
+        }
+    }
+
+    #[test]
+    fn opens_of_one_file_share_a_key_until_the_last_closes() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(1), "dir\\file.bin");
+        let b = table.acquire(tree(1), "dir\\file.bin");
+        assert_eq!(a.key(), b.key());
+        assert_eq!(table.len(), 1);
+        assert_eq!(table.lock().by_file.values().next().unwrap().opens, 2);
+
+        let other = table.acquire(tree(1), "dir\\other.bin");
+        assert_ne!(other.key(), a.key());
+        assert_eq!(table.len(), 2);
+
+        let key = a.key();
+        drop(a);
+        assert_eq!(table.len(), 2, "one open of the file is left");
+        let c = table.acquire(tree(1), "dir\\file.bin");
+        assert_eq!(c.key(), key, "still the same key while an open remains");
+        drop(b);
+        drop(c);
+        assert_eq!(table.len(), 1);
+        assert!(!table.is_known(&key));
+        drop(other);
+        assert_eq!(table.len(), 0);
+        assert!(table.lock().by_key.is_empty());
+
+        let fresh = table.acquire(tree(1), "dir\\file.bin");
+        assert_ne!(fresh.key(), key, "a new key once the file was fully closed");
+    }
+
+    #[test]
+    fn names_compare_case_insensitively_within_one_tree() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(1), "Dir\\Ärger.TXT");
+        let b = table.acquire(tree(1), "dIR\\äRGER.txt");
+        assert_eq!(a.key(), b.key());
+        let other_tree = table.acquire(tree(3), "Dir\\Ärger.TXT");
+        assert_ne!(other_tree.key(), a.key());
+        assert_eq!(table.len(), 2);
+
+        assert_eq!(fold_case("a\\b"), "A\\B");
+        assert_eq!(fold_case("straße"), "STRAßE", "no one-to-many folding");
+        assert_eq!(fold_case("ファイル"), "ファイル");
+    }
+
+    #[test]
+    fn records_granted_state_and_ignores_stale_epochs() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(1), "f");
+        assert_eq!(a.state(), None);
+        a.record_grant(LeaseState(RWH), Some(1));
+        assert_eq!(a.state(), Some(LeaseState(RWH)));
+        table.record_state(&a.key(), LeaseState(RH), Some(2));
+        assert_eq!(a.state(), Some(LeaseState(RH)));
+        // A reply carrying the older epoch does not undo the break.
+        a.record_grant(LeaseState(RWH), Some(1));
+        assert_eq!(a.state(), Some(LeaseState(RH)));
+        // Wrapping: 0 is newer than 65535.
+        table.record_state(
+            &a.key(),
+            LeaseState(LeaseState::READ_CACHING),
+            Some(u16::MAX),
+        );
+        table.record_state(&a.key(), LeaseState(RH), Some(0));
+        assert_eq!(a.state(), Some(LeaseState(RH)));
+        table.record_state(&a.key(), LeaseState(0), None);
+        assert_eq!(a.state(), Some(LeaseState(0)));
+        // Unknown keys are ignored.
+        table.record_state(&[9; 16], LeaseState(RWH), None);
+        assert_eq!(table.len(), 1);
+    }
+
+    fn notification(body: &[u8]) -> Bytes {
+        let mut msg = BytesMut::new();
+        let mut h = Header::request(Command::OPLOCK_BREAK);
+        h.flags = HeaderFlags(HeaderFlags::SERVER_TO_REDIR);
+        h.message_id = u64::MAX;
+        h.encode(&mut msg);
+        msg.put_slice(body);
+        msg.freeze()
+    }
+
+    fn lease_break(key: LeaseKey, flags: u32, from: u32, to: u32, epoch: u16) -> Bytes {
+        let mut b = BytesMut::new();
+        b.put_u16_le(44);
+        b.put_u16_le(epoch);
+        b.put_u32_le(flags);
+        b.put_slice(&key);
+        b.put_u32_le(from);
+        b.put_u32_le(to);
+        b.put_bytes(0, 12);
+        notification(&b)
+    }
+
+    /// What an ack is, comparable: the lease ack or the oplock ack, and its TreeId.
+    #[derive(Debug, PartialEq)]
+    enum Planned {
+        Lease(LeaseBreakAck, Option<u32>),
+        Oplock(OplockBreakAck, Option<u32>),
+    }
+
+    fn plan(table: &LeaseTable, msg: &Bytes) -> Option<Planned> {
+        plan_ack(table, msg).map(|a| match a {
+            Ack::Lease { ack, tree } => Planned::Lease(ack, tree.map(|t| t.tree_id)),
+            Ack::Oplock { ack, tree } => Planned::Oplock(ack, tree.map(|t| t.tree_id)),
+        })
+    }
+
+    #[test]
+    fn lease_break_is_acknowledged_with_the_new_state_on_the_key_tree() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(4), "f");
+        let _b = table.acquire(tree(5), "g");
+        a.record_grant(LeaseState(RWH), Some(1));
+        let msg = lease_break(a.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
+        let Some(Ack::Lease { ack, tree: Some(t) }) = plan_ack(&table, &msg) else {
+            panic!("expected a lease ack with a tree");
+        };
+        assert_eq!(
+            ack,
+            LeaseBreakAck {
+                lease_key: a.key(),
+                lease_state: LeaseState(RH),
+            }
+        );
+        assert_eq!((t.tree_id, t.encrypt), (4, true), "the key's own tree");
+        assert_eq!(a.state(), Some(LeaseState(RH)));
+
+        // No acknowledgment asked (R to none): none sent, state still recorded.
+        let msg = lease_break(a.key(), 0, LeaseState::READ_CACHING, 0, 3);
+        assert_eq!(plan(&table, &msg), None);
+        assert_eq!(a.state(), Some(LeaseState(0)));
+    }
+
+    #[test]
+    fn unknown_keys_are_acknowledged_on_the_latest_tree() {
+        let table = Arc::new(LeaseTable::default());
+        let msg = lease_break([7; 16], LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
+        let Some(Ack::Lease { ack, tree: None }) = plan_ack(&table, &msg) else {
+            panic!("expected an ack without a tree");
+        };
+        assert_eq!(ack.lease_key, [7; 16]);
+        drop(table.acquire(tree(6), "x"));
+        assert_eq!(table.len(), 0);
+        assert_eq!(
+            plan(&table, &msg),
+            Some(Planned::Lease(
+                LeaseBreakAck {
+                    lease_key: [7; 16],
+                    lease_state: LeaseState(RH),
+                },
+                Some(6)
+            ))
+        );
+    }
+
+    #[test]
+    fn oplock_breaks_are_acknowledged_and_garbage_is_dropped() {
+        let table = Arc::new(LeaseTable::default());
+        let mut b = BytesMut::new();
+        b.put_u16_le(24);
+        b.put_u8(OplockLevel::II.0);
+        b.put_bytes(0, 5);
+        b.put_u64_le(0x11);
+        b.put_u64_le(0x22);
+        let file_id = FileId {
+            persistent: 0x11,
+            volatile: 0x22,
+        };
+        assert_eq!(
+            plan(&table, &notification(&b)),
+            Some(Planned::Oplock(
+                OplockBreakAck {
+                    oplock_level: OplockLevel::II,
+                    file_id,
+                },
+                None
+            ))
+        );
+        for bad in [&b[..10], &[0x2c, 0, 1, 0][..], &[][..], &[0x30, 0][..]] {
+            assert!(plan(&table, &notification(bad)).is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn handler_stops_with_the_session_and_does_not_keep_it() {
+        let session = Arc::new(7u32);
+        let (sink, queue) = break_queue();
+        let (seen_tx, mut seen) = mpsc::unbounded_channel();
+        let handler = tokio::spawn(run_break_handler(
+            Arc::downgrade(&session),
+            queue,
+            move |s: Arc<u32>, msg: Bytes| {
+                let _ = seen_tx.send((*s, msg.len()));
+            },
+        ));
+        sink.send(Bytes::from_static(b"abc")).unwrap();
+        assert_eq!(seen.recv().await, Some((7, 3)));
+        assert_eq!(
+            Arc::strong_count(&session),
+            1,
+            "the handler holds it weakly"
+        );
+
+        // The session goes: the next message ends the handler without being handled.
+        drop(session);
+        sink.send(Bytes::from_static(b"late")).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), handler)
+            .await
+            .expect("handler ended")
+            .unwrap();
+        assert_eq!(seen.recv().await, None);
+
+        // And with every sender gone it ends even without a message.
+        let session = Arc::new(1u32);
+        let (sink, queue) = break_queue();
+        let handler = tokio::spawn(run_break_handler(
+            Arc::downgrade(&session),
+            queue,
+            |_, _| {},
+        ));
+        drop(sink);
+        tokio::time::timeout(Duration::from_secs(5), handler)
+            .await
+            .expect("handler ended")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn forwarding_ends_with_the_channel() {
+        let (channel_tx, channel_rx) = mpsc::unbounded_channel();
+        let (sink, mut queue) = break_queue();
+        forward_unsolicited(channel_rx, sink);
+        channel_tx.send(Bytes::from_static(b"one")).unwrap();
+        assert_eq!(queue.recv().await, Some(Bytes::from_static(b"one")));
+        drop(channel_tx);
+        // The forwarder dropped its sender: the queue closes.
+        let end = tokio::time::timeout(Duration::from_secs(5), queue.recv()).await;
+        assert_eq!(end.expect("queue closed"), None);
+    }
+
+    #[test]
+    fn caching_prints_like_windows() {
+        let c = |s| LeaseCaching::from_state(LeaseState(s)).to_string();
+        assert_eq!(c(RWH), "RWH");
+        assert_eq!(c(RH), "RH");
+        assert_eq!(c(LeaseState::READ_CACHING), "R");
+        assert_eq!(c(0), "none");
+    }
+}

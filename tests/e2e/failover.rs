@@ -20,10 +20,14 @@ const LINK_MBIT: u32 = 200;
 const PLANNED: usize = 16;
 
 fn start(links: usize) -> Arc<Testbed> {
-    Arc::new(
-        Testbed::start(TestbedConfig::shaped(links, LINK_MBIT))
-            .unwrap_or_else(|e| panic!("testbed: {e}")),
-    )
+    let mut cfg = TestbedConfig::shaped(links, LINK_MBIT);
+    if let Some(l) = std::env::var("SMBTB_LOG_LEVEL")
+        .ok()
+        .and_then(|l| l.parse().ok())
+    {
+        cfg.log_level = l;
+    }
+    Arc::new(Testbed::start(cfg).unwrap_or_else(|e| panic!("testbed: {e}")))
 }
 
 fn in_client<F, Fut>(tb: &Arc<Testbed>, test: F)

@@ -16,14 +16,15 @@ use smb3_proto::msg::ioctl::{
     parse_network_interfaces, IoctlRequest, IoctlResponse, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
 };
 use smb3_proto::msg::tree_connect::TreeConnectRequest;
-use smb3_proto::msg::FileId;
+use smb3_proto::msg::{FileId, RequestBody};
 use smb3_proto::Command;
 use tokio::sync::{watch, Notify, Semaphore};
 
-use crate::channel::Channel;
+use crate::channel::{Channel, Response};
 use crate::client::{decode, SessionCore, TreeContext};
 use crate::config::ClientConfig;
 use crate::error::Result;
+use crate::failover::replay;
 use crate::failover::stats::FailoverState;
 use crate::multichannel::binding::{bind_channel, BindFailure};
 use crate::multichannel::channel_set::{ChannelSet, Member, PathInfo};
@@ -82,6 +83,8 @@ struct State {
     requery: bool,
     /// The IPC$ tree the interface queries go to.
     ipc: Option<TreeContext>,
+    /// An interface query is under way (it runs as its own task).
+    querying: bool,
 }
 
 /// A session's channels and the state of multichannel for it.
@@ -277,18 +280,40 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
         if core.logged_off() {
             return;
         }
-        let due = {
-            let st = core.mc.lock();
-            st.requery
-                || st
-                    .last_query
-                    .is_none_or(|t| t.elapsed() >= core.config.interface_poll)
+        let query_now = {
+            let mut st = core.mc.lock();
+            let due = !st.querying
+                && (st.requery
+                    || st
+                        .last_query
+                        .is_none_or(|t| t.elapsed() >= core.config.interface_poll));
+            if due {
+                st.querying = true;
+                st.requery = false;
+            }
+            due
         };
-        if due {
-            discover_and_plan(&core).await;
+        if query_now {
+            // The query runs beside binding: its reply can queue behind bulk I/O for a
+            // second or more, and lost slots must not wait for it.
+            let (core, wake) = (core.clone(), wake.clone());
+            tokio::spawn(async move {
+                discover_and_plan(&core).await;
+                core.mc.lock().querying = false;
+                drop(core);
+                wake.notify_one();
+            });
         }
-        reconcile(&core).await;
-        core.mc.settled.send_replace(true);
+        let (planned, first_round_done) = {
+            let st = core.mc.lock();
+            (st.plan.is_some(), !st.querying && st.last_query.is_some())
+        };
+        if planned {
+            reconcile(&core).await;
+        }
+        if first_round_done {
+            core.mc.settled.send_replace(true);
+        }
         let sleep_for = next_wakeup(&core);
         drop(core);
         tokio::select! {
@@ -305,12 +330,16 @@ fn next_wakeup(core: &SessionCore) -> Duration {
         return REQUERY_AFTER_LOSS;
     }
     let now = Instant::now();
-    let poll = st
-        .last_query
-        .map_or(Duration::ZERO, |t| {
-            (t + core.config.interface_poll).saturating_duration_since(now)
-        })
-        .max(Duration::from_millis(10));
+    // While a query runs, its task wakes the manager when done.
+    let poll = if st.querying {
+        core.config.interface_poll
+    } else {
+        st.last_query
+            .map_or(Duration::ZERO, |t| {
+                (t + core.config.interface_poll).saturating_duration_since(now)
+            })
+            .max(Duration::from_millis(10))
+    };
     let retry = st
         .retry
         .values()
@@ -327,7 +356,6 @@ async fn discover_and_plan(core: &Arc<SessionCore>) {
     let local = inventory::local_interfaces(&core.config.nic_overrides)
         .map(|all| inventory::usable(all, server_on_loopback));
     let mut st = core.mc.lock();
-    st.requery = false;
     match queried {
         Ok(server) => {
             st.queries += 1;
@@ -369,7 +397,7 @@ async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface
         Bytes::new(),
         MAX_INTERFACE_LIST,
     );
-    let resp = match core.call(&req, Some(tree)).await {
+    let resp = match call_without_waiting(core, &req, Some(tree)).await {
         Ok(r) => r,
         Err(e) => {
             // The tree may have been lost with a channel: connect it again next time.
@@ -387,13 +415,33 @@ async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
         return Ok(t);
     }
     let body = TreeConnectRequest::new(&core.server_name, "IPC$");
-    let resp = core.call(&body, None).await?;
+    let resp = call_without_waiting(core, &body, None).await?;
     let tree = TreeContext {
         tree_id: resp.header.tree_id,
         encrypt: false,
     };
     core.mc.lock().ipc = Some(tree);
     Ok(tree)
+}
+
+/// A request of the manager's own. It is replayed on a surviving channel like any other, but
+/// never waits for a channel to come back: bringing channels back is the manager's job, so
+/// waiting would stall the very thing it waits for.
+async fn call_without_waiting<B: RequestBody>(
+    core: &SessionCore,
+    body: &B,
+    tree: Option<TreeContext>,
+) -> Result<Response> {
+    let mut session = replay::Session::of(core);
+    session.channels_return = false;
+    replay::call(
+        &session,
+        core.request(body, tree),
+        B::COMMAND,
+        body.replay(),
+    )
+    .await?
+    .check(&[])
 }
 
 /// Make the channels match the plan: prune dead ones, claim the first channel's slot, drain
@@ -566,6 +614,10 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
             }
         }
         Err(failure) => {
+            eprintln!(
+                "DEBUG bind failed {} -> {}: {failure}",
+                slot.key.local, slot.key.server
+            );
             tracing::info!(local = %slot.key.local, server = %slot.key.server, error = %failure, "binding failed");
             let mut st = mc.lock();
             let c = st.pairs.entry(key).or_default();

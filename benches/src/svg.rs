@@ -325,7 +325,12 @@ impl LineChart {
         let panels = self.panels.len().max(1);
         let stride = LINE_PANEL_HEADER + LINE_PANEL_HEIGHT + LINE_PANEL_FOOTER;
         let legend_width: f64 = self.series.iter().map(|n| legend_item_width(n)).sum();
-        let width = (LEFT + LINE_PLOT_WIDTH).max(LEFT + legend_width) + LINE_RIGHT;
+        // About 8 px per character of the 14 px bold title.
+        let title_width = 8.0 * self.title.chars().count() as f64;
+        let width = (LEFT + LINE_PLOT_WIDTH)
+            .max(LEFT + legend_width)
+            .max(LEFT + title_width)
+            + LINE_RIGHT;
         let height = LINE_TOP + panels as f64 * stride + LINE_BOTTOM;
         let (_, _, x_step) = self.x_range();
 

@@ -62,6 +62,9 @@ pub const LINK_BACK_THRESHOLD: f64 = 0.50;
 const PLOT_INTERVALS: usize = 2;
 /// Share of the file that must have crossed the wire before the transfer counts as started.
 const STARTED_AT: f64 = 0.01;
+/// The transfer counts as ended once all but this share of the file has crossed (the last
+/// few packets - CLOSE, LOGOFF - are not data).
+const ENDED_WITHIN: f64 = 0.001;
 /// Longest stretch before the fault used for the pre-fault rate (seconds).
 const PRE_FAULT_WINDOW: f64 = 2.0;
 /// Shortest usable pre-fault stretch (seconds).
@@ -764,6 +767,11 @@ pub struct Metrics {
     /// [`LINK_BACK_THRESHOLD`] of its pre-fault share for [`SUSTAIN`]; `None` when the link
     /// came up only after the transfer had ended.
     pub link_back: Option<Outcome>,
+    /// How much longer the whole transfer took than its bytes need at the pre-fault rate
+    /// (seconds). The gap can be short while requests queued on the dead link still arrive
+    /// late and make a slow tail; this counts both. A client that fails over perfectly loses
+    /// about the dead link's share of the time it is down.
+    pub time_lost: f64,
 }
 
 /// Computes [`Metrics`] from `tl`, the fault at `fault_at` on link `fault_link` (1-based),
@@ -820,7 +828,15 @@ pub fn analyse(
             },
         )
     };
+    let total = agg.last().copied().unwrap_or(0);
+    let ended = agg
+        .iter()
+        .position(|&b| b as f64 >= total as f64 - size as f64 * ENDED_WITHIN)
+        .map_or(last, |i| t[i]);
+    let after_start = total as f64 - value_at(t, &agg, started);
+    let time_lost = (ended - started) - after_start / pre_fault;
     Ok(Metrics {
+        time_lost,
         pre_fault,
         gap,
         dip,
@@ -907,6 +923,7 @@ pub fn table(runs: &[Run], settings: &Settings) -> Table {
         ">pre-fault Mbit/s",
         ">gap ms",
         ">dip MB",
+        ">time lost s",
         &format!(">link {k} back ms"),
         ">smbcp s",
         ">channels at end (per link)",
@@ -918,9 +935,14 @@ pub fn table(runs: &[Run], settings: &Settings) -> Table {
         let pre = metrics
             .as_ref()
             .map_or("-".into(), |m| format!("{:.0}", m.pre_fault * 8.0 / 1e6));
-        let (gap, dip, back) = match (run.failure(), &metrics) {
-            (Some(failed), _) => (failed, "-".into(), "-".into()),
-            (None, Err(why)) => (format!("not measurable: {why}"), "-".into(), "-".into()),
+        let (gap, dip, lost, back) = match (run.failure(), &metrics) {
+            (Some(failed), _) => (failed, "-".into(), "-".into(), "-".into()),
+            (None, Err(why)) => (
+                format!("not measurable: {why}"),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ),
             (None, Ok(m)) => {
                 let dip = match m.gap {
                     Outcome::After(_) => format!("{:.1}", m.dip / 1e6),
@@ -932,7 +954,12 @@ pub fn table(runs: &[Run], settings: &Settings) -> Table {
                     (Fault::Silent, Some(o)) => format!("{} after link-up", outcome_cell(o)),
                     (Fault::Rst, Some(o)) => format!("{} after the fault", outcome_cell(o)),
                 };
-                (outcome_cell(m.gap), dip, back)
+                (
+                    outcome_cell(m.gap),
+                    dip,
+                    format!("{:.2}", m.time_lost),
+                    back,
+                )
             }
         };
         t.row(vec![
@@ -941,6 +968,7 @@ pub fn table(runs: &[Run], settings: &Settings) -> Table {
             pre,
             gap,
             dip,
+            lost,
             back,
             format!("{:.1}", run.smbcp_seconds()),
             run.report
@@ -1107,9 +1135,14 @@ pub fn section(
          later); client-side veth byte counters read every {every} ms.\n\n\
          Gap: from the fault until the aggregate holds {gap:.0} % of what the surviving links \
          carry ({n1}/{n} of the pre-fault rate) for {sustain} ms, rates over a trailing {smooth} ms. \
-         Dip: bytes short of the pre-fault rate during the gap. Link {k} back: from the link-up \
-         (silent) or the fault (rst) until link {k} holds {back:.0} % of its pre-fault share \
-         for {sustain} ms. Rates count bytes on the wire (headers included).\n\n",
+         Dip: bytes short of the pre-fault rate during the gap. Time lost: how much longer the \
+         whole transfer took than its bytes need at the pre-fault rate, which also counts a slow \
+         tail of requests that waited on the dead link (a client that fails over perfectly loses \
+         the dead link's share of the down time, {ideal:.1} s, in the silent case and next to \
+         nothing with rst). Link {k} back: from the link-up (silent) or the fault (rst) until \
+         link {k} holds {back:.0} % of its pre-fault share for {sustain} ms. Rates count bytes on \
+         the wire (headers included).\n\n",
+        ideal = settings.down_for.as_secs_f64() / settings.links as f64,
         date = facts.date,
         cpu = facts.cpu,
         nproc = facts.nproc,
@@ -1223,6 +1256,7 @@ mod tests {
         assert_eq!(m.gap, Outcome::After(0.0));
         assert!(m.dip < 0.01 * MB, "{m:?}");
         assert_eq!(m.link_back, Some(Outcome::After(0.0)));
+        assert!(m.time_lost.abs() < 0.01, "{m:?}");
     }
 
     #[test]
@@ -1245,6 +1279,24 @@ mod tests {
             panic!("{m:?}")
         };
         assert!((back - 1.0).abs() < 0.051, "{m:?}");
+        // 80 MB not moved in the stall and link 2's 70 MB from 7 to 14 s, at 40 MB/s.
+        assert!((m.time_lost - 3.75).abs() < 0.06, "{m:?}");
+    }
+
+    #[test]
+    fn a_slow_tail_counts_as_time_lost() {
+        // No gap (the others carry on at full speed), but link 2's backlog arrives at the
+        // end alone: after 10 s only link 2 moves, for 2 s.
+        let tl = timeline(4, 12.0, |k, t| match (k, t) {
+            (2, t) if (3.0..6.0).contains(&t) => 0.0,
+            (2, _) => 10.0 * MB,
+            (_, t) if t >= 10.0 => 0.0,
+            _ => 10.0 * MB,
+        });
+        let m = analyse(&tl, 3.0, Some(6.0), 2, 100_000_000).unwrap();
+        assert_eq!(m.gap, Outcome::After(0.0));
+        // 12 s for 390 MB that need 9.75 s at 40 MB/s (from the 1 % mark at 0.05 s).
+        assert!((m.time_lost - 2.25).abs() < 0.06, "{m:?}");
     }
 
     #[test]
@@ -1381,25 +1433,34 @@ mod tests {
         ];
         let rows = cells(&table(&runs, &settings()).markdown());
         assert_eq!(rows.len(), 5, "{rows:?}");
-        assert_eq!(rows[0][6], "link 2 back ms");
+        assert_eq!(rows[0][7], "link 2 back ms");
         // Rst: 4 links at 1 MB/s = 32 Mbit/s before the fault; the three others go on at
-        // exactly what they carried, all the surviving links can, so there is no gap.
+        // exactly what they carried, all the surviving links can, so there is no gap. Link
+        // 2's 3 MB missing over the 10 s cost 0.75 s at 4 MB/s.
         assert_eq!(
-            rows[2][1..7],
-            ["rst", "download", "32", "0", "0.0", "3000 after the fault"]
+            rows[2][1..8],
+            [
+                "rst",
+                "download",
+                "32",
+                "0",
+                "0.0",
+                "0.75",
+                "3000 after the fault"
+            ]
         );
-        assert_eq!(rows[2][9..11], ["ok", "0"]);
+        assert_eq!(rows[2][10..12], ["ok", "0"]);
         assert_eq!(
             rows[3][4],
             "transfer failed: smbcp: big: connection / reset"
         );
-        assert_eq!(rows[3][5], "-");
-        assert_eq!(rows[3][9..11], ["no file", "1"]);
+        assert_eq!(rows[3][5..8], ["-", "-", "-"]);
+        assert_eq!(rows[3][10..12], ["no file", "1"]);
         assert_eq!(
             rows[4][4],
             "transfer failed: no end within 60 s, smbcp killed"
         );
-        assert_eq!(rows[4][10], "killed after 60 s");
+        assert_eq!(rows[4][11], "killed after 60 s");
         let events = event_lines(&runs, &settings());
         assert!(
             events[0].contains("4 connection(s) on link 2 reset at 3.00 s"),

@@ -31,15 +31,47 @@ pub fn replace_section(text: &str, name: &str, body: &str) -> String {
     out
 }
 
+/// Like [`replace_section`], but a section that is not there yet is appended under
+/// `heading` (e.g. `"## Failover"`), so it does not read as part of the section before it.
+pub fn replace_section_under(text: &str, heading: &str, name: &str, body: &str) -> String {
+    let (begin, _) = markers(name);
+    if text.contains(&begin) {
+        return replace_section(text, name, body);
+    }
+    let mut out = text.trim_end().to_string();
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(heading.trim_end());
+    out.push('\n');
+    replace_section(&out, name, body)
+}
+
 /// Replaces section `name` of the file at `path` (creating the file if needed).
 pub fn write_section(path: &Path, name: &str, body: &str) -> Result<(), String> {
+    rewrite(path, |text| replace_section(text, name, body))
+}
+
+/// Replaces section `name` of the file at `path`, appending it under `heading` when the
+/// file does not have it yet (see [`replace_section_under`]).
+pub fn write_section_under(
+    path: &Path,
+    heading: &str,
+    name: &str,
+    body: &str,
+) -> Result<(), String> {
+    rewrite(path, |text| {
+        replace_section_under(text, heading, name, body)
+    })
+}
+
+fn rewrite(path: &Path, edit: impl FnOnce(&str) -> String) -> Result<(), String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    std::fs::write(path, replace_section(&text, name, body))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, edit(&text)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -67,5 +99,19 @@ mod tests {
             format!("prose\n\n{b}\nt\n{e}\n")
         );
         assert_eq!(replace_section("", "sweep", "t"), format!("{b}\nt\n{e}\n"));
+    }
+
+    #[test]
+    fn new_section_gets_its_heading_once() {
+        let (b, e) = markers("failover");
+        let first = replace_section_under("prose\n", "## Failover", "failover", "t1");
+        assert_eq!(first, format!("prose\n\n## Failover\n\n{b}\nt1\n{e}\n"));
+        // A rerun replaces the body and adds no second heading.
+        let again = replace_section_under(&first, "## Failover", "failover", "t2");
+        assert_eq!(again, format!("prose\n\n## Failover\n\n{b}\nt2\n{e}\n"));
+        assert_eq!(
+            replace_section_under("", "## F", "failover", "t"),
+            format!("## F\n\n{b}\nt\n{e}\n")
+        );
     }
 }

@@ -10,10 +10,15 @@
 //! With `--links` it instead measures multichannel: N links shaped to one rate, smbcp over all
 //! of them against the links' aggregate raw TCP and against smbclient's single connection, and
 //! one channel against several on one unshaped link (see [`multichannel`]).
+//!
+//! With `--failover` it measures what losing one of several links costs a transfer: the
+//! throughput gap after the fault, the bytes lost, and when the link carries traffic again,
+//! from the client-side link counters sampled every 50 ms (see [`failover`]).
 
 pub mod child;
 pub mod data;
 pub mod doc;
+pub mod failover;
 pub mod iperf;
 pub mod latency;
 pub mod machine;

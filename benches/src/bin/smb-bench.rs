@@ -8,6 +8,10 @@
 //! `--rate`, aggregate raw TCP (one iperf3 stream per link, all at once), smbcp over all links
 //! and smbclient (one connection); and one unshaped link with smbcp on one channel and on
 //! several.
+//! `--failover` instead measures losing one of `--links` (default 4) shaped links during a
+//! download and an upload: a reset (rst) and a silent link-down, the throughput per link over
+//! time from the client's link counters, the failover gap, the bytes lost, and when the link
+//! carries traffic again; a failing or hanging smbcp is reported, not fatal.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -18,6 +22,7 @@ use std::time::Duration;
 use clap::Parser;
 use smb3_benches::data::{self, Fingerprint, BIG_SEED, SMALL_SEED};
 use smb3_benches::doc;
+use smb3_benches::failover::{self, Fault};
 use smb3_benches::iperf;
 use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
 use smb3_benches::machine::{wait_until_quiet, Facts};
@@ -46,9 +51,29 @@ struct Args {
     /// 1,2,4), each link shaped to --rate, plus one unshaped link with 1 and several channels.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=32))]
     links: Vec<u16>,
-    /// Rate of every link in Mbit/s for --links.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
-    rate: u32,
+    /// Instead of the main benchmark, inject link faults during smbcp transfers over --links
+    /// links (one number, default 4) and measure the failover gap (see docs/PERFORMANCE.md).
+    #[arg(long)]
+    failover: bool,
+    /// Rate of every link in Mbit/s for --links (default 500) and --failover (default 100).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    rate: Option<u32>,
+    /// With --failover: seconds the link stays down in the silent fault (default 8, or 4
+    /// with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
+    down_seconds: Option<u64>,
+    /// With --failover: directory for the charts failover-rst.svg and failover-silent.svg
+    /// (default: perf/ next to --write-doc's file; none without --write-doc).
+    #[arg(long)]
+    svg_dir: Option<PathBuf>,
+    /// With --failover: also write every run's counter readings as CSV into this directory
+    /// (failover-<fault>-<direction>.csv).
+    #[arg(long)]
+    raw_dir: Option<PathBuf>,
+    /// With --failover: kill smbcp after this many seconds (default: three times what the
+    /// links need for the file, plus two minutes).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    deadline_seconds: Option<u64>,
     /// Channels for the multi-channel smbcp run on the unshaped link (--links), passed as
     /// `--channels-per-nic`.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..=64))]
@@ -61,7 +86,9 @@ struct Args {
     /// file; none without --write-doc).
     #[arg(long)]
     svg: Option<PathBuf>,
-    /// File size in MiB (default 1024, or 256 with --quick, 64 with --quick --links).
+    /// File size in MiB (default 1024, or 256 with --quick, 64 with --quick --links; with
+    /// --failover what the links need for the fault's timeline, at least 1024, or 256 with
+    /// --quick).
     #[arg(long)]
     size_mib: Option<u64>,
     /// Repetitions of every measurement; the median is reported (default 3, or 1 with --quick).
@@ -92,9 +119,45 @@ struct Plan {
     wait_quiet: Duration,
 }
 
+impl Args {
+    /// The per-link rate: `--rate`, or the default of the mode.
+    fn rate(&self) -> u32 {
+        self.rate.unwrap_or(if self.failover {
+            failover::DEFAULT_RATE_MBIT
+        } else {
+            500
+        })
+    }
+
+    /// How long the silent fault keeps the link down.
+    fn down_for(&self) -> Duration {
+        self.down_seconds
+            .map_or(failover::default_down_for(self.quick), Duration::from_secs)
+    }
+
+    /// The number of links of the --failover testbed.
+    fn failover_links(&self) -> Result<usize, String> {
+        match self.links.as_slice() {
+            [] => Ok(failover::DEFAULT_LINKS),
+            [n] if usize::from(*n) >= failover::FAULT_LINK.max(2) => Ok(usize::from(*n)),
+            [_] => Err(format!(
+                "--failover needs at least 2 links (the fault hits link {})",
+                failover::FAULT_LINK
+            )),
+            _ => Err("--failover takes one --links number (e.g. --links 4)".into()),
+        }
+    }
+}
+
 impl Plan {
     fn from_args(a: &Args) -> Plan {
         let default_mib = match (a.quick, a.links.is_empty()) {
+            _ if a.failover => failover::default_size_mib(
+                a.failover_links().unwrap_or(failover::DEFAULT_LINKS),
+                a.rate(),
+                a.down_for(),
+                a.quick,
+            ),
             (false, _) => 1024,
             (true, true) => 256,
             (true, false) => 64,
@@ -182,7 +245,16 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
+    if args.failover {
+        // Check the arguments before minutes go into writing the reference file.
+        args.failover_links()?;
+    }
     let plan = Plan::from_args(args);
+    if args.failover {
+        // The file lives four times in memory: the local source and download (tmpfs), the
+        // share's copy and the upload (the testbed's tmpfs).
+        failover::check_memory(plan.size * 4)?;
+    }
     let smbcp = locate_smbcp(args.smbcp.as_deref())?;
     let facts = Facts::collect();
     let scratch = Scratch::create()?;
@@ -193,6 +265,9 @@ fn run(args: &Args) -> Result<(), String> {
     let reference = data::write_pattern(&scratch.source, BIG_SEED, plan.size)?;
     let mut results = Results::default();
     let mut quiet = Vec::new();
+    if args.failover {
+        return failover_run(args, &plan, &facts, &scratch, &reference, &smbcp);
+    }
     if !args.links.is_empty() {
         return multichannel_run(
             args,
@@ -603,7 +678,7 @@ fn multichannel_run(
         .iter()
         .map(|&n| LinkSetup {
             links: usize::from(n),
-            rate_mbit: Some(args.rate),
+            rate_mbit: Some(args.rate()),
         })
         .collect();
     // smbcp's defaults first: the target lines and the chart take the first smbcp series.
@@ -654,7 +729,7 @@ fn multichannel_run(
     if let Some(path) = &svg_path {
         let title = format!(
             "1 GiB copies over N links of {} Mbit/s each (median MB/s)",
-            args.rate
+            args.rate()
         );
         let title = if plan.size == 1 << 30 {
             title
@@ -777,7 +852,7 @@ fn render_multichannel(
              together carried {agg:.1} MB/s of raw TCP, {pct:.0} % of the {single:.1} MB/s smbcp \
              moved over one unshaped link with one channel (the slower direction, CPU-bound), \
              {verdict}.\n\n",
-            rate = args.rate,
+            rate = args.rate(),
             n = w.links,
             agg = aggregate,
             pct = share * 100.0,
@@ -818,4 +893,105 @@ fn render_multichannel(
         ));
     }
     out
+}
+
+// ---------------------------------------------------------------------------- failover
+
+/// The `--failover` run: one testbed of N shaped links; for each fault kind a download and an
+/// upload with the fault on link 2 at 30 % of the file; the table, the events, one chart per
+/// fault kind.
+fn failover_run(
+    args: &Args,
+    plan: &Plan,
+    facts: &Facts,
+    scratch: &Scratch,
+    reference: &Fingerprint,
+    smbcp: &Path,
+) -> Result<(), String> {
+    let links = args.failover_links()?;
+    let settings = failover::Settings {
+        links,
+        rate_mbit: args.rate(),
+        fault_link: failover::FAULT_LINK,
+        down_for: args.down_for(),
+        deadline: args.deadline_seconds.map_or_else(
+            || failover::default_deadline(plan.size, links, args.rate()),
+            Duration::from_secs,
+        ),
+    };
+    wait_until_quiet(QUIET, plan.wait_quiet);
+    let mut config = TestbedConfig::shaped(links, settings.rate_mbit);
+    // The reference file and one upload at a time, with slack.
+    config.tmpfs_size = format!("{}m", (plan.size >> 20) * 2 + 256);
+    eprintln!(
+        "smb-bench: testbed with {links} x {} Mbit/s; smbcp is given {} s per run",
+        settings.rate_mbit,
+        settings.deadline.as_secs()
+    );
+    let tb = Testbed::start(config).map_err(|e| format!("testbed: {e}"))?;
+    stage_big(&tb, scratch, reference)?;
+    let job = failover::Job {
+        tb: &tb,
+        smbcp,
+        remote_source: REMOTE_BIG,
+        remote_target: REMOTE_UPLOAD,
+        local_source: &scratch.source,
+        local_target: &scratch.download,
+        reference,
+    };
+    let mut runs = Vec::new();
+    for fault in Fault::ALL {
+        for direction in [Direction::Download, Direction::Upload] {
+            wait_until_quiet(QUIET, plan.wait_quiet);
+            eprintln!("smb-bench: failover {fault} {direction}");
+            let run = failover::run_once(&job, &settings, fault, direction)?;
+            let one = std::slice::from_ref(&run);
+            let table = failover::table(one, &settings).markdown();
+            eprintln!("{}", table.lines().nth(2).unwrap_or(""));
+            eprintln!(" {}", failover::event_lines(one, &settings).join(" "));
+            if let Some(dir) = &args.raw_dir {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let path = dir.join(format!("failover-{fault}-{direction}.csv"));
+                std::fs::write(&path, failover::csv(&run, &settings))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            runs.push(run);
+            // Let the server finish with the old session's connections before the next one.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    }
+    drop(tb);
+
+    let svg_dir = match (&args.svg_dir, &args.write_doc) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(doc)) => Some(doc.parent().unwrap_or(Path::new(".")).join("perf")),
+        (None, None) => None,
+    };
+    let mut shown = Vec::new();
+    if let Some(dir) = &svg_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let doc_dir = args
+            .write_doc
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        for fault in Fault::ALL {
+            let path = dir.join(format!("failover-{}.svg", fault.name()));
+            let svg = failover::chart(&runs, fault, &settings, plan.size).svg();
+            std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+            eprintln!("smb-bench: wrote the chart {}", path.display());
+            let relative = path.strip_prefix(doc_dir).unwrap_or(&path);
+            shown.push((fault, relative.display().to_string()));
+        }
+    }
+    let body = failover::section(facts, &runs, &settings, reference, &shown);
+    println!("{body}");
+    if let Some(path) = &args.write_doc {
+        doc::write_section_under(path, "## Failover", "failover", &body)?;
+        eprintln!(
+            "smb-bench: wrote the failover section of {}",
+            path.display()
+        );
+    }
+    Ok(())
 }

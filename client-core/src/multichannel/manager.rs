@@ -614,10 +614,6 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
             }
         }
         Err(failure) => {
-            eprintln!(
-                "DEBUG bind failed {} -> {}: {failure}",
-                slot.key.local, slot.key.server
-            );
             tracing::info!(local = %slot.key.local, server = %slot.key.server, error = %failure, "binding failed");
             let mut st = mc.lock();
             let c = st.pairs.entry(key).or_default();

@@ -1,6 +1,6 @@
 //! How `smbctl` and `smbcp --json` show a session's interfaces and channels.
 
-use smb3_client::{ChannelInfo, Client, MultichannelStatus};
+use smb3_client::{ChannelInfo, Client, FailoverCounters, MultichannelStatus};
 
 /// A link speed for people: `10 Gb/s`, `100 Mb/s`, `?`.
 pub fn speed(bits: Option<u64>) -> String {
@@ -96,8 +96,47 @@ pub fn multichannel_json(s: &MultichannelStatus) -> serde_json::Value {
         "notes": s.notes,
         "interface_queries": s.interface_queries,
         "query_error": s.query_error,
+        "failover": failover_json(&s.failover),
         "explain": s.explain(),
     })
+}
+
+/// Failover counters as JSON; durations in milliseconds.
+pub fn failover_json(f: &FailoverCounters) -> serde_json::Value {
+    let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_millis() as u64);
+    serde_json::json!({
+        "channel_sequence": f.channel_sequence,
+        "channel_losses": f.channel_losses,
+        "silent_losses": f.silent_losses,
+        "false_alarms": f.false_alarms,
+        "replays": f.replays,
+        "not_replayed": f.not_replayed,
+        "reconnects": f.reconnects,
+        "last_failover_ms": ms(f.last_failover),
+        "max_failover_ms": ms(f.max_failover),
+        "last_reconnect_ms": ms(f.last_reconnect),
+        "max_reconnect_ms": ms(f.max_reconnect),
+    })
+}
+
+/// One line of failover counters for people.
+pub fn failover_line(f: &FailoverCounters) -> String {
+    let ms = |d: Option<std::time::Duration>| {
+        d.map_or("-".to_string(), |d| format!("{} ms", d.as_millis()))
+    };
+    format!(
+        "failover: {} channel(s) lost ({} silent, {} false alarms), {} request(s) replayed, \
+         {} not replayable, {} reconnect(s); last failover {}, longest {}; last reconnect {}",
+        f.channel_losses,
+        f.silent_losses,
+        f.false_alarms,
+        f.replays,
+        f.not_replayed,
+        f.reconnects,
+        ms(f.last_failover),
+        ms(f.max_failover),
+        ms(f.last_reconnect),
+    )
 }
 
 /// `smbctl channels` as text: the pairs (as Windows' Get-SmbMultichannelConnection shows
@@ -155,6 +194,8 @@ pub fn print_channels(client: &Client, explain: bool) {
             c.failure.as_deref().unwrap_or("")
         );
     }
+    println!();
+    println!("{}", failover_line(&s.failover));
     if explain {
         println!();
         for line in s.explain() {

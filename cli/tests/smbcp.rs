@@ -345,6 +345,13 @@ fn copies_over_every_channel_and_reports_them() {
         "{summary:#}"
     );
     assert_eq!(summary["multichannel"]["dispatch"], "least-loaded");
+    // No fault in this copy: the failover counters are there and say nothing happened.
+    assert_eq!(summary["failover"]["channel_losses"], 0, "{summary}");
+    assert_eq!(summary["failover"]["replays"], 0, "{summary}");
+    assert!(
+        summary["failover"]["last_failover_ms"].is_null(),
+        "{summary}"
+    );
     assert_eq!(Sha256::digest(std::fs::read(&back).unwrap()), want);
 
     let out = smbcp(

@@ -260,6 +260,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
             "mb_per_s": mb_s,
             "dialect": client.dialect().to_string(),
             "channels": channels,
+            "failover": smbcp::status::failover_json(&client.multichannel().failover),
             "multichannel": smbcp::status::multichannel_json(&client.multichannel()),
         });
         println!("{summary}");

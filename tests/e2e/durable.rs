@@ -21,11 +21,7 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let rt = tb.client_runtime();
-    let creds = UserCredentials {
-        user: tb.user().to_string(),
-        domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
-    };
+    let creds = tb.credentials();
     client_block_on(&rt, test(format!("{}:445", tb.server_addr(1)), creds));
 }
 

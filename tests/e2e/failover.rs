@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
-use smb3_client::{ChannelState, Client, ClientConfig, File, OpenOptions, UserCredentials};
+use smb3_client::{ChannelState, Client, ClientConfig, File, OpenOptions, Share, UserCredentials};
 use smb3_tests::{client_block_on, Testbed, TestbedConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -36,11 +36,7 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let rt = tb.client_runtime();
-    let creds = UserCredentials {
-        user: tb.user().to_string(),
-        domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
-    };
+    let creds = tb.credentials();
     client_block_on(&rt, test(tb.clone(), creds));
 }
 
@@ -117,6 +113,47 @@ async fn upload(f: &File, data: Bytes, progress: Arc<AtomicU64>) {
         progress.store(((i + 1) << 20) as u64, Ordering::Relaxed);
     }
     writer.shutdown().await.expect("flush the last writes");
+}
+
+/// An upload of 1 GiB of pattern `seed` to `name`, under way in its own task.
+struct Upload {
+    file: File,
+    data: Bytes,
+    progress: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+    started: Instant,
+}
+
+async fn start_upload(share: &Share, name: &str, seed: u64) -> Upload {
+    let data = Bytes::from(smb3_tests::pattern(seed, GIB));
+    let file = share
+        .open(
+            name,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
+        .await
+        .expect("create");
+    let progress = Arc::new(AtomicU64::new(0));
+    let task = {
+        let (f, data, progress) = (file.clone(), data.clone(), progress.clone());
+        tokio::spawn(async move { upload(&f, data, progress).await })
+    };
+    Upload {
+        file,
+        data,
+        progress,
+        task,
+        started: Instant::now(),
+    }
+}
+
+impl Upload {
+    /// Wait for the upload and close the file; returns how long it took.
+    async fn finish(self) -> (Bytes, Duration) {
+        self.task.await.expect("upload task");
+        self.file.close().await.expect("close");
+        (self.data, self.started.elapsed())
+    }
 }
 
 async fn wait_for_progress(progress: &AtomicU64, at_least: u64) {
@@ -207,26 +244,12 @@ fn an_upload_survives_a_link_going_down() {
     in_client(&tb, move |tb, creds| async move {
         let client = connect(&tb, &creds).await;
         let share = client.share("plain").await.expect("share");
-        let data = Bytes::from(smb3_tests::pattern(78, GIB));
-        let f = share
-            .open(
-                "up-link.bin",
-                &OpenOptions::new().write(true).create(true).truncate(true),
-            )
-            .await
-            .expect("create");
-        let progress = Arc::new(AtomicU64::new(0));
-        let started = Instant::now();
-        let writing = {
-            let (f, data, progress) = (f.clone(), data.clone(), progress.clone());
-            tokio::spawn(async move { upload(&f, data, progress).await })
-        };
-        wait_for_progress(&progress, (GIB as u64) * 3 / 10).await;
+        let up = start_upload(&share, "up-link.bin", 78).await;
+        wait_for_progress(&up.progress, (GIB as u64) * 3 / 10).await;
         let tb2 = tb.clone();
         fault("link down", move || tb2.link_down(2)).await;
-        writing.await.expect("upload task");
-        f.close().await.expect("close");
-        report("upload, link down", &client, started.elapsed());
+        let (data, took) = up.finish().await;
+        report("upload, link down", &client, took);
         assert_eq!(server_sha(&tb, "up-link.bin"), sha256(&data));
         let fo = client.multichannel().failover;
         assert!(fo.silent_losses >= 1 && fo.replays >= 1, "{fo:#?}");
@@ -326,21 +349,8 @@ fn twenty_random_cuts_during_a_four_link_upload_lose_nothing() {
     in_client(&tb, move |tb, creds| async move {
         let client = connect(&tb, &creds).await;
         let share = client.share("plain").await.expect("share");
-        let data = Bytes::from(smb3_tests::pattern(80, GIB));
-        let f = share
-            .open(
-                "cuts.bin",
-                &OpenOptions::new().write(true).create(true).truncate(true),
-            )
-            .await
-            .expect("create");
-        let progress = Arc::new(AtomicU64::new(0));
-        let started = Instant::now();
-        let writing = {
-            let (f, data, progress) = (f.clone(), data.clone(), progress.clone());
-            tokio::spawn(async move { upload(&f, data, progress).await })
-        };
-        wait_for_progress(&progress, 32 << 20).await;
+        let up = start_upload(&share, "cuts.bin", 80).await;
+        wait_for_progress(&up.progress, 32 << 20).await;
         let tb2 = tb.clone();
         let cuts = tokio::task::spawn_blocking(move || {
             let mut rng = rand::rngs::StdRng::seed_from_u64(20);
@@ -354,9 +364,8 @@ fn twenty_random_cuts_during_a_four_link_upload_lose_nothing() {
         })
         .await
         .expect("cuts");
-        writing.await.expect("upload task");
-        f.close().await.expect("close");
-        report("20 cuts", &client, started.elapsed());
+        let (data, took) = up.finish().await;
+        report("20 cuts", &client, took);
         assert!(cuts >= 20, "only {cuts} connections were cut");
         assert_eq!(server_sha(&tb, "cuts.bin"), sha256(&data));
         let fo = client.multichannel().failover;

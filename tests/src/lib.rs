@@ -539,6 +539,15 @@ impl Testbed {
         &self.user
     }
 
+    /// The test user's credentials, ready for `Client::connect`.
+    pub fn credentials(&self) -> smb3_client::UserCredentials {
+        smb3_client::UserCredentials {
+            user: self.user().to_string(),
+            domain: self.domain().to_string(),
+            password: self.password().to_string(),
+        }
+    }
+
     /// The test user's password (random per testbed).
     pub fn password(&self) -> &str {
         &self.password

@@ -101,8 +101,30 @@ fn session<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> 
     }
 }
 
-fn echo() -> Request {
-    Request::new(&EchoRequest {})
+/// One ECHO through the replay loop.
+async fn send_echo(
+    set: &ChannelSet,
+    failover: &FailoverState,
+    channels_return: bool,
+    replay: Replay,
+) -> crate::error::Result<crate::channel::Response> {
+    let request = Request::new(&EchoRequest {});
+    call(
+        &session(set, failover, channels_return),
+        request,
+        Command::ECHO,
+        replay,
+    )
+    .await
+}
+
+/// A set whose first channel dies after reading one request and whose second answers.
+fn dying_then_answering() -> (ChannelSet, Seen, Seen) {
+    let (a, seen_a) = channel(1, Peer::DiesAfterOne);
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    set.add(b, None, PathInfo::default(), false);
+    (set, seen_a, seen_b)
 }
 
 fn replayed(h: &Header) -> bool {
@@ -111,20 +133,12 @@ fn replayed(h: &Header) -> bool {
 
 #[tokio::test]
 async fn a_request_lost_with_its_channel_is_replayed_on_the_survivor() {
-    let (a, seen_a) = channel(1, Peer::DiesAfterOne);
-    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
-    let set = ChannelSet::new(a, Dispatch::RoundRobin);
-    set.add(b, None, PathInfo::default(), false);
+    let (set, seen_a, seen_b) = dying_then_answering();
     let failover = FailoverState::default();
 
-    let resp = call(
-        &session(&set, &failover, true),
-        echo(),
-        Command::ECHO,
-        Replay::Safe,
-    )
-    .await
-    .unwrap();
+    let resp = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
     let first = seen_a.lock().unwrap().clone();
@@ -146,16 +160,13 @@ async fn a_request_lost_with_its_channel_is_replayed_on_the_survivor() {
 
 #[tokio::test]
 async fn a_request_unsafe_to_repeat_fails_with_connection_lost() {
-    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
-    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
-    let set = ChannelSet::new(a, Dispatch::RoundRobin);
-    set.add(b, None, PathInfo::default(), false);
+    let (set, _seen_a, seen_b) = dying_then_answering();
     let failover = FailoverState::default();
 
-    let err = call(
-        &session(&set, &failover, true),
-        echo(),
-        Command::ECHO,
+    let err = send_echo(
+        &set,
+        &failover,
+        true,
         Replay::Unsafe("may already have run"),
     )
     .await
@@ -184,14 +195,9 @@ async fn a_request_refused_as_stale_is_replayed_with_the_flag() {
     let set = ChannelSet::new(a, Dispatch::RoundRobin);
     let failover = FailoverState::default();
 
-    let resp = call(
-        &session(&set, &failover, false),
-        echo(),
-        Command::ECHO,
-        Replay::Safe,
-    )
-    .await
-    .unwrap();
+    let resp = send_echo(&set, &failover, false, Replay::Safe)
+        .await
+        .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
     let seen = seen.lock().unwrap().clone();
@@ -208,14 +214,9 @@ async fn with_no_channel_left_and_none_coming_back_the_error_is_immediate() {
     let failover = FailoverState::default();
     let started = std::time::Instant::now();
 
-    let err = call(
-        &session(&set, &failover, false),
-        echo(),
-        Command::ECHO,
-        Replay::Safe,
-    )
-    .await
-    .unwrap_err();
+    let err = send_echo(&set, &failover, false, Replay::Safe)
+        .await
+        .unwrap_err();
 
     assert!(matches!(err, Error::ConnectionLost { .. }), "{err}");
     assert!(started.elapsed() < Duration::from_millis(250));
@@ -234,14 +235,9 @@ async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
         later.add(b, None, PathInfo::default(), false);
     });
 
-    let resp = call(
-        &session(&set, &failover, true),
-        echo(),
-        Command::ECHO,
-        Replay::Safe,
-    )
-    .await
-    .unwrap();
+    let resp = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
     assert_eq!(seen_b.lock().unwrap().len(), 1);

@@ -69,8 +69,18 @@ pub(crate) async fn call(
     let mut stale_pause = STALE_PAUSE_MIN;
     // Set at the first loss: the request gives up when no channel is usable by then.
     let mut give_up_at: Option<Instant> = None;
+    let mut template = Some(template);
     loop {
-        let mut req = template.clone();
+        // Only a request that may be sent again needs a copy kept; one that may not is sent
+        // once and returns on any loss, so it is moved out instead of copied.
+        let next = if replay.is_safe() {
+            template.clone()
+        } else {
+            template.take()
+        };
+        let Some(mut req) = next else {
+            return Err(Error::ConnectionLost { command });
+        };
         let sequence = failover.sequence();
         if smb3 {
             req.channel_sequence = sequence;

@@ -12,6 +12,8 @@ use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectR
 use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
+pub(crate) use crate::addressing::TreeContext;
+use crate::addressing::{Addressing, Target};
 use crate::auth::UserCredentials;
 use crate::channel::{Channel, ChannelOptions, Request, Response};
 use crate::config::ClientConfig;
@@ -21,7 +23,6 @@ use crate::lease::{self, BreakSink, LeaseTable};
 use crate::multichannel::eligibility;
 use crate::multichannel::manager::{self, Multichannel};
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
-use crate::security::SessionSecurity;
 use crate::session::{self, Negotiated};
 use crate::share::Share;
 
@@ -35,7 +36,9 @@ pub struct Client {
 pub(crate) struct SessionCore {
     /// The session's channels, their dispatch and the multichannel manager's state.
     pub(crate) mc: Multichannel,
-    pub(crate) session_id: u64,
+    /// SessionId, keys and trees: replaced when the session is re-established after every
+    /// channel was lost.
+    pub(crate) addressing: Addressing,
     pub(crate) negotiated: Negotiated,
     /// Sign requests (authenticated, non-guest session).
     pub(crate) signing: bool,
@@ -49,8 +52,6 @@ pub(crate) struct SessionCore {
     pub(crate) client_guid: [u8; 16],
     /// Binding a channel authenticates again as the same user (MS-SMB2 3.2.4.2.3.1).
     pub(crate) creds: UserCredentials,
-    /// The session's keys; bound channels derive their own signing key next to them.
-    pub(crate) security: Option<Arc<SessionSecurity>>,
     logged_off: AtomicBool,
     /// Every channel forwards its break notifications here (see `lease`).
     pub(crate) breaks: BreakSink,
@@ -64,13 +65,6 @@ impl Drop for SessionCore {
     fn drop(&mut self) {
         self.mc.shutdown();
     }
-}
-
-/// Per-tree request context.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TreeContext {
-    pub(crate) tree_id: u32,
-    pub(crate) encrypt: bool,
 }
 
 impl Client {
@@ -92,7 +86,7 @@ impl Client {
         rand::rng().fill_bytes(&mut client_guid);
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
         let established =
-            session::session_setup(&channel, &negotiated, creds, &host, &config).await?;
+            session::session_setup(&channel, &negotiated, creds, &host, &config, 0).await?;
         let can_encrypt = established
             .security
             .as_ref()
@@ -113,7 +107,7 @@ impl Client {
         }
         let core = Arc::new(SessionCore {
             mc: Multichannel::new(channel, &config, eligibility),
-            session_id: established.session_id,
+            addressing: Addressing::new(established.session_id, established.security),
             negotiated,
             signing,
             encrypt_all: config.encrypt || session_encrypts,
@@ -123,7 +117,6 @@ impl Client {
             server_addr: addr,
             client_guid,
             creds: creds.clone(),
-            security: established.security,
             logged_off: AtomicBool::new(false),
             breaks,
             leases: Arc::default(),
@@ -152,10 +145,11 @@ impl Client {
                 "share requires encryption but no cipher was negotiated",
             )));
         }
-        let tree = TreeContext {
-            tree_id: resp.header.tree_id,
-            encrypt,
-        };
+        let tree = self
+            .inner
+            .addressing
+            .trees
+            .add(name, resp.header.tree_id, encrypt);
         let share = Share::new(self.clone(), name.to_string(), tree, tc.maximal_access);
         if matches!(
             self.inner.negotiated.dialect,
@@ -246,8 +240,10 @@ impl SessionCore {
     /// Build a request for this session (and tree), choosing signing and sealing.
     pub(crate) fn request<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
         let mut req = Request::new(body);
-        req.session_id = self.session_id;
-        req.tree_id = tree.map_or(0, |t| t.tree_id);
+        req.session_id = self.addressing.session.id();
+        req.tree_id = tree.map_or(0, |t| {
+            self.addressing.trees.server_id(t.handle).unwrap_or(0)
+        });
         req.encrypt = self.encrypt_all || tree.is_some_and(|t| t.encrypt);
         req.sign = self.signing;
         req.timeout = self.config.timeout_for(body.credit_payload());
@@ -270,9 +266,20 @@ impl SessionCore {
         tree: Option<TreeContext>,
         also_ok: &[NtStatus],
     ) -> Result<Response> {
-        let req = self.request(body, tree);
+        self.call_to(body, &Target::tree(tree), also_ok).await
+    }
+
+    /// Send one request about `target` (a tree, an open): its ids are stamped afresh before
+    /// every send, so it survives the session being re-established.
+    pub(crate) async fn call_to<B: RequestBody>(
+        &self,
+        body: &B,
+        target: &Target,
+        also_ok: &[NtStatus],
+    ) -> Result<Response> {
+        let req = self.request(body, target.tree);
         let session = crate::failover::replay::Session::of(self);
-        crate::failover::replay::call(&session, req, B::COMMAND, body.replay())
+        crate::failover::replay::call(&session, req, target, B::COMMAND, body.replay())
             .await?
             .check(also_ok)
     }
@@ -338,7 +345,10 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("server", &self.inner.server_name)
-            .field("session_id", &format_args!("{:#x}", self.inner.session_id))
+            .field(
+                "session_id",
+                &format_args!("{:#x}", self.inner.addressing.session.id()),
+            )
             .field("dialect", &self.inner.negotiated.dialect)
             .finish()
     }

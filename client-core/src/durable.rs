@@ -5,8 +5,7 @@
 //! the same desired access, share access and create options, carrying DH2C (the old FileId,
 //! the CreateGuid and the durable flags, 2.2.13.2.12) and the lease context with the same
 //! lease key (3.2.4.3.8). The reply's FileId then replaces the old one in place, so every
-//! clone of the `File` keeps working. Reconnect itself is not implemented yet; this module
-//! keeps what it will need.
+//! clone of the `File` keeps working. The reconnect itself is in `failover::reconnect`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use smb3_proto::msg::FileId;
 
-use crate::client::{Client, TreeContext};
+use crate::addressing::TreeContext;
+use crate::client::Client;
 
 /// What the CREATE asked for, kept to ask for the same again on reclaim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +25,13 @@ pub(crate) struct OpenParams {
     pub(crate) share_access: u32,
     pub(crate) create_options: u32,
     pub(crate) file_attributes: u32,
+}
+
+impl OpenParams {
+    /// The path for messages, with forward slashes.
+    pub(crate) fn display_path(&self) -> String {
+        self.wire_path.replace('\\', "/")
+    }
 }
 
 /// The durable handle the server granted (DH2Q response, MS-SMB2 2.2.14.2.12).
@@ -42,18 +49,16 @@ pub(crate) struct OpenState {
     /// The server's FileId; a reconnect swaps it for the reclaimed one.
     file_id: Mutex<FileId>,
     /// The tree the open belongs to.
-    #[allow(dead_code)] // read by reclaim, which is not written yet
     pub(crate) tree: TreeContext,
-    #[allow(dead_code)]
     pub(crate) params: OpenParams,
     /// CreateGuid sent in DH2Q: names the open in DH2C and in replays of the CREATE.
-    #[allow(dead_code)]
     pub(crate) create_guid: Option<[u8; 16]>,
     /// The lease key the open was made with, if it asked for a lease.
-    #[allow(dead_code)]
     pub(crate) lease_key: Option<[u8; 16]>,
     /// Set when the server made the open durable.
     pub(crate) durable: Option<DurableGrant>,
+    /// Set when a reconnect could not reclaim the open: why.
+    lost: Mutex<Option<String>>,
 }
 
 impl OpenState {
@@ -72,6 +77,7 @@ impl OpenState {
             create_guid,
             lease_key,
             durable,
+            lost: Mutex::new(None),
         }
     }
 
@@ -85,13 +91,23 @@ impl OpenState {
     }
 
     /// Replace the FileId after the open was reclaimed on a new connection.
-    #[allow(dead_code)] // used by reconnect, which is not written yet
     pub(crate) fn replace_file_id(&self, new: FileId) -> FileId {
         std::mem::replace(&mut *self.lock(), new)
     }
+
+    /// The open could not be reclaimed: every later request on it fails with `reason`.
+    pub(crate) fn mark_lost(&self, reason: String) {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+    }
+
+    /// Why the open was lost, if it was.
+    pub(crate) fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
-/// The session's durable opens, held weakly: the table never keeps a file open.
+/// The session's open files (every open made by `Share::open`), held weakly: the table never
+/// keeps a file open. A reconnect reclaims the durable ones and marks the others lost.
 #[derive(Debug, Default)]
 pub(crate) struct DurableOpens {
     next: AtomicU64,
@@ -114,13 +130,13 @@ impl DurableOpens {
         }
     }
 
-    /// Every durable open still alive, for a reconnect to reclaim.
-    #[allow(dead_code)] // used by reconnect, which is not written yet
+    /// Every open still alive, for a reconnect to reclaim.
     pub(crate) fn live(&self) -> Vec<Arc<OpenState>> {
         self.lock().values().filter_map(Weak::upgrade).collect()
     }
 
     /// Number of registered opens.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
@@ -143,7 +159,12 @@ impl Client {
     /// Number of open files the server made durable in this session (handles that a later
     /// reconnect could reclaim). Zero once they are all closed.
     pub fn durable_opens(&self) -> usize {
-        self.inner.durable.len()
+        self.inner
+            .durable
+            .live()
+            .iter()
+            .filter(|o| o.durable.is_some())
+            .count()
     }
 }
 
@@ -158,7 +179,7 @@ mod tests {
                 volatile: 1,
             },
             TreeContext {
-                tree_id: 1,
+                handle: 1,
                 encrypt: false,
             },
             OpenParams {

@@ -58,6 +58,24 @@ pub enum Error {
         /// The command in flight.
         command: Command,
     },
+    /// Every connection to the server was lost and the session was re-established, but this
+    /// open could not be reclaimed (its durable handle expired, the server restarted, or it
+    /// was never durable): nothing more can be read or written through it. `unwritten` names
+    /// the byte range of the write that failed, when the error comes from one; writes
+    /// answered before the loss are on the server.
+    #[error(
+        "{}open handle lost with the connection and not reclaimed: {reason}{}",
+        path_prefix(path),
+        unwritten_suffix(unwritten)
+    )]
+    HandleLost {
+        /// The share-relative path of the open.
+        path: Option<String>,
+        /// Why the reclaim failed.
+        reason: String,
+        /// Bytes `start..end` a failed write did not write.
+        unwritten: Option<std::ops::Range<u64>>,
+    },
     /// Invalid configuration or URL.
     #[error("configuration error: {0}")]
     Config(ConfigError),
@@ -69,6 +87,18 @@ pub enum Error {
 fn path_prefix(path: &Option<String>) -> String {
     match path {
         Some(p) => format!("{p}: "),
+        None => String::new(),
+    }
+}
+
+fn unwritten_suffix(range: &Option<std::ops::Range<u64>>) -> String {
+    match range {
+        Some(r) => format!(
+            "; bytes {}..{} ({} bytes) were not written",
+            r.start,
+            r.end,
+            r.end - r.start
+        ),
         None => String::new(),
     }
 }
@@ -267,6 +297,28 @@ impl Error {
                 status,
                 command,
                 path: Some(p.to_string()),
+            },
+            Error::HandleLost {
+                path: _,
+                reason,
+                unwritten,
+            } => Error::HandleLost {
+                path: Some(p.to_string()),
+                reason,
+                unwritten,
+            },
+            other => other,
+        }
+    }
+
+    /// Record that the failed request was a write of `len` bytes at `offset` (for
+    /// [`Error::HandleLost`]).
+    pub(crate) fn unwritten(self, offset: u64, len: u64) -> Error {
+        match self {
+            Error::HandleLost { path, reason, .. } => Error::HandleLost {
+                path,
+                reason,
+                unwritten: Some(offset..offset + len),
             },
             other => other,
         }

@@ -52,7 +52,8 @@ struct FileInner {
 pub(crate) struct OpenHolds {
     /// The file's lease key, shared with this session's other opens of the file.
     pub(crate) lease: Option<LeaseRef>,
-    /// Listed among the session's durable opens while it is open (held for its `Drop`).
+    /// Listed among the session's opens while it is open, for a reconnect to reclaim (held
+    /// for its `Drop`).
     #[allow(dead_code)]
     pub(crate) durable: Option<DurableRegistration>,
 }
@@ -69,9 +70,9 @@ impl Drop for FileInner {
         // meanwhile reuses it instead of breaking our lease.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let share = self.share.clone();
-            let id = self.state.file_id();
+            let state = self.state.clone();
             rt.spawn(async move {
-                let _ = share.close(id).await;
+                let _ = share.close_open(&state).await;
                 drop(holds);
             });
         }
@@ -136,6 +137,18 @@ impl File {
         )
     }
 
+    /// Send a request about this open (its FileId is refreshed if a reconnect reclaimed it).
+    async fn call<B: smb3_proto::msg::RequestBody>(
+        &self,
+        body: &B,
+        also_ok: &[NtStatus],
+    ) -> Result<crate::channel::Response> {
+        self.inner
+            .share
+            .call_on(&self.inner.state, body, also_ok)
+            .await
+    }
+
     fn err(&self, e: Error) -> Error {
         e.with_path(&self.inner.path)
     }
@@ -144,8 +157,6 @@ impl File {
     async fn read_chunk(&self, offset: u64, len: u32) -> Result<Bytes> {
         let req = ReadRequest::new(self.inner.state.file_id(), offset, len);
         let resp = self
-            .inner
-            .share
             .call(&req, &[NtStatus::END_OF_FILE])
             .await
             .map_err(|e| self.err(e))?;
@@ -187,11 +198,9 @@ impl File {
         let want = data.len();
         let req = WriteRequest::new(self.inner.state.file_id(), offset, data);
         let resp = self
-            .inner
-            .share
             .call(&req, &[])
             .await
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| self.err(e).unwritten(offset, want as u64))?;
         let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
         if w.count as usize != want {
             return Err(Error::Protocol(ProtocolError::Unexpected(
@@ -250,8 +259,6 @@ impl File {
         let req =
             QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
         let resp = self
-            .inner
-            .share
             .call(&req, &[NtStatus::BUFFER_OVERFLOW])
             .await
             .map_err(|e| self.err(e))?;
@@ -266,7 +273,7 @@ impl File {
         // The holds go with the last clone, after this reply.
         self.inner
             .share
-            .close(self.inner.state.file_id())
+            .close_open(&self.inner.state)
             .await
             .map_err(|e| self.err(e))
     }

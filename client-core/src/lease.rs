@@ -70,7 +70,8 @@ pub(crate) type LeaseKey = [u8; 16];
 /// Which file a lease is for, as the table tells files apart.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct FileKey {
-    tree_id: u32,
+    /// The tree's handle (see `addressing`).
+    tree: u32,
     /// The wire path, case-folded (see [`fold_case`]).
     folded_path: String,
 }
@@ -114,7 +115,7 @@ impl LeaseTable {
     /// CREATE, so a break that races with the reply already finds the key.
     pub(crate) fn acquire(self: &Arc<Self>, tree: TreeContext, wire_path: &str) -> LeaseRef {
         let file = FileKey {
-            tree_id: tree.tree_id,
+            tree: tree.handle,
             folded_path: fold_case(wire_path),
         };
         let mut t = self.lock();
@@ -428,7 +429,7 @@ mod tests {
 
     fn tree(id: u32) -> TreeContext {
         TreeContext {
-            tree_id: id,
+            handle: id,
             encrypt: id % 2 == 0,
         }
     }
@@ -536,8 +537,8 @@ mod tests {
 
     fn plan(table: &LeaseTable, msg: &Bytes) -> Option<Planned> {
         plan_ack(table, msg).map(|a| match a {
-            Ack::Lease { ack, tree } => Planned::Lease(ack, tree.map(|t| t.tree_id)),
-            Ack::Oplock { ack, tree } => Planned::Oplock(ack, tree.map(|t| t.tree_id)),
+            Ack::Lease { ack, tree } => Planned::Lease(ack, tree.map(|t| t.handle)),
+            Ack::Oplock { ack, tree } => Planned::Oplock(ack, tree.map(|t| t.handle)),
         })
     }
 
@@ -558,7 +559,7 @@ mod tests {
                 lease_state: LeaseState(RH),
             }
         );
-        assert_eq!((t.tree_id, t.encrypt), (4, true), "the key's own tree");
+        assert_eq!((t.handle, t.encrypt), (4, true), "the key's own tree");
         assert_eq!(a.state(), Some(LeaseState(RH)));
 
         // No acknowledgment asked (R to none): none sent, state still recorded.

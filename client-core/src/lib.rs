@@ -16,6 +16,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![forbid(unsafe_code)]
 
+mod addressing;
 mod auth;
 mod channel;
 mod client;

@@ -172,6 +172,7 @@ async fn exchange(
     server_name: &str,
     config: &ClientConfig,
     binding: Option<BindingOf<'_>>,
+    previous_session_id: u64,
 ) -> Result<Exchange> {
     let mut auth = Authenticator::ntlm(creds, server_name)?;
     let mut preauth = negotiated.preauth.clone();
@@ -197,7 +198,7 @@ async fn exchange(
             security_mode: security_mode(config),
             capabilities: Capabilities(0),
             security_buffer: Bytes::from(token),
-            previous_session_id: 0,
+            previous_session_id,
         };
         let mut req = Request::new(&body);
         req.session_id = session_id;
@@ -283,15 +284,27 @@ fn check_final_signature(
     Ok(())
 }
 
-/// Authenticate a new session on its first channel.
+/// Authenticate a new session on its first channel. `previous_session_id` is non-zero when
+/// the session replaces one whose every connection was lost: the server then ends the old
+/// one, leaving its durable opens for this session to reclaim (MS-SMB2 3.2.4.2.3, 3.3.5.5.3).
 pub(crate) async fn session_setup(
     channel: &Channel,
     negotiated: &Negotiated,
     creds: &UserCredentials,
     server_name: &str,
     config: &ClientConfig,
+    previous_session_id: u64,
 ) -> Result<Established> {
-    let ex = exchange(channel, negotiated, creds, server_name, config, None).await?;
+    let ex = exchange(
+        channel,
+        negotiated,
+        creds,
+        server_name,
+        config,
+        None,
+        previous_session_id,
+    )
+    .await?;
     let flags = ex.flags;
     let anonymous = flags.has(SessionFlags::IS_GUEST) || flags.has(SessionFlags::IS_NULL);
     if anonymous && !config.allow_guest {
@@ -348,6 +361,7 @@ pub(crate) async fn bind_session(
         server_name,
         config,
         Some(binding),
+        0,
     )
     .await?;
     // MS-SMB2 3.2.5.3.3: a binding that comes back as guest is not the same user.

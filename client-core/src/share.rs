@@ -23,8 +23,9 @@ use smb3_proto::msg::tree_disconnect::TreeDisconnectRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
+use crate::addressing::Target;
 use crate::channel::Request;
-use crate::client::{decode, Client, TreeContext};
+use crate::client::{decode, Client, SessionCore, TreeContext};
 use crate::durable::{DurableGrant, OpenParams, OpenState};
 use crate::error::{Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
@@ -43,6 +44,13 @@ pub(crate) struct ShareInner {
     pub(crate) tree: TreeContext,
     #[allow(dead_code)]
     pub(crate) maximal_access: u32,
+}
+
+impl Drop for ShareInner {
+    fn drop(&mut self) {
+        // No share or open uses the tree any more; a reconnect need not connect it again.
+        self.client.inner.addressing.trees.remove(self.tree.handle);
+    }
 }
 
 /// Output buffer per QUERY_DIRECTORY: 64 KiB holds several hundred entries per round trip.
@@ -132,7 +140,7 @@ impl Share {
             durable,
         ));
         let holds = OpenHolds {
-            durable: durable.map(|_| core.durable.register(&state)),
+            durable: Some(core.durable.register(&state)),
             lease,
         };
         Ok(File::new(
@@ -197,6 +205,31 @@ impl Share {
     pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
         let resp = self.call(&CloseRequest::new(file_id), &[]).await?;
         decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+    }
+
+    /// Close an open made by [`Share::open`], at its FileId of now.
+    pub(crate) async fn close_open(&self, open: &Arc<OpenState>) -> Result<()> {
+        let body = CloseRequest::new(open.file_id());
+        let resp = self.call_on(open, &body, &[]).await?;
+        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+    }
+
+    /// Send a request about `open`, a handle of this tree.
+    pub(crate) async fn call_on<B: smb3_proto::msg::RequestBody>(
+        &self,
+        open: &Arc<OpenState>,
+        body: &B,
+        also_ok: &[NtStatus],
+    ) -> Result<crate::channel::Response> {
+        let target = Target {
+            tree: Some(self.inner.tree),
+            open: Some(open.clone()),
+        };
+        self.inner
+            .client
+            .inner
+            .call_to(body, &target, also_ok)
+            .await
     }
 
     /// Send a request on this tree.
@@ -439,41 +472,52 @@ impl Share {
         if !core.signing {
             return Ok(());
         }
-        let config = &core.config;
-        // Exactly what NEGOTIATE sent (MS-SMB2 3.2.5.5).
-        let input = ValidateNegotiateInfoRequest {
-            capabilities: crate::session::client_capabilities(config),
-            guid: core.client_guid,
-            security_mode: crate::session::security_mode(config),
-            dialects: config.dialects(),
-        }
-        .encode();
-        let req = IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24);
-        let resp = self.call(&req, &[]).await?;
-        let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
-        let v = decode(
-            Command::IOCTL,
-            ValidateNegotiateInfoResponse::decode(&out.output),
-        )?;
-        let n = &core.negotiated;
-        if v.dialect != n.dialect.code()
-            || v.guid != n.server_guid
-            || v.security_mode.0 != n.server_security_mode.0
-            || v.capabilities.0 != n.server_capabilities.0
-        {
-            return Err(Error::Protocol(ProtocolError::Unexpected(
-                "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
-            )));
-        }
-        Ok(())
+        let resp = self.call(&validate_negotiate_request(core), &[]).await?;
+        check_validate_negotiate(core, &resp)
     }
+}
+
+/// FSCTL_VALIDATE_NEGOTIATE_INFO carrying exactly what NEGOTIATE sent (MS-SMB2 3.2.5.5).
+pub(crate) fn validate_negotiate_request(core: &SessionCore) -> IoctlRequest {
+    let config = &core.config;
+    let input = ValidateNegotiateInfoRequest {
+        capabilities: crate::session::client_capabilities(config),
+        guid: core.client_guid,
+        security_mode: crate::session::security_mode(config),
+        dialects: config.dialects(),
+    }
+    .encode();
+    IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24)
+}
+
+/// The server's answer must match what it said in NEGOTIATE.
+pub(crate) fn check_validate_negotiate(
+    core: &SessionCore,
+    resp: &crate::channel::Response,
+) -> Result<()> {
+    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+    let v = decode(
+        Command::IOCTL,
+        ValidateNegotiateInfoResponse::decode(&out.output),
+    )?;
+    let n = &core.negotiated;
+    if v.dialect != n.dialect.code()
+        || v.guid != n.server_guid
+        || v.security_mode.0 != n.server_security_mode.0
+        || v.capabilities.0 != n.server_capabilities.0
+    {
+        return Err(Error::Protocol(ProtocolError::Unexpected(
+            "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
+        )));
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for Share {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Share")
             .field("name", &self.inner.name)
-            .field("tree_id", &self.inner.tree.tree_id)
+            .field("tree", &self.inner.tree.handle)
             .field("encrypted", &self.is_encrypted())
             .finish()
     }

@@ -171,7 +171,8 @@ fn report(what: &str, client: &Client, took: Duration) {
     let f = client.multichannel().failover;
     eprintln!(
         "{what}: {:.1} s; losses {} (silent {}), replays {}, not replayed {}, reconnects {}, \
-         failover {:?} (max {:?}), reconnect {:?}",
+         failover {:?} (max {:?}), reconnect {:?}; sessions re-established {} in {:?}, \
+         opens reclaimed {}, lost {}",
         took.as_secs_f64(),
         f.channel_losses,
         f.silent_losses,
@@ -180,7 +181,11 @@ fn report(what: &str, client: &Client, took: Duration) {
         f.reconnects,
         f.last_failover,
         f.max_failover,
-        f.last_reconnect
+        f.last_reconnect,
+        f.sessions_reestablished,
+        f.last_reestablish,
+        f.opens_reclaimed,
+        f.opens_lost
     );
 }
 
@@ -191,6 +196,8 @@ enum Expect {
     SilentLossReplayed,
     /// Nothing about channels: only that every byte arrives.
     BytesOnly,
+    /// The session lost every channel, was re-established and got its open back.
+    SessionReestablished,
 }
 
 /// Download `len` bytes over four links; at 30 % run `inject`; check every byte.
@@ -222,9 +229,16 @@ fn download_survives(name: &'static str, len: usize, inject: fn(&Testbed), expec
         assert_eq!(got_len, len as u64);
         assert!(got == want, "{name}: downloaded bytes differ");
         let fo = client.multichannel().failover;
-        if expect == Expect::SilentLossReplayed {
-            assert!(fo.silent_losses >= 1, "{fo:#?}");
-            assert!(fo.replays >= 1, "{fo:#?}");
+        match expect {
+            Expect::SilentLossReplayed => {
+                assert!(fo.silent_losses >= 1, "{fo:#?}");
+                assert!(fo.replays >= 1, "{fo:#?}");
+            }
+            Expect::SessionReestablished => {
+                assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
+                assert!(fo.opens_reclaimed >= 1 && fo.opens_lost == 0, "{fo:#?}");
+            }
+            Expect::BytesOnly => {}
         }
         assert_eq!(fo.not_replayed, 0, "{fo:#?}");
         f.close().await.expect("close");
@@ -366,4 +380,18 @@ fn twenty_random_cuts_during_a_four_link_upload_lose_nothing() {
         assert!(fo.reconnects >= 1, "{fo:#?}");
         assert_eq!(fo.not_replayed, 0, "{fo:#?}");
     });
+}
+
+#[test]
+fn a_download_survives_every_channel_cut_at_once() {
+    // With its last connection gone Samba ends the session; the client sets up a new one
+    // (PreviousSessionId) and reclaims the open with DH2C.
+    download_survives(
+        "cut-all.bin",
+        GIB / 2,
+        |tb| {
+            tb.cut(None).expect("cut");
+        },
+        Expect::SessionReestablished,
+    );
 }

@@ -85,6 +85,20 @@ impl Request {
         self.credit_charge
     }
 
+    /// The request's command.
+    pub(crate) fn command(&self) -> Command {
+        self.command
+    }
+
+    /// Overwrite the FileId at `offset` into the body (see [`smb3_proto::msg::file_id_offset`]).
+    pub(crate) fn set_file_id(&mut self, offset: usize, id: smb3_proto::msg::FileId) {
+        let at = HEADER_LEN + offset;
+        if let Some(slot) = self.msg.get_mut(at..at + 16) {
+            slot[..8].copy_from_slice(&id.persistent.to_le_bytes());
+            slot[8..].copy_from_slice(&id.volatile.to_le_bytes());
+        }
+    }
+
     /// Encode `body` behind a header placeholder.
     pub(crate) fn new<B: RequestBody>(body: &B) -> Request {
         let mut msg = BytesMut::with_capacity(HEADER_LEN + 128);

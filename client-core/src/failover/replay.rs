@@ -15,6 +15,7 @@ use smb3_proto::header::HeaderFlags;
 use smb3_proto::replay::Replay;
 use smb3_proto::{Command, NtStatus};
 
+use crate::addressing::{Addressing, Target};
 use crate::channel::{Request, Response};
 use crate::client::SessionCore;
 use crate::error::{Error, Result};
@@ -35,31 +36,40 @@ const WAIT_STEP: Duration = Duration::from_millis(10);
 /// What the replay loop needs of a session.
 pub(crate) struct Session<'a> {
     pub(crate) channels: &'a ChannelSet,
+    /// Current SessionId, TreeIds and FileIds (they change when the session is re-established).
+    pub(crate) addressing: &'a Addressing,
     pub(crate) failover: &'a FailoverState,
     /// SMB 3.x: ChannelSequence and the REPLAY flag exist.
     pub(crate) smb3: bool,
-    /// Lost channels come back (the multichannel manager runs): worth waiting for one.
+    /// Lost channels come back (the manager rebinds them, or the session is re-established
+    /// when every one is gone): worth waiting for one.
     pub(crate) channels_return: bool,
     pub(crate) failover_wait: Duration,
+    /// A request of the session's own machinery (the manager's interface queries), not a
+    /// caller's.
+    pub(crate) internal: bool,
 }
 
 impl<'a> Session<'a> {
     pub(crate) fn of(core: &'a SessionCore) -> Self {
         Session {
             channels: &core.mc.set,
+            addressing: &core.addressing,
             failover: &core.mc.failover,
             smb3: core.negotiated.dialect.is_smb3(),
-            channels_return: core.mc.reconnects() && !core.logged_off(),
+            channels_return: !core.logged_off(),
             failover_wait: core.config.failover_wait,
+            internal: false,
         }
     }
 }
 
-/// Send `template` on a channel of the session and return its final reply, replaying it on
-/// another channel when its own is lost and `replay` allows.
+/// Send `template` (about `target`) on a channel of the session and return its final reply,
+/// replaying it on another channel when its own is lost and `replay` allows.
 pub(crate) async fn call(
     session: &Session<'_>,
     template: Request,
+    target: &Target,
     command: Command,
     replay: Replay,
 ) -> Result<Response> {
@@ -81,6 +91,9 @@ pub(crate) async fn call(
         let Some(mut req) = next else {
             return Err(Error::ConnectionLost { command });
         };
+        // After a reconnect the session, tree and open have new ids. No await between here
+        // and the send, so the ids cannot change under the request.
+        session.addressing.address(&mut req, target)?;
         let sequence = failover.sequence();
         if smb3 {
             req.channel_sequence = sequence;
@@ -120,7 +133,11 @@ pub(crate) async fn call(
                     return Err(Error::ConnectionLost { command });
                 }
                 if resends >= MAX_RESENDS || !wait_for_usable_channel(session, give_up).await {
-                    failover.not_replayed();
+                    // The manager asks its own requests again at its next round; only
+                    // callers' requests count as not replayed.
+                    if !session.internal {
+                        failover.not_replayed();
+                    }
                     return Err(Error::ConnectionLost { command });
                 }
                 if smb3 {

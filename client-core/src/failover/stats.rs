@@ -35,6 +35,16 @@ pub struct FailoverCounters {
     pub last_reconnect: Option<Duration>,
     /// Longest such time.
     pub max_reconnect: Option<Duration>,
+    /// Times the session was re-established on a new connection after every channel was
+    /// lost (new SessionId, PreviousSessionId naming the old one).
+    pub sessions_reestablished: u64,
+    /// Open files reclaimed by those re-establishments (durable reconnect).
+    pub opens_reclaimed: u64,
+    /// Open files that could not be reclaimed; requests on them fail with
+    /// `Error::HandleLost`.
+    pub opens_lost: u64,
+    /// Last time from the loss of the last channel to the session being usable again.
+    pub last_reestablish: Option<Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +55,7 @@ struct Times {
     max_failover: Option<Duration>,
     last_reconnect: Option<Duration>,
     max_reconnect: Option<Duration>,
+    last_reestablish: Option<Duration>,
 }
 
 /// Live failover state of one session.
@@ -57,6 +68,9 @@ pub(crate) struct FailoverState {
     silent_losses: AtomicU64,
     false_alarms: AtomicU64,
     reconnects: AtomicU64,
+    sessions_reestablished: AtomicU64,
+    opens_reclaimed: AtomicU64,
+    opens_lost: AtomicU64,
     times: Mutex<Times>,
 }
 
@@ -134,6 +148,15 @@ impl FailoverState {
         t.max_reconnect = Some(t.max_reconnect.map_or(took, |m| m.max(took)));
     }
 
+    /// The session was re-established after `took`; `reclaimed` opens came back, `lost` did
+    /// not.
+    pub(crate) fn reestablished(&self, took: Duration, reclaimed: u64, lost: u64) {
+        self.sessions_reestablished.fetch_add(1, Ordering::Relaxed);
+        self.opens_reclaimed.fetch_add(reclaimed, Ordering::Relaxed);
+        self.opens_lost.fetch_add(lost, Ordering::Relaxed);
+        self.times().last_reestablish = Some(took);
+    }
+
     pub(crate) fn snapshot(&self) -> FailoverCounters {
         let t = self.times();
         FailoverCounters {
@@ -148,6 +171,10 @@ impl FailoverState {
             max_failover: t.max_failover,
             last_reconnect: t.last_reconnect,
             max_reconnect: t.max_reconnect,
+            sessions_reestablished: self.sessions_reestablished.load(Ordering::Relaxed),
+            opens_reclaimed: self.opens_reclaimed.load(Ordering::Relaxed),
+            opens_lost: self.opens_lost.load(Ordering::Relaxed),
+            last_reestablish: t.last_reestablish,
         }
     }
 }

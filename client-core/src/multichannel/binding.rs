@@ -95,7 +95,7 @@ async fn connect(core: &SessionCore, slot: &Slot, port: u16) -> Result<Channel, 
 }
 
 async fn handshake_on(core: &SessionCore, channel: Channel) -> Result<Channel, BindFailure> {
-    let Some(security) = core.security.clone() else {
+    let Some(security) = core.addressing.session.security() else {
         return Err(BindFailure::Mismatch(
             "the session has no signing key (guest)".into(),
         ));
@@ -111,7 +111,7 @@ async fn handshake_on(core: &SessionCore, channel: Channel) -> Result<Channel, B
         &core.creds,
         &core.server_name,
         &core.config,
-        core.session_id,
+        core.addressing.session.id(),
         &security,
     )
     .await
@@ -123,7 +123,7 @@ async fn handshake_on(core: &SessionCore, channel: Channel) -> Result<Channel, B
 /// A channel can join the session only on the same server with the same dialect, and on
 /// 3.1.1 the same cipher and signing algorithm (MS-SMB2 3.3.5.5: the server fails a binding
 /// with another dialect; Samba also insists on the rest).
-fn check_same_server(
+pub(crate) fn check_same_server(
     session: &session::Negotiated,
     new: &session::Negotiated,
 ) -> Result<(), BindFailure> {

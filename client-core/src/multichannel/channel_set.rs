@@ -237,6 +237,11 @@ impl ChannelSet {
         Some(removed)
     }
 
+    /// Whether some channel's connection is still open (usable or suspected).
+    pub(crate) fn any_alive(&self) -> bool {
+        self.read().iter().any(|m| !m.channel.is_dead())
+    }
+
     /// Whether some channel may carry new requests now.
     pub(crate) fn any_usable(&self) -> bool {
         self.read().iter().any(|m| m.usable())

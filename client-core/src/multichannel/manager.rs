@@ -20,6 +20,7 @@ use smb3_proto::msg::{FileId, RequestBody};
 use smb3_proto::Command;
 use tokio::sync::{watch, Notify, Semaphore};
 
+use crate::addressing::Target;
 use crate::channel::{Channel, Response};
 use crate::client::{decode, SessionCore, TreeContext};
 use crate::config::ClientConfig;
@@ -127,9 +128,24 @@ impl Multichannel {
         self.wake.notify_one();
     }
 
-    /// Whether lost channels are bound again (the manager runs for this session).
-    pub(crate) fn reconnects(&self) -> bool {
-        self.eligibility.is_ok()
+    /// The addresses the server last said it listens on.
+    pub(crate) fn server_addresses(&self) -> Vec<IpAddr> {
+        self.lock().server.iter().map(|s| s.address).collect()
+    }
+
+    /// The session was re-established on a new channel: bind the other slots now rather
+    /// than after the backoff their failed binds (to the old session) earned, and ask the
+    /// server for its interfaces again.
+    pub(crate) fn after_reestablish(&self) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        for r in st.retry.values_mut() {
+            r.at = now;
+            r.failures = 0;
+        }
+        st.requery = true;
+        drop(st);
+        self.wake.notify_one();
     }
 
     /// Stop the manager (the session is going away).
@@ -256,6 +272,7 @@ fn local_nic(l: &LocalInterface) -> LocalNic {
 pub(crate) fn start(core: &Arc<SessionCore>) {
     watch_for_death(&core.mc, &core.mc.set.active()[0]);
     crate::failover::watchdog::start(core);
+    crate::failover::reconnect::start(core);
     if core.mc.eligibility.is_err() {
         return;
     }
@@ -265,7 +282,7 @@ pub(crate) fn start(core: &Arc<SessionCore>) {
 }
 
 /// Wake the manager when `member`'s connection dies, without keeping it open.
-fn watch_for_death(mc: &Multichannel, member: &Member) {
+pub(crate) fn watch_for_death(mc: &Multichannel, member: &Member) {
     let death = member.channel.death_watch();
     let wake = mc.wake.clone();
     tokio::spawn(async move {
@@ -416,10 +433,10 @@ async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
     }
     let body = TreeConnectRequest::new(&core.server_name, "IPC$");
     let resp = call_without_waiting(core, &body, None).await?;
-    let tree = TreeContext {
-        tree_id: resp.header.tree_id,
-        encrypt: false,
-    };
+    let tree = core
+        .addressing
+        .trees
+        .add("IPC$", resp.header.tree_id, false);
     core.mc.lock().ipc = Some(tree);
     Ok(tree)
 }
@@ -434,9 +451,11 @@ async fn call_without_waiting<B: RequestBody>(
 ) -> Result<Response> {
     let mut session = replay::Session::of(core);
     session.channels_return = false;
+    session.internal = true;
     replay::call(
         &session,
         core.request(body, tree),
+        &Target::tree(tree),
         B::COMMAND,
         body.replay(),
     )
@@ -450,6 +469,11 @@ async fn reconcile(core: &Arc<SessionCore>) {
     let mc = &core.mc;
     mc.set.draining(); // retires channels whose last request has been answered
     prune_dead(mc);
+    if !mc.set.any_alive() {
+        // Nothing to bind to: the session itself is being re-established (see
+        // `failover::reconnect`), which wakes the manager when done.
+        return;
+    }
     let Some(plan) = mc.lock().plan.clone() else {
         return;
     };

@@ -118,6 +118,45 @@ pub mod session_setup;
 pub mod set_info;
 #[cfg(test)]
 mod test_util;
+
+#[cfg(test)]
+mod file_id_offset_tests {
+    use super::*;
+    use crate::header::HEADER_LEN;
+
+    const ID: FileId = FileId {
+        persistent: 0x1716_1514_1312_1110,
+        volatile: 0x2726_2524_2322_2120,
+    };
+
+    fn check<B: RequestBody>(body: B) {
+        let mut msg = BytesMut::new();
+        msg.resize(HEADER_LEN, 0);
+        body.encode_body(&mut msg);
+        let at = HEADER_LEN + file_id_offset(B::COMMAND).expect("command names an open");
+        let mut want = [0u8; 16];
+        want[..8].copy_from_slice(&ID.persistent.to_le_bytes());
+        want[8..].copy_from_slice(&ID.volatile.to_le_bytes());
+        assert_eq!(msg[at..at + 16], want, "{}", B::COMMAND);
+    }
+
+    #[test]
+    fn offsets_match_the_encoders() {
+        check(close::CloseRequest::new(ID));
+        check(flush::FlushRequest { file_id: ID });
+        check(read::ReadRequest::new(ID, 7, 9));
+        check(write::WriteRequest::new(ID, 7, Bytes::from_static(b"x")));
+        check(ioctl::IoctlRequest::fsctl(1, ID, Bytes::new(), 0));
+        check(query_directory::QueryDirectoryRequest::new(ID, "*", 10));
+        check(query_info::QueryInfoRequest::file_info::<
+            fscc::FileAllInformation,
+        >(ID, 10));
+        let eof = fscc::FileEndOfFileInformation { end_of_file: 3 };
+        check(set_info::SetInfoRequest::file_info(ID, &eof));
+        assert_eq!(file_id_offset(Command::CREATE), None);
+        assert_eq!(file_id_offset(Command::OPLOCK_BREAK), None);
+    }
+}
 pub mod transform;
 pub mod tree_connect;
 pub mod tree_disconnect;
@@ -166,6 +205,22 @@ impl FileId {
         persistent: u64::MAX,
         volatile: u64::MAX,
     };
+}
+
+/// Where the FileId sits in the body of a request that names an open, counted from the end
+/// of the 64-byte header; `None` for commands that carry no FileId. A client that reclaims
+/// an open under a new FileId after a reconnect (MS-SMB2 3.2.4.4) uses it to point requests
+/// built before the reconnect at the reclaimed open. The layouts are those of MS-SMB2
+/// 2.2.15 (CLOSE), 2.2.17 (FLUSH), 2.2.19 (READ), 2.2.21 (WRITE), 2.2.31 (IOCTL), 2.2.33
+/// (QUERY_DIRECTORY), 2.2.37 (QUERY_INFO) and 2.2.39 (SET_INFO). Break acknowledgements are
+/// left out: a lease acknowledgement has a LeaseKey where an oplock one has the FileId.
+pub fn file_id_offset(command: Command) -> Option<usize> {
+    match command {
+        Command::CLOSE | Command::FLUSH | Command::IOCTL | Command::QUERY_DIRECTORY => Some(8),
+        Command::READ | Command::WRITE | Command::SET_INFO => Some(16),
+        Command::QUERY_INFO => Some(24),
+        _ => None,
+    }
 }
 
 /// CreditCharge for a request that moves `payload` bytes (MS-SMB2 3.2.4.1.5).

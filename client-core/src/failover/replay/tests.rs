@@ -14,11 +14,14 @@ use smb3_proto::{Command, NtStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 use super::{call, Session};
+use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, ChannelOptions, Request};
 use crate::config::Dispatch;
 use crate::error::Error;
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::{ChannelSet, PathInfo};
+
+const SESSION: u64 = 0x55;
 
 /// How the fake server treats the requests it reads.
 #[derive(Clone, Copy)]
@@ -29,8 +32,16 @@ enum Peer {
     Answers(&'static [NtStatus]),
 }
 
-/// Headers of the requests one peer received.
-type Seen = Arc<Mutex<Vec<Header>>>;
+/// The requests one peer received: header and whole message.
+type Seen = Arc<Mutex<Vec<(Header, Vec<u8>)>>>;
+
+fn headers(seen: &Seen) -> Vec<Header> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|(h, _)| h.clone())
+        .collect()
+}
 
 fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
@@ -54,7 +65,7 @@ async fn serve(mut io: DuplexStream, peer: Peer, seen: Seen) {
             return;
         }
         let header = Header::decode(&frame).unwrap();
-        seen.lock().unwrap().push(header.clone());
+        seen.lock().unwrap().push((header.clone(), frame.clone()));
         match peer {
             Peer::DiesAfterOne => return,
             Peer::Answers(statuses) => {
@@ -92,12 +103,16 @@ fn reply_to(req: &Header, status: NtStatus) -> BytesMut {
 }
 
 fn session<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> Session<'a> {
+    // One per test for the test's duration: leaked, it lives as long as the borrows need.
+    let addressing: &'static Addressing = Box::leak(Box::new(Addressing::new(SESSION, None)));
     Session {
         channels: set,
+        addressing,
         failover,
         smb3: true,
         channels_return: back,
         failover_wait: Duration::from_millis(300),
+        internal: false,
     }
 }
 
@@ -112,6 +127,7 @@ async fn send_echo(
     call(
         &session(set, failover, channels_return),
         request,
+        &Target::default(),
         Command::ECHO,
         replay,
     )
@@ -141,8 +157,8 @@ async fn a_request_lost_with_its_channel_is_replayed_on_the_survivor() {
         .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
-    let first = seen_a.lock().unwrap().clone();
-    let second = seen_b.lock().unwrap().clone();
+    let first = headers(&seen_a);
+    let second = headers(&seen_b);
     assert_eq!(first.len(), 1);
     assert!(!replayed(&first[0]));
     assert_eq!(first[0].channel_sequence(), 0);
@@ -200,7 +216,7 @@ async fn a_request_refused_as_stale_is_replayed_with_the_flag() {
         .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
-    let seen = seen.lock().unwrap().clone();
+    let seen = headers(&seen);
     assert_eq!(seen.len(), 2);
     assert!(!replayed(&seen[0]));
     assert!(replayed(&seen[1]));
@@ -241,4 +257,85 @@ async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
     assert_eq!(seen_b.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
+    use smb3_proto::msg::flush::FlushRequest;
+    use smb3_proto::msg::FileId;
+
+    use crate::durable::{OpenParams, OpenState};
+
+    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
+    let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));
+    let failover = FailoverState::default();
+    let addressing = Arc::new(Addressing::new(SESSION, None));
+    let tree = addressing.trees.add("data", 3, false);
+    let old_id = FileId {
+        persistent: 1,
+        volatile: 2,
+    };
+    let open = Arc::new(OpenState::new(
+        old_id,
+        tree,
+        OpenParams {
+            wire_path: "f".into(),
+            desired_access: 0,
+            share_access: 0,
+            create_options: 0,
+            file_attributes: 0,
+        },
+        None,
+        None,
+        None,
+    ));
+    let new_id = FileId {
+        persistent: 1,
+        volatile: 0x99,
+    };
+    // What a session reconnect does: new SessionId, TreeId and FileId, then a channel.
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let (later, ids, reopened) = (set.clone(), addressing.clone(), open.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ids.session.replace(0x77, None);
+        ids.trees.reconnected(tree.handle, 8);
+        reopened.replace_file_id(new_id);
+        later.add(b, None, PathInfo::default(), false);
+    });
+    let mut session = session(&set, &failover, true);
+    session.addressing = &addressing;
+    let target = Target {
+        tree: Some(tree),
+        open: Some(open.clone()),
+    };
+    let request = Request::new(&FlushRequest { file_id: old_id });
+
+    call(&session, request, &target, Command::FLUSH, Replay::Safe)
+        .await
+        .unwrap();
+
+    let seen = seen_b.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let (header, frame) = &seen[0];
+    assert_eq!((header.session_id, header.tree_id), (0x77, 8));
+    let at = smb3_proto::header::HEADER_LEN + 8;
+    assert_eq!(frame[at..at + 8], 1u64.to_le_bytes(), "persistent half");
+    assert_eq!(
+        frame[at + 8..at + 16],
+        0x99u64.to_le_bytes(),
+        "new volatile half"
+    );
+
+    // Once the open is known lost, the request fails naming it instead of being sent.
+    open.mark_lost("reclaim refused".into());
+    let request = Request::new(&FlushRequest { file_id: new_id });
+    let err = call(&session, request, &target, Command::FLUSH, Replay::Safe)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::HandleLost { path: Some(p), .. } if p == "f"),
+        "{err}"
+    );
+    assert_eq!(seen_b.lock().unwrap().len(), 1, "nothing more was sent");
 }

@@ -1,0 +1,455 @@
+//! Bringing a session back after it lost every channel (DESIGN §3 step 7, MS-SMB2 3.2.4.4).
+//!
+//! With no channel left there is nothing to bind a new channel to, and the server may already
+//! have ended the session (Samba does when its last connection goes). So the session is
+//! re-established: a new connection, NEGOTIATE with the same ClientGuid, SESSION_SETUP with
+//! PreviousSessionId naming the old session (3.2.4.2.3; the server ends that one and keeps its
+//! durable opens for us, 3.3.5.5.3), TREE_CONNECT for every tree in use, and a CREATE with
+//! DH2C for every durable open (3.2.4.4, 2.2.13.2.12: same path, CreateGuid and lease key).
+//! Only then does the channel join the session, under the new SessionId, TreeIds and FileIds
+//! (see `addressing`), so the requests that waited for a channel go out already pointing at
+//! what replaced their old ids. An open the server will not give back is marked lost: every
+//! request on it fails with `Error::HandleLost` naming the file, never silently.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use rand::Rng;
+use smb3_proto::msg::create::{
+    AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
+    CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
+};
+use smb3_proto::msg::fscc::FileAttributes;
+use smb3_proto::msg::session_setup::SessionFlags;
+use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
+use smb3_proto::msg::RequestBody;
+use smb3_proto::{Command, Dialect, NtStatus};
+
+use crate::channel::{Channel, ChannelOptions, Request, Response};
+use crate::client::{decode, SessionCore};
+use crate::durable::OpenState;
+use crate::error::{Error, Result};
+use crate::lease;
+use crate::multichannel::binding::check_same_server;
+use crate::multichannel::channel_set::PathInfo;
+use crate::multichannel::manager;
+use crate::security::SessionSecurity;
+use crate::session;
+use crate::share::{check_validate_negotiate, validate_negotiate_request};
+
+/// How often the session's channels are looked at.
+const CHECK: Duration = Duration::from_millis(50);
+/// First and last pause between attempts to re-establish the session. The cap is short: a
+/// server that restarts is back within seconds, and requests wait for the session.
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+/// Reclaim CREATEs in flight at once.
+const RECLAIMS_IN_FLIGHT: usize = 16;
+
+/// Start watching a session for the loss of its last channel; the task ends with the session.
+pub(crate) fn start(core: &Arc<SessionCore>) {
+    tokio::spawn(run(Arc::downgrade(core)));
+}
+
+async fn run(weak: Weak<SessionCore>) {
+    let mut failures = 0u32;
+    // When the last channel was found dead, for the recovery time.
+    let mut lost_at: Option<Instant> = None;
+    loop {
+        let pause = if failures == 0 {
+            CHECK
+        } else {
+            let base = RETRY_MIN
+                .saturating_mul(1 << (failures - 1).min(8))
+                .min(RETRY_MAX);
+            base.mul_f64(rand::rng().random_range(0.5..1.0))
+        };
+        tokio::time::sleep(pause).await;
+        let Some(core) = weak.upgrade() else { return };
+        if core.logged_off() {
+            return;
+        }
+        if core.mc.set.any_alive() {
+            failures = 0;
+            lost_at = None;
+            continue;
+        }
+        let since = *lost_at.get_or_insert_with(Instant::now);
+        match reestablish(&core).await {
+            Ok(outcome) => {
+                let took = since.elapsed();
+                core.mc
+                    .failover
+                    .reestablished(took, outcome.reclaimed, outcome.lost);
+                tracing::info!(
+                    took_ms = took.as_millis() as u64,
+                    reclaimed = outcome.reclaimed,
+                    lost = outcome.lost,
+                    "session re-established after losing every channel"
+                );
+                failures = 0;
+                lost_at = None;
+            }
+            Err(e) => {
+                failures += 1;
+                tracing::info!(error = %e, failures, "re-establishing the session failed; trying again");
+            }
+        }
+    }
+}
+
+/// What a re-establishment achieved.
+struct Outcome {
+    reclaimed: u64,
+    lost: u64,
+}
+
+/// Connect, set the session up again, reconnect trees, reclaim opens, and put the new
+/// channel into service.
+async fn reestablish(core: &Arc<SessionCore>) -> Result<Outcome, String> {
+    let mut last_error = String::from("no server address to try");
+    for addr in candidate_addresses(core) {
+        match session_on(core, addr).await {
+            Ok((channel, new_id, security)) => {
+                let outcome = restore(core, &channel, new_id).await?;
+                core.addressing.session.replace(new_id, security);
+                install(core, channel);
+                return Ok(outcome);
+            }
+            Err(e) => last_error = format!("{addr}: {e}"),
+        }
+    }
+    Err(last_error)
+}
+
+/// The address the session was set up on first, then the server's other interfaces.
+fn candidate_addresses(core: &SessionCore) -> Vec<SocketAddr> {
+    let port = core.server_addr.port();
+    let mut out = vec![core.server_addr];
+    for ip in core.mc.server_addresses() {
+        let addr = SocketAddr::new(ip, port);
+        if !out.contains(&addr) {
+            out.push(addr);
+        }
+    }
+    out
+}
+
+/// A new connection to `addr` with a new session that replaces the old one.
+async fn session_on(
+    core: &SessionCore,
+    addr: SocketAddr,
+) -> Result<(Channel, u64, Option<Arc<SessionSecurity>>), String> {
+    let opts = ChannelOptions {
+        connect_timeout: core.config.connect_timeout,
+        credit_target: core.config.credit_target,
+    };
+    let (channel, unsolicited) = Channel::connect(addr, None, &opts)
+        .await
+        .map_err(|e| e.to_string())?;
+    lease::forward_unsolicited(unsolicited, core.breaks.clone());
+    let negotiated =
+        session::negotiate(&channel, &core.config, core.client_guid, &core.server_name)
+            .await
+            .map_err(|e| e.to_string())?;
+    // Sizes, signing and sealing were fixed for the session's life when it was first set up.
+    check_same_server(&core.negotiated, &negotiated).map_err(|e| e.to_string())?;
+    if negotiated.max_read < core.negotiated.max_read
+        || negotiated.max_write < core.negotiated.max_write
+        || negotiated.max_transact < core.negotiated.max_transact
+    {
+        return Err("the server now offers smaller reads or writes than before".into());
+    }
+    let previous = core.addressing.session.id();
+    let established = session::session_setup(
+        &channel,
+        &negotiated,
+        &core.creds,
+        &core.server_name,
+        &core.config,
+        previous,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let encrypts = established.flags.has(SessionFlags::ENCRYPT_DATA);
+    if established.security.is_some() != core.signing || (encrypts && !core.can_encrypt) {
+        return Err("the new session's security differs from the old one's".into());
+    }
+    if let Some(sec) = &established.security {
+        channel.set_crypto(sec.clone());
+    }
+    Ok((channel, established.session_id, established.security))
+}
+
+/// Connect every tree again and reclaim every open, on `channel` under `session_id`.
+async fn restore(
+    core: &SessionCore,
+    channel: &Channel,
+    session_id: u64,
+) -> Result<Outcome, String> {
+    let direct = Direct {
+        core,
+        channel,
+        session_id,
+    };
+    let mut failed_trees = Vec::new();
+    let mut validated = !matches!(core.negotiated.dialect, Dialect::Smb300 | Dialect::Smb302);
+    for (handle, share) in core.addressing.trees.all() {
+        match direct.tree_connect(&share).await {
+            Ok((tree_id, encrypt)) => {
+                core.addressing.trees.reconnected(handle, tree_id);
+                // 3.0 / 3.0.2: check the new connection's NEGOTIATE was not tampered with
+                // (MS-SMB2 3.2.5.5), as on the first tree of the session.
+                if !validated && core.signing && share != "IPC$" {
+                    direct
+                        .validate_negotiate(tree_id, encrypt)
+                        .await
+                        .map_err(|e| format!("validating the new connection: {e}"))?;
+                    validated = true;
+                }
+            }
+            // The server answered, so the connection is good; the share is not. Its opens
+            // are lost; other trees may still come back.
+            Err(Error::Status { status, .. }) => failed_trees.push((handle, status)),
+            Err(e) => return Err(format!("reconnecting share {share}: {e}")),
+        }
+    }
+    let opens = core.durable.live();
+    let results: Vec<(Arc<OpenState>, std::result::Result<(), String>)> =
+        futures_util::stream::iter(opens)
+            .map(|open| {
+                let failed_trees = &failed_trees;
+                let direct = &direct;
+                async move {
+                    let result = match failed_trees.iter().find(|(h, _)| *h == open.tree.handle) {
+                        Some((_, status)) => {
+                            Err(format!("its share could not be reconnected: {status}"))
+                        }
+                        None => direct.reclaim(&open).await,
+                    };
+                    (open, result)
+                }
+            })
+            .buffer_unordered(RECLAIMS_IN_FLIGHT)
+            .collect()
+            .await;
+    let mut outcome = Outcome {
+        reclaimed: 0,
+        lost: 0,
+    };
+    for (open, result) in results {
+        match result {
+            Ok(()) => outcome.reclaimed += 1,
+            // The connection itself failed: try the whole re-establishment again.
+            Err(reason) if channel.is_dead() => return Err(reason),
+            Err(reason) => {
+                tracing::warn!(path = %open.params.display_path(), %reason, "open not reclaimed");
+                open.mark_lost(reason);
+                outcome.lost += 1;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The new channel joins the session; the manager binds the other channels from there.
+fn install(core: &SessionCore, channel: Channel) {
+    let member = core.mc.set.add(channel, None, PathInfo::default(), true);
+    manager::watch_for_death(&core.mc, &member);
+    core.mc.after_reestablish();
+}
+
+/// Requests sent straight on the new channel, before it joins the session.
+struct Direct<'a> {
+    core: &'a SessionCore,
+    channel: &'a Channel,
+    session_id: u64,
+}
+
+impl Direct<'_> {
+    fn request<B: RequestBody>(&self, body: &B, tree_id: u32, encrypt_tree: bool) -> Request {
+        let mut req = Request::new(body);
+        req.session_id = self.session_id;
+        req.tree_id = tree_id;
+        req.sign = self.core.signing;
+        req.encrypt = self.core.encrypt_all || encrypt_tree;
+        req.timeout = self.core.config.request_timeout;
+        req
+    }
+
+    async fn send<B: RequestBody>(
+        &self,
+        body: &B,
+        tree_id: u32,
+        encrypt_tree: bool,
+    ) -> Result<Response> {
+        let req = self.request(body, tree_id, encrypt_tree);
+        self.channel.call(req).await?.check(&[])
+    }
+
+    /// TREE_CONNECT; returns the new TreeId and whether the share wants encryption.
+    async fn tree_connect(&self, share: &str) -> Result<(u32, bool)> {
+        let body = TreeConnectRequest::new(&self.core.server_name, share);
+        let resp = self.send(&body, 0, false).await?;
+        let tc = decode(
+            Command::TREE_CONNECT,
+            TreeConnectResponse::decode(&resp.msg),
+        )?;
+        Ok((
+            resp.header.tree_id,
+            tc.share_flags.has(ShareFlags::ENCRYPT_DATA),
+        ))
+    }
+
+    async fn validate_negotiate(&self, tree_id: u32, encrypt: bool) -> Result<()> {
+        let body = validate_negotiate_request(self.core);
+        let resp = self.send(&body, tree_id, encrypt).await?;
+        check_validate_negotiate(self.core, &resp)
+    }
+
+    /// CREATE with DH2C for `open` (MS-SMB2 3.2.4.4); on success its FileId is replaced.
+    async fn reclaim(&self, open: &OpenState) -> std::result::Result<(), String> {
+        let (Some(grant), Some(create_guid)) = (open.durable, open.create_guid) else {
+            return Err("the server had not made the open durable".into());
+        };
+        let tree_id = self
+            .core
+            .addressing
+            .trees
+            .server_id(open.tree.handle)
+            .unwrap_or(0);
+        let body = reclaim_request(open, grant.flags, create_guid);
+        let resp = self
+            .send(&body, tree_id, open.tree.encrypt)
+            .await
+            .map_err(|e| match e {
+                Error::Status { status, .. } => describe_refusal(status),
+                other => other.to_string(),
+            })?;
+        let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
+            .map_err(|e| e.to_string())?;
+        if let (Some(key), Some(granted)) = (open.lease_key, created.lease()) {
+            if granted.key == key {
+                self.core
+                    .leases
+                    .record_state(&key, granted.state, granted.v2.map(|v| v.epoch));
+            }
+        }
+        open.replace_file_id(created.file_id);
+        Ok(())
+    }
+}
+
+/// The reclaim CREATE: the original path and options, DH2C with the old FileId and the
+/// CreateGuid, and the lease context under the same key (MS-SMB2 3.2.4.4; a DH2C request
+/// carries no DH2Q).
+fn reclaim_request(open: &OpenState, durable_flags: u32, create_guid: [u8; 16]) -> CreateRequest {
+    let p = &open.params;
+    let mut req = CreateRequest::new(
+        p.wire_path.clone(),
+        p.desired_access,
+        CreateDisposition::OPEN,
+    );
+    req.share_access = ShareAccess(p.share_access);
+    req.create_options = CreateOptions(p.create_options);
+    req.file_attributes = FileAttributes(p.file_attributes);
+    req.contexts
+        .push(CreateContextRequest::DurableHandleReconnectV2 {
+            file_id: open.file_id(),
+            create_guid,
+            flags: durable_flags,
+        });
+    if let Some(key) = open.lease_key {
+        let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
+        if p.desired_access & AccessMask::FILE_WRITE_DATA != 0 {
+            state |= LeaseState::WRITE_CACHING;
+        }
+        req.oplock_level = OplockLevel::LEASE;
+        req.contexts.push(CreateContextRequest::Lease(Lease {
+            key,
+            state: LeaseState(state),
+            flags: 0,
+            v2: Some(LeaseV2 {
+                parent_key: [0; 16],
+                epoch: 0,
+            }),
+        }));
+    }
+    req
+}
+
+/// Why the server would not give an open back, in words.
+fn describe_refusal(status: NtStatus) -> String {
+    let why = if status == NtStatus::OBJECT_NAME_NOT_FOUND {
+        "the server no longer has it (its durable timeout passed, or the server restarted)"
+    } else if status == NtStatus::ACCESS_DENIED {
+        "the server refused it to this user"
+    } else {
+        "the server refused to reclaim it"
+    };
+    format!("{why} ({status})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addressing::TreeContext;
+    use crate::durable::{DurableGrant, OpenParams};
+    use smb3_proto::msg::FileId;
+
+    #[test]
+    fn the_reclaim_names_the_old_open_its_guid_and_lease_key() {
+        let old = FileId {
+            persistent: 0x11,
+            volatile: 0x22,
+        };
+        let open = OpenState::new(
+            old,
+            TreeContext {
+                handle: 1,
+                encrypt: false,
+            },
+            OpenParams {
+                wire_path: "dir\\f.bin".into(),
+                desired_access: AccessMask::FILE_WRITE_DATA | AccessMask::FILE_READ_ATTRIBUTES,
+                share_access: ShareAccess::ALL,
+                create_options: CreateOptions::NON_DIRECTORY_FILE,
+                file_attributes: FileAttributes::NORMAL,
+            },
+            Some([6; 16]),
+            Some([5; 16]),
+            Some(DurableGrant {
+                timeout_ms: 60_000,
+                flags: 0,
+            }),
+        );
+        let req = reclaim_request(&open, 0, [6; 16]);
+        assert_eq!(req.name, "dir\\f.bin");
+        assert_eq!(req.create_disposition, CreateDisposition::OPEN);
+        assert_eq!(req.oplock_level, OplockLevel::LEASE);
+        assert!(req.contexts.iter().any(|c| matches!(
+            c,
+            CreateContextRequest::DurableHandleReconnectV2 { file_id, create_guid, .. }
+                if *file_id == old && *create_guid == [6; 16]
+        )));
+        assert!(req.contexts.iter().any(|c| matches!(
+            c,
+            CreateContextRequest::Lease(l)
+                if l.key == [5; 16] && l.state.has(LeaseState::WRITE_CACHING)
+        )));
+        assert!(
+            !req.contexts
+                .iter()
+                .any(|c| matches!(c, CreateContextRequest::DurableHandleV2 { .. })),
+            "a reclaim carries no DH2Q"
+        );
+    }
+
+    #[test]
+    fn refusals_are_told_in_words() {
+        let s = describe_refusal(NtStatus::OBJECT_NAME_NOT_FOUND);
+        assert!(s.contains("no longer has it"), "{s}");
+    }
+}

@@ -116,6 +116,10 @@ pub fn failover_json(f: &FailoverCounters) -> serde_json::Value {
         "max_failover_ms": ms(f.max_failover),
         "last_reconnect_ms": ms(f.last_reconnect),
         "max_reconnect_ms": ms(f.max_reconnect),
+        "sessions_reestablished": f.sessions_reestablished,
+        "opens_reclaimed": f.opens_reclaimed,
+        "opens_lost": f.opens_lost,
+        "last_reestablish_ms": ms(f.last_reestablish),
     })
 }
 
@@ -124,7 +128,7 @@ pub fn failover_line(f: &FailoverCounters) -> String {
     let ms = |d: Option<std::time::Duration>| {
         d.map_or("-".to_string(), |d| format!("{} ms", d.as_millis()))
     };
-    format!(
+    let mut line = format!(
         "failover: {} channel(s) lost ({} silent, {} false alarms), {} request(s) replayed, \
          {} not replayable, {} reconnect(s); last failover {}, longest {}; last reconnect {}",
         f.channel_losses,
@@ -136,7 +140,17 @@ pub fn failover_line(f: &FailoverCounters) -> String {
         ms(f.last_failover),
         ms(f.max_failover),
         ms(f.last_reconnect),
-    )
+    );
+    if f.sessions_reestablished > 0 {
+        line.push_str(&format!(
+            "; session re-established {} time(s), last in {}: {} open(s) reclaimed, {} lost",
+            f.sessions_reestablished,
+            ms(f.last_reestablish),
+            f.opens_reclaimed,
+            f.opens_lost
+        ));
+    }
+    line
 }
 
 /// `smbctl channels` as text: the pairs (as Windows' Get-SmbMultichannelConnection shows

@@ -348,6 +348,10 @@ fn copies_over_every_channel_and_reports_them() {
     // No fault in this copy: the failover counters are there and say nothing happened.
     assert_eq!(summary["failover"]["channel_losses"], 0, "{summary}");
     assert_eq!(summary["failover"]["replays"], 0, "{summary}");
+    assert_eq!(
+        summary["failover"]["sessions_reestablished"], 0,
+        "{summary}"
+    );
     assert!(
         summary["failover"]["last_failover_ms"].is_null(),
         "{summary}"

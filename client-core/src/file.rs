@@ -460,8 +460,22 @@ impl FileWriter {
         let r = ready!(Pin::new(front).poll(cx));
         self.inflight.pop_front();
         r.map_err(|e| io::Error::other(format!("write task failed: {e}")))?
-            .map_err(io_err)?;
+            .map_err(|e| io_err(self.unwritten_from_here(e)))?;
         Poll::Ready(Ok(()))
+    }
+
+    /// The oldest write failed: no byte from its offset to the end of what was handed to
+    /// this writer is known to be on the server (later writes in flight fail the same way).
+    fn unwritten_from_here(&self, e: Error) -> Error {
+        let (start, failed_end) = match &e {
+            Error::HandleLost {
+                unwritten: Some(range),
+                ..
+            } => (range.start, range.end),
+            _ => return e,
+        };
+        let end = (self.pos + self.buf.len() as u64).max(failed_end);
+        e.unwritten(start, end - start)
     }
 }
 

@@ -210,7 +210,16 @@ impl Share {
     /// Close an open made by [`Share::open`], at its FileId of now.
     pub(crate) async fn close_open(&self, open: &Arc<OpenState>) -> Result<()> {
         let body = CloseRequest::new(open.file_id());
-        let resp = self.call_on(open, &body, &[]).await?;
+        let resp = self.call_on(open, &body, &[NtStatus::FILE_CLOSED]).await?;
+        if resp.header.status == NtStatus::FILE_CLOSED {
+            // A replayed CLOSE finding the handle closed: the first copy closed it before
+            // its channel was lost. Anything else is the caller's double close.
+            return if resp.resent {
+                Ok(())
+            } else {
+                resp.check(&[]).map(drop)
+            };
+        }
         decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
     }
 

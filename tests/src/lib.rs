@@ -905,6 +905,7 @@ impl Testbed {
     /// `Runtime::block_on` polls on the calling thread, which stays where it is). Drop the
     /// runtime before the testbed. Panics when the namespace cannot be entered.
     pub fn client_runtime(&self) -> tokio::runtime::Runtime {
+        log_if_asked();
         let path = self.client_ns_path();
         let ns = Arc::new(
             File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display())),
@@ -1151,6 +1152,18 @@ impl Drop for Testbed {
             Err(e) => eprintln!("testbed {}: down failed: {e}", self.id),
         }
     }
+}
+
+/// Print the client library's log to stderr when `SMB_TEST_LOG` holds a filter (for example
+/// `SMB_TEST_LOG=smb3_client=info`); silent otherwise.
+pub fn log_if_asked() {
+    let Ok(filter) = std::env::var("SMB_TEST_LOG") else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 #[cfg(test)]

@@ -129,6 +129,9 @@ pub(crate) struct Response {
     pub(crate) msg: Bytes,
     /// The request as sent, when `keep_sent` was asked.
     pub(crate) sent: Option<Bytes>,
+    /// The request was sent more than once (replayed after a lost channel or a stale
+    /// refusal): this reply may answer a repeat of a request the server already carried out.
+    pub(crate) resent: bool,
 }
 
 impl Response {
@@ -873,6 +876,7 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
         header,
         msg,
         sent: p.sent,
+        resent: false,
     }));
     r.map_err(|_| ProtocolError::NoCredits.into())
 }

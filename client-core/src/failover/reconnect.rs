@@ -258,6 +258,7 @@ async fn restore(
 fn install(core: &SessionCore, channel: Channel) {
     let member = core.mc.set.add(channel, None, PathInfo::default(), true);
     manager::watch_for_death(&core.mc, &member);
+    core.mc.drop_dead_if_unmanaged();
     core.mc.after_reestablish();
 }
 

@@ -107,9 +107,10 @@ pub(crate) async fn call(
             Err(e) => Err(e),
         };
         match result {
-            Ok(resp) => {
+            Ok(mut resp) => {
                 if resends > 0 {
                     failover.replay_answered(Instant::now());
+                    resp.resent = true;
                 }
                 let stale = smb3 && resp.header.status == NtStatus::FILE_NOT_AVAILABLE;
                 if stale && replay.is_safe() && resends < MAX_RESENDS {

@@ -133,6 +133,20 @@ impl Multichannel {
         self.lock().server.iter().map(|s| s.address).collect()
     }
 
+    /// A session without the manager (multichannel off) has nobody to prune its dead
+    /// channels: once the session is re-established, count them lost and drop them here.
+    pub(crate) fn drop_dead_if_unmanaged(&self) {
+        if self.eligibility.is_ok() {
+            return;
+        }
+        for m in self.set.active().iter().filter(|m| m.channel.is_dead()) {
+            self.set.remove(m.id, false);
+            if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
+                self.failover.count_loss(false);
+            }
+        }
+    }
+
     /// The session was re-established on a new channel: bind the other slots now rather
     /// than after the backoff their failed binds (to the old session) earned, and ask the
     /// server for its interfaces again.

@@ -157,6 +157,7 @@ async fn a_request_lost_with_its_channel_is_replayed_on_the_survivor() {
         .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    assert!(resp.resent, "the caller learns the reply answers a resend");
     let first = headers(&seen_a);
     let second = headers(&seen_b);
     assert_eq!(first.len(), 1);
@@ -257,6 +258,7 @@ async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
     assert_eq!(seen_b.lock().unwrap().len(), 1);
+    assert!(resp.resent);
 }
 
 #[tokio::test]

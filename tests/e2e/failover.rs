@@ -479,29 +479,43 @@ fn an_smbd_restart_mid_upload_completes_or_fails_naming_the_file() {
     });
 }
 
-#[test]
-fn a_single_channel_session_comes_back_after_its_connection_is_cut() {
+/// One channel only (multichannel off), `max_dialect`: cut it during a 128 MiB upload; the
+/// session comes back on a new connection and the upload completes.
+fn single_channel_session_survives_a_cut(max_dialect: smb3_client::Dialect, name: &'static str) {
     let tb = start(4);
     in_client(&tb, move |tb, creds| async move {
         let mut cfg = config();
         cfg.multichannel = false;
+        cfg.max_dialect = max_dialect;
         let client = Client::connect(&format!("{}:445", tb.server_addr(1)), &creds, cfg)
             .await
             .expect("connect");
         assert_eq!(client.channels().len(), 1);
+        assert_eq!(client.dialect(), max_dialect);
         let share = client.share("plain").await.expect("share");
         let len = GIB / 8;
-        let up = start_upload(&share, "single-cut.bin", 83, len).await;
+        let up = start_upload(&share, name, 83, len).await;
         wait_for_progress(&up.progress, (len as u64) * 3 / 10).await;
         let tb2 = tb.clone();
         fault("cut", move || tb2.cut(None).map(drop)).await;
         let (data, took) = up.finish().await;
-        report("single channel, cut", &client, took);
-        assert_eq!(server_sha(&tb, "single-cut.bin"), sha256(&data));
+        report(name, &client, took);
+        assert_eq!(server_sha(&tb, name), sha256(&data));
         let fo = client.multichannel().failover;
         assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
         assert!(fo.opens_reclaimed >= 1 && fo.opens_lost == 0, "{fo:#?}");
         assert!(fo.channel_losses >= 1, "{fo:#?}");
         assert_eq!(usable(&client), 1, "{:#?}", client.channels());
     });
+}
+
+#[test]
+fn a_single_channel_session_comes_back_after_its_connection_is_cut() {
+    single_channel_session_survives_a_cut(smb3_client::Dialect::Smb311, "single-cut-311.bin");
+}
+
+#[test]
+fn a_single_channel_smb302_session_comes_back_and_validates_the_new_connection() {
+    // 3.0.2: the re-established connection is checked with VALIDATE_NEGOTIATE_INFO.
+    single_channel_session_survives_a_cut(smb3_client::Dialect::Smb302, "single-cut-302.bin");
 }

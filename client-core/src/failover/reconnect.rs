@@ -173,8 +173,9 @@ async fn session_on(
     )
     .await
     .map_err(|e| e.to_string())?;
+    // Requests are signed and sealed as decided when the session was first set up.
     let encrypts = established.flags.has(SessionFlags::ENCRYPT_DATA);
-    if established.security.is_some() != core.signing || (encrypts && !core.can_encrypt) {
+    if established.security.is_some() != core.signing || (encrypts && !core.encrypt_all) {
         return Err("the new session's security differs from the old one's".into());
     }
     if let Some(sec) = &established.security {

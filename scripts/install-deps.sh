@@ -3,7 +3,9 @@
 # are missing. Used by .ci/run and scripts/demo.sh; safe to run again.
 set -euo pipefail
 
-PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump)
+# samba-ad-provision, samba-dsdb-modules, winbind: the testbed's Kerberos mode (a Samba AD DC).
+PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump
+    samba-ad-provision samba-dsdb-modules winbind)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

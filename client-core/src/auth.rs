@@ -1,18 +1,31 @@
-//! Authentication through the `sspi` crate: SPNEGO with NTLMv2 (Kerberos when configured).
+//! Authentication through the `sspi` crate: SPNEGO with NTLMv2, or with Kerberos when the
+//! configuration names a realm.
 //!
 //! SMB2 SESSION_SETUP just carries opaque GSS tokens; this module turns the server's tokens
 //! into the client's next token and, at the end, yields the session key that signing and
-//! encryption keys are derived from (MS-SMB2 3.2.5.3.1).
+//! encryption keys are derived from (MS-SMB2 3.2.5.3.1). For Kerberos that key is the one the
+//! AP exchange settled on (the acceptor's subkey from the AP-REP when the server sends one, as
+//! Samba and Windows do); it is used exactly like NTLM's: its first 16 bytes for the SMB 3.x
+//! KDF, all of it for the AES-256 ciphers (MS-SMB2 3.2.5.3.1, Session.FullSessionKey).
+
+mod kdc;
+
+use std::time::Duration;
 
 use sspi::ntlm::NtlmConfig;
 use sspi::{
     AuthIdentity, BufferType, ClientRequestFlags, CredentialUse, Credentials, DataRepresentation,
-    Negotiate, NegotiateConfig, SecurityBuffer, SecurityStatus, Sspi, SspiImpl, Username,
+    ErrorKind, KdcResolution, KerberosConfig, Negotiate, NegotiateConfig, SecurityBuffer,
+    SecurityStatus, Sspi, SspiImpl, Username,
 };
 
-use crate::error::{AuthFailure, Error, Result};
+use crate::config::ClientConfig;
+use crate::error::{AuthFailure, ConfigError, Error, Result};
 
-/// User name, domain and password for NTLM (and Kerberos, later).
+use self::kdc::KdcTransport;
+
+/// User name, domain and password. NTLM uses all three; Kerberos asks the KDC for
+/// `user@REALM` with the password, the realm coming from `ClientConfig::kerberos_realm`.
 #[derive(Clone)]
 pub struct UserCredentials {
     /// Account name.
@@ -33,11 +46,95 @@ impl std::fmt::Debug for UserCredentials {
     }
 }
 
+/// What a Kerberos exchange needs, checked and normalised from the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KerberosSettings {
+    /// Upper-case realm (Kerberos realms are case-sensitive; AD realms are upper case).
+    realm: String,
+    /// `tcp://host:port` / `udp://host:port`, or `None` for sspi's own lookup.
+    kdc_url: Option<String>,
+    /// `cifs/<host>` (MS-SMB2 3.2.4.2.3: the SPN is "cifs/" and the server's name).
+    service_principal: String,
+    ntlm_fallback: bool,
+    /// Bound on each KDC connect, write and read.
+    timeout: Duration,
+}
+
+impl KerberosSettings {
+    /// The Kerberos settings for a session with `server_name`, or `None` when the configuration
+    /// asks for NTLM. Errors name the setting that is wrong.
+    pub(crate) fn from_config(
+        config: &ClientConfig,
+        server_name: &str,
+    ) -> Result<Option<KerberosSettings>> {
+        let Some(realm) = config.kerberos_realm.as_deref() else {
+            return Ok(None);
+        };
+        let bad = |name, reason| Err(Error::Config(ConfigError::Setting { name, reason }));
+        let realm = realm.trim();
+        if realm.is_empty() || realm.contains(['/', '@', ' ']) {
+            return bad("kerberos_realm", "a realm like EXAMPLE.COM");
+        }
+        let kdc_url = match config.kerberos_kdc.as_deref() {
+            None => None,
+            Some(kdc) => match kdc::kdc_url(kdc) {
+                Some(url) => Some(url),
+                None => {
+                    return bad(
+                        "kerberos_kdc",
+                        "host, host:port, tcp://host:port or udp://host:port",
+                    )
+                }
+            },
+        };
+        let host = config
+            .kerberos_service_host
+            .as_deref()
+            .unwrap_or(server_name)
+            .trim();
+        // A ticket is issued for a name the KDC knows, never for a bare address.
+        let unbracketed = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || unbracketed.parse::<std::net::IpAddr>().is_ok() {
+            return bad(
+                "kerberos_service_host",
+                "Kerberos needs the server's host name (cifs/<name>), not an address",
+            );
+        }
+        Ok(Some(KerberosSettings {
+            realm: realm.to_ascii_uppercase(),
+            kdc_url,
+            service_principal: format!("cifs/{}", host.to_ascii_lowercase()),
+            ntlm_fallback: config.ntlm_fallback,
+            timeout: config.connect_timeout,
+        }))
+    }
+}
+
+/// The account as the KDC knows it: `user` in `realm`. A `user@REALM` name keeps its own realm.
+fn kerberos_account(user: &str, realm: &str) -> (String, String) {
+    match user.rsplit_once('@') {
+        Some((account, suffix)) if !account.is_empty() && !suffix.is_empty() => {
+            (account.to_string(), suffix.to_ascii_uppercase())
+        }
+        _ => (user.to_string(), realm.to_string()),
+    }
+}
+
+/// The principal and KDC of a Kerberos exchange.
+struct KerberosWho {
+    principal: String,
+    kdc_url: Option<String>,
+}
+
 /// One authentication exchange in progress.
 pub(crate) struct Authenticator {
     ctx: Negotiate,
     creds: Option<sspi::CredentialsBuffers>,
     target: String,
+    /// Carries KDC requests while a Kerberos exchange is under way.
+    kdc: KdcTransport,
+    /// Set for Kerberos: who is asking which KDC, for error messages.
+    kerberos: Option<KerberosWho>,
     rounds: u32,
     done: bool,
 }
@@ -49,7 +146,105 @@ fn sspi_err(e: sspi::Error) -> Error {
     }
 }
 
+/// sspi's Kerberos errors say what the KDC said; add who asked and the likely cause.
+fn kerberos_err(e: &sspi::Error, principal: &str, kdc: Option<&str>) -> Error {
+    let kdc = kdc.unwrap_or("the realm's KDC");
+    let hint = match e.error_type {
+        // KDC_ERR_PREAUTH_FAILED: the encrypted timestamp did not decrypt with the user's key.
+        ErrorKind::KdcInvalidRequest if e.description.contains("pre-authentication") => {
+            " (wrong password?)"
+        }
+        ErrorKind::NoAuthenticatingAuthority => " (KDC unreachable)",
+        ErrorKind::TimeSkew => " (client and KDC clocks differ by more than 5 minutes)",
+        _ => "",
+    };
+    Error::Auth {
+        kind: AuthFailure::SecurityPackage,
+        detail: format!("Kerberos as {principal} via {kdc}: {e}{hint}"),
+    }
+}
+
+fn identity(user: &str, domain: Option<&str>, password: &str) -> Result<AuthIdentity> {
+    let username = Username::new(user, domain).map_err(|e| Error::Auth {
+        kind: AuthFailure::SecurityPackage,
+        detail: format!("invalid user name: {e}"),
+    })?;
+    Ok(AuthIdentity {
+        username,
+        password: password.to_string().into(),
+    })
+}
+
 impl Authenticator {
+    /// Start the exchange the configuration asks for: Kerberos when a realm is set (see
+    /// [`KerberosSettings::from_config`]), NTLMv2 otherwise.
+    pub(crate) fn for_config(
+        creds: &UserCredentials,
+        server: &str,
+        config: &ClientConfig,
+    ) -> Result<Authenticator> {
+        match KerberosSettings::from_config(config, server)? {
+            Some(settings) => Authenticator::kerberos(creds, &settings),
+            None => Authenticator::ntlm(creds, server),
+        }
+    }
+
+    /// Start a Kerberos-over-SPNEGO exchange: the mechanism list offers MS-KRB5 and KRB5 (and
+    /// NTLM only when `settings` allow the fallback), the first token carries the AP-REQ for
+    /// `cifs/<host>`.
+    pub(crate) fn kerberos(
+        creds: &UserCredentials,
+        settings: &KerberosSettings,
+    ) -> Result<Authenticator> {
+        let workstation = local_host_name();
+        let kdc_resolution = KdcResolution::KdcUrl(match settings.kdc_url.as_deref() {
+            Some(url) => Some(url.parse().map_err(|_| {
+                Error::Config(ConfigError::Setting {
+                    name: "kerberos_kdc",
+                    reason: "not a valid URL",
+                })
+            })?),
+            None => None,
+        });
+        let kerberos = KerberosConfig {
+            kdc_resolution,
+            client_computer_name: workstation.clone(),
+        };
+        let packages = if settings.ntlm_fallback {
+            "kerberos,ntlm"
+        } else {
+            "kerberos"
+        };
+        let config =
+            NegotiateConfig::new(Box::new(kerberos), Some(packages.to_string()), workstation);
+        let mut ctx = Negotiate::new_client(config).map_err(sspi_err)?;
+        let (account, realm) = kerberos_account(&creds.user, &settings.realm);
+        // The realm goes in as the domain: sspi takes the client realm (and the salt of the
+        // password key, realm + account name for AD users) from it.
+        let identity = identity(&account, Some(&realm), &creds.password)?;
+        let principal = format!("{account}@{realm}");
+        let acquired = ctx
+            .acquire_credentials_handle()
+            .with_credential_use(CredentialUse::Outbound)
+            .with_auth_data(&Credentials::AuthIdentity(identity))
+            .execute(&mut ctx)
+            .map_err(|e| kerberos_err(&e, &principal, settings.kdc_url.as_deref()))?;
+        Ok(Authenticator {
+            ctx,
+            creds: acquired.credentials_handle,
+            target: settings.service_principal.clone(),
+            kdc: KdcTransport {
+                timeout: settings.timeout,
+            },
+            kerberos: Some(KerberosWho {
+                principal,
+                kdc_url: settings.kdc_url.clone(),
+            }),
+            rounds: 0,
+            done: false,
+        })
+    }
+
     /// Start an NTLM-over-SPNEGO exchange for `creds` against `server` (host name or address).
     pub(crate) fn ntlm(creds: &UserCredentials, server: &str) -> Result<Authenticator> {
         let workstation = local_host_name();
@@ -60,14 +255,7 @@ impl Authenticator {
         );
         let mut ctx = Negotiate::new_client(config).map_err(sspi_err)?;
         let domain = (!creds.domain.is_empty()).then_some(creds.domain.as_str());
-        let username = Username::new(&creds.user, domain).map_err(|e| Error::Auth {
-            kind: AuthFailure::SecurityPackage,
-            detail: format!("invalid user name: {e}"),
-        })?;
-        let identity = AuthIdentity {
-            username,
-            password: creds.password.clone().into(),
-        };
+        let identity = identity(&creds.user, domain, &creds.password)?;
         let acquired = ctx
             .acquire_credentials_handle()
             .with_credential_use(CredentialUse::Outbound)
@@ -78,6 +266,10 @@ impl Authenticator {
             ctx,
             creds: acquired.credentials_handle,
             target: format!("cifs/{server}"),
+            kdc: KdcTransport {
+                timeout: Duration::from_secs(10),
+            },
+            kerberos: None,
             rounds: 0,
             done: false,
         })
@@ -113,15 +305,20 @@ impl Authenticator {
             .with_target_data_representation(DataRepresentation::Native)
             .with_target_name(&self.target)
             .with_output(&mut output);
-        if !server_token.is_empty() {
+        // sspi's Kerberos client wants an input buffer even on the first call (empty there).
+        if !server_token.is_empty() || self.kerberos.is_some() {
             builder = builder.with_input(&mut input);
         }
+        // The generator stops at every KDC request (Kerberos only); the transport answers it.
         let result = self
             .ctx
             .initialize_security_context_impl(&mut builder)
             .map_err(sspi_err)?
-            .resolve_to_result()
-            .map_err(sspi_err)?;
+            .resolve_with_client(&self.kdc);
+        let result = result.map_err(|e| match &self.kerberos {
+            Some(who) => kerberos_err(&e, &who.principal, who.kdc_url.as_deref()),
+            None => sspi_err(e),
+        })?;
         match result.status {
             SecurityStatus::CompleteNeeded | SecurityStatus::CompleteAndContinue => {
                 self.ctx
@@ -158,4 +355,127 @@ fn local_host_name() -> String {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "SMB3CLIENT".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kerberos_config(realm: &str) -> ClientConfig {
+        ClientConfig {
+            kerberos_realm: Some(realm.to_string()),
+            ..ClientConfig::default()
+        }
+    }
+
+    #[test]
+    fn ntlm_unless_a_realm_is_set() {
+        assert_eq!(
+            KerberosSettings::from_config(&ClientConfig::default(), "nas").unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn kerberos_settings_from_config() {
+        let mut c = kerberos_config("testbed.lan");
+        c.kerberos_kdc = Some("10.1.1.1".into());
+        c.connect_timeout = Duration::from_secs(3);
+        let s = KerberosSettings::from_config(&c, "DC.testbed.lan")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s,
+            KerberosSettings {
+                realm: "TESTBED.LAN".into(),
+                kdc_url: Some("tcp://10.1.1.1:88".into()),
+                service_principal: "cifs/dc.testbed.lan".into(),
+                ntlm_fallback: false,
+                timeout: Duration::from_secs(3),
+            }
+        );
+    }
+
+    #[test]
+    fn service_host_overrides_the_connect_name() {
+        let mut c = kerberos_config("TESTBED.LAN");
+        c.kerberos_service_host = Some("dc.testbed.lan".into());
+        c.ntlm_fallback = true;
+        let s = KerberosSettings::from_config(&c, "10.153.1.1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.service_principal, "cifs/dc.testbed.lan");
+        assert!(s.ntlm_fallback);
+        assert_eq!(s.kdc_url, None);
+    }
+
+    fn setting_error(c: &ClientConfig, server: &str) -> &'static str {
+        match KerberosSettings::from_config(c, server) {
+            Err(Error::Config(ConfigError::Setting { name, .. })) => name,
+            other => panic!("expected a setting error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn addresses_and_bad_settings_are_refused() {
+        let c = kerberos_config("TESTBED.LAN");
+        assert_eq!(setting_error(&c, "10.153.1.1"), "kerberos_service_host");
+        assert_eq!(setting_error(&c, "[fe80::1]"), "kerberos_service_host");
+        assert_eq!(setting_error(&c, "::1"), "kerberos_service_host");
+        assert_eq!(setting_error(&kerberos_config(""), "dc"), "kerberos_realm");
+        assert_eq!(
+            setting_error(&kerberos_config("user@REALM"), "dc"),
+            "kerberos_realm"
+        );
+        let mut c = kerberos_config("TESTBED.LAN");
+        c.kerberos_kdc = Some("https://proxy/KdcProxy".into());
+        assert_eq!(setting_error(&c, "dc"), "kerberos_kdc");
+    }
+
+    #[test]
+    fn account_and_realm() {
+        assert_eq!(
+            kerberos_account("smbtest", "TESTBED.LAN"),
+            ("smbtest".into(), "TESTBED.LAN".into())
+        );
+        assert_eq!(
+            kerberos_account("alice@other.lan", "TESTBED.LAN"),
+            ("alice".into(), "OTHER.LAN".into())
+        );
+        assert_eq!(
+            kerberos_account("odd@", "TESTBED.LAN"),
+            ("odd@".into(), "TESTBED.LAN".into())
+        );
+    }
+
+    #[test]
+    fn wrong_password_message_names_principal_and_cause() {
+        let e = sspi::Error::new(
+            ErrorKind::KdcInvalidRequest,
+            "pre-authentication information was invalid",
+        );
+        let msg = kerberos_err(&e, "smbtest@TESTBED.LAN", Some("tcp://10.1.1.1:88")).to_string();
+        assert_eq!(
+            msg,
+            "authentication failed: security package error: Kerberos as smbtest@TESTBED.LAN via \
+             tcp://10.1.1.1:88: KdcInvalidRequest: pre-authentication information was invalid \
+             (wrong password?)"
+        );
+    }
+
+    #[test]
+    fn kerberos_authenticator_starts_without_network() {
+        let mut c = kerberos_config("TESTBED.LAN");
+        c.kerberos_kdc = Some("127.0.0.1:1".into());
+        let creds = UserCredentials {
+            user: "smbtest".into(),
+            domain: "IGNORED".into(),
+            password: "pw".into(),
+        };
+        let auth = Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap();
+        assert_eq!(auth.target, "cifs/dc.testbed.lan");
+        let who = auth.kerberos.as_ref().unwrap();
+        assert_eq!(who.principal, "smbtest@TESTBED.LAN");
+        assert_eq!(who.kdc_url.as_deref(), Some("tcp://127.0.0.1:1"));
+    }
 }

@@ -66,6 +66,22 @@ pub struct ClientConfig {
     /// How long a request whose channel was lost waits for a usable channel to replay on
     /// before it fails.
     pub failover_wait: Duration,
+    /// Kerberos realm (`TESTBED.LAN`). Set, the session authenticates with Kerberos through
+    /// SPNEGO: a ticket for `cifs/<host>` from [`kerberos_kdc`](Self::kerberos_kdc), the
+    /// credentials' user as `user@REALM`. `None` (the default): NTLMv2.
+    pub kerberos_realm: Option<String>,
+    /// The realm's KDC: `host`, `host:port` or `tcp://host:port` (port 88 when left out);
+    /// `udp://host:port` sends over UDP. `None`: what sspi finds on its own (`SSPI_KDC_URL`,
+    /// `/etc/krb5.conf`). The KDC exchange runs while the session is set up, each request
+    /// bounded by [`connect_timeout`](Self::connect_timeout).
+    pub kerberos_kdc: Option<String>,
+    /// Host name in the service principal `cifs/<host>` when it differs from the name given to
+    /// `Client::connect` (e.g. connecting by address to a server the KDC knows by name).
+    pub kerberos_service_host: Option<String>,
+    /// With Kerberos configured, fall back to NTLMv2 when Kerberos cannot be used (KDC
+    /// unreachable, unknown service principal, clock skew) or the server picks NTLM. Off by
+    /// default: a Kerberos session never silently becomes an NTLM one.
+    pub ntlm_fallback: bool,
 }
 
 /// How requests are spread over a session's channels.
@@ -160,6 +176,10 @@ impl Default for ClientConfig {
             failover_wait: Duration::from_secs(30),
             dispatch: Dispatch::RoundRobin,
             nic_overrides: Vec::new(),
+            kerberos_realm: None,
+            kerberos_kdc: None,
+            kerberos_service_host: None,
+            ntlm_fallback: false,
         }
     }
 }

@@ -174,7 +174,7 @@ async fn exchange(
     binding: Option<BindingOf<'_>>,
     previous_session_id: u64,
 ) -> Result<Exchange> {
-    let mut auth = Authenticator::ntlm(creds, server_name)?;
+    let mut auth = Authenticator::for_config(creds, server_name, config)?;
     let mut preauth = negotiated.preauth.clone();
     let mut session_id = binding.as_ref().map_or(0, |b| b.session_id);
     let mut server_token: Bytes = negotiated.gss_token.clone();

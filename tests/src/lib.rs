@@ -26,7 +26,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -111,6 +111,11 @@ pub struct TestbedConfig {
     pub service_addr: bool,
     /// What smbd advertises at start ([`Advertise::Links`] by default).
     pub advertise: Advertise,
+    /// Kerberos mode: the server is a Samba AD DC (realm `TESTBED.LAN`, host
+    /// `dc.testbed.lan`, a KDC on port 88 of every server address) with the same shares and
+    /// user, and NTLM disabled; see [`Testbed::kerberos`]. The first such testbed on a machine
+    /// provisions the domain (about 30 s), later ones copy it (`up` about 4 s).
+    pub kerberos: bool,
 }
 
 impl Default for TestbedConfig {
@@ -125,6 +130,7 @@ impl Default for TestbedConfig {
             queues: 4,
             service_addr: false,
             advertise: Advertise::Links,
+            kerberos: false,
         }
     }
 }
@@ -184,6 +190,26 @@ pub struct ServerInterface {
     pub addr: IpAddr,
 }
 
+/// How to reach the Kerberos side of a testbed started with [`TestbedConfig::kerberos`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KerberosInfo {
+    /// The AD realm, `TESTBED.LAN`.
+    pub realm: String,
+    /// The DC's host name, `dc.testbed.lan`: the SPN is `cifs/<server_host>`. The client
+    /// namespace's `/etc/hosts` (as `ip netns exec` shows it) maps it to link 1's server
+    /// address; in-process clients connect by address and name the host separately.
+    pub server_host: String,
+    /// The KDC: port 88 of link 1's server address (every server address answers).
+    pub kdc: SocketAddr,
+    /// A krb5.conf for MIT/Heimdal tools such as `smbclient --use-kerberos=required`
+    /// (`KRB5_CONFIG=<path>`).
+    pub krb5_conf: PathBuf,
+    /// `fresh` when this `up` provisioned the domain, `cached` when it copied the template.
+    pub provisioned: String,
+    /// Seconds `up` spent getting the domain's databases in place (provisioning or copying).
+    pub provision_seconds: u32,
+}
+
 /// One veth link between the namespaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkInfo {
@@ -225,6 +251,7 @@ pub struct Testbed {
     service_addr: Option<Ipv4Addr>,
     /// The specs of the `interfaces` line, as the script last reported them.
     advertised: Mutex<Vec<String>>,
+    kerberos: Option<KerberosInfo>,
 }
 
 /// Distinguishes run directories of testbeds started by one process.
@@ -354,6 +381,9 @@ impl Testbed {
         if config.service_addr {
             args.push("--service-addr".into());
         }
+        if config.kerberos {
+            args.push("--kerberos".into());
+        }
         match &config.advertise {
             Advertise::Links => {}
             Advertise::Service => args.extend(["--advertise".into(), "service".into()]),
@@ -438,6 +468,17 @@ impl Testbed {
                 Some(_) => Some(parsed(kv, "service_addr")?),
             },
             advertised: Mutex::new(split_specs(field(kv, "interfaces")?)),
+            kerberos: match kv.get("kerberos").map(String::as_str) {
+                Some("1") => Some(KerberosInfo {
+                    realm: field(kv, "realm")?.to_string(),
+                    server_host: field(kv, "server_host")?.to_string(),
+                    kdc: parsed(kv, "kdc")?,
+                    krb5_conf: PathBuf::from(field(kv, "krb5_conf")?),
+                    provisioned: field(kv, "ad_provisioned")?.to_string(),
+                    provision_seconds: parsed(kv, "ad_provision_seconds")?,
+                }),
+                _ => None,
+            },
         })
     }
 
@@ -553,7 +594,7 @@ impl Testbed {
         &self.password
     }
 
-    /// The server's workgroup, usable as NTLM domain (`SMBTB`).
+    /// The server's workgroup, usable as NTLM domain (`SMBTB`; `TESTBED` in Kerberos mode).
     pub fn domain(&self) -> &str {
         &self.domain
     }
@@ -601,9 +642,16 @@ impl Testbed {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    /// PID of the smbd parent process (changes with [`Testbed::restart`]).
+    /// PID of the smbd parent process (changes with [`Testbed::restart`]); in Kerberos mode
+    /// the `samba` AD DC process, which runs smbd, the KDC and winbindd.
     pub fn smbd_pid(&self) -> u32 {
         self.smbd_pid.load(Ordering::Relaxed)
+    }
+
+    /// The Kerberos side (realm, DC host name, KDC) when started with
+    /// [`TestbedConfig::kerberos`]; `None` for the default smbd testbed.
+    pub fn kerberos(&self) -> Option<&KerberosInfo> {
+        self.kerberos.as_ref()
     }
 
     /// How long `testbed.sh up` took.

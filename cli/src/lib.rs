@@ -4,6 +4,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+pub mod auth_args;
 pub mod channel_args;
 pub mod copy;
 pub mod location;

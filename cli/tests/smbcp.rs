@@ -435,3 +435,70 @@ fn smbctl_shows_interfaces_channels_and_explains() {
         "{text}"
     );
 }
+
+#[test]
+fn copies_with_kerberos_against_a_domain_controller() {
+    let tb = Testbed::start(TestbedConfig {
+        kerberos: true,
+        ..TestbedConfig::unshaped(1)
+    })
+    .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let k = tb.kerberos().expect("Kerberos testbed").clone();
+    let kdc = k.kdc.to_string();
+    let krb = [
+        "--kerberos-realm",
+        k.realm.as_str(),
+        "--kdc",
+        kdc.as_str(),
+        "--spn-host",
+        k.server_host.as_str(),
+    ];
+    let local = scratch("krb");
+    let src = local.join("src");
+    make_tree(&src);
+    let mut args = vec!["-r", "-q"];
+    args.extend(krb);
+    let up_url = url(&tb, "plain/");
+    let up = smbcp(
+        &tb,
+        tb.password(),
+        &[&args[..], &[src.to_str().unwrap(), &up_url]].concat(),
+    );
+    assert!(up.status.success(), "{}", stderr(&up));
+    assert_eq!(tree(&tb.share_path("plain").join("src")), tree(&src));
+
+    let down = local.join("down");
+    std::fs::create_dir_all(&down).unwrap();
+    let down_url = url(&tb, "plain/src");
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &[&args[..], &[&down_url, down.to_str().unwrap()]].concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(tree(&down.join("src")), tree(&src));
+
+    // The DC refuses NTLM: without the Kerberos options the same copy is refused, clearly.
+    let o = smbcp(
+        &tb,
+        tb.password(),
+        &["-r", "-q", &down_url, down.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("NTLM authentication is disabled"),
+        "{}",
+        stderr(&o)
+    );
+    // A wrong password is one clear line too.
+    let o = smbcp(
+        &tb,
+        "wrong",
+        &[&args[..], &[&down_url, down.to_str().unwrap()]].concat(),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("wrong password?"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("OctetString"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&local).ok();
+}

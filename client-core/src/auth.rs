@@ -158,9 +158,15 @@ fn kerberos_err(e: &sspi::Error, principal: &str, kdc: Option<&str>) -> Error {
         ErrorKind::TimeSkew => " (client and KDC clocks differ by more than 5 minutes)",
         _ => "",
     };
+    // sspi appends the KDC's raw e-data ("Additional error data: OctetString(…)"): bytes
+    // for debugging, not for the user's one line.
+    let what = e.to_string();
+    let what = what
+        .split_once(". Additional error data")
+        .map_or(what.as_str(), |(head, _)| head);
     Error::Auth {
         kind: AuthFailure::SecurityPackage,
-        detail: format!("Kerberos as {principal} via {kdc}: {e}{hint}"),
+        detail: format!("Kerberos as {principal} via {kdc}: {what}{hint}"),
     }
 }
 

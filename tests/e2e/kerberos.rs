@@ -109,6 +109,8 @@ fn round_trip(
         let client = Client::connect(&srv, &creds, config)
             .await
             .unwrap_or_else(|e| panic!("Kerberos connect: {e}"));
+        // Extra channels bind with a Kerberos authentication of their own.
+        client.wait_for_channels(Duration::from_secs(10)).await;
         let share = client.share(share).await.expect("tree connect");
         let back = write_then_read(&share, name, data).await;
         (client, hex(&Sha256::digest(&back)))
@@ -149,9 +151,20 @@ fn kerberos_session_signs_encrypts_and_round_trips() {
     // The session (and every channel bound to it) was set up with a ticket from this KDC.
     let tickets = service_tickets(&tb);
     assert!(tickets >= 1, "the KDC issued no cifs/ ticket");
+    let bound = client
+        .multichannel()
+        .pairs
+        .iter()
+        .map(|p| p.binds_ok)
+        .sum::<u64>();
     eprintln!(
-        "{tickets} service ticket(s) for the first session, {} channel(s)",
+        "{tickets} service ticket(s) for the first session, {} channel(s), {bound} bound",
         client.channels().len()
+    );
+    assert!(bound >= 1, "{:#?}", client.multichannel());
+    assert!(
+        tickets as u64 > bound,
+        "every bind took a ticket of its own"
     );
     drop(client);
 

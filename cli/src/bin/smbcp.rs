@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use smb3_client::{ClientConfig, Dialect};
+use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport};
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
@@ -46,6 +47,8 @@ struct Args {
     max_dialect: Option<Dialect>,
     #[command(flatten)]
     channels: ChannelArgs,
+    #[command(flatten)]
+    auth: AuthArgs,
     /// Print one JSON object on stdout at the end: bytes, seconds, files, and each channel's
     /// local and server address, bytes and requests.
     #[arg(long)]
@@ -133,6 +136,10 @@ async fn run(args: Args) -> i32 {
         config.max_dialect = d;
     }
     args.channels.apply(&mut config);
+    if let Err(e) = args.auth.apply(&mut config) {
+        eprintln!("smbcp: {e}");
+        return EXIT_USAGE;
+    }
     let opts = CopyOptions {
         recursive: args.recursive,
         jobs: args.jobs,

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use smb3_client::ClientConfig;
+use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::status;
 use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
@@ -20,6 +21,8 @@ struct Args {
     /// File with username=, password=, domain= lines (mount.cifs format).
     #[arg(long, global = true)]
     credentials: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    auth: AuthArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -91,6 +94,10 @@ async fn run(args: Args) -> i32 {
     let mut config = ClientConfig::default();
     if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
         channels.apply(&mut config);
+    }
+    if let Err(e) = args.auth.apply(&mut config) {
+        eprintln!("smbctl: {e}");
+        return EXIT_USAGE;
     }
     let settle = config.bind_timeout + std::time::Duration::from_secs(1);
     let r = match remote(&url) {

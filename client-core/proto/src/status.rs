@@ -82,6 +82,7 @@ statuses! {
     FILE_NOT_AVAILABLE = 0xC000_0467, "file not available (stale request after a channel loss)";
     USER_SESSION_DELETED = 0xC000_0203, "user session deleted";
     NETWORK_SESSION_EXPIRED = 0xC000_035C, "network session expired";
+    NTLM_BLOCKED = 0xC000_0418, "NTLM authentication is disabled on the server (use Kerberos)";
     CONNECTION_DISCONNECTED = 0xC000_020C, "connection disconnected";
     CONNECTION_RESET = 0xC000_020D, "connection reset";
     NOT_FOUND = 0xC000_0225, "not found";

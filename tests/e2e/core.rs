@@ -10,7 +10,7 @@ use smb3_client::{
     Cipher, Client, ClientConfig, Dialect, Error, NtStatus, OpenOptions, ProtocolError, Share,
     SigningAlgorithm, UserCredentials,
 };
-use smb3_tests::{client_block_on, pattern, Testbed, TestbedConfig};
+use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn testbed() -> Testbed {
@@ -49,26 +49,6 @@ fn sha256_file(path: &std::path::Path) -> String {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-async fn round_trip(share: &Share, name: &str, data: Bytes) -> Bytes {
-    let f = share
-        .open(
-            name,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .await
-        .expect("create");
-    f.write_at(0, data.clone()).await.expect("write");
-    f.close().await.expect("close");
-    let f = share
-        .open(name, &OpenOptions::new().read(true))
-        .await
-        .expect("open");
-    assert_eq!(f.size_at_open(), data.len() as u64);
-    let back = f.read_at(0, data.len() + 1000).await.expect("read");
-    f.close().await.expect("close");
-    back
 }
 
 /// (dialect, share, signing algorithms offered, ciphers offered, signing expected, cipher expected)
@@ -200,7 +180,7 @@ fn every_dialect_signing_and_cipher_samba_offers() {
         let data = Bytes::from(pattern(i as u64, 300_000));
         let (client, back) = client_block_on(&rt, async move {
             let (client, share) = open_share(srv, cr, share_name, config).await;
-            let back = round_trip(&share, &format!("case{i}"), data).await;
+            let back = write_then_read(&share, &format!("case{i}"), data).await;
             (client, back)
         });
         let label = format!("case {i}: {dialect} on [{share_name}]");
@@ -238,7 +218,7 @@ fn files_of_every_size_round_trip() {
         let mut out = Vec::new();
         for (i, size) in sizes.into_iter().enumerate() {
             let data = Bytes::from(pattern(100 + i as u64, size));
-            let back = round_trip(&share, &format!("size-{size}"), data).await;
+            let back = write_then_read(&share, &format!("size-{size}"), data).await;
             out.push((size, back));
         }
         out
@@ -341,7 +321,7 @@ fn rename_delete_truncate_and_non_ascii_names() {
             .await
             .expect("mkdir -p");
         let name = "Ördner/子目录/файл 🎉.txt";
-        round_trip(&share, name, Bytes::from_static(b"hello, world")).await;
+        write_then_read(&share, name, Bytes::from_static(b"hello, world")).await;
         let md = share.metadata(name).await.expect("stat");
         assert_eq!(md.len, 12);
         assert!(md.is_file());
@@ -364,7 +344,7 @@ fn rename_delete_truncate_and_non_ascii_names() {
             .await
             .expect("rename");
         assert!(!share.exists(name).await.unwrap());
-        round_trip(&share, "other.txt", Bytes::from_static(b"other")).await;
+        write_then_read(&share, "other.txt", Bytes::from_static(b"other")).await;
         let e = share
             .rename("other.txt", "Ördner/renamed.txt", false)
             .await
@@ -549,7 +529,8 @@ fn guest_sessions_only_when_allowed() {
             "a guest session has no key to sign with"
         );
         let share = client.share("public").await.expect("guest share");
-        let back = round_trip(&share, "from-guest.txt", Bytes::from_static(b"guest data")).await;
+        let back =
+            write_then_read(&share, "from-guest.txt", Bytes::from_static(b"guest data")).await;
         assert_eq!(&back[..], b"guest data");
     });
 }
@@ -562,7 +543,7 @@ fn the_credit_window_keeps_sixteen_mib_in_flight() {
     let credits = client_block_on(&rt, async move {
         let (client, share) = open_share(srv, cr, "plain", ClientConfig::default()).await;
         let data = Bytes::from(pattern(3, 64 << 20));
-        round_trip(&share, "window.bin", data).await;
+        write_then_read(&share, "window.bin", data).await;
         client.channels()[0].credits
     });
     // 256 credits × 64 KiB = 16 MiB.

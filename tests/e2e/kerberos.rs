@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use smb3_client::{
-    AuthFailure, Cipher, Client, ClientConfig, Dialect, Error, NtStatus, OpenOptions, Share,
-    UserCredentials,
+    AuthFailure, Cipher, Client, ClientConfig, Dialect, Error, NtStatus, UserCredentials,
 };
-use smb3_tests::{client_block_on, pattern, Testbed, TestbedConfig};
+use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConfig};
 
 /// NT_STATUS_NTLM_BLOCKED: what Samba answers an NTLM session setup with `ntlm auth = disabled`.
 const NTLM_BLOCKED: NtStatus = NtStatus(0xC000_0418);
@@ -71,25 +70,6 @@ fn hex(b: &[u8]) -> String {
 fn sha256_file(path: &std::path::Path) -> String {
     let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     hex(&Sha256::digest(&data))
-}
-
-async fn write_then_read(share: &Share, name: &str, data: Bytes) -> Bytes {
-    let f = share
-        .open(
-            name,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .await
-        .expect("create");
-    f.write_at(0, data.clone()).await.expect("write");
-    f.close().await.expect("close");
-    let f = share
-        .open(name, &OpenOptions::new().read(true))
-        .await
-        .expect("open");
-    let back = f.read_at(0, data.len() + 1000).await.expect("read");
-    f.close().await.expect("close");
-    back
 }
 
 /// Connect with `config`, round-trip `len` bytes through `share`, and return the client and

@@ -13,7 +13,7 @@ use smb3_client::{
     ChannelInfo, ChannelState, Client, ClientConfig, Dialect, Dispatch, OpenOptions, Share,
     UserCredentials,
 };
-use smb3_tests::{client_block_on, Advertise, Testbed, TestbedConfig};
+use smb3_tests::{client_block_on, write_then_read, Advertise, Testbed, TestbedConfig};
 
 fn start(config: TestbedConfig) -> Arc<Testbed> {
     Arc::new(Testbed::start(config).unwrap_or_else(|e| panic!("testbed: {e}")))
@@ -85,21 +85,7 @@ fn sha256(b: &[u8]) -> Vec<u8> {
 
 /// Write `data` to `name`, read it back, and compare; also compare the server's file.
 async fn round_trip(tb: &Testbed, share: &Share, share_name: &str, name: &str, data: &Bytes) {
-    let f = share
-        .open(
-            name,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .await
-        .expect("create");
-    f.write_at(0, data.clone()).await.expect("write");
-    f.close().await.expect("close");
-    let f = share
-        .open(name, &OpenOptions::new().read(true))
-        .await
-        .expect("open");
-    let back = f.read_at(0, data.len()).await.expect("read");
-    f.close().await.expect("close");
+    let back = write_then_read(share, name, data.clone()).await;
     assert_eq!(back.len(), data.len(), "{name}: length");
     assert!(back == *data, "{name}: data read back differs");
     let on_disk = std::fs::read(tb.share_path(share_name).join(name)).expect("server file");

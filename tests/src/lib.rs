@@ -1202,6 +1202,33 @@ impl Drop for Testbed {
     }
 }
 
+/// Write `data` to a new file `name` on `share`, close it, open it again and read it back (a
+/// little more than its length, so a file that grew shows). Panics on any error: for tests.
+pub async fn write_then_read(
+    share: &smb3_client::Share,
+    name: &str,
+    data: bytes::Bytes,
+) -> bytes::Bytes {
+    use smb3_client::OpenOptions;
+    let f = share
+        .open(
+            name,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
+        .await
+        .expect("create");
+    f.write_at(0, data.clone()).await.expect("write");
+    f.close().await.expect("close");
+    let f = share
+        .open(name, &OpenOptions::new().read(true))
+        .await
+        .expect("open");
+    assert_eq!(f.size_at_open(), data.len() as u64, "{name}: size at open");
+    let back = f.read_at(0, data.len() + 1000).await.expect("read");
+    f.close().await.expect("close");
+    back
+}
+
 /// Print the client library's log to stderr when `SMB_TEST_LOG` holds a filter (for example
 /// `SMB_TEST_LOG=smb3_client=info`); silent otherwise.
 pub fn log_if_asked() {

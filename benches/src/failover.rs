@@ -1,18 +1,22 @@
 //! The failover benchmark (`smb-bench --failover`): how long a multichannel transfer suffers
-//! when one of its links fails, seen from outside the client.
+//! when one of its links fails, or all of its connections do, seen from outside the client.
 //!
 //! For each fault kind ([`Fault::Rst`]: the server resets link K's connections, the link stays
-//! up; [`Fault::Silent`]: link K goes down without a word and comes back some seconds later)
+//! up; [`Fault::Silent`]: link K goes down without a word and comes back some seconds later;
+//! [`Fault::All`]: the server resets every connection, so the session must be re-established)
 //! and each direction, `smbcp` copies a file over N shaped links while a thread samples the
-//! byte counters of every client-side veth every 50 ms. When about 30 % of the file has
-//! crossed the wire the fault is injected on link K. The counters give per-link and aggregate
-//! throughput over time, from which [`analyse`] computes the failover gap, the bytes lost
-//! during it, and when link K carries its share again. smbcp's exit status and the SHA-256 of
-//! what arrived are recorded; a transfer that fails or hangs is a measured result (reported
-//! as such), never a reason for the benchmark to stop.
+//! byte counters of every client-side veth, and the established connections to port 445,
+//! every 50 ms. When about 30 % of the file has crossed the wire the fault is injected. The
+//! counters give per-link and aggregate throughput over time, from which [`analyse`] computes
+//! the failover gap, the bytes lost during it, and when link K carries its share again; the
+//! connection count tells when every channel is back. smbcp's exit status, its failover
+//! counters and the SHA-256 of what arrived are recorded; a transfer that fails or hangs is a
+//! measured result (reported as such), never a reason for the benchmark to stop. Every
+//! (fault, direction) may run several times: the [`table`] shows medians, the [`chart`] the
+//! run of median time lost.
 //!
-//! The counters are read from `/proc/thread-self/net/dev` opened while the thread was inside
-//! the client namespace: such a file keeps showing that namespace's devices after the thread
+//! The counters are read from `/proc/thread-self/net/{dev,tcp}` opened while the thread was
+//! inside the client namespace: such a file keeps showing that namespace after the thread
 //! returns, so the sampler needs neither a process per sample nor a private sysfs mount.
 
 use std::fmt;
@@ -27,11 +31,12 @@ use std::time::{Duration, Instant};
 
 use smb3_tests::Testbed;
 
+use crate::child::drain;
 use crate::data::{fingerprint, Fingerprint};
 use crate::machine::Facts;
 use crate::multichannel::channels_cell;
 use crate::stats::{median, min_max};
-use crate::svg::{LineChart, LinePanel, Marker};
+use crate::svg::{ChartFrame, LineChart, LinePanel, Marker};
 use crate::table::Table;
 use crate::transfer::{Direction, SmbcpReport};
 
@@ -742,16 +747,6 @@ pub fn run_once(
     })
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut text);
-        }
-        String::from_utf8_lossy(&text).into_owned()
-    })
-}
-
 /// The last non-empty line of `text`, made safe for a table cell and kept short.
 fn last_line(text: &str) -> String {
     let line = text
@@ -1439,16 +1434,18 @@ pub fn chart(runs: &[Run], fault: Fault, settings: &Settings, size: u64) -> Line
         })
         .collect();
     LineChart {
-        title: format!(
-            "{}: {what} ({} MiB over {} x {} Mbit/s, 100 ms averages)",
-            fault.name(),
-            size >> 20,
-            settings.links,
-            settings.rate_mbit
-        ),
+        frame: ChartFrame {
+            title: format!(
+                "{}: {what} ({} MiB over {} x {} Mbit/s, 100 ms averages)",
+                fault.name(),
+                size >> 20,
+                settings.links,
+                settings.rate_mbit
+            ),
+            series,
+            y_unit: "Mbit/s".into(),
+        },
         x_label: "seconds from the fault".into(),
-        y_unit: "Mbit/s".into(),
-        series,
         panels,
     }
 }
@@ -2014,7 +2011,7 @@ mod tests {
             up,
         ];
         let c = chart(&runs, Fault::Silent, &settings(), 40 << 20);
-        assert_eq!(c.series.len(), 5);
+        assert_eq!(c.frame.series.len(), 5);
         assert_eq!(c.panels.len(), 2);
         assert_eq!(c.panels[0].title, "download (smbcp failed, exit 1)");
         assert_eq!(c.panels[1].title, "upload");
@@ -2067,6 +2064,7 @@ mod tests {
             "download, run #3 of 3 (median time lost)"
         );
         assert!(c
+            .frame
             .title
             .starts_with("all: every connection of port 445 reset"));
         assert!(chart(&runs, Fault::Rst, &settings(), 1).panels.is_empty());

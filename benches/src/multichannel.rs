@@ -8,7 +8,7 @@
 //! extra channels help when the CPUs rather than the wire are the limit.
 
 use crate::results::{f1, f2, ratio, RawTcp, Results, Series};
-use crate::svg::{BarChart, Group, Panel};
+use crate::svg::{BarChart, ChartFrame, Group, Panel};
 use crate::table::Table;
 use crate::transfer::{Direction, SmbcpReport};
 
@@ -339,13 +339,15 @@ pub fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
             .collect(),
     };
     BarChart {
-        title: title.into(),
-        unit: "MB/s".into(),
-        series: vec![
-            "raw TCP (one iperf3 stream per link, all at once)".into(),
-            "smbcp (multichannel)".into(),
-            "smbclient (one connection)".into(),
-        ],
+        frame: ChartFrame {
+            title: title.into(),
+            series: vec![
+                "raw TCP (one iperf3 stream per link, all at once)".into(),
+                "smbcp (multichannel)".into(),
+                "smbclient (one connection)".into(),
+            ],
+            y_unit: "MB/s".into(),
+        },
         panels: vec![panel(Direction::Download), panel(Direction::Upload)],
     }
 }

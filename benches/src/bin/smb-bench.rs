@@ -8,10 +8,12 @@
 //! `--rate`, aggregate raw TCP (one iperf3 stream per link, all at once), smbcp over all links
 //! and smbclient (one connection); and one unshaped link with smbcp on one channel and on
 //! several.
-//! `--failover` instead measures losing one of `--links` (default 4) shaped links during a
-//! download and an upload: a reset (rst) and a silent link-down, the throughput per link over
-//! time from the client's link counters, the failover gap, the bytes lost, and when the link
-//! carries traffic again; a failing or hanging smbcp is reported, not fatal.
+//! `--failover` instead measures faults during a download and an upload over `--links`
+//! (default 4) shaped links, `--reps` times each: one link's connections reset (rst), one link
+//! silently down (silent), every connection reset (all); the throughput per link over time
+//! from the client's link counters, the failover gap, the bytes lost, when the link carries
+//! traffic again and when every channel is back, as medians; a failing or hanging smbcp is
+//! reported, not fatal.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -62,12 +64,12 @@ struct Args {
     /// with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
     down_seconds: Option<u64>,
-    /// With --failover: directory for the charts failover-rst.svg and failover-silent.svg
-    /// (default: perf/ next to --write-doc's file; none without --write-doc).
+    /// With --failover: directory for the charts failover-rst.svg, failover-silent.svg and
+    /// failover-all.svg (default: perf/ next to --write-doc's file; none without --write-doc).
     #[arg(long)]
     svg_dir: Option<PathBuf>,
     /// With --failover: also write every run's counter readings as CSV into this directory
-    /// (failover-<fault>-<direction>.csv).
+    /// (failover-<fault>-<direction>-<rep>.csv).
     #[arg(long)]
     raw_dir: Option<PathBuf>,
     /// With --failover: kill smbcp after this many seconds (default: three times what the
@@ -91,7 +93,8 @@ struct Args {
     /// --quick).
     #[arg(long)]
     size_mib: Option<u64>,
-    /// Repetitions of every measurement; the median is reported (default 3, or 1 with --quick).
+    /// Repetitions of every measurement (with --failover: of every fault kind and direction);
+    /// the median is reported (default 3, or 1 with --quick).
     #[arg(long)]
     reps: Option<usize>,
     /// Seconds per iperf3 run (default 5, or 2 with --quick).
@@ -336,12 +339,12 @@ fn main_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
         let tb = start_testbed(link, plan)?;
         let files = stage_files(&tb, link, bench.scratch, &bench.reference)?;
-        if args.sweep {
-            sweep(bench, &tb, link, results)?;
-        } else {
+        if !args.sweep {
             raw_tcp(&tb, link, plan, results)?;
             wait_until_quiet(QUIET, plan.wait_quiet);
-            transfers(bench, &tb, link, results)?;
+        }
+        transfers(bench, &tb, link, results)?;
+        if !args.sweep {
             small_reads(&tb, link, plan, &files, results)?;
         }
         drop(tb);
@@ -426,43 +429,45 @@ fn raw_tcp(tb: &Testbed, link: &Link, plan: &Plan, results: &mut Results) -> Res
     Ok(())
 }
 
-/// smbcp and smbclient, each direction, each share of this link.
+/// The copies on this link, each direction: smbcp and smbclient on each of its shares, or
+/// with `--sweep` smbcp with several chunk sizes and depths (and smbclient as the yardstick)
+/// on `[plain]`.
 fn transfers(
     bench: &Bench<'_>,
     tb: &Testbed,
     link: &Link,
     results: &mut Results,
 ) -> Result<(), String> {
-    let tools = [Tool::smbcp(&bench.smbcp), Tool::Smbclient];
-    let mut shares = vec![ShareKind::Plain];
-    if link.encrypted {
-        shares.push(ShareKind::Encrypted);
-    }
+    let (tools, shares) = if bench.args.sweep {
+        (sweep_tools(&bench.smbcp), vec![ShareKind::Plain])
+    } else {
+        let tools = vec![Tool::smbcp(&bench.smbcp), Tool::Smbclient];
+        let mut shares = vec![ShareKind::Plain];
+        if link.encrypted {
+            shares.push(ShareKind::Encrypted);
+        }
+        (tools, shares)
+    };
     for share in shares {
         bench.both_directions(tb, link.label, share, &tools, results)?;
     }
     Ok(())
 }
 
-/// smbcp with several chunk sizes and depths (and smbclient as the yardstick), unshaped link.
-fn sweep(
-    bench: &Bench<'_>,
-    tb: &Testbed,
-    link: &Link,
-    results: &mut Results,
-) -> Result<(), String> {
+/// smbclient, then smbcp with every chunk size and depth of the sweep.
+fn sweep_tools(smbcp: &Path) -> Vec<Tool> {
     let mut tools = vec![Tool::Smbclient];
     for chunk in ["256K", "1M", "4M", "8M"] {
         for depth in [4, 16, 64] {
             tools.push(Tool::Smbcp {
-                binary: bench.smbcp.clone(),
+                binary: smbcp.to_path_buf(),
                 chunk: Some(chunk.into()),
                 depth: Some(depth),
                 extra: Vec::new(),
             });
         }
     }
-    bench.both_directions(tb, link.label, ShareKind::Plain, &tools, results)
+    tools
 }
 
 /// Runs every tool `reps` times on `job`, the tools taking turns within each repetition so a
@@ -743,6 +748,14 @@ fn aggregate_raw_tcp(
     Ok(())
 }
 
+/// `value` of the download and the upload combined by `combine` (NaN when neither has one).
+fn both_ways(combine: fn(f64, f64) -> f64, value: impl Fn(Direction) -> Option<f64>) -> f64 {
+    [Direction::Download, Direction::Upload]
+        .into_iter()
+        .filter_map(value)
+        .fold(f64::NAN, combine)
+}
+
 /// The generated Markdown of a `--links` run.
 #[allow(clippy::too_many_arguments)]
 fn render_multichannel(
@@ -757,27 +770,21 @@ fn render_multichannel(
     let mut out = header(bench, quiet, results);
     // Why the rate is low enough: the most links together against one unshaped link's smbcp.
     let widest = shaped.iter().max_by_key(|s| s.links);
-    let unshaped_single = [Direction::Download, Direction::Upload]
-        .iter()
-        .filter_map(|&d| {
-            results
-                .series
-                .iter()
-                .find(|s| s.link == unshaped.label() && s.direction == d && s.settings == baseline)
-                .map(Series::mb_per_s)
-        })
-        .fold(f64::NAN, f64::min);
-    if let Some(w) = widest {
-        let aggregate = [Direction::Download, Direction::Upload]
+    let unshaped_single = both_ways(f64::min, |d| {
+        results
+            .series
             .iter()
-            .filter_map(|&d| {
-                results
-                    .raw
-                    .iter()
-                    .find(|r| r.link == w.label() && r.direction == d)
-            })
-            .map(RawTcp::mb_per_s)
-            .fold(f64::NAN, f64::max);
+            .find(|s| s.link == unshaped.label() && s.direction == d && s.settings == baseline)
+            .map(Series::mb_per_s)
+    });
+    if let Some(w) = widest {
+        let aggregate = both_ways(f64::max, |d| {
+            results
+                .raw
+                .iter()
+                .find(|r| r.link == w.label() && r.direction == d)
+                .map(RawTcp::mb_per_s)
+        });
         let share = aggregate / unshaped_single;
         // Half of what the CPUs can move is the most that still leaves them clearly idle.
         let verdict = if share < 0.5 {

@@ -66,7 +66,8 @@ pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
     })
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
+/// A thread that reads `pipe` to its end and returns what came, as text.
+pub(crate) fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
     std::thread::spawn(move || {
         let mut text = Vec::new();
         if let Some(mut p) = pipe {

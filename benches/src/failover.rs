@@ -1,18 +1,22 @@
 //! The failover benchmark (`smb-bench --failover`): how long a multichannel transfer suffers
-//! when one of its links fails, seen from outside the client.
+//! when one of its links fails, or all of its connections do, seen from outside the client.
 //!
 //! For each fault kind ([`Fault::Rst`]: the server resets link K's connections, the link stays
-//! up; [`Fault::Silent`]: link K goes down without a word and comes back some seconds later)
+//! up; [`Fault::Silent`]: link K goes down without a word and comes back some seconds later;
+//! [`Fault::All`]: the server resets every connection, so the session must be re-established)
 //! and each direction, `smbcp` copies a file over N shaped links while a thread samples the
-//! byte counters of every client-side veth every 50 ms. When about 30 % of the file has
-//! crossed the wire the fault is injected on link K. The counters give per-link and aggregate
-//! throughput over time, from which [`analyse`] computes the failover gap, the bytes lost
-//! during it, and when link K carries its share again. smbcp's exit status and the SHA-256 of
-//! what arrived are recorded; a transfer that fails or hangs is a measured result (reported
-//! as such), never a reason for the benchmark to stop.
+//! byte counters of every client-side veth, and the established connections to port 445,
+//! every 50 ms. When about 30 % of the file has crossed the wire the fault is injected. The
+//! counters give per-link and aggregate throughput over time, from which [`analyse`] computes
+//! the failover gap, the bytes lost during it, and when link K carries its share again; the
+//! connection count tells when every channel is back. smbcp's exit status, its failover
+//! counters and the SHA-256 of what arrived are recorded; a transfer that fails or hangs is a
+//! measured result (reported as such), never a reason for the benchmark to stop. Every
+//! (fault, direction) may run several times: the [`table`] shows medians, the [`chart`] the
+//! run of median time lost.
 //!
-//! The counters are read from `/proc/thread-self/net/dev` opened while the thread was inside
-//! the client namespace: such a file keeps showing that namespace's devices after the thread
+//! The counters are read from `/proc/thread-self/net/{dev,tcp}` opened while the thread was
+//! inside the client namespace: such a file keeps showing that namespace after the thread
 //! returns, so the sampler needs neither a process per sample nor a private sysfs mount.
 
 use std::fmt;
@@ -27,10 +31,12 @@ use std::time::{Duration, Instant};
 
 use smb3_tests::Testbed;
 
+use crate::child::drain;
 use crate::data::{fingerprint, Fingerprint};
 use crate::machine::Facts;
 use crate::multichannel::channels_cell;
-use crate::svg::{LineChart, LinePanel, Marker};
+use crate::stats::{median, min_max};
+use crate::svg::{ChartFrame, LineChart, LinePanel, Marker};
 use crate::table::Table;
 use crate::transfer::{Direction, SmbcpReport};
 
@@ -79,18 +85,29 @@ pub enum Fault {
     /// `testbed link-down K`: packets on link K are silently lost; `link-up K` follows after
     /// the configured time.
     Silent,
+    /// `testbed cut`: the server resets every connection of port 445 at once, so the client
+    /// loses every channel and has to re-establish the session (new connection with
+    /// PreviousSessionId, durable opens reclaimed) before any I/O can resume.
+    All,
 }
 
 impl Fault {
-    /// Both kinds, in report order.
-    pub const ALL: [Fault; 2] = [Fault::Rst, Fault::Silent];
+    /// Every kind, in report order.
+    pub const ALL: [Fault; 3] = [Fault::Rst, Fault::Silent, Fault::All];
 
     /// Short name (table rows, file names).
     pub fn name(self) -> &'static str {
         match self {
             Fault::Rst => "rst",
             Fault::Silent => "silent",
+            Fault::All => "all",
         }
+    }
+
+    /// True when the fault resets connections (and the links stay up), so recovery is
+    /// measured from the fault rather than from a link-up.
+    fn resets(self) -> bool {
+        matches!(self, Fault::Rst | Fault::All)
     }
 }
 
@@ -182,6 +199,28 @@ pub struct Reading {
     pub rx: Vec<u64>,
     /// Bytes sent per link.
     pub tx: Vec<u64>,
+    /// Established TCP connections to port 445 (the session's channels), when the sampler
+    /// could read the namespace's `/proc/net/tcp`.
+    pub channels: Option<usize>,
+}
+
+/// SMB's TCP port as `/proc/net/tcp` writes it (hex).
+const SMB_PORT_HEX: &str = "01BD";
+/// `/proc/net/tcp`'s code for ESTABLISHED.
+const TCP_ESTABLISHED: &str = "01";
+
+/// How many connections in `/proc/net/tcp` text are established to port 445. A connection
+/// the server reset leaves ESTABLISHED at once, so the count shows channels lost and back.
+pub fn count_smb_connections(text: &str) -> usize {
+    text.lines()
+        .skip(1)
+        .filter(|line| {
+            // sl local_address rem_address st ...
+            let fields: Vec<&str> = line.split_whitespace().take(4).collect();
+            matches!(fields.as_slice(), [_, _, remote, state]
+                if remote.rsplit(':').next() == Some(SMB_PORT_HEX) && *state == TCP_ESTABLISHED)
+        })
+        .count()
 }
 
 /// The rx and tx byte counters of the interfaces `names` from `/proc/net/dev` text.
@@ -208,6 +247,56 @@ pub fn parse_net_dev(text: &str, names: &[String]) -> Result<(Vec<u64>, Vec<u64>
     Ok((rx, tx))
 }
 
+/// The client namespace's `/proc/net/dev` and `/proc/net/tcp`, opened from inside it: such
+/// files keep showing that namespace after the thread returns.
+struct CounterFiles {
+    names: Vec<String>,
+    dev: File,
+    /// `None` when it could not be opened: the readings then carry no channel count.
+    tcp: Option<File>,
+    text: String,
+}
+
+impl CounterFiles {
+    fn open(tb: &Testbed) -> Result<CounterFiles, String> {
+        let _inside = tb.enter_client_netns()?;
+        let dev = File::open("/proc/thread-self/net/dev")
+            .map_err(|e| format!("cannot open the client namespace's /proc/net/dev: {e}"))?;
+        Ok(CounterFiles {
+            names: tb.links().iter().map(|l| l.client_if.clone()).collect(),
+            dev,
+            tcp: File::open("/proc/thread-self/net/tcp").ok(),
+            text: String::new(),
+        })
+    }
+
+    /// Reads both files once, stamped with the time since `t0`.
+    fn read(&mut self, t0: Instant) -> Result<Reading, String> {
+        reread(&mut self.dev, &mut self.text).map_err(|e| format!("reading /proc/net/dev: {e}"))?;
+        let t = t0.elapsed().as_secs_f64();
+        let (rx, tx) = parse_net_dev(&self.text, &self.names)?;
+        let channels = match &mut self.tcp {
+            Some(tcp) => reread(tcp, &mut self.text)
+                .ok()
+                .map(|()| count_smb_connections(&self.text)),
+            None => None,
+        };
+        Ok(Reading {
+            t,
+            rx,
+            tx,
+            channels,
+        })
+    }
+}
+
+/// The whole of a `/proc` file again, from its start.
+fn reread(file: &mut File, text: &mut String) -> std::io::Result<()> {
+    text.clear();
+    file.seek(SeekFrom::Start(0))?;
+    file.read_to_string(text).map(drop)
+}
+
 /// A thread that reads the counters every [`SAMPLE_EVERY`] until stopped (or dropped).
 struct Sampler {
     stop: Arc<AtomicBool>,
@@ -219,22 +308,8 @@ impl Sampler {
     /// Opens the client namespace's `/proc/net/dev` and starts sampling the links' client
     /// interfaces on the clock `t0`; returns once the first reading is in.
     fn start(tb: &Testbed, t0: Instant) -> Result<Sampler, String> {
-        let names: Vec<String> = tb.links().iter().map(|l| l.client_if.clone()).collect();
-        let mut file = {
-            let _inside = tb.enter_client_netns()?;
-            File::open("/proc/thread-self/net/dev")
-                .map_err(|e| format!("cannot open the client namespace's /proc/net/dev: {e}"))?
-        };
-        let mut text = String::new();
-        let mut read = move || -> Result<Reading, String> {
-            text.clear();
-            file.seek(SeekFrom::Start(0))
-                .and_then(|_| file.read_to_string(&mut text))
-                .map_err(|e| format!("reading /proc/net/dev: {e}"))?;
-            let t = t0.elapsed().as_secs_f64();
-            let (rx, tx) = parse_net_dev(&text, &names)?;
-            Ok(Reading { t, rx, tx })
-        };
+        let mut files = CounterFiles::open(tb)?;
+        let mut read = move || files.read(t0);
         let first = read()?;
         let readings = Arc::new(Mutex::new(vec![first]));
         let stop = Arc::new(AtomicBool::new(false));
@@ -403,6 +478,47 @@ impl fmt::Display for Check {
     }
 }
 
+/// What smbcp's `--json` report says about failover (its `"failover"` object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FailoverCounters {
+    /// Channels lost.
+    pub channel_losses: u64,
+    /// Requests sent again on another channel.
+    pub replays: u64,
+    /// Channels connected again.
+    pub reconnects: u64,
+    /// Sessions re-established after every channel was lost.
+    pub sessions_reestablished: u64,
+    /// Durable opens reclaimed on a re-established session.
+    pub opens_reclaimed: u64,
+    /// Opens that could not be reclaimed.
+    pub opens_lost: u64,
+    /// How long the last re-establishment took (ms), if there was one.
+    pub last_reestablish_ms: Option<u64>,
+}
+
+impl FailoverCounters {
+    /// The counters from smbcp's whole `--json` object; a missing or malformed counter is an
+    /// error, so a changed report format cannot pass as "nothing happened".
+    pub fn from_json(json: &serde_json::Value) -> Result<FailoverCounters, String> {
+        let f = &json["failover"];
+        let count = |key: &str| {
+            f[key]
+                .as_u64()
+                .ok_or_else(|| format!("smbcp report without failover \"{key}\": {f}"))
+        };
+        Ok(FailoverCounters {
+            channel_losses: count("channel_losses")?,
+            replays: count("replays")?,
+            reconnects: count("reconnects")?,
+            sessions_reestablished: count("sessions_reestablished")?,
+            opens_reclaimed: count("opens_reclaimed")?,
+            opens_lost: count("opens_lost")?,
+            last_reestablish_ms: f["last_reestablish_ms"].as_u64(),
+        })
+    }
+}
+
 /// Everything one run produced.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -410,6 +526,8 @@ pub struct Run {
     pub fault: Fault,
     /// Which way the data went.
     pub direction: Direction,
+    /// Which repetition of (fault, direction), from 1.
+    pub rep: usize,
     /// Counter readings, every [`SAMPLE_EVERY`].
     pub readings: Vec<Reading>,
     /// When the fault was in place (the testbed command had returned), on the readings'
@@ -429,6 +547,8 @@ pub struct Run {
     pub stderr_line: String,
     /// smbcp's `--json` report when it printed one.
     pub report: Option<SmbcpReport>,
+    /// The failover counters of that report.
+    pub counters: Option<FailoverCounters>,
     /// The SHA-256 check of the copy.
     pub check: Check,
     /// File size.
@@ -517,7 +637,7 @@ impl Drop for LinkDown<'_> {
     }
 }
 
-/// Runs smbcp once with `fault` injected on the fault link at [`FAULT_AT`] of the file.
+/// Runs smbcp once (repetition `rep`) with `fault` injected at [`FAULT_AT`] of the file.
 /// Errors are the harness's own failures (the testbed or the counters); smbcp failing,
 /// hanging or delivering a wrong file is part of the returned [`Run`].
 pub fn run_once(
@@ -525,6 +645,7 @@ pub fn run_once(
     settings: &Settings,
     fault: Fault,
     direction: Direction,
+    rep: usize,
 ) -> Result<Run, String> {
     let result = job.result_path(direction);
     remove_if_present(&result)?;
@@ -568,6 +689,7 @@ pub fn run_once(
             let before = Instant::now();
             match fault {
                 Fault::Rst => cut = Some(job.tb.cut(Some(settings.fault_link))?),
+                Fault::All => cut = Some(job.tb.cut(None)?),
                 Fault::Silent => {
                     link.down = true;
                     job.tb.link_down(settings.fault_link)?;
@@ -599,12 +721,17 @@ pub fn run_once(
         Err(_) => Check::Missing,
     };
     remove_if_present(&result)?;
-    let report = serde_json::from_str::<serde_json::Value>(stdout.trim())
-        .ok()
-        .and_then(|json| SmbcpReport::from_json(&json).ok());
+    let json = serde_json::from_str::<serde_json::Value>(stdout.trim()).ok();
+    let report = json
+        .as_ref()
+        .and_then(|json| SmbcpReport::from_json(json).ok());
+    let counters = json
+        .as_ref()
+        .and_then(|json| FailoverCounters::from_json(json).ok());
     Ok(Run {
         fault,
         direction,
+        rep,
         readings,
         fault_at,
         fault_took,
@@ -614,18 +741,9 @@ pub fn run_once(
         exit,
         stderr_line: last_line(&stderr),
         report,
+        counters,
         check,
         size,
-    })
-}
-
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut text);
-        }
-        String::from_utf8_lossy(&text).into_owned()
     })
 }
 
@@ -865,6 +983,60 @@ pub fn plot_rates(tl: &Timeline, origin: f64) -> (Points, Vec<Points>) {
     (series(&agg), tl.links.iter().map(|l| series(l)).collect())
 }
 
+/// When the session's channels were all back after the fault: the count of established
+/// connections to port 445 (`channels` of `readings`) had fallen below the most seen before
+/// the fault (`fault_at`), the plan the client had settled on, and is back at it. The most,
+/// not the last: the testbed command takes a while, and the count may fall before the
+/// fault's time is taken. Measured from `from` (the fault, or the link-up of a silent fault).
+/// `None` when the sampler saw no count, or never saw it fall.
+pub fn all_channels_back(readings: &[Reading], fault_at: f64, from: f64) -> Option<Outcome> {
+    let target = readings
+        .iter()
+        .take_while(|r| r.t < fault_at)
+        .filter_map(|r| r.channels)
+        .max()
+        .filter(|&n| n > 0)?;
+    let after: Vec<(f64, usize)> = readings
+        .iter()
+        .filter(|r| r.t >= fault_at)
+        .filter_map(|r| Some((r.t, r.channels?)))
+        .collect();
+    let fell = after.iter().position(|&(_, n)| n < target)?;
+    let last = after.last().map_or(from, |&(t, _)| t);
+    Some(
+        match after[fell..]
+            .iter()
+            .find(|&&(t, n)| t >= from && n >= target)
+        {
+            Some(&(t, _)) => Outcome::After((t - from).max(0.0)),
+            None => Outcome::NotWithin((last - from).max(0.0)),
+        },
+    )
+}
+
+/// The median of outcomes, a "not within" counting as later than any time: the middle one,
+/// or for an even count the mean of the middle two when both are times.
+pub fn median_outcome(outcomes: &[Outcome]) -> Option<Outcome> {
+    let key = |o: &Outcome| match *o {
+        Outcome::After(s) => (0, s),
+        Outcome::NotWithin(s) => (1, s),
+    };
+    let mut sorted = outcomes.to_vec();
+    sorted.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+    });
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some(match (sorted[n / 2 - 1], sorted[n / 2]) {
+            (Outcome::After(a), Outcome::After(b)) => Outcome::After((a + b) / 2.0),
+            (_, later) => later,
+        }),
+    }
+}
+
 // ---------------------------------------------------------------------------- report
 
 impl Run {
@@ -885,6 +1057,21 @@ impl Run {
         analyse(&self.timeline(), at, self.link_up_at, fault_link, self.size)
     }
 
+    /// Where recovery is measured from: the fault when it reset connections, the link-up
+    /// when the link went down.
+    fn recovery_from(&self) -> Option<f64> {
+        if self.fault.resets() {
+            self.fault_at
+        } else {
+            self.link_up_at
+        }
+    }
+
+    /// When every channel was back (see [`all_channels_back`]).
+    pub fn channels_back(&self) -> Option<Outcome> {
+        all_channels_back(&self.readings, self.fault_at?, self.recovery_from()?)
+    }
+
     /// How long smbcp ran.
     pub fn smbcp_seconds(&self) -> f64 {
         self.smbcp_span.1 - self.smbcp_span.0
@@ -901,6 +1088,77 @@ impl Run {
             (_, line) => Some(format!("transfer failed: {line}")),
         }
     }
+
+    /// Why the run gives no numbers (smbcp failed, or the series says nothing); empty when
+    /// it does.
+    fn why_unmeasured(&self, fault_link: usize) -> String {
+        self.failure()
+            .unwrap_or_else(|| match self.metrics(fault_link) {
+                Err(why) => format!("not measurable: {why}"),
+                Ok(_) => String::new(),
+            })
+    }
+}
+
+/// The repetitions of one fault kind and direction.
+#[derive(Debug, Clone)]
+pub struct Group<'a> {
+    /// Which fault.
+    pub fault: Fault,
+    /// Which way the data went.
+    pub direction: Direction,
+    /// The runs, in the order they ran.
+    pub runs: Vec<&'a Run>,
+}
+
+/// The runs grouped by fault kind and direction, in the order each pair first ran.
+pub fn groups(runs: &[Run]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group<'_>> = Vec::new();
+    for run in runs {
+        match out
+            .iter_mut()
+            .find(|g| g.fault == run.fault && g.direction == run.direction)
+        {
+            Some(group) => group.runs.push(run),
+            None => out.push(Group {
+                fault: run.fault,
+                direction: run.direction,
+                runs: vec![run],
+            }),
+        }
+    }
+    out
+}
+
+/// A run that smbcp finished and whose series could be measured, with its numbers.
+struct Measured<'a> {
+    run: &'a Run,
+    metrics: Metrics,
+}
+
+impl<'a> Group<'a> {
+    /// The runs the medians are taken over.
+    fn measured(&self, fault_link: usize) -> Vec<Measured<'a>> {
+        self.runs
+            .iter()
+            .filter(|run| run.failure().is_none())
+            .filter_map(|&run| {
+                let metrics = run.metrics(fault_link).ok()?;
+                Some(Measured { run, metrics })
+            })
+            .collect()
+    }
+
+    /// The measured run of median time lost (the lower middle one of an even count), or the
+    /// first run when none could be measured.
+    pub fn median_run(&self, fault_link: usize) -> Option<&'a Run> {
+        let mut measured = self.measured(fault_link);
+        measured.sort_by(|a, b| a.metrics.time_lost.total_cmp(&b.metrics.time_lost));
+        match measured.len() {
+            0 => self.runs.first().copied(),
+            n => Some(measured[(n - 1) / 2].run),
+        }
+    }
 }
 
 fn ms(seconds: f64) -> String {
@@ -914,122 +1172,217 @@ fn outcome_cell(o: Outcome) -> String {
     }
 }
 
-/// The table: one row per fault and direction.
+/// One value when every run gave the same, else each run's in run order.
+fn per_run_cell(values: impl IntoIterator<Item = String>) -> String {
+    let values: Vec<String> = values.into_iter().collect();
+    match values.first() {
+        Some(first) if values.iter().all(|v| v == first) => first.clone(),
+        _ => values.join(", "),
+    }
+}
+
+fn median_of(values: impl IntoIterator<Item = f64>) -> f64 {
+    median(&values.into_iter().collect::<Vec<_>>()).unwrap_or(f64::NAN)
+}
+
+/// The table: one row per fault kind and direction, medians over its repetitions.
 pub fn table(runs: &[Run], settings: &Settings) -> Table {
     let k = settings.fault_link;
     let mut t = Table::new(&[
         "fault",
         "direction",
+        ">runs",
         ">pre-fault Mbit/s",
         ">gap ms",
         ">dip MB",
         ">time lost s",
+        ">time lost range s",
         &format!(">link {k} back ms"),
+        ">all channels back ms",
+        ">sessions re-established",
         ">smbcp s",
         ">channels at end (per link)",
         "sha256",
         ">smbcp exit",
     ]);
-    for run in runs {
-        let metrics = run.metrics(k);
-        let pre = metrics
-            .as_ref()
-            .map_or("-".into(), |m| format!("{:.0}", m.pre_fault * 8.0 / 1e6));
-        let (gap, dip, lost, back) = match (run.failure(), &metrics) {
-            (Some(failed), _) => (failed, "-".into(), "-".into(), "-".into()),
-            (None, Err(why)) => (
-                format!("not measurable: {why}"),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ),
-            (None, Ok(m)) => {
-                let dip = match m.gap {
-                    Outcome::After(_) => format!("{:.1}", m.dip / 1e6),
-                    Outcome::NotWithin(_) => format!(">= {:.1}", m.dip / 1e6),
-                };
-                let back = match (run.fault, m.link_back) {
-                    (Fault::Silent, None) => "transfer ended before link-up".into(),
-                    (Fault::Rst, None) => "transfer ended at the fault".into(),
-                    (Fault::Silent, Some(o)) => format!("{} after link-up", outcome_cell(o)),
-                    (Fault::Rst, Some(o)) => format!("{} after the fault", outcome_cell(o)),
-                };
-                (
-                    outcome_cell(m.gap),
-                    dip,
-                    format!("{:.2}", m.time_lost),
-                    back,
-                )
-            }
-        };
-        t.row(vec![
-            run.fault.to_string(),
-            run.direction.to_string(),
-            pre,
-            gap,
-            dip,
-            lost,
-            back,
-            format!("{:.1}", run.smbcp_seconds()),
-            run.report
-                .as_ref()
-                .map_or("-".into(), |r| channels_cell(Some(r))),
-            run.check.to_string(),
-            run.exit.to_string(),
-        ]);
+    for group in groups(runs) {
+        t.row(group_row(&group, settings));
     }
     t
 }
 
-/// One line per run with what happened when: the fault, the link-up, the end.
+fn group_row(group: &Group<'_>, settings: &Settings) -> Vec<String> {
+    let measured = group.measured(settings.fault_link);
+    let unmeasured = group.runs.len() - measured.len();
+    let runs = match unmeasured {
+        0 => group.runs.len().to_string(),
+        n => format!("{} ({n} not measured)", group.runs.len()),
+    };
+    let channels_at_end = group
+        .median_run(settings.fault_link)
+        .and_then(|run| run.report.as_ref())
+        .map_or("-".into(), |r| channels_cell(Some(r)));
+    let mut cells = vec![group.fault.to_string(), group.direction.to_string(), runs];
+    cells.extend(measured_cells(group, &measured, settings.fault_link));
+    cells.extend([
+        reestablished_cell(&group.runs),
+        format!(
+            "{:.1}",
+            median_of(group.runs.iter().map(|r| r.smbcp_seconds()))
+        ),
+        channels_at_end,
+        per_run_cell(group.runs.iter().map(|r| r.check.to_string())),
+        per_run_cell(group.runs.iter().map(|r| r.exit.to_string())),
+    ]);
+    cells
+}
+
+/// Pre-fault rate, gap, dip, time lost and its range, link back, all channels back: the
+/// medians over `measured`, or why there are none.
+fn measured_cells(group: &Group<'_>, measured: &[Measured<'_>], fault_link: usize) -> Vec<String> {
+    let dash = || "-".to_string();
+    if measured.is_empty() {
+        let why = group
+            .runs
+            .first()
+            .map_or(String::new(), |run| run.why_unmeasured(fault_link));
+        return vec![dash(), why, dash(), dash(), dash(), dash(), dash()];
+    }
+    let pre_fault = median_of(measured.iter().map(|m| m.metrics.pre_fault));
+    let gaps: Vec<Outcome> = measured.iter().map(|m| m.metrics.gap).collect();
+    let gap = median_outcome(&gaps);
+    let dip = median_of(measured.iter().map(|m| m.metrics.dip)) / 1e6;
+    let dip = match gap {
+        Some(Outcome::NotWithin(_)) => format!(">= {dip:.1}"),
+        _ => format!("{dip:.1}"),
+    };
+    let lost: Vec<f64> = measured.iter().map(|m| m.metrics.time_lost).collect();
+    let range = min_max(&lost).map_or(dash(), |(lo, hi)| format!("{lo:.2}-{hi:.2}"));
+    let backs: Vec<Outcome> = measured
+        .iter()
+        .filter_map(|m| m.metrics.link_back)
+        .collect();
+    let since = if group.fault.resets() {
+        "the fault"
+    } else {
+        "link-up"
+    };
+    let link_back = match median_outcome(&backs) {
+        Some(o) => format!("{} after {since}", outcome_cell(o)),
+        None if group.fault.resets() => "transfer ended at the fault".into(),
+        None => "transfer ended before link-up".into(),
+    };
+    let channels: Vec<Outcome> = measured
+        .iter()
+        .filter_map(|m| m.run.channels_back())
+        .collect();
+    vec![
+        format!("{:.0}", pre_fault * 8.0 / 1e6),
+        gap.map_or(dash(), outcome_cell),
+        dip,
+        format!("{:.2}", median_of(lost.iter().copied())),
+        range,
+        link_back,
+        median_outcome(&channels).map_or(dash(), outcome_cell),
+    ]
+}
+
+/// How many times smbcp re-established its session in each run, and the median time the
+/// last re-establishment took.
+fn reestablished_cell(runs: &[&Run]) -> String {
+    let counters: Vec<FailoverCounters> = runs.iter().filter_map(|r| r.counters).collect();
+    if counters.is_empty() {
+        return "-".into();
+    }
+    let sessions = per_run_cell(
+        counters
+            .iter()
+            .map(|c| c.sessions_reestablished.to_string()),
+    );
+    let took: Vec<f64> = counters
+        .iter()
+        .filter_map(|c| c.last_reestablish_ms)
+        .map(|ms| ms as f64)
+        .collect();
+    match median(&took) {
+        Some(ms) => format!("{sessions} in {ms:.0} ms"),
+        None => sessions,
+    }
+}
+
+/// One line per run with what happened when: the fault, the link-up, the end, and what
+/// smbcp counted.
 pub fn event_lines(runs: &[Run], settings: &Settings) -> Vec<String> {
-    runs.iter()
-        .map(|run| {
-            let tl = run.timeline();
-            let moved = tl.aggregate().last().copied().unwrap_or(0);
-            let (start, end) = run.smbcp_span;
-            let mut line = format!(
-                "- {} {}: smbcp ran {start:.1}-{end:.1} s",
-                run.fault, run.direction
-            );
-            if let Some(at) = run.fault_at {
-                let what = match (run.fault, run.cut) {
-                    (Fault::Rst, Some(n)) => {
-                        format!("{n} connection(s) on link {} reset", settings.fault_link)
-                    }
-                    _ => format!("link {} down", settings.fault_link),
-                };
-                line.push_str(&format!(
-                    ", {what} at {at:.2} s (the testbed command took {:.0} ms)",
-                    run.fault_took * 1e3
-                ));
-            }
-            if let Some(up) = run.link_up_at {
-                line.push_str(&format!(", link up at {up:.2} s"));
-            }
-            line.push_str(&format!(
-                "; {:.0} MB on the wire in all, sampled {} times (longest interval {:.0} ms)",
-                moved as f64 / 1e6,
-                tl.t.len(),
-                tl.t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max) * 1e3
-            ));
-            if let Some(f) = run.failure() {
-                line.push_str(&format!("; {f}"));
-            }
-            line.push('.');
-            line
-        })
-        .collect()
+    runs.iter().map(|run| event_line(run, settings)).collect()
+}
+
+fn event_line(run: &Run, settings: &Settings) -> String {
+    let k = settings.fault_link;
+    let tl = run.timeline();
+    let moved = tl.aggregate().last().copied().unwrap_or(0);
+    let (start, end) = run.smbcp_span;
+    let mut line = format!(
+        "- {} {} #{}: smbcp ran {start:.1}-{end:.1} s",
+        run.fault, run.direction, run.rep
+    );
+    if let Some(at) = run.fault_at {
+        let what = match (run.fault, run.cut) {
+            (Fault::Rst, Some(n)) => format!("{n} connection(s) on link {k} reset"),
+            (Fault::All, Some(n)) => format!("{n} connection(s) on every link reset"),
+            _ => format!("link {k} down"),
+        };
+        line.push_str(&format!(
+            ", {what} at {at:.2} s (the testbed command took {:.0} ms)",
+            run.fault_took * 1e3
+        ));
+    }
+    if let Some(up) = run.link_up_at {
+        line.push_str(&format!(", link up at {up:.2} s"));
+    }
+    line.push_str(&format!(
+        "; {:.0} MB on the wire in all, sampled {} times (longest interval {:.0} ms)",
+        moved as f64 / 1e6,
+        tl.t.len(),
+        tl.t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max) * 1e3
+    ));
+    if let Some(c) = &run.counters {
+        line.push_str(&format!("; {}", counters_text(c)));
+    }
+    if let Some(f) = run.failure() {
+        line.push_str(&format!("; {f}"));
+    }
+    line.push('.');
+    line
+}
+
+/// smbcp's failover counters in words.
+fn counters_text(c: &FailoverCounters) -> String {
+    let mut text = format!(
+        "smbcp counted {} channel(s) lost, {} request(s) replayed, {} reconnect(s)",
+        c.channel_losses, c.replays, c.reconnects
+    );
+    if c.sessions_reestablished > 0 {
+        let took = c
+            .last_reestablish_ms
+            .map_or(String::new(), |ms| format!(", the last in {ms} ms"));
+        text.push_str(&format!(
+            ", session re-established {} time(s){took} ({} open(s) reclaimed, {} lost)",
+            c.sessions_reestablished, c.opens_reclaimed, c.opens_lost
+        ));
+    }
+    text
 }
 
 /// The run's counter readings as CSV: a `#` line with the events, a header, then one row per
-/// reading with every link's received and sent bytes (cumulative, as the kernel counts them).
+/// reading with every link's received and sent bytes (cumulative, as the kernel counts them)
+/// and the established connections to port 445 (empty when not read).
 pub fn csv(run: &Run, settings: &Settings) -> String {
     let at = |t: Option<f64>| t.map_or("-".into(), |t| format!("{t:.3}"));
     let mut out = format!(
-        "# {} {} on link {}: fault at {} s, link up at {} s, smbcp {:.3}-{:.3} s, exit {}\n",
+        "# {} {} #{} on link {}: fault at {} s, link up at {} s, smbcp {:.3}-{:.3} s, exit {}\n",
         run.fault,
         run.direction,
+        run.rep,
         settings.fault_link,
         at(run.fault_at),
         at(run.link_up_at),
@@ -1042,19 +1395,21 @@ pub fn csv(run: &Run, settings: &Settings) -> String {
     for k in 1..=links {
         out.push_str(&format!(",rx_bytes_link{k},tx_bytes_link{k}"));
     }
-    out.push('\n');
+    out.push_str(",channels\n");
     for r in &run.readings {
         out.push_str(&format!("{:.4}", r.t));
         for (rx, tx) in r.rx.iter().zip(&r.tx) {
             out.push_str(&format!(",{rx},{tx}"));
         }
-        out.push('\n');
+        let channels = r.channels.map_or(String::new(), |n| n.to_string());
+        out.push_str(&format!(",{channels}\n"));
     }
     out
 }
 
-/// The line chart of one fault kind: a panel per direction, aggregate and per-link Mbit/s
-/// over seconds from the fault, markers at the fault and the link-up.
+/// The line chart of one fault kind: a panel per direction showing its median run,
+/// aggregate and per-link Mbit/s over seconds from the fault, markers at the fault, the
+/// link-up and when every channel was back.
 pub fn chart(runs: &[Run], fault: Fault, settings: &Settings, size: u64) -> LineChart {
     let mut series = vec!["all links".to_string()];
     series.extend((1..=settings.links).map(|k| format!("link {k}")));
@@ -1068,52 +1423,72 @@ pub fn chart(runs: &[Run], fault: Fault, settings: &Settings, size: u64) -> Line
             settings.fault_link,
             settings.down_for.as_secs()
         ),
+        Fault::All => "every connection of port 445 reset by the server".into(),
     };
-    let panels = runs
+    let panels = groups(runs)
         .iter()
-        .filter(|r| r.fault == fault)
-        .map(|run| {
-            let origin = run.fault_at.unwrap_or(0.0);
-            let (agg, per_link) = plot_rates(&run.timeline(), origin);
-            let mut lines = vec![agg];
-            lines.extend(per_link);
-            let mut markers = Vec::new();
-            if run.fault_at.is_some() {
-                markers.push(Marker {
-                    x: 0.0,
-                    label: fault.name().into(),
-                });
-            }
-            if let Some(up) = run.link_up_at {
-                markers.push(Marker {
-                    x: up - origin,
-                    label: "link up".into(),
-                });
-            }
-            let state = if run.failure().is_some() {
-                format!(" (smbcp failed, exit {})", run.exit)
-            } else {
-                String::new()
-            };
-            LinePanel {
-                title: format!("{}{state}", run.direction),
-                lines,
-                markers,
-            }
+        .filter(|g| g.fault == fault)
+        .filter_map(|g| {
+            let run = g.median_run(settings.fault_link)?;
+            Some(chart_panel(run, g.runs.len()))
         })
         .collect();
     LineChart {
-        title: format!(
-            "{}: {what} ({} MiB over {} x {} Mbit/s, 100 ms averages)",
-            fault.name(),
-            size >> 20,
-            settings.links,
-            settings.rate_mbit
-        ),
+        frame: ChartFrame {
+            title: format!(
+                "{}: {what} ({} MiB over {} x {} Mbit/s, 100 ms averages)",
+                fault.name(),
+                size >> 20,
+                settings.links,
+                settings.rate_mbit
+            ),
+            series,
+            y_unit: "Mbit/s".into(),
+        },
         x_label: "seconds from the fault".into(),
-        y_unit: "Mbit/s".into(),
-        series,
         panels,
+    }
+}
+
+/// The panel of `run`, the median of `of` repetitions.
+fn chart_panel(run: &Run, of: usize) -> LinePanel {
+    let origin = run.fault_at.unwrap_or(0.0);
+    let (agg, per_link) = plot_rates(&run.timeline(), origin);
+    let mut lines = vec![agg];
+    lines.extend(per_link);
+    let mut markers = Vec::new();
+    if run.fault_at.is_some() {
+        markers.push(Marker {
+            x: 0.0,
+            label: run.fault.name().into(),
+        });
+    }
+    if let Some(up) = run.link_up_at {
+        markers.push(Marker {
+            x: up - origin,
+            label: "link up".into(),
+        });
+    }
+    if let (Some(Outcome::After(s)), Some(from)) = (run.channels_back(), run.recovery_from()) {
+        markers.push(Marker {
+            x: from + s - origin,
+            label: "all channels back".into(),
+        });
+    }
+    let state = if run.failure().is_some() {
+        format!(" (smbcp failed, exit {})", run.exit)
+    } else {
+        String::new()
+    };
+    let which = if of > 1 {
+        format!(", run #{} of {of} (median time lost)", run.rep)
+    } else {
+        String::new()
+    };
+    LinePanel {
+        title: format!("{}{state}{which}", run.direction),
+        lines,
+        markers,
     }
 }
 
@@ -1127,27 +1502,38 @@ pub fn section(
     charts: &[(Fault, String)],
 ) -> String {
     let command: Vec<String> = std::env::args().collect();
+    let reps = groups(runs).iter().map(|g| g.runs.len()).max().unwrap_or(0);
     let mut out = format!(
-        "Measured {date} on {cpu} ({nproc} CPUs), kernel {kernel}, {samba}, commit {commit}.\n\
+        "{measured}, commit {commit}.\n\
          Command: `{cmd}`; file {mib} MiB (sha256 {sha}); {links} links of {rate} Mbit/s each; \
-         the fault hits link {k} once {pct:.0} % of the file has crossed the wire \
-         (rst: `testbed cut {k}`; silent: `testbed link-down {k}`, `link-up {k}` {down} s \
-         later); client-side veth byte counters read every {every} ms.\n\n\
+         every fault kind and direction ran {reps} time(s), taking turns; the fault comes once \
+         {pct:.0} % of the file has crossed the wire. \
+         **rst** (`testbed cut {k}`): the server resets link {k}'s connections and the link \
+         stays up, so the client loses those channels, moves their requests to the others and \
+         can reconnect at once. \
+         **silent** (`testbed link-down {k}`, `link-up {k}` {down} s later): link {k} drops \
+         every packet without a word, so the client has to notice the loss by itself. \
+         **all** (`testbed cut`): the server resets every connection of port 445 at once, so \
+         no channel is left and the client must re-establish the session (PreviousSessionId, \
+         durable opens reclaimed) before the transfer can go on. \
+         Client-side veth byte counters and the established connections to port 445 are read \
+         every {every} ms.\n\n\
          Gap: from the fault until the aggregate holds {gap:.0} % of what the surviving links \
          carry ({n1}/{n} of the pre-fault rate) for {sustain} ms, rates over a trailing {smooth} ms. \
          Dip: bytes short of the pre-fault rate during the gap. Time lost: how much longer the \
          whole transfer took than its bytes need at the pre-fault rate, which also counts a slow \
          tail of requests that waited on the dead link (a client that fails over perfectly loses \
          the dead link's share of the down time, {ideal:.1} s, in the silent case and next to \
-         nothing with rst). Link {k} back: from the link-up (silent) or the fault (rst) until \
-         link {k} holds {back:.0} % of its pre-fault share for {sustain} ms. Rates count bytes on \
-         the wire (headers included).\n\n",
+         nothing with rst). Link {k} back: from the link-up (silent) or the fault (rst, all) until \
+         link {k} holds {back:.0} % of its pre-fault share for {sustain} ms. All channels back: \
+         from the same moment until the established connections to port 445, having fallen, are \
+         as many again as before the fault (the planned channels). Sessions re-established: \
+         smbcp's own count (`--json`) and how long the last one took. Each row shows the \
+         medians over the runs smbcp finished, the range of time lost, and sha256 and exit of \
+         every run; each chart shows the run of median time lost. Rates count bytes on the \
+         wire (headers included).\n\n",
         ideal = settings.down_for.as_secs_f64() / settings.links as f64,
-        date = facts.date,
-        cpu = facts.cpu,
-        nproc = facts.nproc,
-        kernel = facts.kernel,
-        samba = facts.samba,
+        measured = facts.measured_on(),
         commit = facts.commit,
         cmd = command.join(" "),
         mib = reference.len >> 20,
@@ -1226,6 +1612,7 @@ mod tests {
             t,
             rx: rx.to_vec(),
             tx: tx.to_vec(),
+            channels: None,
         };
         let readings = [
             r(0.0, [100, 200], [5, 6]),
@@ -1369,8 +1756,15 @@ mod tests {
     }
 
     fn run(fault: Fault, exit: Exit, stderr: &str) -> Run {
+        run_with(fault, exit, stderr, 1, 6.0)
+    }
+
+    /// Four links at 1 MB/s for 10 s; link 2 carries nothing from the fault at 3 s until
+    /// `back` (the other links do not take over, so time lost grows with `back`), and one of
+    /// the four channels is missing from 3 s to 4 s.
+    fn run_with(fault: Fault, exit: Exit, stderr: &str, rep: usize, back: f64) -> Run {
         let tl = timeline(4, 10.0, |k, t| {
-            if k == 2 && (3.0..6.0).contains(&t) {
+            if k == 2 && (3.0..back).contains(&t) {
                 0.0
             } else {
                 1.0 * MB
@@ -1381,20 +1775,31 @@ mod tests {
                 t: tl.t[i],
                 rx: tl.links.iter().map(|l| l[i]).collect(),
                 tx: vec![0; 4],
+                channels: Some(if (3.0..4.0).contains(&tl.t[i]) { 3 } else { 4 }),
             })
             .collect();
         Run {
             fault,
             direction: Direction::Download,
+            rep,
             readings,
             fault_at: Some(3.0),
             fault_took: 0.04,
-            cut: (fault == Fault::Rst).then_some(4),
+            cut: fault.resets().then_some(4),
             link_up_at: (fault == Fault::Silent).then_some(5.0),
             smbcp_span: (0.1, 10.0),
             exit,
             stderr_line: last_line(stderr),
             report: None,
+            counters: (fault == Fault::All).then_some(FailoverCounters {
+                channel_losses: 4,
+                replays: 12,
+                reconnects: 3,
+                sessions_reestablished: 1,
+                opens_reclaimed: 1,
+                opens_lost: 0,
+                last_reestablish_ms: Some(200 + 100 * rep as u64),
+            }),
             check: if stderr.is_empty() {
                 Check::Ok
             } else {
@@ -1432,38 +1837,41 @@ mod tests {
             run(Fault::Silent, Exit::Killed(60), "stuck"),
         ];
         let rows = cells(&table(&runs, &settings()).markdown());
-        assert_eq!(rows.len(), 5, "{rows:?}");
-        assert_eq!(rows[0][7], "link 2 back ms");
+        // Header, separator, one row per (fault, direction).
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert_eq!(rows[0][9], "link 2 back ms");
         // Rst: 4 links at 1 MB/s = 32 Mbit/s before the fault; the three others go on at
         // exactly what they carried, all the surviving links can, so there is no gap. Link
-        // 2's 3 MB missing over the 10 s cost 0.75 s at 4 MB/s.
+        // 2's 3 MB missing over the 10 s cost 0.75 s at 4 MB/s. One channel is missing for
+        // a second after the fault.
         assert_eq!(
-            rows[2][1..8],
+            rows[2][1..11],
             [
                 "rst",
                 "download",
+                "1",
                 "32",
                 "0",
                 "0.0",
                 "0.75",
-                "3000 after the fault"
+                "0.75-0.75",
+                "3000 after the fault",
+                "1000"
             ]
         );
-        assert_eq!(rows[2][10..12], ["ok", "0"]);
+        assert_eq!(rows[2][11..16], ["-", "9.9", "-", "ok", "0"]);
+        // Both silent runs failed: the first one's reason, every run's check and exit.
+        assert_eq!(rows[3][3], "2 (2 not measured)");
         assert_eq!(
-            rows[3][4],
+            rows[3][5],
             "transfer failed: smbcp: big: connection / reset"
         );
-        assert_eq!(rows[3][5..8], ["-", "-", "-"]);
-        assert_eq!(rows[3][10..12], ["no file", "1"]);
-        assert_eq!(
-            rows[4][4],
-            "transfer failed: no end within 60 s, smbcp killed"
-        );
-        assert_eq!(rows[4][11], "killed after 60 s");
+        assert_eq!(rows[3][6..11], ["-", "-", "-", "-", "-"]);
+        assert_eq!(rows[3][14..16], ["no file", "1, killed after 60 s"]);
         let events = event_lines(&runs, &settings());
         assert!(
-            events[0].contains("4 connection(s) on link 2 reset at 3.00 s"),
+            events[0].contains("rst download #1: smbcp ran")
+                && events[0].contains("4 connection(s) on link 2 reset at 3.00 s"),
             "{events:?}"
         );
         assert!(events[1].contains("link up at 5.00 s"), "{events:?}");
@@ -1471,11 +1879,126 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "# silent download on link 2: fault at 3.000 s, link up at 5.000 s, smbcp 0.100-10.000 s, exit 1"
+            "# silent download #1 on link 2: fault at 3.000 s, link up at 5.000 s, smbcp 0.100-10.000 s, exit 1"
         );
-        assert_eq!(lines[1], "t_s,rx_bytes_link1,tx_bytes_link1,rx_bytes_link2,tx_bytes_link2,rx_bytes_link3,tx_bytes_link3,rx_bytes_link4,tx_bytes_link4");
-        assert_eq!(lines[3], "0.0500,50000,0,50000,0,50000,0,50000,0");
+        assert_eq!(lines[1], "t_s,rx_bytes_link1,tx_bytes_link1,rx_bytes_link2,tx_bytes_link2,rx_bytes_link3,tx_bytes_link3,rx_bytes_link4,tx_bytes_link4,channels");
+        assert_eq!(lines[3], "0.0500,50000,0,50000,0,50000,0,50000,0,4");
         assert_eq!(lines.len(), 2 + runs[1].readings.len());
+    }
+
+    #[test]
+    fn repetitions_give_medians_and_the_range() {
+        // Link 2 back after 3, 2 and 5 s: 0.75, 0.5 and 1.25 s lost.
+        let mut runs = vec![
+            run_with(Fault::Rst, Exit::Code(0), "", 1, 6.0),
+            run_with(Fault::Rst, Exit::Code(0), "", 2, 5.0),
+            run_with(Fault::Rst, Exit::Code(0), "", 3, 8.0),
+            run_with(Fault::All, Exit::Code(0), "", 1, 6.0),
+            run_with(Fault::All, Exit::Code(0), "", 2, 6.0),
+        ];
+        runs[2].check = Check::Mismatch(5);
+        let rows = cells(&table(&runs, &settings()).markdown());
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert_eq!(rows[2][3], "3");
+        assert_eq!(
+            rows[2][7..10],
+            ["0.75", "0.50-1.25", "3000 after the fault"]
+        );
+        // sha256 ok only when every run matched.
+        assert_eq!(rows[2][14], "ok, ok, differs (5 bytes)");
+        // The every-channel cut: smbcp's re-established sessions, the median time.
+        assert_eq!(rows[3][1], "all");
+        assert_eq!(rows[3][11], "1 in 350 ms");
+        assert_eq!(rows[3][14], "ok");
+        let groups = groups(&runs);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].median_run(2).map(|r| r.rep), Some(1));
+        let events = event_lines(&runs, &settings());
+        assert!(
+            events[3].contains("4 connection(s) on every link reset")
+                && events[3].contains("session re-established 1 time(s), the last in 300 ms"),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn medians_of_outcomes_put_not_within_last() {
+        use Outcome::{After, NotWithin};
+        assert_eq!(median_outcome(&[]), None);
+        assert_eq!(
+            median_outcome(&[After(3.0), NotWithin(1.0), After(1.0)]),
+            Some(After(3.0))
+        );
+        assert_eq!(median_outcome(&[After(3.0), After(1.0)]), Some(After(2.0)));
+        assert_eq!(
+            median_outcome(&[After(3.0), NotWithin(2.0)]),
+            Some(NotWithin(2.0))
+        );
+    }
+
+    #[test]
+    fn counts_established_smb_connections() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+             0: 0201000A:D2A4 0101000A:01BD 01 00000000:00000000 00:00000000 00000000     0        0 1\n   \
+             1: 0202000A:D2A6 0102000A:01BD 07 00000000:00000000 00:00000000 00000000     0        0 2\n   \
+             2: 0203000A:01BD 0103000A:D2A8 01 00000000:00000000 00:00000000 00000000     0        0 3\n   \
+             3: 0204000A:D2AA 0104000A:01BD 01 00000000:00000000 00:00000000 00000000     0        0 4\n";
+        // Rows 0 and 3: established to port 445; row 1 is closed, row 2 comes from 445.
+        assert_eq!(count_smb_connections(text), 2);
+        assert_eq!(count_smb_connections(""), 0);
+    }
+
+    #[test]
+    fn channels_back_needs_a_fall_and_a_return() {
+        let at = |t: f64, n: Option<usize>| Reading {
+            t,
+            rx: vec![0],
+            tx: vec![0],
+            channels: n,
+        };
+        let readings = [
+            at(0.0, Some(4)),
+            at(1.0, Some(4)),
+            at(1.5, Some(0)),
+            at(2.0, Some(1)),
+            at(3.0, Some(4)),
+            at(4.0, Some(4)),
+        ];
+        assert_eq!(
+            all_channels_back(&readings, 1.2, 1.2),
+            Some(Outcome::After(1.8))
+        );
+        // Measured from a later link-up.
+        assert_eq!(
+            all_channels_back(&readings, 1.2, 3.5),
+            Some(Outcome::After(0.5))
+        );
+        // Never fell after the fault, or no count at all: nothing to say.
+        assert_eq!(all_channels_back(&readings, 3.0, 3.0), None);
+        assert_eq!(
+            all_channels_back(&[at(0.0, None), at(1.0, None)], 0.5, 0.5),
+            None
+        );
+        // Fell and never came back.
+        assert_eq!(
+            all_channels_back(&readings[..4], 1.2, 1.2),
+            Some(Outcome::NotWithin(0.8))
+        );
+    }
+
+    #[test]
+    fn failover_counters_come_from_the_json_report() {
+        let json = serde_json::json!({"failover": {
+            "channel_losses": 4, "replays": 9, "reconnects": 3, "sessions_reestablished": 1,
+            "opens_reclaimed": 1, "opens_lost": 0, "last_reestablish_ms": 412}});
+        let c = FailoverCounters::from_json(&json).unwrap();
+        assert_eq!(c.sessions_reestablished, 1);
+        assert_eq!(c.last_reestablish_ms, Some(412));
+        assert!(
+            FailoverCounters::from_json(&serde_json::json!({"bytes": 1}))
+                .unwrap_err()
+                .contains("channel_losses")
+        );
     }
 
     #[test]
@@ -1488,12 +2011,15 @@ mod tests {
             up,
         ];
         let c = chart(&runs, Fault::Silent, &settings(), 40 << 20);
-        assert_eq!(c.series.len(), 5);
+        assert_eq!(c.frame.series.len(), 5);
         assert_eq!(c.panels.len(), 2);
         assert_eq!(c.panels[0].title, "download (smbcp failed, exit 1)");
         assert_eq!(c.panels[1].title, "upload");
         let xs: Vec<f64> = c.panels[0].markers.iter().map(|m| m.x).collect();
-        assert_eq!(xs, vec![0.0, 2.0]);
+        // The fault, the link-up, every channel back right at the link-up.
+        assert_eq!(xs.len(), 3, "{xs:?}");
+        assert_eq!(xs[..2], [0.0, 2.0]);
+        assert!((xs[2] - 2.0).abs() < 0.051, "{xs:?}");
         // x is relative to the fault at 3 s.
         assert!(c.panels[0].lines[0][0].0 < -2.9);
         let svg = c.svg();
@@ -1518,5 +2044,29 @@ mod tests {
             &[(Fault::Silent, "perf/failover-silent.svg".into())],
         );
         assert!(md.contains("](perf/failover-silent.svg)"), "{md}");
+        assert!(md.starts_with("Measured today on cpu (2 CPUs), kernel k, Samba 4, commit abc."));
+        for kind in ["**rst**", "**silent**", "**all** (`testbed cut`)"] {
+            assert!(md.contains(kind), "{kind}: {md}");
+        }
+    }
+
+    #[test]
+    fn chart_shows_the_median_run() {
+        let runs = vec![
+            run_with(Fault::All, Exit::Code(0), "", 1, 8.0),
+            run_with(Fault::All, Exit::Code(0), "", 2, 5.0),
+            run_with(Fault::All, Exit::Code(0), "", 3, 6.0),
+        ];
+        let c = chart(&runs, Fault::All, &settings(), 40 << 20);
+        assert_eq!(c.panels.len(), 1);
+        assert_eq!(
+            c.panels[0].title,
+            "download, run #3 of 3 (median time lost)"
+        );
+        assert!(c
+            .frame
+            .title
+            .starts_with("all: every connection of port 445 reset"));
+        assert!(chart(&runs, Fault::Rst, &settings(), 1).panels.is_empty());
     }
 }

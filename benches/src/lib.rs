@@ -11,9 +11,10 @@
 //! of them against the links' aggregate raw TCP and against smbclient's single connection, and
 //! one channel against several on one unshaped link (see [`multichannel`]).
 //!
-//! With `--failover` it measures what losing one of several links costs a transfer: the
-//! throughput gap after the fault, the bytes lost, and when the link carries traffic again,
-//! from the client-side link counters sampled every 50 ms (see [`failover`]).
+//! With `--failover` it measures what losing one of several links, or every connection at
+//! once, costs a transfer: the throughput gap after the fault, the bytes lost, when the link
+//! carries traffic again and when every channel is back, from the client-side link counters
+//! sampled every 50 ms, with medians over repetitions (see [`failover`]).
 
 pub mod child;
 pub mod data;

@@ -68,6 +68,14 @@ impl Facts {
             },
         }
     }
+
+    /// "Measured DATE on CPU (N CPUs), kernel K, Samba V": how every generated section starts.
+    pub fn measured_on(&self) -> String {
+        format!(
+            "Measured {} on {} ({} CPUs), kernel {}, {}",
+            self.date, self.cpu, self.nproc, self.kernel, self.samba
+        )
+    }
 }
 
 /// Machine-wide CPU counters from `/proc/stat` (all CPUs), in USER_HZ ticks.

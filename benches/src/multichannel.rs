@@ -8,7 +8,7 @@
 //! extra channels help when the CPUs rather than the wire are the limit.
 
 use crate::results::{f1, f2, ratio, RawTcp, Results, Series};
-use crate::svg::{BarChart, Group, Panel};
+use crate::svg::{BarChart, ChartFrame, Group, Panel};
 use crate::table::Table;
 use crate::transfer::{Direction, SmbcpReport};
 
@@ -34,7 +34,8 @@ impl LinkSetup {
     }
 }
 
-/// `4 (1+1+1+1)`: channels in total and per link (server address), from smbcp's report.
+/// `4 (1+1+1+1)`: channels still up at the end, in total and per link (server address), from
+/// smbcp's report.
 pub fn channels_cell(report: Option<&SmbcpReport>) -> String {
     let Some(r) = report else {
         return String::new();
@@ -45,9 +46,9 @@ pub fn channels_cell(report: Option<&SmbcpReport>) -> String {
         .map(|(_, n, _)| n.to_string())
         .collect();
     if per.len() > 1 {
-        format!("{} ({})", r.channels.len(), per.join("+"))
+        format!("{} ({})", r.live_channels(), per.join("+"))
     } else {
-        r.channels.len().to_string()
+        r.live_channels().to_string()
     }
 }
 
@@ -339,13 +340,15 @@ pub fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
             .collect(),
     };
     BarChart {
-        title: title.into(),
-        unit: "MB/s".into(),
-        series: vec![
-            "raw TCP (one iperf3 stream per link, all at once)".into(),
-            "smbcp (multichannel)".into(),
-            "smbclient (one connection)".into(),
-        ],
+        frame: ChartFrame {
+            title: title.into(),
+            series: vec![
+                "raw TCP (one iperf3 stream per link, all at once)".into(),
+                "smbcp (multichannel)".into(),
+                "smbclient (one connection)".into(),
+            ],
+            y_unit: "MB/s".into(),
+        },
         panels: vec![panel(Direction::Download), panel(Direction::Upload)],
     }
 }
@@ -367,6 +370,7 @@ mod tests {
                     server: [10, 100, link, 1].into(),
                     bytes,
                     requests: i as u64,
+                    live: true,
                 })
                 .collect(),
             planned: servers.len(),

@@ -116,7 +116,7 @@ impl Series {
         }
         let full = multi
             .iter()
-            .filter(|r| r.channels.len() >= r.planned)
+            .filter(|r| r.live_channels() >= r.planned)
             .count();
         Some((full, multi.len()))
     }
@@ -361,6 +361,7 @@ mod tests {
             server: [10, 0, 0, 1].into(),
             bytes: 1,
             requests: 1,
+            live: true,
         };
         s.reports[0] = Some(SmbcpReport {
             copy_seconds: 1.0,

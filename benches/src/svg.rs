@@ -6,15 +6,24 @@
 
 use std::fmt::Write;
 
-/// A chart: series (one colour each, in the legend) and the panels that show them.
+/// What every chart has around its panels: the title, the series the legend names (one
+/// colour each) and the unit of the shared y axis.
 #[derive(Debug, Clone)]
-pub struct BarChart {
+pub struct ChartFrame {
     /// Title above everything.
     pub title: String,
-    /// Unit of the y axis, e.g. `"MB/s"`.
-    pub unit: String,
-    /// Names of the series, in bar order within a group.
+    /// Names of the series: bars in this order within a group; lines in this order, the
+    /// first drawn thicker (e.g. the aggregate of the others).
     pub series: Vec<String>,
+    /// Unit of the y axis, e.g. `"MB/s"`.
+    pub y_unit: String,
+}
+
+/// A bar chart: panels side by side, sharing the frame's y axis.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    /// Title, series and y unit.
+    pub frame: ChartFrame,
     /// Panels, left to right.
     pub panels: Vec<Panel>,
 }
@@ -42,19 +51,23 @@ const COLOURS: [&str; 6] = [
     "#9e9e9e", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 ];
 
+// Layout in pixels. Both kinds of chart: the plots start LEFT of the edge (room for the y
+// labels and the unit) and have TICKS + 1 gridlines.
+const LEFT: f64 = 64.0;
+const TICKS: usize = 5;
+// The bar chart: every bar BAR_WIDTH wide, groups and panels apart by the gaps, one plot
+// height below the title, legend and panel titles (TOP), the group labels below (BOTTOM).
 const BAR_WIDTH: f64 = 26.0;
 const GROUP_GAP: f64 = 22.0;
-const PLOT_HEIGHT: f64 = 260.0;
-const LEFT: f64 = 64.0;
-const TOP: f64 = 78.0;
 const PANEL_GAP: f64 = 36.0;
+const PLOT_HEIGHT: f64 = 260.0;
+const TOP: f64 = 78.0;
 const BOTTOM: f64 = 40.0;
-const TICKS: usize = 5;
 
 impl BarChart {
     /// The chart as a standalone SVG document.
     pub fn svg(&self) -> String {
-        let n_series = self.series.len().max(1);
+        let n_series = self.frame.series.len().max(1);
         let group_width = n_series as f64 * BAR_WIDTH + GROUP_GAP;
         let panel_widths: Vec<f64> = self
             .panels
@@ -63,8 +76,7 @@ impl BarChart {
             .collect();
         let plots_width: f64 =
             panel_widths.iter().sum::<f64>() + PANEL_GAP * (self.panels.len().max(1) - 1) as f64;
-        let legend_width: f64 = self.series.iter().map(|n| legend_item_width(n)).sum();
-        let width = (LEFT + plots_width).max(LEFT + legend_width) + 20.0;
+        let width = (LEFT + plots_width).max(LEFT + self.frame.legend_width()) + 20.0;
         let height = TOP + PLOT_HEIGHT + BOTTOM;
         let top_value = self
             .panels
@@ -77,52 +89,16 @@ impl BarChart {
         let y_max = nice_ceiling(top_value);
         let y = |v: f64| TOP + PLOT_HEIGHT - (v / y_max).clamp(0.0, 1.0) * PLOT_HEIGHT;
 
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            out,
-            r#"<rect width="{width:.0}" height="{height:.0}" fill="white"/>"#
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{x:.1}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-            escape(&self.title),
-            x = LEFT
-        );
-        // Legend: one swatch and name per series.
-        let mut lx = LEFT;
-        for (i, name) in self.series.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                r#"<rect x="{lx:.1}" y="30" width="12" height="12" fill="{}"/><text x="{tx:.1}" y="40">{}</text>"#,
-                colour(i),
-                escape(name),
-                tx = lx + 16.0
-            );
-            lx += legend_item_width(name);
-        }
+        // Legend: a square swatch per series.
+        let mut out = self.frame.open(width, height, |i, x| {
+            format!(
+                r#"<rect x="{x:.1}" y="30" width="12" height="12" fill="{}"/>"#,
+                colour(i)
+            )
+        });
         // Y axis: gridlines and tick labels across the whole plot width.
-        for t in 0..=TICKS {
-            let v = y_max * t as f64 / TICKS as f64;
-            let ty = y(v);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{LEFT:.1}" y1="{ty:.1}" x2="{x2:.1}" y2="{ty:.1}" stroke="#e0e0e0"/><text x="{lx:.1}" y="{ly:.1}" text-anchor="end">{}</text>"##,
-                number(v),
-                x2 = LEFT + plots_width,
-                lx = LEFT - 6.0,
-                ly = ty + 4.0
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<text x="14" y="{cy:.1}" transform="rotate(-90 14 {cy:.1})" text-anchor="middle">{}</text>"#,
-            escape(&self.unit),
-            cy = TOP + PLOT_HEIGHT / 2.0
-        );
+        self.frame
+            .y_axis(&mut out, (LEFT, LEFT + plots_width), y_max, y);
         // Panels.
         let mut px = LEFT;
         for (panel, pw) in self.panels.iter().zip(&panel_widths) {
@@ -145,7 +121,7 @@ impl BarChart {
                         out,
                         r#"<rect x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="{}"><title>{}: {}</title></rect>"#,
                         colour(i),
-                        escape(self.series.get(i).map_or("", String::as_str)),
+                        escape(self.frame.series.get(i).map_or("", String::as_str)),
                         number(v),
                         bw = BAR_WIDTH - 2.0,
                         bh = TOP + PLOT_HEIGHT - by
@@ -179,19 +155,15 @@ impl BarChart {
     }
 }
 
-/// A line chart: series (one colour each, in the legend) drawn in one or more panels stacked
-/// top to bottom. All panels share the x range and the y range, so an event at the same x
-/// lines up across panels and heights compare directly.
+/// A line chart: one polyline per series in one or more panels stacked top to bottom. All
+/// panels share the x range and the y range, so an event at the same x lines up across
+/// panels and heights compare directly.
 #[derive(Debug, Clone)]
 pub struct LineChart {
-    /// Title above everything.
-    pub title: String,
+    /// Title, series and y unit.
+    pub frame: ChartFrame,
     /// Label of the x axis, e.g. `"seconds from the fault"`.
     pub x_label: String,
-    /// Unit of the y axis, e.g. `"Mbit/s"`.
-    pub y_unit: String,
-    /// Names of the series; the first is drawn thicker (e.g. the aggregate of the others).
-    pub series: Vec<String>,
     /// Panels, top to bottom.
     pub panels: Vec<LinePanel>,
 }
@@ -221,15 +193,39 @@ pub struct Marker {
 const LINE_COLOURS: [&str; 7] = [
     "#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
 ];
-const LINE_PLOT_WIDTH: f64 = 680.0;
-const LINE_PANEL_HEIGHT: f64 = 200.0;
-/// Room above each panel for its title and marker labels.
-const LINE_PANEL_HEADER: f64 = 34.0;
-/// Room below each panel for the x tick labels.
-const LINE_PANEL_FOOTER: f64 = 24.0;
-const LINE_TOP: f64 = 52.0;
-const LINE_BOTTOM: f64 = 30.0;
-const LINE_RIGHT: f64 = 20.0;
+/// Where the parts of a line chart go, in pixels.
+struct LineLayout {
+    /// Size of one panel's plot area.
+    plot_width: f64,
+    panel_height: f64,
+    /// Room above each panel for its title and marker labels.
+    panel_header: f64,
+    /// Room below each panel for the x tick labels.
+    panel_footer: f64,
+    /// Room for the title and legend above the first panel.
+    top: f64,
+    /// Room for the x label below the last panel.
+    bottom: f64,
+    /// Room right of the plots.
+    right: f64,
+}
+
+impl LineLayout {
+    /// From the top of one panel's header to the next one's.
+    fn panel_stride(&self) -> f64 {
+        self.panel_header + self.panel_height + self.panel_footer
+    }
+}
+
+const LINE: LineLayout = LineLayout {
+    plot_width: 680.0,
+    panel_height: 200.0,
+    panel_header: 34.0,
+    panel_footer: 24.0,
+    top: 52.0,
+    bottom: 30.0,
+    right: 20.0,
+};
 /// Aim for about this many x ticks.
 const X_TICKS: f64 = 10.0;
 
@@ -308,12 +304,12 @@ impl LineChart {
     /// The frame of panel `i` (0 = top).
     pub fn frame(&self, i: usize) -> PlotFrame {
         let (x_min, x_max, _) = self.x_range();
-        let stride = LINE_PANEL_HEADER + LINE_PANEL_HEIGHT + LINE_PANEL_FOOTER;
+        let stride = LINE.panel_stride();
         PlotFrame {
             left: LEFT,
-            top: LINE_TOP + i as f64 * stride + LINE_PANEL_HEADER,
-            width: LINE_PLOT_WIDTH,
-            height: LINE_PANEL_HEIGHT,
+            top: LINE.top + i as f64 * stride + LINE.panel_header,
+            width: LINE.plot_width,
+            height: LINE.panel_height,
             x_min,
             x_max,
             y_max: self.y_max(),
@@ -323,45 +319,25 @@ impl LineChart {
     /// The chart as a standalone SVG document.
     pub fn svg(&self) -> String {
         let panels = self.panels.len().max(1);
-        let stride = LINE_PANEL_HEADER + LINE_PANEL_HEIGHT + LINE_PANEL_FOOTER;
-        let legend_width: f64 = self.series.iter().map(|n| legend_item_width(n)).sum();
+        let stride = LINE.panel_stride();
         // About 8 px per character of the 14 px bold title.
-        let title_width = 8.0 * self.title.chars().count() as f64;
-        let width = (LEFT + LINE_PLOT_WIDTH)
-            .max(LEFT + legend_width)
+        let title_width = 8.0 * self.frame.title.chars().count() as f64;
+        let width = (LEFT + LINE.plot_width)
+            .max(LEFT + self.frame.legend_width())
             .max(LEFT + title_width)
-            + LINE_RIGHT;
-        let height = LINE_TOP + panels as f64 * stride + LINE_BOTTOM;
+            + LINE.right;
+        let height = LINE.top + panels as f64 * stride + LINE.bottom;
         let (_, _, x_step) = self.x_range();
 
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            out,
-            r#"<rect width="{width:.0}" height="{height:.0}" fill="white"/>"#
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{LEFT:.1}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-            escape(&self.title)
-        );
-        // Legend: a short stroke in the line's colour and the name, per series.
-        let mut lx = LEFT;
-        for (i, name) in self.series.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                r#"<line x1="{lx:.1}" y1="36" x2="{x2:.1}" y2="36" stroke="{}" stroke-width="{}"/><text x="{tx:.1}" y="40">{}</text>"#,
+        // Legend: a short stroke in the line's colour per series.
+        let mut out = self.frame.open(width, height, |i, x| {
+            format!(
+                r#"<line x1="{x:.1}" y1="36" x2="{x2:.1}" y2="36" stroke="{}" stroke-width="{}"/>"#,
                 line_colour(i),
                 line_width(i),
-                escape(name),
-                x2 = lx + 12.0,
-                tx = lx + 16.0
-            );
-            lx += legend_item_width(name);
-        }
+                x2 = x + 12.0
+            )
+        });
         for (p, panel) in self.panels.iter().enumerate() {
             let frame = self.frame(p);
             self.panel_svg(&mut out, panel, &frame, x_step);
@@ -383,7 +359,7 @@ impl LineChart {
             out,
             r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text>"#,
             escape(&self.x_label),
-            cx = LEFT + LINE_PLOT_WIDTH / 2.0,
+            cx = LEFT + LINE.plot_width / 2.0,
             ly = height - 10.0
         );
         out.push_str("</svg>\n");
@@ -399,27 +375,10 @@ impl LineChart {
             r#"<text x="{x:.1}" y="{y:.1}" font-weight="bold">{}</text>"#,
             escape(&panel.title),
             x = f.left,
-            y = f.top - LINE_PANEL_HEADER + 14.0
+            y = f.top - LINE.panel_header + 14.0
         );
-        // Y grid and labels.
-        for t in 0..=TICKS {
-            let v = f.y_max * t as f64 / TICKS as f64;
-            let (_, ty) = f.to_px(f.x_min, v);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{x1:.1}" y1="{ty:.1}" x2="{right:.1}" y2="{ty:.1}" stroke="#e0e0e0"/><text x="{lx:.1}" y="{ly:.1}" text-anchor="end">{}</text>"##,
-                number(v),
-                x1 = f.left,
-                lx = f.left - 6.0,
-                ly = ty + 4.0
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<text x="14" y="{cy:.1}" transform="rotate(-90 14 {cy:.1})" text-anchor="middle">{}</text>"#,
-            escape(&self.y_unit),
-            cy = f.top + f.height / 2.0
-        );
+        self.frame
+            .y_axis(out, (f.left, right), f.y_max, |v| f.to_px(f.x_min, v).1);
         // X ticks: a short mark and the value under the axis, a faint line at 0.
         let ticks = ((f.x_max - f.x_min) / x_step).round() as i64;
         for t in 0..=ticks.clamp(0, 1000) {
@@ -457,7 +416,7 @@ impl LineChart {
                 line_colour(i),
                 line_width(i),
                 coords.join(" "),
-                escape(self.series.get(i).map_or("", String::as_str))
+                escape(self.frame.series.get(i).map_or("", String::as_str))
             );
         }
         for m in panel.markers.iter().filter(|m| m.x.is_finite()) {
@@ -471,6 +430,74 @@ impl LineChart {
                 ty = f.top - 6.0
             );
         }
+    }
+}
+
+impl ChartFrame {
+    /// Room the legend takes.
+    fn legend_width(&self) -> f64 {
+        self.series.iter().map(|n| legend_item_width(n)).sum()
+    }
+
+    /// A new document of `width` x `height` px: the root element, a white background, the
+    /// title, and the legend with the mark `swatch(i, x)` draws at x before each name. The
+    /// caller closes it with `</svg>`.
+    fn open(&self, width: f64, height: f64, swatch: impl Fn(usize, f64) -> String) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
+        );
+        let _ = writeln!(
+            out,
+            r#"<rect width="{width:.0}" height="{height:.0}" fill="white"/>"#
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{LEFT:.1}" y="20" font-size="14" font-weight="bold">{}</text>"#,
+            escape(&self.title)
+        );
+        let mut x = LEFT;
+        for (i, name) in self.series.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                r#"{}<text x="{tx:.1}" y="40">{}</text>"#,
+                swatch(i, x),
+                escape(name),
+                tx = x + 16.0
+            );
+            x += legend_item_width(name);
+        }
+        out
+    }
+
+    /// The y axis of a plot from `left` to `right`: gridlines at [`TICKS`] + 1 round values
+    /// from 0 to `y_max`, each labelled left of the axis, and the unit written upwards beside
+    /// them; `row` gives a value's pixel row.
+    fn y_axis(
+        &self,
+        out: &mut String,
+        (left, right): (f64, f64),
+        y_max: f64,
+        row: impl Fn(f64) -> f64,
+    ) {
+        for t in 0..=TICKS {
+            let v = y_max * t as f64 / TICKS as f64;
+            let ty = row(v);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{left:.1}" y1="{ty:.1}" x2="{right:.1}" y2="{ty:.1}" stroke="#e0e0e0"/><text x="{lx:.1}" y="{ly:.1}" text-anchor="end">{}</text>"##,
+                number(v),
+                lx = left - 6.0,
+                ly = ty + 4.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            r#"<text x="14" y="{cy:.1}" transform="rotate(-90 14 {cy:.1})" text-anchor="middle">{}</text>"#,
+            escape(&self.y_unit),
+            cy = (row(0.0) + row(y_max)) / 2.0
+        );
     }
 }
 
@@ -554,23 +581,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axis_ends_on_round_numbers() {
-        assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(nice_ceiling(f64::NAN), 1.0);
-        assert_eq!(nice_ceiling(87.0), 100.0);
-        assert_eq!(nice_ceiling(100.0), 100.0);
-        assert_eq!(nice_ceiling(101.0), 200.0);
-        assert_eq!(nice_ceiling(239.0), 250.0);
-        assert_eq!(nice_ceiling(251.0), 500.0);
-        assert_eq!(nice_ceiling(0.3), 0.5);
+    fn axes_use_round_numbers() {
+        // The y axis ends on 1, 2, 2.5 or 5 times a power of ten.
+        let ceilings = [(0.0, 1.0), (f64::NAN, 1.0), (87.0, 100.0), (100.0, 100.0)];
+        let more = [(101.0, 200.0), (239.0, 250.0), (251.0, 500.0), (0.3, 0.5)];
+        for (v, want) in ceilings.into_iter().chain(more) {
+            assert_eq!(nice_ceiling(v), want, "ceiling of {v}");
+        }
+        // X ticks step by 1, 2 or 5 times a power of ten.
+        let steps = [(0.0, 1.0), (0.7, 1.0), (1.2, 2.0), (3.0, 5.0), (0.03, 0.05)];
+        for (v, want) in steps.into_iter().chain([(20.0, 20.0)]) {
+            assert_eq!(nice_step(v), want, "step for {v}");
+        }
     }
 
     #[test]
     fn draws_one_bar_per_value_with_its_label() {
         let chart = BarChart {
-            title: "a < b".into(),
-            unit: "MB/s".into(),
-            series: vec!["raw TCP".into(), "smbcp".into()],
+            frame: ChartFrame {
+                title: "a < b".into(),
+                series: vec!["raw TCP".into(), "smbcp".into()],
+                y_unit: "MB/s".into(),
+            },
             panels: vec![
                 Panel {
                     title: "download".into(),
@@ -711,10 +743,12 @@ mod tests {
 
     fn line_chart() -> LineChart {
         LineChart {
-            title: "rst: link 2 <reset>".into(),
+            frame: ChartFrame {
+                title: "rst: link 2 <reset>".into(),
+                series: vec!["aggregate".into(), "link 1".into(), "link 2".into()],
+                y_unit: "Mbit/s".into(),
+            },
             x_label: "seconds from the fault".into(),
-            y_unit: "Mbit/s".into(),
-            series: vec!["aggregate".into(), "link 1".into(), "link 2".into()],
             panels: vec![
                 LinePanel {
                     title: "download".into(),
@@ -745,16 +779,6 @@ mod tests {
                 },
             ],
         }
-    }
-
-    #[test]
-    fn x_ticks_are_round() {
-        assert_eq!(nice_step(0.0), 1.0);
-        assert_eq!(nice_step(0.7), 1.0);
-        assert_eq!(nice_step(1.2), 2.0);
-        assert_eq!(nice_step(3.0), 5.0);
-        assert_eq!(nice_step(0.03), 0.05);
-        assert_eq!(nice_step(20.0), 20.0);
     }
 
     #[test]

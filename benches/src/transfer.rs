@@ -224,7 +224,13 @@ pub struct ChannelUse {
     pub bytes: u64,
     /// Requests sent on the channel.
     pub requests: u64,
+    /// False when the channel had failed or was closed at the end: the report keeps such
+    /// channels for their counters, but they no longer carry anything.
+    pub live: bool,
 }
+
+/// `state` values of smbcp's channel report that mean the connection is gone.
+const GONE_STATES: [&str; 2] = ["failed", "closed"];
 
 /// What smbcp said about its own run (`--json`).
 #[derive(Debug, Clone, PartialEq)]
@@ -266,6 +272,10 @@ impl SmbcpReport {
                 server: addr("server")?,
                 bytes: number("bytes")?,
                 requests: number("requests")?,
+                // A report without states (older smbcp) lists only live channels.
+                live: !c["state"]
+                    .as_str()
+                    .is_some_and(|state| GONE_STATES.contains(&state)),
             });
         }
         if channels.is_empty() {
@@ -291,16 +301,23 @@ impl SmbcpReport {
         })
     }
 
-    /// Bytes and channel count per server address (i.e. per link), in address order.
+    /// Channels still up at the end.
+    pub fn live_channels(&self) -> usize {
+        self.channels.iter().filter(|c| c.live).count()
+    }
+
+    /// Bytes (over every channel, gone ones too) and live channels per server address (i.e.
+    /// per link), in address order.
     pub fn per_server(&self) -> Vec<(Ipv4Addr, usize, u64)> {
         let mut out: Vec<(Ipv4Addr, usize, u64)> = Vec::new();
         for c in &self.channels {
+            let live = usize::from(c.live);
             match out.iter_mut().find(|(a, _, _)| *a == c.server) {
                 Some((_, n, b)) => {
-                    *n += 1;
+                    *n += live;
                     *b += c.bytes;
                 }
-                None => out.push((c.server, 1, c.bytes)),
+                None => out.push((c.server, live, c.bytes)),
             }
         }
         out.sort_by_key(|(a, _, _)| *a);
@@ -458,14 +475,16 @@ mod tests {
             r#"{"bytes":1073741824,"seconds":4.5,"files":1,"failed":0,"channels":[
                 {"local":"10.101.1.2","server":"10.101.1.1","bytes":700,"requests":7,"primary":true},
                 {"local":"10.101.2.2","server":"10.101.2.1","bytes":200,"requests":2},
-                {"local":"10.101.1.2","server":"10.101.1.1","bytes":100,"requests":1}],
+                {"local":"10.101.1.2","server":"10.101.1.1","bytes":100,"requests":1},
+                {"local":"10.101.2.2","server":"10.101.2.1","bytes":50,"requests":1,"state":"failed"}],
                 "multichannel":{"pairs":[{"planned":4},{"planned":4}]}}"#,
         )
         .unwrap();
         let r = SmbcpReport::from_json(&json).unwrap();
         assert_eq!(r.copy_seconds, 4.5);
         assert_eq!(r.planned, 8);
-        assert_eq!(r.channels.len(), 3);
+        assert_eq!(r.channels.len(), 4);
+        assert_eq!(r.live_channels(), 3);
         assert_eq!(
             r.channels[1],
             ChannelUse {
@@ -473,13 +492,14 @@ mod tests {
                 server: [10, 101, 2, 1].into(),
                 bytes: 200,
                 requests: 2,
+                live: true,
             }
         );
         assert_eq!(
             r.per_server(),
             vec![
                 ([10, 101, 1, 1].into(), 2, 800),
-                ([10, 101, 2, 1].into(), 1, 200)
+                ([10, 101, 2, 1].into(), 1, 250)
             ]
         );
         let one = serde_json::json!({"seconds": 1.0, "channels": [

@@ -8,10 +8,12 @@
 //! `--rate`, aggregate raw TCP (one iperf3 stream per link, all at once), smbcp over all links
 //! and smbclient (one connection); and one unshaped link with smbcp on one channel and on
 //! several.
-//! `--failover` instead measures losing one of `--links` (default 4) shaped links during a
-//! download and an upload: a reset (rst) and a silent link-down, the throughput per link over
-//! time from the client's link counters, the failover gap, the bytes lost, and when the link
-//! carries traffic again; a failing or hanging smbcp is reported, not fatal.
+//! `--failover` instead measures faults during a download and an upload over `--links`
+//! (default 4) shaped links, `--reps` times each: one link's connections reset (rst), one link
+//! silently down (silent), every connection reset (all); the throughput per link over time
+//! from the client's link counters, the failover gap, the bytes lost, when the link carries
+//! traffic again and when every channel is back, as medians; a failing or hanging smbcp is
+//! reported, not fatal.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -62,12 +64,12 @@ struct Args {
     /// with --quick).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
     down_seconds: Option<u64>,
-    /// With --failover: directory for the charts failover-rst.svg and failover-silent.svg
-    /// (default: perf/ next to --write-doc's file; none without --write-doc).
+    /// With --failover: directory for the charts failover-rst.svg, failover-silent.svg and
+    /// failover-all.svg (default: perf/ next to --write-doc's file; none without --write-doc).
     #[arg(long)]
     svg_dir: Option<PathBuf>,
     /// With --failover: also write every run's counter readings as CSV into this directory
-    /// (failover-<fault>-<direction>.csv).
+    /// (failover-<fault>-<direction>-<rep>.csv).
     #[arg(long)]
     raw_dir: Option<PathBuf>,
     /// With --failover: kill smbcp after this many seconds (default: three times what the
@@ -91,7 +93,8 @@ struct Args {
     /// --quick).
     #[arg(long)]
     size_mib: Option<u64>,
-    /// Repetitions of every measurement; the median is reported (default 3, or 1 with --quick).
+    /// Repetitions of every measurement (with --failover: of every fault kind and direction);
+    /// the median is reported (default 3, or 1 with --quick).
     #[arg(long)]
     reps: Option<usize>,
     /// Seconds per iperf3 run (default 5, or 2 with --quick).
@@ -150,25 +153,23 @@ impl Args {
 }
 
 impl Plan {
-    fn from_args(a: &Args) -> Plan {
+    /// The plan of the run; fails on arguments the mode cannot use.
+    fn from_args(a: &Args) -> Result<Plan, String> {
         let default_mib = match (a.quick, a.links.is_empty()) {
-            _ if a.failover => failover::default_size_mib(
-                a.failover_links().unwrap_or(failover::DEFAULT_LINKS),
-                a.rate(),
-                a.down_for(),
-                a.quick,
-            ),
+            _ if a.failover => {
+                failover::default_size_mib(a.failover_links()?, a.rate(), a.down_for(), a.quick)
+            }
             (false, _) => 1024,
             (true, true) => 256,
             (true, false) => 64,
         };
-        Plan {
+        Ok(Plan {
             size: a.size_mib.unwrap_or(default_mib) << 20,
             reps: a.reps.unwrap_or(if a.quick { 1 } else { 3 }).max(1),
             iperf_seconds: a.iperf_seconds.unwrap_or(if a.quick { 2 } else { 5 }),
             latency_ops: a.latency_ops.max(1),
             wait_quiet: Duration::from_secs(a.wait_quiet),
-        }
+        })
     }
 
     /// Room for the reference file on both shares plus one upload target, with slack.
@@ -233,6 +234,49 @@ const REMOTE_BIG: &str = "big";
 const REMOTE_SMALL: &str = "small4k";
 const REMOTE_UPLOAD: &str = "upload";
 
+/// What every part of a run needs: the arguments, the plan, the machine, the local files.
+struct Bench<'a> {
+    args: &'a Args,
+    plan: Plan,
+    facts: Facts,
+    scratch: &'a Scratch,
+    reference: Fingerprint,
+    smbcp: PathBuf,
+}
+
+impl Bench<'_> {
+    /// The reference file moved `direction` between the scratch files and `share`.
+    fn job<'t>(&'t self, tb: &'t Testbed, share: ShareKind, direction: Direction) -> Transfer<'t> {
+        Transfer {
+            tb,
+            share,
+            direction,
+            remote_source: REMOTE_BIG,
+            remote_target: REMOTE_UPLOAD,
+            local_source: &self.scratch.source,
+            local_target: &self.scratch.download,
+            reference: &self.reference,
+        }
+    }
+
+    /// Every tool `reps` times on `share`, download then upload, into `results`.
+    fn both_directions(
+        &self,
+        tb: &Testbed,
+        label: &str,
+        share: ShareKind,
+        tools: &[Tool],
+        results: &mut Results,
+    ) -> Result<(), String> {
+        for direction in [Direction::Download, Direction::Upload] {
+            let job = self.job(tb, share, direction);
+            let series = repeat(label, tools, &job, &self.plan, &mut results.retried)?;
+            results.series.extend(series);
+        }
+        Ok(())
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
@@ -245,12 +289,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    if args.failover {
-        // Check the arguments before minutes go into writing the reference file.
-        args.failover_links()?;
-    }
-    let plan = Plan::from_args(args);
-    if args.failover {
+    // Checks the arguments before minutes go into writing the reference file.
+    let plan = Plan::from_args(args)?;
+    let failover = match args.failover {
+        true => Some(failover_settings(args, &plan)?),
+        false => None,
+    };
+    if failover.is_some() {
         // The file lives four times in memory: the local source and download (tmpfs), the
         // share's copy and the upload (the testbed's tmpfs).
         failover::check_memory(plan.size * 4)?;
@@ -263,22 +308,28 @@ fn run(args: &Args) -> Result<(), String> {
         plan.size >> 20
     );
     let reference = data::write_pattern(&scratch.source, BIG_SEED, plan.size)?;
+    let bench = Bench {
+        args,
+        plan,
+        facts,
+        scratch: &scratch,
+        reference,
+        smbcp,
+    };
+    if let Some(settings) = failover {
+        return failover_run(&bench, &settings);
+    }
     let mut results = Results::default();
-    let mut quiet = Vec::new();
-    if args.failover {
-        return failover_run(args, &plan, &facts, &scratch, &reference, &smbcp);
-    }
     if !args.links.is_empty() {
-        return multichannel_run(
-            args,
-            &plan,
-            &facts,
-            &scratch,
-            &reference,
-            &smbcp,
-            &mut results,
-        );
+        return multichannel_run(&bench, &mut results);
     }
+    main_run(&bench, &mut results)
+}
+
+/// The main benchmark (or `--sweep`): one unshaped link, then one shaped to 1 Gbit/s.
+fn main_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
+    let Bench { args, plan, .. } = bench;
+    let mut quiet = Vec::new();
     let links: &[Link] = if args.sweep {
         &[UNSHAPED]
     } else {
@@ -286,29 +337,20 @@ fn run(args: &Args) -> Result<(), String> {
     };
     for link in links {
         quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
-        let tb = start_testbed(link, &plan)?;
-        let files = stage_files(&tb, link, &scratch, &reference)?;
-        if args.sweep {
-            sweep(&tb, link, &plan, &scratch, &reference, &smbcp, &mut results)?;
-        } else {
-            raw_tcp(&tb, link, &plan, &mut results)?;
+        let tb = start_testbed(link, plan)?;
+        let files = stage_files(&tb, link, bench.scratch, &bench.reference)?;
+        if !args.sweep {
+            raw_tcp(&tb, link, plan, results)?;
             wait_until_quiet(QUIET, plan.wait_quiet);
-            transfers(&tb, link, &plan, &scratch, &reference, &smbcp, &mut results)?;
-            small_reads(&tb, link, &plan, &files, &mut results)?;
+        }
+        transfers(bench, &tb, link, results)?;
+        if !args.sweep {
+            small_reads(&tb, link, plan, &files, results)?;
         }
         drop(tb);
     }
     let section = if args.sweep { "sweep" } else { "results" };
-    let body = render(args, &plan, &facts, &reference, &quiet, &results);
-    println!("{body}");
-    if let Some(path) = &args.write_doc {
-        doc::write_section(path, section, &body)?;
-        eprintln!(
-            "smb-bench: wrote the {section} section of {}",
-            path.display()
-        );
-    }
-    Ok(())
+    publish(args, section, None, &render(bench, &quiet, results))
 }
 
 /// smbcp from `--smbcp`, or the one built next to this binary.
@@ -330,13 +372,11 @@ fn locate_smbcp(given: Option<&Path>) -> Result<PathBuf, String> {
 }
 
 fn start_testbed(link: &Link, plan: &Plan) -> Result<Testbed, String> {
-    let mut config = match link.rate_mbit {
-        Some(mbit) => TestbedConfig::shaped(1, mbit),
-        None => TestbedConfig::unshaped(1),
+    let setup = LinkSetup {
+        links: 1,
+        rate_mbit: link.rate_mbit,
     };
-    config.tmpfs_size = plan.tmpfs_size();
-    eprintln!("smb-bench: testbed with one {} link", link.label);
-    Testbed::start(config).map_err(|e| format!("testbed: {e}"))
+    start_setup(&setup, plan.tmpfs_size(), "")
 }
 
 /// Puts the reference file on the shares (written straight into the tmpfs behind them) and a
@@ -389,46 +429,33 @@ fn raw_tcp(tb: &Testbed, link: &Link, plan: &Plan, results: &mut Results) -> Res
     Ok(())
 }
 
-/// smbcp and smbclient, each direction, each share of this link.
+/// The copies on this link, each direction: smbcp and smbclient on each of its shares, or
+/// with `--sweep` smbcp with several chunk sizes and depths (and smbclient as the yardstick)
+/// on `[plain]`.
 fn transfers(
+    bench: &Bench<'_>,
     tb: &Testbed,
     link: &Link,
-    plan: &Plan,
-    scratch: &Scratch,
-    reference: &Fingerprint,
-    smbcp: &Path,
     results: &mut Results,
 ) -> Result<(), String> {
-    let tools = [Tool::smbcp(smbcp), Tool::Smbclient];
-    let mut shares = vec![ShareKind::Plain];
-    if link.encrypted {
-        shares.push(ShareKind::Encrypted);
-    }
-    for share in shares {
-        for direction in [Direction::Download, Direction::Upload] {
-            let job = job(tb, share, direction, scratch, reference);
-            results.series.extend(repeat(
-                link.label,
-                &tools,
-                &job,
-                plan,
-                &mut results.retried,
-            )?);
+    let (tools, shares) = if bench.args.sweep {
+        (sweep_tools(&bench.smbcp), vec![ShareKind::Plain])
+    } else {
+        let tools = vec![Tool::smbcp(&bench.smbcp), Tool::Smbclient];
+        let mut shares = vec![ShareKind::Plain];
+        if link.encrypted {
+            shares.push(ShareKind::Encrypted);
         }
+        (tools, shares)
+    };
+    for share in shares {
+        bench.both_directions(tb, link.label, share, &tools, results)?;
     }
     Ok(())
 }
 
-/// smbcp with several chunk sizes and depths (and smbclient as the yardstick), unshaped link.
-fn sweep(
-    tb: &Testbed,
-    link: &Link,
-    plan: &Plan,
-    scratch: &Scratch,
-    reference: &Fingerprint,
-    smbcp: &Path,
-    results: &mut Results,
-) -> Result<(), String> {
+/// smbclient, then smbcp with every chunk size and depth of the sweep.
+fn sweep_tools(smbcp: &Path) -> Vec<Tool> {
     let mut tools = vec![Tool::Smbclient];
     for chunk in ["256K", "1M", "4M", "8M"] {
         for depth in [4, 16, 64] {
@@ -440,36 +467,7 @@ fn sweep(
             });
         }
     }
-    for direction in [Direction::Download, Direction::Upload] {
-        let job = job(tb, ShareKind::Plain, direction, scratch, reference);
-        results.series.extend(repeat(
-            link.label,
-            &tools,
-            &job,
-            plan,
-            &mut results.retried,
-        )?);
-    }
-    Ok(())
-}
-
-fn job<'a>(
-    tb: &'a Testbed,
-    share: ShareKind,
-    direction: Direction,
-    scratch: &'a Scratch,
-    reference: &'a Fingerprint,
-) -> Transfer<'a> {
-    Transfer {
-        tb,
-        share,
-        direction,
-        remote_source: REMOTE_BIG,
-        remote_target: REMOTE_UPLOAD,
-        local_source: &scratch.source,
-        local_target: &scratch.download,
-        reference,
-    }
+    tools
 }
 
 /// Runs every tool `reps` times on `job`, the tools taking turns within each repetition so a
@@ -576,16 +574,9 @@ fn small_reads(
 }
 
 /// The generated Markdown: how it was measured, then the tables.
-fn render(
-    args: &Args,
-    plan: &Plan,
-    facts: &Facts,
-    reference: &Fingerprint,
-    quiet: &[f64],
-    results: &Results,
-) -> String {
-    let mut out = header(facts, plan, reference, quiet, results);
-    if args.sweep {
+fn render(bench: &Bench<'_>, quiet: &[f64], results: &Results) -> String {
+    let mut out = header(bench, quiet, results);
+    if bench.args.sweep {
         out.push_str(&results.sweep_table().markdown());
     } else {
         out.push_str(&results.throughput_table().markdown());
@@ -596,26 +587,22 @@ fn render(
 }
 
 /// The first paragraph of every generated section: where, what and how it was measured.
-fn header(
-    facts: &Facts,
-    plan: &Plan,
-    reference: &Fingerprint,
-    quiet: &[f64],
-    results: &Results,
-) -> String {
+fn header(bench: &Bench<'_>, quiet: &[f64], results: &Results) -> String {
+    let Bench {
+        facts,
+        plan,
+        reference,
+        ..
+    } = bench;
     let command: Vec<String> = std::env::args().collect();
     let busiest = quiet.iter().copied().fold(0.0, f64::max);
     format!(
-        "Measured {date} on {cpu} ({nproc} CPUs), kernel {kernel}, {samba}, {iperf}, commit {commit}.\n\
+        "{measured}, {iperf}, commit {commit}.\n\
          Command: `{cmd}`; file {mib} MiB (sha256 {sha}), {reps} repetition(s), median shown, \
          iperf3 {secs} s per run. Before each testbed the machine was at most {busy:.0} % busy; \
          during the transfers kept, other work used at most {other:.2} CPUs \
          ({retried} transfer(s) measured again because other work disturbed them).\n\n",
-        date = facts.date,
-        cpu = facts.cpu,
-        nproc = facts.nproc,
-        kernel = facts.kernel,
-        samba = facts.samba,
+        measured = facts.measured_on(),
         iperf = facts.iperf3,
         commit = facts.commit,
         cmd = command.join(" "),
@@ -633,15 +620,10 @@ fn header(
 
 /// The `--links` run: one unshaped link with smbcp on one channel and on several, then for each
 /// N a testbed of N shaped links with aggregate raw TCP, smbcp and smbclient.
-fn multichannel_run(
-    args: &Args,
-    plan: &Plan,
-    facts: &Facts,
-    scratch: &Scratch,
-    reference: &Fingerprint,
-    smbcp: &Path,
-    results: &mut Results,
-) -> Result<(), String> {
+fn multichannel_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
+    let Bench {
+        args, plan, smbcp, ..
+    } = bench;
     let mut quiet = Vec::new();
 
     // Unshaped first: what one link carries when the CPUs are the limit, the number the shaped
@@ -658,19 +640,11 @@ fn multichannel_run(
     ];
     quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
     {
-        let tb = start_setup(&unshaped, plan)?;
-        stage_big(&tb, scratch, reference)?;
+        let tb = start_setup(&unshaped, plan.tmpfs_size(), "")?;
+        stage_big(&tb, bench)?;
         wait_until_quiet(QUIET, plan.wait_quiet);
-        for direction in [Direction::Download, Direction::Upload] {
-            let job = job(&tb, ShareKind::Plain, direction, scratch, reference);
-            results.series.extend(repeat(
-                &unshaped.label(),
-                &unshaped_tools,
-                &job,
-                plan,
-                &mut results.retried,
-            )?);
-        }
+        let label = unshaped.label();
+        bench.both_directions(&tb, &label, ShareKind::Plain, &unshaped_tools, results)?;
     }
 
     let shaped: Vec<LinkSetup> = args
@@ -689,43 +663,22 @@ fn multichannel_run(
     }
     for setup in &shaped {
         quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
-        let tb = start_setup(setup, plan)?;
-        stage_big(&tb, scratch, reference)?;
+        let tb = start_setup(setup, plan.tmpfs_size(), "")?;
+        stage_big(&tb, bench)?;
         aggregate_raw_tcp(&tb, setup, plan, results)?;
         wait_until_quiet(QUIET, plan.wait_quiet);
-        for direction in [Direction::Download, Direction::Upload] {
-            let job = job(&tb, ShareKind::Plain, direction, scratch, reference);
-            results.series.extend(repeat(
-                &setup.label(),
-                &tools,
-                &job,
-                plan,
-                &mut results.retried,
-            )?);
-        }
+        bench.both_directions(&tb, &setup.label(), ShareKind::Plain, &tools, results)?;
     }
 
-    let svg_path = match (&args.svg, &args.write_doc) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(doc)) => Some(
-            doc.parent()
-                .unwrap_or(Path::new("."))
-                .join("perf/multichannel.svg"),
-        ),
-        (None, None) => None,
-    };
+    let svg_path = output_path(args, args.svg.as_deref(), "perf/multichannel.svg");
     let body = render_multichannel(
-        args,
-        plan,
-        facts,
-        reference,
+        bench,
         &quiet,
         results,
         (&unshaped, &baseline.settings()),
         &shaped,
         svg_path.as_deref(),
     );
-    println!("{body}");
     if let Some(path) = &svg_path {
         let title = format!(
             "1 GiB copies over N links of {} Mbit/s each (median MB/s)",
@@ -736,38 +689,30 @@ fn multichannel_run(
         } else {
             title.replace("1 GiB", &format!("{} MiB", plan.size >> 20))
         };
-        let svg = multichannel::chart(results, &shaped, &title).svg();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        std::fs::write(path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_output(path, &multichannel::chart(results, &shaped, &title).svg())?;
         eprintln!("smb-bench: wrote the chart {}", path.display());
     }
-    if let Some(path) = &args.write_doc {
-        doc::write_section(path, "multichannel", &body)?;
-        eprintln!(
-            "smb-bench: wrote the multichannel section of {}",
-            path.display()
-        );
-    }
-    Ok(())
+    publish(args, "multichannel", None, &body)
 }
 
-fn start_setup(setup: &LinkSetup, plan: &Plan) -> Result<Testbed, String> {
+/// A testbed of `setup`'s links with `tmpfs_size` behind the shares; `note` is added to the
+/// progress line.
+fn start_setup(setup: &LinkSetup, tmpfs_size: String, note: &str) -> Result<Testbed, String> {
     let mut config = match setup.rate_mbit {
         Some(mbit) => TestbedConfig::shaped(setup.links, mbit),
         None => TestbedConfig::unshaped(setup.links),
     };
-    config.tmpfs_size = plan.tmpfs_size();
-    eprintln!("smb-bench: testbed with {}", setup.label());
+    config.tmpfs_size = tmpfs_size;
+    eprintln!("smb-bench: testbed with {}{note}", setup.label());
     Testbed::start(config).map_err(|e| format!("testbed: {e}"))
 }
 
 /// Puts the reference file on `[plain]` (straight into the tmpfs behind it).
-fn stage_big(tb: &Testbed, scratch: &Scratch, reference: &Fingerprint) -> Result<(), String> {
+fn stage_big(tb: &Testbed, bench: &Bench<'_>) -> Result<(), String> {
     let target = tb.share_path(ShareKind::Plain.name()).join(REMOTE_BIG);
-    std::fs::copy(&scratch.source, &target).map_err(|e| format!("{}: {e}", target.display()))?;
-    data::verify(&target, reference)
+    std::fs::copy(&bench.scratch.source, &target)
+        .map_err(|e| format!("{}: {e}", target.display()))?;
+    data::verify(&target, &bench.reference)
 }
 
 /// Raw TCP over all links at once, each direction, `reps` times; records the per-repetition
@@ -803,43 +748,43 @@ fn aggregate_raw_tcp(
     Ok(())
 }
 
+/// `value` of the download and the upload combined by `combine` (NaN when neither has one).
+fn both_ways(combine: fn(f64, f64) -> f64, value: impl Fn(Direction) -> Option<f64>) -> f64 {
+    [Direction::Download, Direction::Upload]
+        .into_iter()
+        .filter_map(value)
+        .fold(f64::NAN, combine)
+}
+
 /// The generated Markdown of a `--links` run.
 #[allow(clippy::too_many_arguments)]
 fn render_multichannel(
-    args: &Args,
-    plan: &Plan,
-    facts: &Facts,
-    reference: &Fingerprint,
+    bench: &Bench<'_>,
     quiet: &[f64],
     results: &Results,
     (unshaped, baseline): (&LinkSetup, &str),
     shaped: &[LinkSetup],
     svg: Option<&Path>,
 ) -> String {
-    let mut out = header(facts, plan, reference, quiet, results);
+    let args = bench.args;
+    let mut out = header(bench, quiet, results);
     // Why the rate is low enough: the most links together against one unshaped link's smbcp.
     let widest = shaped.iter().max_by_key(|s| s.links);
-    let unshaped_single = [Direction::Download, Direction::Upload]
-        .iter()
-        .filter_map(|&d| {
-            results
-                .series
-                .iter()
-                .find(|s| s.link == unshaped.label() && s.direction == d && s.settings == baseline)
-                .map(Series::mb_per_s)
-        })
-        .fold(f64::NAN, f64::min);
-    if let Some(w) = widest {
-        let aggregate = [Direction::Download, Direction::Upload]
+    let unshaped_single = both_ways(f64::min, |d| {
+        results
+            .series
             .iter()
-            .filter_map(|&d| {
-                results
-                    .raw
-                    .iter()
-                    .find(|r| r.link == w.label() && r.direction == d)
-            })
-            .map(RawTcp::mb_per_s)
-            .fold(f64::NAN, f64::max);
+            .find(|s| s.link == unshaped.label() && s.direction == d && s.settings == baseline)
+            .map(Series::mb_per_s)
+    });
+    if let Some(w) = widest {
+        let aggregate = both_ways(f64::max, |d| {
+            results
+                .raw
+                .iter()
+                .find(|r| r.link == w.label() && r.direction == d)
+                .map(RawTcp::mb_per_s)
+        });
         let share = aggregate / unshaped_single;
         // Half of what the CPUs can move is the most that still leaves them clearly idle.
         let verdict = if share < 0.5 {
@@ -881,15 +826,9 @@ fn render_multichannel(
     ));
     out.push_str(&multichannel::unshaped_table(results, unshaped, baseline).markdown());
     if let Some(svg) = svg {
-        let doc_dir = args
-            .write_doc
-            .as_deref()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new(""));
-        let shown = svg.strip_prefix(doc_dir).unwrap_or(svg);
         out.push_str(&format!(
             "\n![MB/s per number of links: raw TCP, smbcp, smbclient]({})\n",
-            shown.display()
+            shown_from_doc(args, svg)
         ));
     }
     out
@@ -897,101 +836,155 @@ fn render_multichannel(
 
 // ---------------------------------------------------------------------------- failover
 
-/// The `--failover` run: one testbed of N shaped links; for each fault kind a download and an
-/// upload with the fault on link 2 at 30 % of the file; the table, the events, one chart per
-/// fault kind.
-fn failover_run(
-    args: &Args,
-    plan: &Plan,
-    facts: &Facts,
-    scratch: &Scratch,
-    reference: &Fingerprint,
-    smbcp: &Path,
-) -> Result<(), String> {
+/// The failover settings from the arguments: links, rate, link-down time and smbcp's
+/// deadline.
+fn failover_settings(args: &Args, plan: &Plan) -> Result<failover::Settings, String> {
     let links = args.failover_links()?;
-    let settings = failover::Settings {
+    let deadline = match args.deadline_seconds {
+        Some(s) => Duration::from_secs(s),
+        None => failover::default_deadline(plan.size, links, args.rate()),
+    };
+    Ok(failover::Settings {
         links,
         rate_mbit: args.rate(),
         fault_link: failover::FAULT_LINK,
         down_for: args.down_for(),
-        deadline: args.deadline_seconds.map_or_else(
-            || failover::default_deadline(plan.size, links, args.rate()),
-            Duration::from_secs,
-        ),
-    };
+        deadline,
+    })
+}
+
+/// The `--failover` run: one testbed of N shaped links; `reps` times, for each fault kind a
+/// download and an upload with the fault at 30 % of the file; the table of medians, the
+/// events, one chart per fault kind.
+fn failover_run(bench: &Bench<'_>, settings: &failover::Settings) -> Result<(), String> {
+    let Bench { args, plan, .. } = bench;
     wait_until_quiet(QUIET, plan.wait_quiet);
-    let mut config = TestbedConfig::shaped(links, settings.rate_mbit);
-    // The reference file and one upload at a time, with slack.
-    config.tmpfs_size = format!("{}m", (plan.size >> 20) * 2 + 256);
-    eprintln!(
-        "smb-bench: testbed with {links} x {} Mbit/s; smbcp is given {} s per run",
-        settings.rate_mbit,
-        settings.deadline.as_secs()
-    );
-    let tb = Testbed::start(config).map_err(|e| format!("testbed: {e}"))?;
-    stage_big(&tb, scratch, reference)?;
-    let job = failover::Job {
-        tb: &tb,
-        smbcp,
-        remote_source: REMOTE_BIG,
-        remote_target: REMOTE_UPLOAD,
-        local_source: &scratch.source,
-        local_target: &scratch.download,
-        reference,
+    let setup = LinkSetup {
+        links: settings.links,
+        rate_mbit: Some(settings.rate_mbit),
     };
-    let mut runs = Vec::new();
-    for fault in Fault::ALL {
-        for direction in [Direction::Download, Direction::Upload] {
-            wait_until_quiet(QUIET, plan.wait_quiet);
-            eprintln!("smb-bench: failover {fault} {direction}");
-            let run = failover::run_once(&job, &settings, fault, direction)?;
-            let one = std::slice::from_ref(&run);
-            let table = failover::table(one, &settings).markdown();
-            eprintln!("{}", table.lines().nth(2).unwrap_or(""));
-            eprintln!(" {}", failover::event_lines(one, &settings).join(" "));
-            if let Some(dir) = &args.raw_dir {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                let path = dir.join(format!("failover-{fault}-{direction}.csv"));
-                std::fs::write(&path, failover::csv(&run, &settings))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-            }
-            runs.push(run);
-            // Let the server finish with the old session's connections before the next one.
-            std::thread::sleep(Duration::from_secs(2));
-        }
-    }
+    // The reference file and one upload at a time, with slack.
+    let tmpfs = format!("{}m", (plan.size >> 20) * 2 + 256);
+    let note = format!("; smbcp is given {} s per run", settings.deadline.as_secs());
+    let tb = start_setup(&setup, tmpfs, &note)?;
+    stage_big(&tb, bench)?;
+    let runs = failover_runs(bench, &tb, settings)?;
     drop(tb);
 
-    let svg_dir = match (&args.svg_dir, &args.write_doc) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(doc)) => Some(doc.parent().unwrap_or(Path::new(".")).join("perf")),
-        (None, None) => None,
-    };
     let mut shown = Vec::new();
-    if let Some(dir) = &svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let doc_dir = args
-            .write_doc
-            .as_deref()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new(""));
+    if let Some(dir) = output_path(args, args.svg_dir.as_deref(), "perf") {
         for fault in Fault::ALL {
             let path = dir.join(format!("failover-{}.svg", fault.name()));
-            let svg = failover::chart(&runs, fault, &settings, plan.size).svg();
-            std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+            let svg = failover::chart(&runs, fault, settings, plan.size).svg();
+            write_output(&path, &svg)?;
             eprintln!("smb-bench: wrote the chart {}", path.display());
-            let relative = path.strip_prefix(doc_dir).unwrap_or(&path);
-            shown.push((fault, relative.display().to_string()));
+            shown.push((fault, shown_from_doc(args, &path)));
         }
     }
-    let body = failover::section(facts, &runs, &settings, reference, &shown);
-    println!("{body}");
-    if let Some(path) = &args.write_doc {
-        doc::write_section_under(path, "## Failover", "failover", &body)?;
-        eprintln!(
-            "smb-bench: wrote the failover section of {}",
-            path.display()
-        );
+    let body = failover::section(&bench.facts, &runs, settings, &bench.reference, &shown);
+    publish(args, "failover", Some("## Failover"), &body)
+}
+
+/// Every fault kind and direction, `reps` times; the repetitions outermost, so a slow drift
+/// of the machine hits every kind alike.
+fn failover_runs(
+    bench: &Bench<'_>,
+    tb: &Testbed,
+    settings: &failover::Settings,
+) -> Result<Vec<failover::Run>, String> {
+    let job = failover::Job {
+        tb,
+        smbcp: &bench.smbcp,
+        remote_source: REMOTE_BIG,
+        remote_target: REMOTE_UPLOAD,
+        local_source: &bench.scratch.source,
+        local_target: &bench.scratch.download,
+        reference: &bench.reference,
+    };
+    let mut runs = Vec::new();
+    for rep in 1..=bench.plan.reps {
+        for fault in Fault::ALL {
+            for direction in [Direction::Download, Direction::Upload] {
+                wait_until_quiet(QUIET, bench.plan.wait_quiet);
+                eprintln!("smb-bench: failover {fault} {direction} #{rep}");
+                let run = failover::run_once(&job, settings, fault, direction, rep)?;
+                report_failover_run(bench.args, &run, settings)?;
+                runs.push(run);
+                // Let the server finish with the old session's connections before the next one.
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Prints one failover run's row and events while the benchmark goes on, and with
+/// `--raw-dir` writes its counter readings.
+fn report_failover_run(
+    args: &Args,
+    run: &failover::Run,
+    settings: &failover::Settings,
+) -> Result<(), String> {
+    let one = std::slice::from_ref(run);
+    let table = failover::table(one, settings).markdown();
+    eprintln!("{}", table.lines().nth(2).unwrap_or(""));
+    eprintln!(" {}", failover::event_lines(one, settings).join(" "));
+    if let Some(dir) = &args.raw_dir {
+        let path = dir.join(format!(
+            "failover-{}-{}-{}.csv",
+            run.fault, run.direction, run.rep
+        ));
+        write_output(&path, &failover::csv(run, settings))?;
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------- output files
+
+/// Where an output goes: `given`, else `default` next to `--write-doc`'s file, else nowhere.
+fn output_path(args: &Args, given: Option<&Path>, default: &str) -> Option<PathBuf> {
+    match (given, &args.write_doc) {
+        (Some(p), _) => Some(p.to_path_buf()),
+        (None, Some(doc)) => Some(doc.parent().unwrap_or(Path::new(".")).join(default)),
+        (None, None) => None,
+    }
+}
+
+/// How the generated Markdown refers to `path`: relative to `--write-doc`'s directory.
+fn shown_from_doc(args: &Args, path: &Path) -> String {
+    let doc_dir = args
+        .write_doc
+        .as_deref()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    path.strip_prefix(doc_dir)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Prints the generated Markdown and, with `--write-doc`, puts it into the doc between the
+/// markers of `section` (created under the heading `under` when missing).
+fn publish(args: &Args, section: &str, under: Option<&str>, body: &str) -> Result<(), String> {
+    println!("{body}");
+    let Some(path) = &args.write_doc else {
+        return Ok(());
+    };
+    match under {
+        Some(heading) => doc::write_section_under(path, heading, section, body)?,
+        None => doc::write_section(path, section, body)?,
+    }
+    eprintln!(
+        "smb-bench: wrote the {section} section of {}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Writes `contents` to `path`, creating its directory first.
+fn write_output(path: &Path, contents: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -21,6 +21,7 @@ use crate::client::SessionCore;
 use crate::error::{Error, Result};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::ChannelSet;
+use crate::multichannel::manager::Multichannel;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,9 @@ const STALE_PAUSE_MIN: Duration = Duration::from_millis(5);
 const STALE_PAUSE_MAX: Duration = Duration::from_millis(500);
 /// How often a request waiting for a usable channel looks again.
 const WAIT_STEP: Duration = Duration::from_millis(10);
+/// Longest a waiting request holds back, once a channel is usable, for the others to be
+/// bound after the session was re-established.
+const SPREAD_WAIT: Duration = Duration::from_secs(1);
 
 /// What the replay loop needs of a session.
 pub(crate) struct Session<'a> {
@@ -48,6 +52,9 @@ pub(crate) struct Session<'a> {
     /// A request of the session's own machinery (the manager's interface queries), not a
     /// caller's.
     pub(crate) internal: bool,
+    /// The manager, when it runs: says whether it is still binding the channels of a
+    /// session that was just re-established.
+    pub(crate) manager: Option<&'a Multichannel>,
 }
 
 impl<'a> Session<'a> {
@@ -60,6 +67,7 @@ impl<'a> Session<'a> {
             channels_return: !core.logged_off(),
             failover_wait: core.config.failover_wait,
             internal: false,
+            manager: Some(&core.mc),
         }
     }
 }
@@ -156,10 +164,21 @@ pub(crate) async fn call(
 /// Wait until some channel is usable or `give_up` passes. A session without the manager (one
 /// channel only) has nobody to bring a channel back, so it does not wait.
 async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> bool {
+    let mut usable_since: Option<Instant> = None;
     loop {
         if session.channels.any_usable() {
-            return true;
+            // A session re-established on one channel: every request that waited would
+            // queue on it (all of a reader's window on one link) while the manager binds the
+            // rest. Hold back briefly so they spread.
+            let since = *usable_since.get_or_insert_with(Instant::now);
+            let rebinding = session.manager.is_some_and(Multichannel::rebinding);
+            if !rebinding || since.elapsed() >= SPREAD_WAIT {
+                return true;
+            }
+            tokio::time::sleep(WAIT_STEP).await;
+            continue;
         }
+        usable_since = None;
         if !session.channels_return || Instant::now() >= give_up {
             return false;
         }

@@ -159,7 +159,19 @@ impl Multichannel {
         }
         st.requery = true;
         drop(st);
+        // Until the next binding round is done, callers waiting for a channel hold back (see
+        // `rebinding`).
+        if self.eligibility.is_ok() {
+            self.settled.send_replace(false);
+        }
         self.wake.notify_one();
+    }
+
+    /// The session came back on one channel and the manager is binding the others: requests
+    /// that waited through the loss should wait a moment more and spread over all of them,
+    /// rather than all queue on the first.
+    pub(crate) fn rebinding(&self) -> bool {
+        !*self.settled.borrow()
     }
 
     /// Stop the manager (the session is going away).

@@ -113,6 +113,7 @@ fn session<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> 
         channels_return: back,
         failover_wait: Duration::from_millis(300),
         internal: false,
+        manager: None,
     }
 }
 

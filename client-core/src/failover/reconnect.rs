@@ -271,13 +271,13 @@ struct Direct<'a> {
 }
 
 impl Direct<'_> {
+    /// The session's usual request (signing, sealing, timeout), under the new SessionId
+    /// and a TreeId of the new session.
     fn request<B: RequestBody>(&self, body: &B, tree_id: u32, encrypt_tree: bool) -> Request {
-        let mut req = Request::new(body);
+        let mut req = self.core.request(body, None);
         req.session_id = self.session_id;
         req.tree_id = tree_id;
-        req.sign = self.core.signing;
-        req.encrypt = self.core.encrypt_all || encrypt_tree;
-        req.timeout = self.core.config.request_timeout;
+        req.encrypt |= encrypt_tree;
         req
     }
 

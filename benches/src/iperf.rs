@@ -82,21 +82,8 @@ fn port_of(k: usize) -> Result<u16, String> {
         .ok_or_else(|| format!("no iperf3 port for link {k}"))
 }
 
-fn run_client(mut cmd: Command) -> Result<f64, String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run iperf3: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "iperf3 client failed ({}): {}{}",
-            out.status,
-            text,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    receiver_mbit(&text)
+fn run_client(cmd: Command) -> Result<f64, String> {
+    receiver_mbit(&smb3_tests::run_iperf3_client(cmd)?)
 }
 
 /// The receiver's average rate from iperf3's `-J` report (`end.sum_received`), in Mbit/s.

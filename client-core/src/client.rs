@@ -238,12 +238,18 @@ impl Client {
 
 impl SessionCore {
     /// Build a request for this session (and tree), choosing signing and sealing.
+    /// Ids are the current ones, for callers that send the request on a channel themselves.
     pub(crate) fn request<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
+        let mut req = self.unaddressed(body, tree);
+        // Without an open there is nothing that can be lost: addressing cannot fail.
+        let _ = self.addressing.address(&mut req, &Target::tree(tree));
+        req
+    }
+
+    /// A request with signing, sealing and timeout chosen but no ids yet: the replay loop
+    /// stamps them before every send.
+    fn unaddressed<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
         let mut req = Request::new(body);
-        req.session_id = self.addressing.session.id();
-        req.tree_id = tree.map_or(0, |t| {
-            self.addressing.trees.server_id(t.handle).unwrap_or(0)
-        });
         req.encrypt = self.encrypt_all || tree.is_some_and(|t| t.encrypt);
         req.sign = self.signing;
         req.timeout = self.config.timeout_for(body.credit_payload());
@@ -277,7 +283,7 @@ impl SessionCore {
         target: &Target,
         also_ok: &[NtStatus],
     ) -> Result<Response> {
-        let req = self.request(body, target.tree);
+        let req = self.unaddressed(body, target.tree);
         let session = crate::failover::replay::Session::of(self);
         crate::failover::replay::call(&session, req, target, B::COMMAND, body.replay())
             .await?

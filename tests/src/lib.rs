@@ -876,19 +876,7 @@ impl Testbed {
         if let Some(from) = from {
             cmd.args(["-B", &from.to_string()]);
         }
-        let out = cmd
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run iperf3: {e}"))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            return Err(format!(
-                "iperf3 client failed ({}): {}{}",
-                out.status,
-                text,
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
+        let text = run_iperf3_client(cmd)?;
         parse_iperf3_receiver_mbit(&text)
             .ok_or_else(|| format!("no receiver line in iperf3 output:\n{text}"))
     }
@@ -1200,6 +1188,25 @@ impl Drop for Testbed {
             Err(e) => eprintln!("testbed {}: down failed: {e}", self.id),
         }
     }
+}
+
+/// Run an iperf3 client command to its end; its standard output, or an error with both
+/// outputs when it failed.
+pub fn run_iperf3_client(mut cmd: Command) -> Result<String, String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run iperf3: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "iperf3 client failed ({}): {}{}",
+            out.status,
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(text)
 }
 
 /// Write `data` to a new file `name` on `share`, close it, open it again and read it back (a

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use smb3_client::{Error, OpenOptions, Share};
@@ -499,14 +499,10 @@ async fn upload_file(
         .map(|(off, len)| {
             let src = src.clone();
             async move {
-                let data = tokio::task::spawn_blocking(move || -> std::io::Result<Bytes> {
-                    let mut buf = BytesMut::zeroed(len as usize);
-                    src.read_exact_at(&mut buf, off)?;
-                    Ok(buf.freeze())
-                })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("{}: {e}", local.display()))?;
+                let data = tokio::task::spawn_blocking(move || read_chunk(&src, off, len as usize))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("{}: {e}", local.display()))?;
                 file_ref
                     .write_at(off, data)
                     .await
@@ -523,6 +519,29 @@ async fn upload_file(
     Ok(size)
 }
 
+/// `len` bytes of `src` from `off`, read straight into a fresh buffer: no zero-filling first,
+/// which cost as much CPU as the read itself (12 % of smbcp's samples on a 1 GiB upload).
+fn read_chunk(src: &std::fs::File, off: u64, len: usize) -> std::io::Result<Bytes> {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = off + buf.len() as u64;
+        match rustix::io::pread(src, rustix::buffer::spare_capacity(&mut buf), at) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("file ended at byte {at} while being copied (was it truncated?)"),
+                ))
+            }
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // The capacity may exceed `len`, and a read may have filled past it.
+    buf.truncate(len);
+    Ok(Bytes::from(buf))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,6 +554,21 @@ mod tests {
             partial_local(Path::new("/x/y.txt")),
             PathBuf::from("/x/.y.txt.smbcp-partial")
         );
+    }
+
+    #[test]
+    fn chunks_read_at_their_offsets() {
+        let dir = std::env::temp_dir().join(format!("smbcp-read-chunk-{}", std::process::id()));
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&dir, &data).unwrap();
+        let f = std::fs::File::open(&dir).unwrap();
+        assert_eq!(read_chunk(&f, 0, 0).unwrap().len(), 0);
+        assert_eq!(&read_chunk(&f, 7, 65536).unwrap()[..], &data[7..7 + 65536]);
+        assert_eq!(&read_chunk(&f, 99_000, 1000).unwrap()[..], &data[99_000..]);
+        let short = read_chunk(&f, 99_500, 1000).unwrap_err();
+        assert_eq!(short.kind(), std::io::ErrorKind::UnexpectedEof);
+        assert!(short.to_string().contains("byte 100000"), "{short}");
+        std::fs::remove_file(&dir).unwrap();
     }
 
     #[test]

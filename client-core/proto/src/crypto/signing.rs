@@ -151,7 +151,8 @@ impl Signer {
 
     /// The backend that computes this signer's MACs: HMAC-SHA256 always runs on RustCrypto;
     /// AES-CMAC and AES-GMAC on the backend asked for (AES-GMAC over a message in several
-    /// pieces always streams through RustCrypto's GHASH, see `gmac.rs`).
+    /// pieces hashes its small pieces with RustCrypto's GHASH and joins them to aws-lc-rs's
+    /// GMAC of the large ones, see `gmac.rs`).
     pub fn backend(&self) -> CryptoBackend {
         match &self.mac {
             MacKey::HmacSha256(_) => CryptoBackend::RustCrypto,

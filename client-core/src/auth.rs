@@ -12,6 +12,8 @@ mod kdc;
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use sspi::ntlm::NtlmConfig;
 use sspi::{
     AuthIdentity, BufferType, ClientRequestFlags, CredentialUse, Credentials, DataRepresentation,
@@ -343,6 +345,30 @@ impl Authenticator {
         Ok(if token.is_empty() { None } else { Some(token) })
     }
 
+    /// [`Authenticator::step`] without holding up the async runtime. A Kerberos step may wait
+    /// on the KDC over blocking sockets (up to the connect timeout for each KDC try), so it
+    /// runs on tokio's blocking pool, the authenticator moving there and back; an NTLM step is
+    /// a few microseconds of hashing and runs in place.
+    pub(crate) async fn step_off_runtime(
+        mut self,
+        server_token: Bytes,
+    ) -> Result<(Self, Option<Vec<u8>>)> {
+        if self.kerberos.is_none() {
+            let token = self.step(&server_token)?;
+            return Ok((self, token));
+        }
+        let (this, token) = tokio::task::spawn_blocking(move || {
+            let token = self.step(&server_token);
+            (self, token)
+        })
+        .await
+        .map_err(|e| Error::Auth {
+            kind: AuthFailure::SecurityPackage,
+            detail: format!("the Kerberos exchange stopped: {e}"),
+        })?;
+        Ok((this, token?))
+    }
+
     /// Whether the client side is complete.
     pub(crate) fn is_complete(&self) -> bool {
         self.done
@@ -483,5 +509,51 @@ mod tests {
         let who = auth.kerberos.as_ref().unwrap();
         assert_eq!(who.principal, "smbtest@TESTBED.LAN");
         assert_eq!(who.kdc_url.as_deref(), Some("tcp://127.0.0.1:1"));
+    }
+
+    /// A KDC that takes the connection and never answers holds up only the authentication,
+    /// not the runtime: on a single-threaded runtime a ticking task keeps running while the
+    /// Kerberos step waits out its timeout.
+    #[test]
+    fn a_silent_kdc_does_not_stall_the_runtime() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = kerberos_config("TESTBED.LAN");
+        c.kerberos_kdc = Some(silent.local_addr().unwrap().to_string());
+        c.connect_timeout = Duration::from_millis(800);
+        let creds = UserCredentials {
+            user: "smbtest".into(),
+            domain: String::new(),
+            password: "pw".into(),
+        };
+        let auth = Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counter = ticks.clone();
+        let (result, waited) = rt.block_on(async move {
+            let ticker = tokio::spawn(async move {
+                for _ in 0..1000 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            let started = std::time::Instant::now();
+            let result = auth.step_off_runtime(Bytes::new()).await.map(|(_, t)| t);
+            let waited = started.elapsed();
+            ticker.abort();
+            (result, waited)
+        });
+        drop(silent);
+        let err = result.expect_err("a silent KDC cannot authenticate anyone");
+        assert!(err.to_string().contains("Kerberos"), "{err}");
+        assert!(
+            waited >= Duration::from_millis(700),
+            "gave up after {waited:?}"
+        );
+        // A stalled runtime would tick at most once; a free one every ~10 ms of the wait.
+        let ticks = ticks.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ticks >= 20, "only {ticks} ticks in {waited:?}");
     }
 }

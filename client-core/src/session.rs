@@ -181,7 +181,13 @@ async fn exchange(
     let mut first = true;
     loop {
         // sspi builds its own NegTokenInit; the server's initial token is informational.
-        let token = auth.step(if first { &[] } else { &server_token })?;
+        let input = if first {
+            Bytes::new()
+        } else {
+            server_token.clone()
+        };
+        let (stepped, token) = auth.step_off_runtime(input).await?;
+        auth = stepped;
         first = false;
         let Some(token) = token else {
             return Err(ProtocolError::Unexpected(
@@ -253,7 +259,7 @@ async fn exchange(
         }
         // SUCCESS: let the security package see the server's last token (mechListMIC).
         if !server_token.is_empty() && !auth.is_complete() {
-            auth.step(&server_token)?;
+            auth = auth.step_off_runtime(server_token).await?.0;
         }
         return Ok(Exchange {
             auth,

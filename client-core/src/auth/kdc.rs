@@ -4,7 +4,8 @@
 //! `NetworkRequest`; whoever drives it sends the bytes and resumes it with the reply. sspi's
 //! own transport (feature `network_client`) pulls in reqwest and a second rustls setup, so this
 //! small blocking one is used instead: KDC messages are a few hundred bytes, one round trip
-//! each (RFC 4120 7.2.1 for TCP, 7.2.2 for UDP).
+//! each (RFC 4120 7.2.1 for TCP, 7.2.2 for UDP). Steps that may reach it run on tokio's
+//! blocking pool (`Authenticator::step_off_runtime`), so a slow KDC never stalls the runtime.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};

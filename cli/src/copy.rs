@@ -1,6 +1,8 @@
 //! The copy engine of `smbcp`: plan the file list, then copy several files at once, each with
 //! many chunks in flight. A file is written under a temporary name and renamed into place only
-//! when complete, so a failed copy never leaves a short file under the real name.
+//! when complete, so a failed copy never leaves a short file under the real name. A file
+//! whose open the server lost (it restarted and forgot its durable handles, see
+//! `Error::HandleLost`) is copied again from the start, up to `CopyOptions::retries` times.
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,8 @@ pub struct CopyOptions {
     pub depth: usize,
     /// Show a progress bar.
     pub progress: bool,
+    /// How many times a file is copied again from the start after the server lost its open.
+    pub retries: u32,
 }
 
 /// What a copy did.
@@ -41,6 +45,9 @@ pub struct CopyReport {
     pub seconds: f64,
     /// One line per failed file.
     pub failures: Vec<String>,
+    /// Files started again from the beginning because the server lost their open, with the
+    /// reason, one line each (the copy then succeeded or is also in `failures`).
+    pub retried: Vec<String>,
 }
 
 /// Direction of one file's copy.
@@ -291,19 +298,21 @@ async fn run(
     };
     let moved = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
-    let results: Vec<Result<u64, String>> = stream::iter(jobs)
+    let results: Vec<(Result<u64, String>, Vec<String>)> = stream::iter(jobs)
         .map(|job| {
             let progress = Progress {
                 bar: bar.clone(),
                 moved: moved.clone(),
+                attempt: Arc::new(AtomicU64::new(0)),
             };
-            async move { copy_one(share, job, opts, progress).await }
+            async move { copy_with_retries(share, job, opts, progress).await }
         })
         .buffer_unordered(opts.jobs.max(1))
         .collect()
         .await;
     report.seconds = start.elapsed().as_secs_f64();
-    for r in results {
+    for (r, retried) in results {
+        report.retried.extend(retried);
         match r {
             Ok(bytes) => {
                 report.bytes += bytes;
@@ -322,13 +331,33 @@ async fn run(
 struct Progress {
     bar: Option<ProgressBar>,
     moved: Arc<AtomicU64>,
+    /// Bytes of the current attempt at one file, taken back if it starts over.
+    attempt: Arc<AtomicU64>,
 }
 
 impl Progress {
     fn add(&self, n: u64) {
         self.moved.fetch_add(n, Ordering::Relaxed);
+        self.attempt.fetch_add(n, Ordering::Relaxed);
         if let Some(b) = &self.bar {
             b.inc(n);
+        }
+    }
+
+    /// The same counters, with a fresh count for one file's attempt.
+    fn for_file(&self) -> Progress {
+        Progress {
+            attempt: Arc::new(AtomicU64::new(0)),
+            ..self.clone()
+        }
+    }
+
+    /// Take back what the current attempt added: the file starts over.
+    fn rewind(&self) {
+        let n = self.attempt.swap(0, Ordering::Relaxed);
+        self.moved.fetch_sub(n, Ordering::Relaxed);
+        if let Some(b) = &self.bar {
+            b.dec(n);
         }
     }
 }
@@ -354,64 +383,107 @@ fn chunks(len: u64, chunk: u32) -> impl Iterator<Item = (u64, u32)> {
     (0..len.div_ceil(c)).map(move |i| (i * c, (len - i * c).min(c) as u32))
 }
 
-async fn copy_one(
+/// Copy one file, starting over (up to `opts.retries` times) when the server lost its open.
+/// Returns the outcome and one line per restart.
+async fn copy_with_retries(
     share: &Share,
     job: Job,
     opts: &CopyOptions,
     progress: Progress,
-) -> Result<u64, String> {
+) -> (Result<u64, String>, Vec<String>) {
+    let mut restarts = Vec::new();
+    loop {
+        let attempt = progress.for_file();
+        match copy_one(share, &job, opts, &attempt).await {
+            Ok(n) => return (Ok(n), restarts),
+            Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
+                attempt.rewind();
+                restarts.push(format!(
+                    "{}; copying it again from the start (retry {} of {})",
+                    e.cause,
+                    restarts.len() + 1,
+                    opts.retries
+                ));
+            }
+            Err(e) => {
+                attempt.rewind();
+                return (Err(e.line), restarts);
+            }
+        }
+    }
+}
+
+/// Why one attempt at a file failed.
+struct FileError {
+    /// The one line for the user, naming the file and what was not written.
+    line: String,
+    /// The file and what went wrong, without the consequence.
+    cause: String,
+    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
+    lost_handle: bool,
+}
+
+async fn copy_one(
+    share: &Share,
+    job: &Job,
+    opts: &CopyOptions,
+    progress: &Progress,
+) -> Result<u64, FileError> {
     match job {
         Job::Download { remote, local, .. } => {
-            let partial = partial_local(&local);
-            match download_file(share, &remote, &partial, opts, &progress).await {
-                Ok(n) => {
-                    std::fs::rename(&partial, &local)
-                        .map_err(|e| format!("{}: {e}", local.display()))?;
-                    Ok(n)
-                }
+            let partial = partial_local(local);
+            match download_file(share, remote, &partial, opts, progress).await {
+                Ok(n) => std::fs::rename(&partial, local).map(|_| n).map_err(|e| {
+                    let cause = format!("{}: {e}", local.display());
+                    FileError {
+                        line: cause.clone(),
+                        cause,
+                        lost_handle: false,
+                    }
+                }),
                 Err(e) => {
                     let _ = std::fs::remove_file(&partial);
-                    Err(format!(
-                        "{}: {e}; {} was not written",
-                        remote_name(share, &remote),
-                        local.display()
-                    ))
+                    let cause = format!("{}: {}", remote_name(share, remote), e.line);
+                    Err(FileError {
+                        line: format!("{cause}; {} was not written", local.display()),
+                        cause,
+                        lost_handle: e.lost_handle,
+                    })
                 }
             }
         }
         Job::Upload { local, remote, .. } => {
-            let partial = partial_remote(&remote);
-            let result = match upload_file(share, &local, &partial, opts, &progress).await {
+            let partial = partial_remote(remote);
+            let result = match upload_file(share, local, &partial, opts, progress).await {
                 Ok(n) => share
-                    .rename(&partial, &remote, true)
+                    .rename(&partial, remote, true)
                     .await
                     .map(|_| n)
-                    .map_err(|e| UploadError {
-                        line: describe(&e),
-                        partial_created: true,
-                    }),
+                    .map_err(|e| UploadError::after(&e)),
                 Err(e) => Err(e),
             };
-            match result {
-                Ok(n) => Ok(n),
-                Err(e) => {
-                    let leftover = e.partial_created && share.remove_file(&partial).await.is_err();
-                    Err(format!(
-                        "{}: {}; {} was not written{}",
-                        local.display(),
-                        e.line,
-                        remote_name(share, &remote),
-                        if leftover {
-                            format!(
-                                " (a partial upload remains as {})",
-                                remote_name(share, &partial)
-                            )
-                        } else {
-                            String::new()
-                        }
-                    ))
-                }
-            }
+            let e = match result {
+                Ok(n) => return Ok(n),
+                Err(e) => e,
+            };
+            let leftover = e.partial_created && share.remove_file(&partial).await.is_err();
+            let cause = format!("{}: {}", local.display(), e.line);
+            Err(FileError {
+                line: format!(
+                    "{cause}; {} was not written{}",
+                    remote_name(share, remote),
+                    if leftover {
+                        format!(
+                            " (a partial upload remains as {})",
+                            remote_name(share, &partial)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                cause,
+                lost_handle: e.lost_handle,
+            })
         }
     }
 }
@@ -420,6 +492,60 @@ async fn copy_one(
 struct UploadError {
     line: String,
     partial_created: bool,
+    lost_handle: bool,
+}
+
+impl UploadError {
+    /// A failure before the partial file was created.
+    fn before(line: String) -> Self {
+        UploadError {
+            line,
+            partial_created: false,
+            lost_handle: false,
+        }
+    }
+
+    /// A local failure (reading the source) once the partial file exists.
+    fn local(line: String) -> Self {
+        UploadError {
+            line,
+            partial_created: true,
+            lost_handle: false,
+        }
+    }
+
+    /// A failure of a request once the partial file exists.
+    fn after(e: &Error) -> Self {
+        UploadError {
+            line: describe(e),
+            partial_created: true,
+            lost_handle: matches!(e, Error::HandleLost { .. }),
+        }
+    }
+}
+
+/// Why a download failed.
+struct DownloadError {
+    line: String,
+    lost_handle: bool,
+}
+
+impl DownloadError {
+    fn local(line: String) -> Self {
+        DownloadError {
+            line,
+            lost_handle: false,
+        }
+    }
+}
+
+impl From<&Error> for DownloadError {
+    fn from(e: &Error) -> Self {
+        DownloadError {
+            line: describe(e),
+            lost_handle: matches!(e, Error::HandleLost { .. }),
+        }
+    }
 }
 
 async fn download_file(
@@ -428,14 +554,15 @@ async fn download_file(
     partial: &Path,
     opts: &CopyOptions,
     progress: &Progress,
-) -> Result<u64, String> {
+) -> Result<u64, DownloadError> {
     let file = share
         .open(remote, &OpenOptions::new().read(true))
         .await
-        .map_err(|e| describe(&e))?;
+        .map_err(|e| DownloadError::from(&e))?;
     let size = file.size_at_open();
     let out = Arc::new(
-        std::fs::File::create(partial).map_err(|e| format!("{}: {e}", partial.display()))?,
+        std::fs::File::create(partial)
+            .map_err(|e| DownloadError::local(format!("{}: {e}", partial.display())))?,
     );
     let file_ref = &file;
     let mut pieces = stream::iter(chunks(size, opts.chunk))
@@ -450,23 +577,23 @@ async fn download_file(
         .buffer_unordered(opts.depth.max(1));
     let mut written = 0u64;
     while let Some(piece) = pieces.next().await {
-        let (off, len, data) = piece.map_err(|e| describe(&e))?;
+        let (off, len, data) = piece.map_err(|e| DownloadError::from(&e))?;
         if data.len() != len as usize {
-            return Err(format!(
+            return Err(DownloadError::local(format!(
                 "file shrank while being copied (short read at offset {off})"
-            ));
+            )));
         }
         let out = out.clone();
         let n = data.len() as u64;
         tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("{}: {e}", partial.display()))?;
+            .map_err(|e| DownloadError::local(e.to_string()))?
+            .map_err(|e| DownloadError::local(format!("{}: {e}", partial.display())))?;
         written += n;
         progress.add(n);
     }
     drop(pieces);
-    file.close().await.map_err(|e| describe(&e))?;
+    file.close().await.map_err(|e| DownloadError::from(&e))?;
     Ok(written)
 }
 
@@ -477,14 +604,7 @@ async fn upload_file(
     opts: &CopyOptions,
     progress: &Progress,
 ) -> Result<u64, UploadError> {
-    let before = |line: String| UploadError {
-        line,
-        partial_created: false,
-    };
-    let after = |line: String| UploadError {
-        line,
-        partial_created: true,
-    };
+    let before = |line: String| UploadError::before(line);
     let src = Arc::new(std::fs::File::open(local).map_err(|e| before(e.to_string()))?);
     let size = src.metadata().map_err(|e| before(e.to_string()))?.len();
     let file = share
@@ -501,21 +621,20 @@ async fn upload_file(
             async move {
                 let data = tokio::task::spawn_blocking(move || read_chunk(&src, off, len as usize))
                     .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| format!("{}: {e}", local.display()))?;
+                    .map_err(|e| UploadError::local(e.to_string()))?
+                    .map_err(|e| UploadError::local(format!("{}: {e}", local.display())))?;
                 file_ref
                     .write_at(off, data)
                     .await
-                    .map_err(|e: Error| describe(&e))?;
+                    .map_err(|e| UploadError::after(&e))?;
                 progress.add(u64::from(len));
-                Ok::<(), String>(())
+                Ok::<(), UploadError>(())
             }
         })
         .buffer_unordered(opts.depth.max(1))
         .try_collect::<()>()
-        .await
-        .map_err(after)?;
-    file.close().await.map_err(|e| after(describe(&e)))?;
+        .await?;
+    file.close().await.map_err(|e| UploadError::after(&e))?;
     Ok(size)
 }
 

@@ -502,3 +502,151 @@ fn copies_with_kerberos_against_a_domain_controller() {
     assert!(!stderr(&o).contains("OctetString"), "{}", stderr(&o));
     std::fs::remove_dir_all(&local).ok();
 }
+
+fn sha256_of(path: &Path) -> String {
+    hex_of(&Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Run smbcp in the background, restart smbd once `partial` has grown past `threshold`
+/// bytes, and return smbcp's output. Bounded: smbcp gets 120 s in all.
+fn copy_through_an_smbd_restart(
+    tb: &Testbed,
+    args: &[&str],
+    partial: &Path,
+    threshold: u64,
+) -> Output {
+    let child = tb
+        .client_command(SMBCP)
+        .env("SMB_PASSWORD", tb.password())
+        .env_remove("SMB_USER")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start smbcp");
+    let started = std::time::Instant::now();
+    let mut restarted = false;
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        if std::fs::metadata(partial).map_or(0, |m| m.len()) >= threshold {
+            tb.restart().expect("restart smbd");
+            restarted = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = started + std::time::Duration::from_secs(120);
+    while !waiter.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !waiter.is_finished() {
+        // Stop it by its PID (it runs in the client namespace, not as our thread).
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+    let out = waiter.join().unwrap().expect("smbcp output");
+    eprintln!(
+        "smbcp {args:?} through an smbd restart\n  status {:?}\n  stderr {}\n  stdout {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        restarted,
+        "{} never reached {threshold} bytes",
+        partial.display()
+    );
+    out
+}
+
+/// Samba 4.17 forgets durable handles when smbd restarts, so the library reports the open
+/// lost (`Error::HandleLost`) once the session is back; smbcp then copies the file again from
+/// the start and finishes byte-exact, saying so.
+#[test]
+fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
+    let tb = Testbed::start(TestbedConfig::shaped(1, 400)).unwrap_or_else(|e| panic!("{e}"));
+    let local = scratch("restart");
+    let src = local.join("restart.bin");
+    let data: Vec<u8> = (0..192u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    drop(data);
+    let want = sha256_of(&src);
+    let threshold = 48 << 20;
+
+    let up = copy_through_an_smbd_restart(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/restart.bin"),
+        ],
+        &tb.share_path("plain").join(".restart.bin.smbcp-partial"),
+        threshold,
+    );
+    assert!(up.status.success(), "{}", stderr(&up));
+    let summary = json(&up);
+    assert_eq!(summary["retried"], 1, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(summary["bytes"], 192u64 << 20, "{summary}");
+    assert!(
+        stderr(&up).contains("copying it again from the start (retry 1 of 2)"),
+        "{}",
+        stderr(&up)
+    );
+    assert!(stderr(&up).contains("restart.bin"), "{}", stderr(&up));
+    assert_eq!(sha256_of(&tb.share_path("plain").join("restart.bin")), want);
+    assert!(!tb
+        .share_path("plain")
+        .join(".restart.bin.smbcp-partial")
+        .exists());
+
+    let down = local.join("down.bin");
+    let o = copy_through_an_smbd_restart(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            &url(&tb, "plain/restart.bin"),
+            down.to_str().unwrap(),
+        ],
+        &local.join(".down.bin.smbcp-partial"),
+        threshold,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = json(&o);
+    assert_eq!(summary["retried"], 1, "{summary}");
+    assert_eq!(sha256_of(&down), want);
+    assert!(!local.join(".down.bin.smbcp-partial").exists());
+
+    // With retries off, the same fault fails the file with one clear line and no short file.
+    let o = copy_through_an_smbd_restart(
+        &tb,
+        &[
+            "-q",
+            "--retries",
+            "0",
+            &url(&tb, "plain/restart.bin"),
+            local.join("again.bin").to_str().unwrap(),
+        ],
+        &local.join(".again.bin.smbcp-partial"),
+        threshold,
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("not reclaimed") && e.contains("was not written"),
+        "{e}"
+    );
+    assert!(!local.join("again.bin").exists());
+    assert!(!local.join(".again.bin.smbcp-partial").exists());
+    std::fs::remove_dir_all(&local).ok();
+}

@@ -33,6 +33,10 @@ struct Args {
     /// Requests in flight per file.
     #[arg(long, default_value_t = 16)]
     depth: usize,
+    /// Times a file is copied again from the start when the server lost its open (e.g. it
+    /// restarted and forgot its durable handles); 0 = fail such a file at once.
+    #[arg(long, default_value_t = 2)]
+    retries: u32,
     /// User name (also SMB_USER, or the URL).
     #[arg(short, long)]
     user: Option<String>,
@@ -146,6 +150,7 @@ async fn run(args: Args) -> i32 {
         chunk: args.chunk_size,
         depth: args.depth,
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
+        retries: args.retries,
     };
     let (remote, direction) = match (
         &dest,
@@ -245,6 +250,9 @@ enum Direction {
 }
 
 fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 {
+    for line in &report.retried {
+        eprintln!("smbcp: {line}");
+    }
     for line in &report.failures {
         eprintln!("smbcp: {line}");
     }
@@ -264,6 +272,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
             "seconds": report.seconds,
             "files": report.files,
             "failed": report.failures.len(),
+            "retried": report.retried.len(),
             "mb_per_s": mb_s,
             "dialect": client.dialect().to_string(),
             "channels": channels,
@@ -278,10 +287,11 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
             report.bytes,
             report.seconds,
             mb_s,
-            if report.failures.is_empty() {
-                String::new()
-            } else {
-                format!(", {} failed", report.failures.len())
+            match (report.retried.len(), report.failures.len()) {
+                (0, 0) => String::new(),
+                (r, 0) => format!(", {r} copied again from the start"),
+                (0, f) => format!(", {f} failed"),
+                (r, f) => format!(", {r} copied again from the start, {f} failed"),
             }
         );
     }

@@ -27,6 +27,8 @@ pub fn channel_json(c: &ChannelInfo) -> serde_json::Value {
         "bytes_received": c.bytes_received,
         "requests": c.requests,
         "credits": c.credits,
+        "outstanding": c.outstanding,
+        "cancels_sent": c.cancels_sent,
         "local_interface": c.local_interface,
         "local_if_index": c.local_if_index,
         "server_if_index": c.server_if_index,
@@ -193,18 +195,19 @@ pub fn print_channels(client: &Client, explain: bool) {
     }
     println!();
     println!(
-        "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7}  FAILURE",
-        "LOCAL", "SERVER", "STATE", "REQUESTS", "BYTES", "CREDITS"
+        "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  FAILURE",
+        "LOCAL", "SERVER", "STATE", "REQUESTS", "BYTES", "CREDITS", "CANCELS"
     );
     for c in client.channels() {
         println!(
-            "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7}  {}",
+            "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  {}",
             c.local.to_string(),
             c.server.to_string(),
             c.state.to_string(),
             c.requests,
             c.bytes_sent + c.bytes_received,
             c.credits,
+            c.cancels_sent,
             c.failure.as_deref().unwrap_or("")
         );
     }

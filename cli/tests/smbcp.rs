@@ -650,3 +650,73 @@ fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
     assert!(!local.join(".again.bin.smbcp-partial").exists());
     std::fs::remove_dir_all(&local).ok();
 }
+
+#[test]
+fn smbctl_watch_prints_changes_as_they_happen() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let tb = testbed();
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tb.share_path("plain").join("watched");
+    std::fs::create_dir(&dir).unwrap();
+    // Made here as root: let the share's user write into it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut child = tb
+        .client_command(SMBCTL)
+        .env("SMB_PASSWORD", tb.password())
+        .env_remove("SMB_USER")
+        .args(["watch", &url(&tb, "plain/watched")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run smbctl watch");
+    // Lines from both streams, tagged, through one queue.
+    let (tx, rx) = mpsc::channel::<(&str, String)>();
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(("out", l));
+        }
+    });
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx2.send(("err", l));
+        }
+    });
+    let next = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("no {what} within 15 s"))
+    };
+    let (stream, line) = next("'watching' line");
+    assert_eq!(stream, "err", "{line}");
+    assert!(line.starts_with("watching "), "{line}");
+    // The first CHANGE_NOTIFY is sent right after that line; give it time to reach smbd.
+    std::thread::sleep(Duration::from_millis(300));
+
+    // Another client (smbcp) puts a file into the directory.
+    let src = scratch("watch").join("née.txt");
+    std::fs::write(&src, b"hello").unwrap();
+    let up = smbcp(
+        &tb,
+        tb.password(),
+        &[src.to_str().unwrap(), &url(&tb, "plain/watched/")],
+    );
+    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+
+    // smbcp writes a partial file and renames it into place: the final name must show up.
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l == "renamed to née.txt") {
+        let (stream, line) = next("change line");
+        assert_eq!(stream, "out", "{line}; so far {seen:?}");
+        seen.push(line);
+    }
+    assert!(seen.iter().any(|l| l.starts_with("added ")), "{seen:?}");
+    child.kill().expect("stop smbctl watch");
+    child.wait().expect("reap smbctl");
+    std::fs::remove_dir_all(src.parent().unwrap()).ok();
+}

@@ -27,6 +27,11 @@ use crate::session::{self, Negotiated};
 use crate::share::Share;
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.
+///
+/// Every method returns a future that may be dropped at any point to give up on the
+/// operation: its reply is then discarded when it arrives (returning its credits), and a
+/// request the server was working on asynchronously is cancelled with an SMB2 CANCEL. See
+/// the crate documentation, "Cancelling".
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<SessionCore>,
@@ -252,7 +257,13 @@ impl SessionCore {
         let mut req = Request::new(body);
         req.encrypt = self.encrypt_all || tree.is_some_and(|t| t.encrypt);
         req.sign = self.signing;
-        req.timeout = self.config.timeout_for(body.credit_payload());
+        req.timeout = if B::COMMAND == Command::CHANGE_NOTIFY {
+            // Completes only when something changes (MS-SMB2 3.3.5.19): maybe never. The
+            // caller ends the wait by dropping the future, which cancels it.
+            Duration::MAX
+        } else {
+            self.config.timeout_for(body.credit_payload())
+        };
         req
     }
 

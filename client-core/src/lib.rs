@@ -12,6 +12,16 @@
 //! file.close().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Cancelling
+//!
+//! Every operation is an ordinary future: to give up on one, drop it (leave a `select!`, put
+//! it under `tokio::time::timeout`, abort its task). Nothing is left wedged: the reply, when it
+//! comes, returns its credits and is discarded; and if the server had answered the request
+//! with STATUS_PENDING (a [`DirWatch`] waiting for changes, an open waiting for another
+//! client's lease to break), the client sends an SMB2 CANCEL so the server stops working on
+//! it. [`ChannelInfo::cancels_sent`] counts them. A cancelled request is never replayed on
+//! another channel.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![forbid(unsafe_code)]
@@ -31,6 +41,7 @@ mod security;
 mod session;
 mod share;
 mod types;
+mod watch;
 
 pub use auth::UserCredentials;
 pub use client::Client;
@@ -45,3 +56,4 @@ pub use multichannel::status::{
 pub use share::Share;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
 pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions};
+pub use watch::{Change, DirWatch, WatchFilter};

@@ -31,8 +31,12 @@ use crate::error::{Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
+use crate::watch::{DirWatch, WatchFilter};
 
 /// A connected share. Cheap to clone.
+///
+/// Dropping the future of any operation cancels it: see [`Client`] and the crate
+/// documentation, "Cancelling". [`Share::watch`] waits for changes in a directory.
 #[derive(Clone)]
 pub struct Share {
     pub(crate) inner: Arc<ShareInner>,
@@ -359,6 +363,36 @@ impl Share {
             },
         )
         .await
+    }
+
+    /// Watch the directory `path` for changes of the kinds in `filter` (in its
+    /// subdirectories too when `recursive`). The directory is opened now; each
+    /// [`DirWatch::next`] waits for the next batch of changes. Dropping a `next()` future
+    /// cancels the wait on the server; dropping the watch closes the directory.
+    pub async fn watch(
+        &self,
+        path: &str,
+        filter: WatchFilter,
+        recursive: bool,
+    ) -> Result<DirWatch> {
+        let mut req = CreateRequest::new(
+            wire_path(path)?,
+            AccessMask::FILE_LIST_DIRECTORY
+                | AccessMask::FILE_READ_ATTRIBUTES
+                | AccessMask::SYNCHRONIZE,
+            CreateDisposition::OPEN,
+        );
+        // `CreateRequest::new` shares read, write and delete: watching a directory must not
+        // stop anyone renaming or deleting in it.
+        req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
+        let created = self.create(&req, path).await?;
+        Ok(DirWatch::new(
+            self.clone(),
+            path.to_string(),
+            created.file_id,
+            filter,
+            recursive,
+        ))
     }
 
     /// Create a directory. Fails if it exists.

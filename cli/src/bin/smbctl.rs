@@ -50,6 +50,14 @@ enum Cmd {
         #[command(flatten)]
         channels: ChannelArgs,
     },
+    /// Print changes in a directory as they happen, one per line, until interrupted (Ctrl-C).
+    Watch {
+        /// smb://USER@HOST/SHARE/DIR
+        url: String,
+        /// Report changes in subdirectories too.
+        #[arg(short, long)]
+        recursive: bool,
+    },
     /// Show the server's advertised interfaces, the local NICs and the planned pairs.
     Interfaces {
         /// smb://USER@HOST/SHARE
@@ -89,7 +97,8 @@ async fn run(args: Args) -> i32 {
         Cmd::Ls { url }
         | Cmd::Stat { url }
         | Cmd::Channels { url, .. }
-        | Cmd::Interfaces { url, .. } => url.clone(),
+        | Cmd::Interfaces { url, .. }
+        | Cmd::Watch { url, .. } => url.clone(),
     };
     let mut config = ClientConfig::default();
     if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
@@ -160,6 +169,7 @@ async fn run(args: Args) -> i32 {
             }
             Ok(())
         }
+        Cmd::Watch { recursive, .. } => watch(&share, &r, recursive).await,
         Cmd::Interfaces { json, .. } => {
             client.wait_for_channels(settle).await;
             let s = client.multichannel();
@@ -176,6 +186,24 @@ async fn run(args: Args) -> i32 {
         Err(e) => {
             eprintln!("smbctl: {}: {}", r.display(), describe(&e));
             EXIT_SOME_FAILED
+        }
+    }
+}
+
+/// Print every change under `r.path` until the process is interrupted (or the server fails
+/// the watch). Interrupting drops the session; the server ends the watch with it.
+async fn watch(
+    share: &smb3_client::Share,
+    r: &RemotePath,
+    recursive: bool,
+) -> smb3_client::Result<()> {
+    let mut watch = share
+        .watch(&r.path, smb3_client::WatchFilter::ALL, recursive)
+        .await?;
+    eprintln!("watching {} (Ctrl-C to stop)", r.display());
+    loop {
+        for change in watch.next().await? {
+            println!("{change}");
         }
     }
 }

@@ -48,6 +48,9 @@ impl Replay {
             Command::CLOSE | Command::TREE_DISCONNECT => Replay::Safe,
             // A break acknowledgement the server already has is refused harmlessly.
             Command::OPLOCK_BREAK => Replay::Safe,
+            // A watch changes nothing on the server: sent again, it only waits again. What a
+            // reply lost with the channel would have reported is lost either way.
+            Command::CHANGE_NOTIFY => Replay::Safe,
             Command::CREATE => Replay::Unsafe("a CREATE without a CreateGuid may already have run"),
             Command::QUERY_DIRECTORY => {
                 Replay::Unsafe("the server's enumeration cursor may already have moved")
@@ -126,6 +129,7 @@ mod tests {
             Command::SET_INFO,
             Command::ECHO,
             Command::CLOSE,
+            Command::CHANGE_NOTIFY,
         ] {
             assert_eq!(Replay::by_command(c), Replay::Safe, "{c}");
         }

@@ -37,6 +37,7 @@ macro_rules! statuses {
 statuses! {
     SUCCESS = 0x0000_0000, "success";
     PENDING = 0x0000_0103, "operation pending";
+    NOTIFY_CLEANUP = 0x0000_010B, "directory watch ended (handle closed)";
     NOTIFY_ENUM_DIR = 0x0000_010C, "too many changes to report";
     BUFFER_OVERFLOW = 0x8000_0005, "buffer overflow (partial data returned)";
     NO_MORE_FILES = 0x8000_0006, "no more files";

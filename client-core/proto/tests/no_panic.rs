@@ -90,6 +90,9 @@ fn response_decoders_never_panic() {
     run("query_directory", 9, |m| {
         query_directory::QueryDirectoryResponse::decode(m).and_then(|r| r.id_both_entries())
     });
+    run("change_notify", 9, |m| {
+        change_notify::ChangeNotifyResponse::decode(m).and_then(|r| r.changes())
+    });
     run("query_info all", 9, |m| {
         query_info::QueryInfoResponse::decode(m)
             .and_then(|r| r.file_info::<fscc::FileAllInformation>())
@@ -141,6 +144,7 @@ fn raw_payload_decoders_never_panic() {
             })
             .collect();
         let _ = fscc::decode_id_both_directory_information(&buf);
+        let _ = change_notify::decode_file_notify_information(&buf);
         let _ = ioctl::parse_network_interfaces(&buf);
         let _ = fscc::FileAllInformation::decode(&buf);
         let _ = fscc::FileBasicInformation::decode(&buf);

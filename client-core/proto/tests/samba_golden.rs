@@ -43,7 +43,8 @@ use smb3_proto::msg::set_info::{SetInfoRequest, SetInfoResponse};
 use smb3_proto::msg::tree_connect::{ShareFlags, ShareType, TreeConnectResponse};
 use smb3_proto::msg::write::{WriteRequest, WriteResponse};
 use smb3_proto::msg::{
-    close, echo, file_id_offset, flush, logoff, oplock_break, tree_disconnect, FileId, RequestBody,
+    change_notify, close, echo, file_id_offset, flush, logoff, oplock_break, tree_disconnect,
+    FileId, RequestBody,
 };
 use smb3_proto::{Cipher, DecodeError, Dialect, NtStatus, SigningAlgorithm};
 
@@ -1246,6 +1247,9 @@ fn decode_with_everything(msg: &Bytes) {
     if let Ok(r) = QueryDirectoryResponse::decode(msg) {
         let _ = r.id_both_entries();
     }
+    if let Ok(r) = change_notify::ChangeNotifyResponse::decode(msg) {
+        let _ = r.changes();
+    }
     if let Ok(r) = QueryInfoResponse::decode(msg) {
         let _ = r.file_info::<FileAllInformation>();
         let _ = r.file_info::<fscc::FileStandardInformation>();
@@ -1272,6 +1276,7 @@ fn decode_with_everything(msg: &Bytes) {
     let body = msg.get(HEADER_LEN..).unwrap_or_default();
     let _ = parse_network_interfaces(body);
     let _ = fscc::decode_id_both_directory_information(body);
+    let _ = change_notify::decode_file_notify_information(body);
     let _ = FileAllInformation::decode(body);
     let _ = FileFsFullSizeInformation::decode(body);
 }

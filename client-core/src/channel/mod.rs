@@ -12,8 +12,11 @@
 //! ```
 //!
 //! A caller that drops its future leaves its entry in the pending table; the reader still
-//! receives the reply, returns its credits and discards it, so nothing wedges.
+//! receives the reply, returns its credits and discards it, so nothing wedges. If the request
+//! is one the server works on asynchronously (it answered STATUS_PENDING), the channel also
+//! sends an SMB2 CANCEL for it, so the server stops waiting on its behalf (see [`cancel`]).
 
+mod cancel;
 mod credits;
 mod frame;
 mod writer;
@@ -35,6 +38,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::error::{Error, ProtocolError, Result};
+use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
 use credits::CreditWindow;
 use frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
 use writer::{run_writer, OutFrame};
@@ -172,7 +176,21 @@ struct Pending {
     charge: u16,
     command: Command,
     sent: Option<Bytes>,
+    /// Set by the interim STATUS_PENDING reply: the server works on it asynchronously.
     async_id: Option<u64>,
+    /// How a CANCEL for it is addressed, and whether one is wanted or sent.
+    cancel_address: CancelAddress,
+    cancel: CancelState,
+}
+
+impl Pending {
+    fn cancel_target(&self, message_id: u64) -> CancelTarget {
+        CancelTarget {
+            message_id,
+            async_id: self.async_id,
+            address: self.cancel_address,
+        }
+    }
 }
 
 struct State {
@@ -184,6 +202,7 @@ struct State {
     requests: u64,
     bytes_sent: u64,
     bytes_received: u64,
+    cancels_sent: u64,
     /// When the last reply (any message) arrived, or the channel started.
     last_reply: Instant,
     /// When the pending table last went from empty to busy.
@@ -196,7 +215,9 @@ struct State {
 /// How a channel is moving, for loss detection.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Progress {
-    /// Requests sent whose final reply has not arrived (abandoned ones included).
+    /// Requests sent whose final reply has not arrived (abandoned ones included), except those
+    /// the server has taken on asynchronously: a CHANGE_NOTIFY may rightly wait for hours, and
+    /// its silence says nothing about the link.
     pub(crate) outstanding: usize,
     /// When the channel last showed life while busy: the later of its last reply and the
     /// moment it became busy.
@@ -214,6 +235,9 @@ struct Shared {
     /// Woken once, when the channel dies.
     died: Notify,
     crypto: RwLock<Option<Arc<dyn ChannelCrypto>>>,
+    /// The writer's queue, for CANCELs queued by the reader and by dropped callers; weak so
+    /// that the writer still ends (and the socket closes) when the last `Channel` goes.
+    queue: mpsc::WeakUnboundedSender<OutFrame>,
     peer: SocketAddr,
     local: SocketAddr,
 }
@@ -316,6 +340,7 @@ impl Channel {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
+        let (queue, queue_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 credits: CreditWindow::new(opts.credit_target),
@@ -324,6 +349,7 @@ impl Channel {
                 requests: 0,
                 bytes_sent: 0,
                 bytes_received: 0,
+                cancels_sent: 0,
                 last_reply: Instant::now(),
                 busy_since: Instant::now(),
                 reply_gap: Duration::ZERO,
@@ -331,10 +357,10 @@ impl Channel {
             credit_granted: Notify::new(),
             died: Notify::new(),
             crypto: RwLock::new(None),
+            queue: queue.downgrade(),
             peer,
             local,
         });
-        let (queue, queue_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let writer_shared = shared.clone();
         let writer = tokio::spawn(async move {
@@ -414,7 +440,7 @@ impl Channel {
     pub(crate) fn progress(&self) -> Progress {
         let st = self.inner.shared.lock();
         Progress {
-            outstanding: st.pending.len(),
+            outstanding: st.pending.values().filter(|p| p.async_id.is_none()).count(),
             last_progress: st.last_reply.max(st.busy_since),
             last_reply: st.last_reply,
             reply_gap: st.reply_gap,
@@ -463,13 +489,23 @@ impl Channel {
         (st.requests, st.bytes_sent, st.bytes_received)
     }
 
+    /// CANCELs sent for requests whose callers gave up.
+    pub(crate) fn cancels_sent(&self) -> u64 {
+        self.inner.shared.lock().cancels_sent
+    }
+
     /// Send `req` and wait for its final reply (interim STATUS_PENDING replies are absorbed).
+    /// Dropping the future, or the request timing out, cancels the request (see [`cancel`]).
     pub(crate) async fn call(&self, req: Request) -> Result<Response> {
         let timeout = req.timeout;
         let command = req.command;
-        let mut rxs = self.send(vec![req], false).await?;
-        let rx = rxs.pop().expect("one receiver per request");
-        await_reply(rx, command, timeout).await
+        let sent = self.send(vec![req], false).await?;
+        // No await between the send and the guard: a drop from here on cancels.
+        let mut guard = self.cancel_guard(&sent);
+        let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
+        let result = await_reply(rx, command, timeout).await;
+        settle(&mut guard, message_id, &result);
+        result
     }
 
     /// Send `reqs` as one compound frame (MS-SMB2 3.2.4.1.4) and wait for every reply. With
@@ -481,24 +517,36 @@ impl Channel {
         related: bool,
     ) -> Result<Vec<Result<Response>>> {
         let meta: Vec<(Command, Duration)> = reqs.iter().map(|r| (r.command, r.timeout)).collect();
-        let rxs = self.send(reqs, related).await?;
-        let mut out = Vec::with_capacity(rxs.len());
-        for (rx, (command, timeout)) in rxs.into_iter().zip(meta) {
-            out.push(await_reply(rx, command, timeout).await);
+        let sent = self.send(reqs, related).await?;
+        let mut guard = self.cancel_guard(&sent);
+        let mut out = Vec::with_capacity(sent.len());
+        for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
+            let result = await_reply(rx, command, timeout).await;
+            settle(&mut guard, message_id, &result);
+            out.push(result);
         }
         Ok(out)
     }
 
-    /// Stamp `reqs` (one frame; several messages make a compound) and queue the frame. The
-    /// receivers yield the replies in request order.
+    fn cancel_guard(&self, sent: &[(u64, oneshot::Receiver<Result<Response>>)]) -> CancelOnDrop {
+        CancelOnDrop::new(
+            self.inner.shared.clone(),
+            sent.iter().map(|(id, _)| *id).collect(),
+        )
+    }
+
+    /// Stamp `reqs` (one frame; several messages make a compound) and queue the frame.
+    /// Returns each request's MessageId and the receiver of its reply, in request order.
     async fn send(
         &self,
         mut reqs: Vec<Request>,
         related: bool,
-    ) -> Result<Vec<oneshot::Receiver<Result<Response>>>> {
+    ) -> Result<Vec<(u64, oneshot::Receiver<Result<Response>>)>> {
         let shared = &self.inner.shared;
         let charges: Vec<u16> = reqs.iter().map(|r| r.credit_charge).collect();
         let total_charge: u32 = charges.iter().map(|&c| u32::from(c.max(1))).sum();
+        // A compound is sealed as a whole when any member asks for it.
+        let seal_any = reqs.iter().any(|r| r.encrypt);
         let mut receivers = Vec::with_capacity(reqs.len());
         let reservations = loop {
             let granted = shared.credit_granted.notified();
@@ -526,7 +574,7 @@ impl Channel {
                     for (req, &charge) in reqs.iter().zip(&charges) {
                         let r = st.credits.reserve(charge).expect("availability checked");
                         let (tx, rx) = oneshot::channel();
-                        receivers.push(rx);
+                        receivers.push((r.message_id, rx));
                         st.pending.insert(
                             r.message_id,
                             Pending {
@@ -535,6 +583,13 @@ impl Channel {
                                 command: req.command,
                                 sent: None,
                                 async_id: None,
+                                cancel_address: CancelAddress {
+                                    session_id: req.session_id,
+                                    tree_id: req.tree_id,
+                                    sign: req.sign,
+                                    seal: seal_any,
+                                },
+                                cancel: CancelState::None,
                             },
                         );
                         st.requests += 1;
@@ -629,6 +684,14 @@ impl Channel {
     }
 }
 
+/// The caller has an outcome for `message_id`: no CANCEL for it, unless the outcome is that
+/// it gave up waiting (a timeout), which cancels the request like a dropped future does.
+fn settle(guard: &mut CancelOnDrop, message_id: u64, result: &Result<Response>) {
+    if !matches!(result, Err(Error::Timeout { .. })) {
+        guard.disarm(message_id);
+    }
+}
+
 async fn await_reply(
     rx: oneshot::Receiver<Result<Response>>,
     command: Command,
@@ -679,6 +742,49 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The caller of `message_id` gave up: cancel the request now if it went async, or
+    /// remember to once its interim reply arrives. Nothing to do once the final reply came or
+    /// the channel died (the entry is gone), or when a CANCEL is already wanted or sent.
+    fn want_cancel(&self, message_id: u64) {
+        let target = {
+            let mut st = self.lock();
+            let Some(p) = st.pending.get_mut(&message_id) else {
+                return;
+            };
+            if p.cancel != CancelState::None {
+                return;
+            }
+            if p.async_id.is_none() {
+                p.cancel = CancelState::Wanted;
+                return;
+            }
+            p.cancel = CancelState::Sent;
+            p.cancel_target(message_id)
+        };
+        self.send_cancel(target);
+    }
+
+    /// Queue one CANCEL for the writer.
+    fn send_cancel(&self, target: CancelTarget) {
+        let Some(queue) = self.queue.upgrade() else {
+            return; // the channel is closing: the server drops its requests with it
+        };
+        match cancel_frame(&target, self.crypto().as_deref()) {
+            Ok(frame) => {
+                if queue.send(frame).is_ok() {
+                    self.lock().cancels_sent += 1;
+                    tracing::debug!(
+                        peer = %self.peer,
+                        message_id = target.message_id,
+                        async_id = ?target.async_id,
+                        "CANCEL sent"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(peer = %self.peer, error = %e, "CANCEL not sent"),
+        }
     }
 
     /// Mark the channel dead and fail everything outstanding.
@@ -859,9 +965,17 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
     let charge = p.charge;
     if interim {
         p.async_id = Some(header.async_id);
+        // The caller gave up before this interim reply: now the request can be named.
+        let cancel = (p.cancel == CancelState::Wanted).then(|| {
+            p.cancel = CancelState::Sent;
+            p.cancel_target(header.message_id)
+        });
         let r = st.credits.on_response(charge, header.credits, false);
         drop(st);
         shared.credit_granted.notify_waiters();
+        if let Some(target) = cancel {
+            shared.send_cancel(target);
+        }
         return r.map_err(|_| ProtocolError::NoCredits.into());
     }
     let p = st

@@ -331,3 +331,255 @@ async fn a_request_larger_than_all_credits_fails_instead_of_hanging() {
     drop(ch);
     fake.await.unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// CANCEL on drop (MS-SMB2 3.2.4.24)
+// ---------------------------------------------------------------------------------------------
+
+/// Stands in for the session's keys: "signs" by writing a marker into the Signature field.
+struct MarkerSigner;
+
+const MARKER: [u8; 16] = [0x5A; 16];
+
+impl super::ChannelCrypto for MarkerSigner {
+    fn sign(&self, head: &mut [u8], _payload: &[u8]) {
+        head[48..64].copy_from_slice(&MARKER);
+    }
+    fn verify(&self, _msg: &[u8]) -> bool {
+        true
+    }
+    fn verify_in_place(&self, _msg: &mut [u8]) -> bool {
+        true
+    }
+    fn seal(&self, _parts: &[&[u8]]) -> crate::Result<BytesMut> {
+        Err(crate::Error::ApiMisuse("no sealing in this test"))
+    }
+    fn open(&self, _frame: BytesMut) -> crate::Result<BytesMut> {
+        Err(crate::Error::ApiMisuse("no sealing in this test"))
+    }
+    fn replies_must_be_signed(&self) -> bool {
+        false
+    }
+}
+
+/// Wait (up to 2 s) until `cond` holds.
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// Read the next frame, or `None` if nothing arrives within `ms`.
+async fn next_frame_within(io: &mut DuplexStream, ms: u64) -> Option<Vec<u8>> {
+    tokio::time::timeout(Duration::from_millis(ms), read_frame(io))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A final reply in the async form, as a server sends it for a request that went async.
+fn async_final(req: &Header, status: NtStatus, credits: u16, async_id: u64) -> BytesMut {
+    reply_to(req, status, credits, Some(async_id))
+}
+
+fn assert_cancel_of(frame: &[u8], req: &Header, async_id: u64) -> Header {
+    let h = Header::decode(frame).unwrap();
+    assert_eq!(h.command, Command::CANCEL);
+    assert_eq!(
+        h.message_id, req.message_id,
+        "same MessageId as the request"
+    );
+    assert!(h.flags.has(HeaderFlags::ASYNC_COMMAND), "async form");
+    assert_eq!(h.async_id, async_id);
+    assert_eq!(h.session_id, req.session_id);
+    assert_eq!(h.credit_charge, 0, "takes no credits");
+    assert_eq!(h.credits, 0, "asks for none");
+    assert_eq!(&frame[HEADER_LEN..], &[4, 0, 0, 0], "CANCEL body");
+    h
+}
+
+/// A request whose caller is waiting, the session id set so the CANCEL can be checked.
+fn probe() -> Request {
+    let mut req = Request::new(&Probe { bytes: 0 });
+    req.session_id = 0x4400_0000_0011;
+    req.tree_id = 9;
+    req
+}
+
+#[tokio::test]
+async fn a_dropped_async_request_sends_exactly_one_cancel_and_its_late_reply_returns_credits() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    ch.set_crypto(Arc::new(MarkerSigner));
+    // Grow the window first so the counts below are not all ones.
+    let boot = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    let f = read_frame(&mut server).await.unwrap();
+    let h = Header::decode(&f).unwrap();
+    write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 10, None)).await;
+    boot.await.unwrap().unwrap();
+    assert_eq!(ch.credits_total(), 10);
+
+    let mut req = probe();
+    req.sign = true;
+    let mut call = Box::pin(ch.call(req));
+    let watched = tokio::select! {
+        r = &mut call => panic!("answered early: {:?}", r.map(|r| r.header.status)),
+        f = read_frame(&mut server) => Header::decode(&f.unwrap()).unwrap(),
+    };
+    assert!(watched.flags.has(HeaderFlags::SIGNED));
+    // Interim STATUS_PENDING: the request is async now, and the interim grants 3 credits.
+    write_frame(
+        &mut server,
+        &reply_to(&watched, NtStatus::PENDING, 3, Some(0x77)),
+    )
+    .await;
+    tokio::select! {
+        r = &mut call => panic!("answered early: {:?}", r.map(|r| r.header.status)),
+        _ = until("the interim is absorbed", || ch.progress().outstanding == 0) => {}
+    }
+    assert_eq!(ch.outstanding(), 1, "still waiting for the final reply");
+    assert_eq!(ch.credits_total(), 13);
+    drop(call);
+
+    let cancel = next_frame_within(&mut server, 2000)
+        .await
+        .expect("a CANCEL");
+    let h = assert_cancel_of(&cancel, &watched, 0x77);
+    assert!(h.flags.has(HeaderFlags::SIGNED), "signed like the request");
+    assert_eq!(h.signature, MARKER);
+    assert_eq!(ch.cancels_sent(), 1);
+    assert_eq!(ch.credits_total(), 13, "the CANCEL spent nothing");
+
+    // The server answers the cancelled request; the reply is discarded and its credits
+    // (here 2 granted, 1 returned from flight) count.
+    write_frame(
+        &mut server,
+        &async_final(&watched, NtStatus::CANCELLED, 2, 0x77),
+    )
+    .await;
+    until("the cancelled reply arrives", || ch.outstanding() == 0).await;
+    assert_eq!(ch.credits_total(), 14);
+    assert!(ch.dead_reason().is_none());
+
+    // No second CANCEL, and the channel carries on: the next frame is the next request.
+    let next = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    let f = read_frame(&mut server).await.unwrap();
+    let h = Header::decode(&f).unwrap();
+    assert_eq!(h.command, Command::ECHO);
+    write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 1, None)).await;
+    next.await.unwrap().unwrap();
+    assert_eq!(ch.cancels_sent(), 1);
+}
+
+#[tokio::test]
+async fn a_request_dropped_before_its_interim_is_cancelled_when_the_interim_arrives() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let mut call = Box::pin(ch.call(probe()));
+    let req = tokio::select! {
+        r = &mut call => panic!("answered early: {:?}", r.map(|r| r.header.status)),
+        f = read_frame(&mut server) => Header::decode(&f.unwrap()).unwrap(),
+    };
+    drop(call);
+    // Nothing can name the request yet: no CANCEL until the interim gives it an AsyncId.
+    assert!(next_frame_within(&mut server, 50).await.is_none());
+    assert_eq!(ch.cancels_sent(), 0);
+    assert_eq!(ch.outstanding(), 1);
+
+    write_frame(
+        &mut server,
+        &reply_to(&req, NtStatus::PENDING, 4, Some(0x1234)),
+    )
+    .await;
+    let cancel = next_frame_within(&mut server, 2000)
+        .await
+        .expect("a CANCEL");
+    let h = assert_cancel_of(&cancel, &req, 0x1234);
+    assert!(!h.flags.has(HeaderFlags::SIGNED), "no keys, no signature");
+    assert_eq!(ch.cancels_sent(), 1);
+
+    write_frame(
+        &mut server,
+        &async_final(&req, NtStatus::CANCELLED, 0, 0x1234),
+    )
+    .await;
+    until("the cancelled reply arrives", || ch.outstanding() == 0).await;
+    // 1 held at the start (in flight), 4 granted by the interim, the flight credit back.
+    assert_eq!(ch.credits_total(), 4);
+    assert!(
+        next_frame_within(&mut server, 50).await.is_none(),
+        "one CANCEL only"
+    );
+    assert!(ch.dead_reason().is_none());
+}
+
+#[tokio::test]
+async fn a_timed_out_request_is_cancelled_too() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let mut req = probe();
+    req.timeout = Duration::from_millis(30);
+    let call = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(req).await }
+    });
+    let req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    write_frame(&mut server, &reply_to(&req, NtStatus::PENDING, 1, Some(9))).await;
+    let e = call.await.unwrap().unwrap_err();
+    assert!(matches!(e, crate::Error::Timeout { .. }), "{e:?}");
+    let cancel = next_frame_within(&mut server, 2000)
+        .await
+        .expect("a CANCEL");
+    assert_cancel_of(&cancel, &req, 9);
+    write_frame(&mut server, &async_final(&req, NtStatus::CANCELLED, 1, 9)).await;
+    until("the cancelled reply arrives", || ch.outstanding() == 0).await;
+    assert_eq!(ch.cancels_sent(), 1);
+}
+
+#[tokio::test]
+async fn requests_answered_normally_send_no_cancel() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let fake = tokio::spawn(async move {
+        let mut commands = Vec::new();
+        while let Some(f) = read_frame(&mut server).await {
+            // Every member of a compound, one by one.
+            let mut at = 0;
+            loop {
+                let h = Header::decode(&f[at..]).unwrap();
+                commands.push(h.command);
+                if h.command != Command::CANCEL {
+                    // Every other request goes async first, then completes.
+                    let id = h.message_id;
+                    write_frame(&mut server, &reply_to(&h, NtStatus::PENDING, 1, Some(id))).await;
+                    write_frame(&mut server, &async_final(&h, NtStatus::SUCCESS, 1, id)).await;
+                }
+                if h.next_command == 0 {
+                    break;
+                }
+                at += h.next_command as usize;
+            }
+        }
+        commands
+    });
+    for _ in 0..20 {
+        let r = ch.call(probe()).await.unwrap();
+        assert_eq!(r.header.status, NtStatus::SUCCESS);
+    }
+    let reqs = (0..3).map(|_| probe()).collect();
+    for r in ch.call_compound(reqs, false).await.unwrap() {
+        r.unwrap();
+    }
+    assert_eq!(ch.cancels_sent(), 0);
+    assert_eq!(ch.outstanding(), 0);
+    drop(ch);
+    let commands = fake.await.unwrap();
+    assert_eq!(commands.len(), 23);
+    assert!(commands.iter().all(|&c| c == Command::ECHO), "{commands:?}");
+}

@@ -104,6 +104,8 @@ impl Member {
             bytes_sent,
             bytes_received,
             credits: ch.credits_total(),
+            outstanding: ch.outstanding(),
+            cancels_sent: ch.cancels_sent(),
             failure,
         }
     }

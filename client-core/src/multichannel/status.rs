@@ -67,6 +67,12 @@ pub struct ChannelInfo {
     pub bytes_received: u64,
     /// Credits held.
     pub credits: u32,
+    /// Requests sent whose final reply has not arrived yet (including requests whose caller
+    /// gave up: their late replies still come back and return their credits).
+    pub outstanding: usize,
+    /// SMB2 CANCELs sent for requests whose caller dropped the future (or timed out) while
+    /// the server was still working on them.
+    pub cancels_sent: u64,
     /// Why the channel is down, if it is.
     pub failure: Option<String>,
 }

@@ -100,6 +100,7 @@ macro_rules! four_byte_message {
 }
 
 pub mod cancel;
+pub mod change_notify;
 pub mod close;
 pub mod compound;
 pub mod create;
@@ -148,6 +149,12 @@ mod file_id_offset_tests {
         check(write::WriteRequest::new(ID, 7, Bytes::from_static(b"x")));
         check(ioctl::IoctlRequest::fsctl(1, ID, Bytes::new(), 0));
         check(query_directory::QueryDirectoryRequest::new(ID, "*", 10));
+        check(change_notify::ChangeNotifyRequest::new(
+            ID,
+            change_notify::CompletionFilter(1),
+            true,
+            10,
+        ));
         check(query_info::QueryInfoRequest::file_info::<
             fscc::FileAllInformation,
         >(ID, 10));
@@ -212,11 +219,15 @@ impl FileId {
 /// an open under a new FileId after a reconnect (MS-SMB2 3.2.4.4) uses it to point requests
 /// built before the reconnect at the reclaimed open. The layouts are those of MS-SMB2
 /// 2.2.15 (CLOSE), 2.2.17 (FLUSH), 2.2.19 (READ), 2.2.21 (WRITE), 2.2.31 (IOCTL), 2.2.33
-/// (QUERY_DIRECTORY), 2.2.37 (QUERY_INFO) and 2.2.39 (SET_INFO). Break acknowledgements are
+/// (QUERY_DIRECTORY), 2.2.35 (CHANGE_NOTIFY), 2.2.37 (QUERY_INFO) and 2.2.39 (SET_INFO). Break acknowledgements are
 /// left out: a lease acknowledgement has a LeaseKey where an oplock one has the FileId.
 pub fn file_id_offset(command: Command) -> Option<usize> {
     match command {
-        Command::CLOSE | Command::FLUSH | Command::IOCTL | Command::QUERY_DIRECTORY => Some(8),
+        Command::CLOSE
+        | Command::FLUSH
+        | Command::IOCTL
+        | Command::QUERY_DIRECTORY
+        | Command::CHANGE_NOTIFY => Some(8),
         Command::READ | Command::WRITE | Command::SET_INFO => Some(16),
         Command::QUERY_INFO => Some(24),
         _ => None,

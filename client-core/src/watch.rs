@@ -1,0 +1,309 @@
+//! `DirWatch`: changes in a directory, one SMB2 CHANGE_NOTIFY round trip at a time
+//! (MS-SMB2 3.2.4.14 / 3.3.5.19).
+//!
+//! The directory is opened once; each [`DirWatch::next`] sends a CHANGE_NOTIFY on it and waits
+//! for the server to complete it. Between two calls the server keeps collecting changes on the
+//! open, so nothing is missed while the caller works on the last batch. The wait has no
+//! timeout. Dropping a `next()` future sends a CANCEL for the outstanding request (see the
+//! channel); dropping the watch also closes the directory, in the background.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use smb3_proto::msg::change_notify::{
+    ChangeNotifyRequest, ChangeNotifyResponse, CompletionFilter, FileNotifyInformation,
+    NotifyAction,
+};
+use smb3_proto::msg::FileId;
+use smb3_proto::{Command, NtStatus};
+
+use crate::client::decode;
+use crate::error::Result;
+use crate::share::Share;
+
+/// Which changes complete a watch (CompletionFilter, MS-SMB2 2.2.35). Combine with `|`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WatchFilter(u32);
+
+impl WatchFilter {
+    /// Files created, deleted or renamed.
+    pub const FILE_NAME: WatchFilter = WatchFilter(CompletionFilter::FILE_NAME);
+    /// Directories created, deleted or renamed.
+    pub const DIR_NAME: WatchFilter = WatchFilter(CompletionFilter::DIR_NAME);
+    /// Attributes changed.
+    pub const ATTRIBUTES: WatchFilter = WatchFilter(CompletionFilter::ATTRIBUTES);
+    /// A file's size changed.
+    pub const SIZE: WatchFilter = WatchFilter(CompletionFilter::SIZE);
+    /// Last write time changed.
+    pub const LAST_WRITE: WatchFilter = WatchFilter(CompletionFilter::LAST_WRITE);
+    /// Security descriptor changed.
+    pub const SECURITY: WatchFilter = WatchFilter(CompletionFilter::SECURITY);
+    /// Names appearing, disappearing or changing: [`FILE_NAME`](Self::FILE_NAME) |
+    /// [`DIR_NAME`](Self::DIR_NAME).
+    pub const NAMES: WatchFilter =
+        WatchFilter(CompletionFilter::FILE_NAME | CompletionFilter::DIR_NAME);
+    /// Every kind of change the protocol knows.
+    pub const ALL: WatchFilter = WatchFilter(0x0000_0FFF);
+
+    /// The raw CompletionFilter bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// A filter from raw FILE_NOTIFY_CHANGE_* bits.
+    pub fn from_bits(bits: u32) -> WatchFilter {
+        WatchFilter(bits)
+    }
+}
+
+impl std::ops::BitOr for WatchFilter {
+    type Output = WatchFilter;
+    fn bitor(self, other: WatchFilter) -> WatchFilter {
+        WatchFilter(self.0 | other.0)
+    }
+}
+
+/// One change reported by a [`DirWatch`]. Paths are relative to the watched directory, with
+/// `/` between components (a recursive watch reports changes in subdirectories too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// A file or directory appeared.
+    Added(String),
+    /// A file or directory went away.
+    Removed(String),
+    /// Data, size, times or attributes changed.
+    Modified(String),
+    /// Renamed: the old name. The new name follows as [`Change::RenamedTo`].
+    RenamedFrom(String),
+    /// Renamed: the new name.
+    RenamedTo(String),
+    /// A named stream was added to the file.
+    StreamAdded(String),
+    /// A named stream was removed.
+    StreamRemoved(String),
+    /// A named stream was modified.
+    StreamModified(String),
+    /// An action this library does not name (MS-FSCC 2.7.1 Action), kept as sent.
+    Other {
+        /// The raw Action value.
+        action: u32,
+        /// The path.
+        path: String,
+    },
+    /// The server could not keep track (more changes than fit, STATUS_NOTIFY_ENUM_DIR):
+    /// anything may have changed, list the directory again.
+    Rescan,
+}
+
+impl Change {
+    /// The path the change is about (`None` for [`Change::Rescan`]).
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Change::Added(p)
+            | Change::Removed(p)
+            | Change::Modified(p)
+            | Change::RenamedFrom(p)
+            | Change::RenamedTo(p)
+            | Change::StreamAdded(p)
+            | Change::StreamRemoved(p)
+            | Change::StreamModified(p)
+            | Change::Other { path: p, .. } => Some(p),
+            Change::Rescan => None,
+        }
+    }
+
+    fn from_wire(info: FileNotifyInformation) -> Change {
+        let path = info.file_name.replace('\\', "/");
+        match info.action {
+            NotifyAction::ADDED => Change::Added(path),
+            NotifyAction::REMOVED => Change::Removed(path),
+            NotifyAction::MODIFIED => Change::Modified(path),
+            NotifyAction::RENAMED_OLD_NAME => Change::RenamedFrom(path),
+            NotifyAction::RENAMED_NEW_NAME => Change::RenamedTo(path),
+            NotifyAction::ADDED_STREAM => Change::StreamAdded(path),
+            NotifyAction::REMOVED_STREAM => Change::StreamRemoved(path),
+            NotifyAction::MODIFIED_STREAM => Change::StreamModified(path),
+            NotifyAction(action) => Change::Other { action, path },
+        }
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, path): (&str, &String) = match self {
+            Change::Added(p) => ("added", p),
+            Change::Removed(p) => ("removed", p),
+            Change::Modified(p) => ("modified", p),
+            Change::RenamedFrom(p) => ("renamed from", p),
+            Change::RenamedTo(p) => ("renamed to", p),
+            Change::StreamAdded(p) => ("stream added", p),
+            Change::StreamRemoved(p) => ("stream removed", p),
+            Change::StreamModified(p) => ("stream modified", p),
+            Change::Other { action, path } => {
+                return write!(f, "action {action:#x} {path}");
+            }
+            Change::Rescan => return f.write_str("too many changes: rescan"),
+        };
+        write!(f, "{what} {path}")
+    }
+}
+
+/// The changes of one CHANGE_NOTIFY reply.
+fn changes_of(resp: &crate::channel::Response) -> Result<Vec<Change>> {
+    // STATUS_NOTIFY_ENUM_DIR, or success with nothing in it (what a server sends when its
+    // buffer overflowed): the changes are lost, the caller must look again.
+    if resp.header.status == NtStatus::NOTIFY_ENUM_DIR {
+        return Ok(vec![Change::Rescan]);
+    }
+    let infos = decode(
+        Command::CHANGE_NOTIFY,
+        ChangeNotifyResponse::decode(&resp.msg).and_then(|r| r.changes()),
+    )?;
+    if infos.is_empty() {
+        return Ok(vec![Change::Rescan]);
+    }
+    Ok(infos.into_iter().map(Change::from_wire).collect())
+}
+
+/// Largest change list asked for per round trip (one credit).
+const NOTIFY_BUFFER: u32 = 64 * 1024;
+
+/// A watch on one directory, from [`Share::watch`]. Call [`DirWatch::next`] in a loop.
+///
+/// Dropping a pending `next()` future cancels that CHANGE_NOTIFY on the server (SMB2 CANCEL);
+/// dropping the watch closes the directory in the background; [`DirWatch::close`] does it
+/// now.
+pub struct DirWatch {
+    share: Share,
+    path: String,
+    file_id: FileId,
+    filter: WatchFilter,
+    recursive: bool,
+    closed: AtomicBool,
+}
+
+impl DirWatch {
+    pub(crate) fn new(
+        share: Share,
+        path: String,
+        file_id: FileId,
+        filter: WatchFilter,
+        recursive: bool,
+    ) -> DirWatch {
+        DirWatch {
+            share,
+            path,
+            file_id,
+            filter,
+            recursive,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The watched directory, as given to [`Share::watch`].
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Wait for the next batch of changes (one CHANGE_NOTIFY round trip; no timeout). Never
+    /// empty: a batch the server could not report is `[Change::Rescan]`.
+    ///
+    /// Dropping the future before it completes cancels the request on the server (SMB2
+    /// CANCEL); changes that happen afterwards are reported by the next call. A reply that was
+    /// already on its way when the future was dropped is discarded with what it carried.
+    pub async fn next(&mut self) -> Result<Vec<Change>> {
+        let core = &self.share.inner.client.inner;
+        let buffer = NOTIFY_BUFFER.min(core.negotiated.max_transact.max(4096));
+        let req = ChangeNotifyRequest::new(
+            self.file_id,
+            CompletionFilter(self.filter.0),
+            self.recursive,
+            buffer,
+        );
+        let resp = self
+            .share
+            .call(&req, &[NtStatus::NOTIFY_ENUM_DIR])
+            .await
+            .map_err(|e| e.with_path(&self.path))?;
+        changes_of(&resp)
+    }
+
+    /// Close the directory. A `next()` still pending elsewhere ends with STATUS_NOTIFY_CLEANUP.
+    pub async fn close(self) -> Result<()> {
+        self.closed.store(true, Ordering::Release);
+        self.share
+            .close(self.file_id)
+            .await
+            .map_err(|e| e.with_path(&self.path))
+    }
+}
+
+impl Drop for DirWatch {
+    fn drop(&mut self) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // As for `File`: close in the background so the server drops the open (and any watch
+        // on it) now rather than at the end of the session; without a runtime the server
+        // cleans up when the connection goes.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let share = self.share.clone();
+            let file_id = self.file_id;
+            rt.spawn(async move {
+                let _ = share.close(file_id).await;
+            });
+        }
+    }
+}
+
+impl std::fmt::Debug for DirWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirWatch")
+            .field("path", &self.path)
+            .field("filter", &format_args!("{:#x}", self.filter.0))
+            .field("recursive", &self.recursive)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_actions_become_changes_with_slash_paths() {
+        let c = |action, name: &str| {
+            Change::from_wire(FileNotifyInformation {
+                action: NotifyAction(action),
+                file_name: name.into(),
+            })
+        };
+        assert_eq!(c(1, "a\\b.txt"), Change::Added("a/b.txt".into()));
+        assert_eq!(c(2, "x"), Change::Removed("x".into()));
+        assert_eq!(c(3, "x"), Change::Modified("x".into()));
+        assert_eq!(c(4, "old"), Change::RenamedFrom("old".into()));
+        assert_eq!(c(5, "new"), Change::RenamedTo("new".into()));
+        assert_eq!(c(6, "s"), Change::StreamAdded("s".into()));
+        assert_eq!(c(7, "s"), Change::StreamRemoved("s".into()));
+        assert_eq!(c(8, "s"), Change::StreamModified("s".into()));
+        assert_eq!(
+            c(0x42, "z"),
+            Change::Other {
+                action: 0x42,
+                path: "z".into()
+            }
+        );
+        assert_eq!(c(1, "é").path(), Some("é"));
+        assert_eq!(Change::Rescan.path(), None);
+        assert_eq!(c(4, "d/e").to_string(), "renamed from d/e");
+    }
+
+    #[test]
+    fn filters_combine() {
+        assert_eq!(
+            (WatchFilter::FILE_NAME | WatchFilter::DIR_NAME).bits(),
+            WatchFilter::NAMES.bits()
+        );
+        assert_eq!(WatchFilter::from_bits(0x10), WatchFilter::LAST_WRITE);
+    }
+}

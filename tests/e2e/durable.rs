@@ -8,21 +8,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use smb3_client::{Client, ClientConfig, Dialect, File, OpenOptions, UserCredentials};
-use smb3_tests::{client_block_on, pattern, Testbed, TestbedConfig};
+use smb3_tests::{pattern, Testbed, TestbedConfig};
 
 fn start() -> Arc<Testbed> {
     Arc::new(Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}")))
-}
-
-/// Run `test` in the client namespace with the testbed's server address and credentials.
-fn in_client<F, Fut>(tb: &Arc<Testbed>, test: F)
-where
-    F: FnOnce(String, UserCredentials) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let rt = tb.client_runtime();
-    let creds = tb.credentials();
-    client_block_on(&rt, test(format!("{}:445", tb.server_addr(1)), creds));
 }
 
 async fn connect(server: &str, creds: &UserCredentials, dialect: Dialect) -> Client {
@@ -59,7 +48,7 @@ async fn settled(client: &Client) -> (usize, usize) {
 #[test]
 fn file_opens_are_durable_with_a_lease_on_every_smb3_dialect_and_share() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         for dialect in [Dialect::Smb300, Dialect::Smb302, Dialect::Smb311] {
             let client = connect(&server, &creds, dialect).await;
             assert_eq!(client.dialect(), dialect);
@@ -107,7 +96,7 @@ fn file_opens_are_durable_with_a_lease_on_every_smb3_dialect_and_share() {
 #[test]
 fn two_opens_of_one_file_share_the_lease_and_do_not_wait_on_each_other() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         let client = connect(&server, &creds, Dialect::Smb311).await;
         let share = client.share("plain").await.expect("tree connect");
         let first = share.open("Shared.bin", &writer()).await.expect("first");
@@ -170,7 +159,7 @@ fn two_opens_of_one_file_share_the_lease_and_do_not_wait_on_each_other() {
 #[test]
 fn another_sessions_open_breaks_our_lease_and_we_acknowledge_at_once() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         let holder = connect(&server, &creds, Dialect::Smb311).await;
         let share_a = holder.share("plain").await.expect("tree connect");
         let mine = share_a
@@ -236,7 +225,7 @@ fn another_sessions_open_breaks_our_lease_and_we_acknowledge_at_once() {
 #[test]
 fn renaming_and_deleting_a_file_we_hold_open_is_not_held_up_by_our_own_lease() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         let client = connect(&server, &creds, Dialect::Smb302).await;
         let share = client.share("encrypted").await.expect("tree connect");
         let f = share.open("before.txt", &writer()).await.expect("create");

@@ -11,22 +11,11 @@ use smb3_client::{
     Change, ChannelInfo, Client, ClientConfig, Dialect, OpenOptions, Share, UserCredentials,
     WatchFilter,
 };
-use smb3_tests::{client_block_on, Testbed, TestbedConfig};
+use smb3_tests::{Testbed, TestbedConfig};
 use tokio::sync::mpsc;
 
 fn start() -> Arc<Testbed> {
     Arc::new(Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}")))
-}
-
-/// Run `test` in the client namespace with the testbed's server address and credentials.
-fn in_client<F, Fut>(tb: &Arc<Testbed>, test: F)
-where
-    F: FnOnce(String, UserCredentials) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let rt = tb.client_runtime();
-    let creds = tb.credentials();
-    client_block_on(&rt, test(format!("{}:445", tb.server_addr(1)), creds));
 }
 
 async fn connect(
@@ -87,7 +76,7 @@ fn names_only(changes: &[Change]) -> Vec<Change> {
 #[test]
 fn changes_made_by_another_session_arrive_with_names_and_actions() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         for &(dialect, share_name) in CASES {
             let label = label(dialect, share_name);
             let watcher = connect(&server, &creds, dialect, true).await;
@@ -206,7 +195,7 @@ fn channel(client: &Client) -> ChannelInfo {
 #[test]
 fn a_watch_dropped_mid_wait_is_cancelled_and_the_channel_carries_on() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         for &(dialect, share_name) in CASES {
             let label = label(dialect, share_name);
             let (client, share) = single_channel(&server, &creds, dialect, share_name).await;
@@ -312,7 +301,7 @@ fn a_watch_dropped_mid_wait_is_cancelled_and_the_channel_carries_on() {
 #[test]
 fn dropping_a_watch_closes_its_directory() {
     let tb = start();
-    in_client(&tb, |server, creds| async move {
+    tb.run_as_client(|server, creds| async move {
         let (client, share) = single_channel(&server, &creds, Dialect::Smb311, "plain").await;
         share.create_dir("gone").await.expect("mkdir");
         let watch = share

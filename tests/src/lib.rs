@@ -970,6 +970,18 @@ impl Testbed {
             .build()
             .expect("build the client tokio runtime")
     }
+
+    /// Run `test` on a [`Testbed::client_runtime`], handing it the first link's server
+    /// address (`ADDR:445`) and the test user's credentials; a panic in it fails the caller.
+    pub fn run_as_client<F, Fut>(&self, test: F)
+    where
+        F: FnOnce(String, smb3_client::UserCredentials) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let rt = self.client_runtime();
+        let fut = test(format!("{}:445", self.server_addr(1)), self.credentials());
+        client_block_on(&rt, fut);
+    }
 }
 
 /// Deterministic, incompressible test data (xorshift), cheap enough for a GiB: the same

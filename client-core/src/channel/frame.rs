@@ -50,13 +50,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// The next frame, without its transport header.
     pub(crate) async fn next(&mut self) -> Result<BytesMut, FrameError> {
         loop {
-            if self.buf.len() >= 4 {
+            if let Some(len) = self.frame_len() {
                 if self.buf[0] != 0 {
                     return Err(FrameError::BadPrefix(self.buf[0]));
                 }
-                let len = (usize::from(self.buf[1]) << 16)
-                    | (usize::from(self.buf[2]) << 8)
-                    | usize::from(self.buf[3]);
                 if self.buf.len() >= 4 + len {
                     self.buf.advance(4);
                     return Ok(self.buf.split_to(len));
@@ -98,10 +95,15 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
     /// Bytes still missing from the frame at the front of the buffer, once its header is in.
     fn frame_rest(&self) -> Option<usize> {
+        (4 + self.frame_len()?).checked_sub(self.buf.len())
+    }
+
+    /// The length of the frame at the front of the buffer, once its transport header is in.
+    fn frame_len(&self) -> Option<usize> {
         let header = self.buf.get(..4)?;
-        let len =
-            (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]);
-        (4 + len).checked_sub(self.buf.len())
+        Some(
+            (usize::from(header[1]) << 16) | (usize::from(header[2]) << 8) | usize::from(header[3]),
+        )
     }
 }
 

@@ -459,7 +459,7 @@ async fn copy_one(
                     .rename(&partial, remote, true)
                     .await
                     .map(|_| n)
-                    .map_err(|e| UploadError::after(&e)),
+                    .map_err(|e| TransferError::request(&e)),
                 Err(e) => Err(e),
             };
             let e = match result {
@@ -488,61 +488,39 @@ async fn copy_one(
     }
 }
 
-/// Why an upload failed, and whether a partial file may exist on the server.
-struct UploadError {
+/// Why one transfer (a download or an upload) failed.
+struct TransferError {
     line: String,
+    /// The remote partial file may exist (uploads; downloads always remove theirs).
     partial_created: bool,
+    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
     lost_handle: bool,
 }
 
-impl UploadError {
-    /// A failure before the partial file was created.
+impl TransferError {
+    /// A failure before anything was created.
     fn before(line: String) -> Self {
-        UploadError {
+        TransferError {
             line,
             partial_created: false,
             lost_handle: false,
         }
     }
 
-    /// A local failure (reading the source) once the partial file exists.
+    /// A local failure (reading or writing the local file) once the transfer started.
     fn local(line: String) -> Self {
-        UploadError {
+        TransferError {
             line,
             partial_created: true,
             lost_handle: false,
         }
     }
 
-    /// A failure of a request once the partial file exists.
-    fn after(e: &Error) -> Self {
-        UploadError {
+    /// A failed request once the transfer started.
+    fn request(e: &Error) -> Self {
+        TransferError {
             line: describe(e),
             partial_created: true,
-            lost_handle: matches!(e, Error::HandleLost { .. }),
-        }
-    }
-}
-
-/// Why a download failed.
-struct DownloadError {
-    line: String,
-    lost_handle: bool,
-}
-
-impl DownloadError {
-    fn local(line: String) -> Self {
-        DownloadError {
-            line,
-            lost_handle: false,
-        }
-    }
-}
-
-impl From<&Error> for DownloadError {
-    fn from(e: &Error) -> Self {
-        DownloadError {
-            line: describe(e),
             lost_handle: matches!(e, Error::HandleLost { .. }),
         }
     }
@@ -554,15 +532,15 @@ async fn download_file(
     partial: &Path,
     opts: &CopyOptions,
     progress: &Progress,
-) -> Result<u64, DownloadError> {
+) -> Result<u64, TransferError> {
     let file = share
         .open(remote, &OpenOptions::new().read(true))
         .await
-        .map_err(|e| DownloadError::from(&e))?;
+        .map_err(|e| TransferError::request(&e))?;
     let size = file.size_at_open();
     let out = Arc::new(
         std::fs::File::create(partial)
-            .map_err(|e| DownloadError::local(format!("{}: {e}", partial.display())))?,
+            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?,
     );
     let file_ref = &file;
     let mut pieces = stream::iter(chunks(size, opts.chunk))
@@ -577,9 +555,9 @@ async fn download_file(
         .buffer_unordered(opts.depth.max(1));
     let mut written = 0u64;
     while let Some(piece) = pieces.next().await {
-        let (off, len, data) = piece.map_err(|e| DownloadError::from(&e))?;
+        let (off, len, data) = piece.map_err(|e| TransferError::request(&e))?;
         if data.len() != len as usize {
-            return Err(DownloadError::local(format!(
+            return Err(TransferError::local(format!(
                 "file shrank while being copied (short read at offset {off})"
             )));
         }
@@ -587,13 +565,13 @@ async fn download_file(
         let n = data.len() as u64;
         tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
             .await
-            .map_err(|e| DownloadError::local(e.to_string()))?
-            .map_err(|e| DownloadError::local(format!("{}: {e}", partial.display())))?;
+            .map_err(|e| TransferError::local(e.to_string()))?
+            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
         written += n;
         progress.add(n);
     }
     drop(pieces);
-    file.close().await.map_err(|e| DownloadError::from(&e))?;
+    file.close().await.map_err(|e| TransferError::request(&e))?;
     Ok(written)
 }
 
@@ -603,17 +581,20 @@ async fn upload_file(
     partial: &str,
     opts: &CopyOptions,
     progress: &Progress,
-) -> Result<u64, UploadError> {
-    let before = |line: String| UploadError::before(line);
-    let src = Arc::new(std::fs::File::open(local).map_err(|e| before(e.to_string()))?);
-    let size = src.metadata().map_err(|e| before(e.to_string()))?.len();
+) -> Result<u64, TransferError> {
+    let src =
+        Arc::new(std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?);
+    let size = src
+        .metadata()
+        .map_err(|e| TransferError::before(e.to_string()))?
+        .len();
     let file = share
         .open(
             partial,
             &OpenOptions::new().write(true).create(true).truncate(true),
         )
         .await
-        .map_err(|e| before(describe(&e)))?;
+        .map_err(|e| TransferError::before(describe(&e)))?;
     let file_ref = &file;
     stream::iter(chunks(size, opts.chunk))
         .map(|(off, len)| {
@@ -621,20 +602,20 @@ async fn upload_file(
             async move {
                 let data = tokio::task::spawn_blocking(move || read_chunk(&src, off, len as usize))
                     .await
-                    .map_err(|e| UploadError::local(e.to_string()))?
-                    .map_err(|e| UploadError::local(format!("{}: {e}", local.display())))?;
+                    .map_err(|e| TransferError::local(e.to_string()))?
+                    .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
                 file_ref
                     .write_at(off, data)
                     .await
-                    .map_err(|e| UploadError::after(&e))?;
+                    .map_err(|e| TransferError::request(&e))?;
                 progress.add(u64::from(len));
-                Ok::<(), UploadError>(())
+                Ok::<(), TransferError>(())
             }
         })
         .buffer_unordered(opts.depth.max(1))
         .try_collect::<()>()
         .await?;
-    file.close().await.map_err(|e| UploadError::after(&e))?;
+    file.close().await.map_err(|e| TransferError::request(&e))?;
     Ok(size)
 }
 

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use smb3_client::{Error, OpenOptions, Share};
 
+use crate::chunk_read::{read_chunk, ChunkBuffers, ChunkSource};
 use crate::describe;
 
 /// How to copy.
@@ -297,6 +297,9 @@ async fn run(
         None
     };
     let moved = Arc::new(AtomicU64::new(0));
+    // Upload chunks in flight at once, at most: the pool keeps that many buffers for reuse.
+    let in_flight = opts.jobs.max(1) * opts.depth.max(1);
+    let buffers = &ChunkBuffers::new(opts.chunk as usize, in_flight);
     let start = Instant::now();
     let results: Vec<(Result<u64, String>, Vec<String>)> = stream::iter(jobs)
         .map(|job| {
@@ -305,7 +308,7 @@ async fn run(
                 moved: moved.clone(),
                 attempt: Arc::new(AtomicU64::new(0)),
             };
-            async move { copy_with_retries(share, job, opts, progress).await }
+            async move { copy_with_retries(share, job, opts, buffers, progress).await }
         })
         .buffer_unordered(opts.jobs.max(1))
         .collect()
@@ -389,12 +392,13 @@ async fn copy_with_retries(
     share: &Share,
     job: Job,
     opts: &CopyOptions,
+    buffers: &ChunkBuffers,
     progress: Progress,
 ) -> (Result<u64, String>, Vec<String>) {
     let mut restarts = Vec::new();
     loop {
         let attempt = progress.for_file();
-        match copy_one(share, &job, opts, &attempt).await {
+        match copy_one(share, &job, opts, buffers, &attempt).await {
             Ok(n) => return (Ok(n), restarts),
             Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
                 attempt.rewind();
@@ -427,6 +431,7 @@ async fn copy_one(
     share: &Share,
     job: &Job,
     opts: &CopyOptions,
+    buffers: &ChunkBuffers,
     progress: &Progress,
 ) -> Result<u64, FileError> {
     match job {
@@ -454,7 +459,7 @@ async fn copy_one(
         }
         Job::Upload { local, remote, .. } => {
             let partial = partial_remote(remote);
-            let result = match upload_file(share, local, &partial, opts, progress).await {
+            let result = match upload_file(share, local, &partial, opts, buffers, progress).await {
                 Ok(n) => share
                     .rename(&partial, remote, true)
                     .await
@@ -580,11 +585,14 @@ async fn upload_file(
     local: &Path,
     partial: &str,
     opts: &CopyOptions,
+    buffers: &ChunkBuffers,
     progress: &Progress,
 ) -> Result<u64, TransferError> {
-    let src =
-        Arc::new(std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?);
+    let src = ChunkSource::new(
+        std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?,
+    );
     let size = src
+        .file()
         .metadata()
         .map_err(|e| TransferError::before(e.to_string()))?
         .len();
@@ -595,51 +603,24 @@ async fn upload_file(
         )
         .await
         .map_err(|e| TransferError::before(describe(&e)))?;
-    let file_ref = &file;
+    let (file_ref, src) = (&file, &src);
     stream::iter(chunks(size, opts.chunk))
-        .map(|(off, len)| {
-            let src = src.clone();
-            async move {
-                let data = tokio::task::spawn_blocking(move || read_chunk(&src, off, len as usize))
-                    .await
-                    .map_err(|e| TransferError::local(e.to_string()))?
-                    .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
-                file_ref
-                    .write_at(off, data)
-                    .await
-                    .map_err(|e| TransferError::request(&e))?;
-                progress.add(u64::from(len));
-                Ok::<(), TransferError>(())
-            }
+        .map(|(off, len)| async move {
+            let data = read_chunk(buffers, src, off, len as usize)
+                .await
+                .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
+            file_ref
+                .write_at(off, data)
+                .await
+                .map_err(|e| TransferError::request(&e))?;
+            progress.add(u64::from(len));
+            Ok::<(), TransferError>(())
         })
         .buffer_unordered(opts.depth.max(1))
         .try_collect::<()>()
         .await?;
     file.close().await.map_err(|e| TransferError::request(&e))?;
     Ok(size)
-}
-
-/// `len` bytes of `src` from `off`, read straight into a fresh buffer: no zero-filling first,
-/// which cost as much CPU as the read itself (12 % of smbcp's samples on a 1 GiB upload).
-fn read_chunk(src: &std::fs::File, off: u64, len: usize) -> std::io::Result<Bytes> {
-    let mut buf = Vec::with_capacity(len);
-    while buf.len() < len {
-        let at = off + buf.len() as u64;
-        match rustix::io::pread(src, rustix::buffer::spare_capacity(&mut buf), at) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("file ended at byte {at} while being copied (was it truncated?)"),
-                ))
-            }
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    // The capacity may exceed `len`, and a read may have filled past it.
-    buf.truncate(len);
-    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]
@@ -654,21 +635,6 @@ mod tests {
             partial_local(Path::new("/x/y.txt")),
             PathBuf::from("/x/.y.txt.smbcp-partial")
         );
-    }
-
-    #[test]
-    fn chunks_read_at_their_offsets() {
-        let dir = std::env::temp_dir().join(format!("smbcp-read-chunk-{}", std::process::id()));
-        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&dir, &data).unwrap();
-        let f = std::fs::File::open(&dir).unwrap();
-        assert_eq!(read_chunk(&f, 0, 0).unwrap().len(), 0);
-        assert_eq!(&read_chunk(&f, 7, 65536).unwrap()[..], &data[7..7 + 65536]);
-        assert_eq!(&read_chunk(&f, 99_000, 1000).unwrap()[..], &data[99_000..]);
-        let short = read_chunk(&f, 99_500, 1000).unwrap_err();
-        assert_eq!(short.kind(), std::io::ErrorKind::UnexpectedEof);
-        assert!(short.to_string().contains("byte 100000"), "{short}");
-        std::fs::remove_file(&dir).unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod auth_args;
 pub mod channel_args;
+mod chunk_read;
 pub mod copy;
 pub mod location;
 pub mod status;

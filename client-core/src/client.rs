@@ -15,7 +15,7 @@ use smb3_proto::{Command, Dialect, NtStatus};
 pub(crate) use crate::addressing::TreeContext;
 use crate::addressing::{Addressing, Target};
 use crate::auth::UserCredentials;
-use crate::channel::{Channel, ChannelOptions, Request, Response};
+use crate::channel::{Channel, ChannelOptions, FrameBuffers, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
 use crate::error::{Error, ProtocolError, Result};
@@ -64,6 +64,8 @@ pub(crate) struct SessionCore {
     pub(crate) leases: Arc<LeaseTable>,
     /// Durable opens, for a reconnect to reclaim.
     pub(crate) durable: Arc<DurableOpens>,
+    /// Buffers for large replies, shared by every channel of the session.
+    frame_buffers: FrameBuffers,
 }
 
 impl Drop for SessionCore {
@@ -80,10 +82,8 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client> {
         let (host, addr) = resolve(server).await?;
-        let opts = ChannelOptions {
-            connect_timeout: config.connect_timeout,
-            credit_target: config.credit_target,
-        };
+        let frame_buffers = FrameBuffers::new(config.reply_buffer_pool);
+        let opts = channel_options(&config, &frame_buffers);
         let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;
         let (breaks, break_queue) = lease::break_queue();
         lease::forward_unsolicited(unsolicited, breaks.clone());
@@ -126,6 +126,7 @@ impl Client {
             breaks,
             leases: Arc::default(),
             durable: Arc::default(),
+            frame_buffers,
         });
         lease::spawn_break_handler(Arc::downgrade(&core), break_queue);
         manager::start(&core);
@@ -241,7 +242,21 @@ impl Client {
     }
 }
 
+/// How every channel of a session with `config` is set up.
+fn channel_options(config: &ClientConfig, frame_buffers: &FrameBuffers) -> ChannelOptions {
+    ChannelOptions {
+        connect_timeout: config.connect_timeout,
+        credit_target: config.credit_target,
+        frame_buffers: frame_buffers.clone(),
+    }
+}
+
 impl SessionCore {
+    /// How a new channel of this session (extra, or replacing a lost one) is set up.
+    pub(crate) fn channel_options(&self) -> ChannelOptions {
+        channel_options(&self.config, &self.frame_buffers)
+    }
+
     /// Build a request for this session (and tree), choosing signing and sealing.
     /// Ids are the current ones, for callers that send the request on a channel themselves.
     pub(crate) fn request<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {

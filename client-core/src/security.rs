@@ -140,13 +140,14 @@ impl ChannelCrypto for SessionSecurity {
             .map_err(|_| ProtocolError::Unexpected("encryption failed").into())
     }
 
-    fn open(&self, frame: BytesMut) -> Result<BytesMut> {
+    fn open_in_place(&self, frame: &mut [u8]) -> Result<usize> {
         let Some(dec) = &self.decryptor else {
             return Err(
                 ProtocolError::Unexpected("encrypted frame but no cipher negotiated").into(),
             );
         };
-        dec.open(frame).map_err(|_| ProtocolError::Decrypt.into())
+        dec.open_in_place(frame)
+            .map_err(|_| ProtocolError::Decrypt.into())
     }
 
     fn replies_must_be_signed(&self) -> bool {

@@ -19,6 +19,7 @@
 mod cancel;
 mod credits;
 mod frame;
+mod frame_buffers;
 mod writer;
 
 #[cfg(test)]
@@ -40,7 +41,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use crate::error::{Error, ProtocolError, Result};
 use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
 use credits::CreditWindow;
-use frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
+use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
+pub(crate) use frame_buffers::FrameBuffers;
 use writer::{run_writer, OutFrame};
 
 /// MessageId the server uses for oplock and lease break notifications (MS-SMB2 3.3.4.6).
@@ -56,8 +58,9 @@ pub(crate) trait ChannelCrypto: Send + Sync + 'static {
     fn verify_in_place(&self, msg: &mut [u8]) -> bool;
     /// Encrypt a message given as parts into a TRANSFORM_HEADER frame.
     fn seal(&self, parts: &[&[u8]]) -> Result<BytesMut>;
-    /// Decrypt a TRANSFORM_HEADER frame into the plaintext message(s).
-    fn open(&self, frame: BytesMut) -> Result<BytesMut>;
+    /// Decrypt a TRANSFORM_HEADER frame in place; returns where the plaintext message(s)
+    /// start.
+    fn open_in_place(&self, frame: &mut [u8]) -> Result<usize>;
     /// Whether replies that are not encrypted must carry a valid signature.
     fn replies_must_be_signed(&self) -> bool;
 }
@@ -160,6 +163,8 @@ pub(crate) struct ChannelOptions {
     pub(crate) connect_timeout: Duration,
     /// Credits the channel tries to hold; 512 × 64 KiB = 32 MiB in flight.
     pub(crate) credit_target: u32,
+    /// Where large replies are read into: the client's pool, shared by its channels.
+    pub(crate) frame_buffers: FrameBuffers,
 }
 
 impl Default for ChannelOptions {
@@ -167,6 +172,7 @@ impl Default for ChannelOptions {
         ChannelOptions {
             connect_timeout: Duration::from_secs(10),
             credit_target: 512,
+            frame_buffers: FrameBuffers::new(64 << 20),
         }
     }
 }
@@ -370,8 +376,14 @@ impl Channel {
         })
         .abort_handle();
         let reader_shared = shared.clone();
+        let frame_buffers = opts.frame_buffers.clone();
         let reader = tokio::spawn(async move {
-            let reason = read_loop(&reader_shared, FrameReader::new(rd), events_tx).await;
+            let reason = read_loop(
+                &reader_shared,
+                FrameReader::new(rd, frame_buffers),
+                events_tx,
+            )
+            .await;
             reader_shared.fail(reason);
         })
         .abort_handle();
@@ -828,21 +840,18 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
 
 fn handle_frame(
     shared: &Shared,
-    frame: BytesMut,
+    mut plain: Frame,
     events: &mpsc::UnboundedSender<Bytes>,
 ) -> Result<()> {
     let crypto = shared.crypto();
-    let encrypted = frame.starts_with(&[0xFD, b'S', b'M', b'B']);
-    let mut plain = if encrypted {
-        match &crypto {
-            Some(c) => c.open(frame)?,
-            None => {
-                return Err(ProtocolError::Unexpected("encrypted frame before session keys").into())
-            }
-        }
-    } else {
-        frame
-    };
+    let encrypted = plain.starts_with(&[0xFD, b'S', b'M', b'B']);
+    if encrypted {
+        let Some(c) = &crypto else {
+            return Err(ProtocolError::Unexpected("encrypted frame before session keys").into());
+        };
+        let start = c.open_in_place(plain.as_mut_slice())?;
+        plain.advance(start);
+    }
     // Most frames hold one message: verify it while the buffer is still ours to mutate, which
     // lets the signer MAC it in one contiguous pass (several times faster for AES-GMAC).
     let single = plain.get(20..24) == Some(&[0u8; 4][..]);
@@ -851,7 +860,7 @@ fn handle_frame(
         let header = Header::decode(&plain).map_err(ProtocolError::Frame)?;
         match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
             (Verdict::Verify, Some(c)) => {
-                if !c.verify_in_place(&mut plain) {
+                if !c.verify_in_place(plain.as_mut_slice()) {
                     return Err(reject(shared, &header));
                 }
                 verified_in_place = true;

@@ -27,7 +27,7 @@ use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectR
 use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
-use crate::channel::{Channel, ChannelOptions, Request, Response};
+use crate::channel::{Channel, Request, Response};
 use crate::client::{decode, SessionCore};
 use crate::durable::OpenState;
 use crate::error::{Error, Result};
@@ -142,10 +142,7 @@ async fn session_on(
     core: &SessionCore,
     addr: SocketAddr,
 ) -> Result<(Channel, u64, Option<Arc<SessionSecurity>>), String> {
-    let opts = ChannelOptions {
-        connect_timeout: core.config.connect_timeout,
-        credit_target: core.config.credit_target,
-    };
+    let opts = core.channel_options();
     let (channel, unsolicited) = Channel::connect(addr, None, &opts)
         .await
         .map_err(|e| e.to_string())?;

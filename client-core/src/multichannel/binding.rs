@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use tokio::sync::Semaphore;
 
-use crate::channel::{Channel, ChannelOptions};
+use crate::channel::Channel;
 use crate::client::SessionCore;
 use crate::error::Error;
 use crate::lease::forward_unsolicited;
@@ -81,10 +81,7 @@ pub(crate) async fn bind_channel(
 }
 
 async fn connect(core: &SessionCore, slot: &Slot, port: u16) -> Result<Channel, BindFailure> {
-    let opts = ChannelOptions {
-        connect_timeout: core.config.connect_timeout,
-        credit_target: core.config.credit_target,
-    };
+    let opts = core.channel_options();
     let peer = SocketAddr::new(slot.key.server, port);
     let (channel, unsolicited) = Channel::connect(peer, Some(slot.key.local), &opts)
         .await

@@ -148,7 +148,16 @@ impl Sealer {
     /// The caller picks the `Sealer` from the header's SessionId first
     /// ([`TransformHeader::decode`]).
     pub fn open(&self, mut frame: BytesMut) -> Result<BytesMut, CryptoError> {
-        let header = TransformHeader::decode(&frame)?;
+        let start = self.open_in_place(&mut frame)?;
+        // `advance` only moves the start of the view: no allocation, no copy.
+        frame.advance(start);
+        Ok(frame)
+    }
+
+    /// Like [`Sealer::open`] for a frame in any buffer: decrypts it where it lies and returns
+    /// where the plaintext starts (after the transform header).
+    pub fn open_in_place(&self, frame: &mut [u8]) -> Result<usize, CryptoError> {
+        let header = TransformHeader::decode(frame)?;
         if header.flags != TransformFlags::ENCRYPTED {
             return Err(CryptoError::UnsupportedTransformFlags(header.flags.0));
         }
@@ -159,16 +168,17 @@ impl Sealer {
                 actual,
             });
         }
-        // Keep the AAD, then drop the header from the front of the buffer: `advance` only moves
-        // the start of the view (no allocation, no copy), and the plaintext is decrypted where
-        // the ciphertext lies.
+        // The plaintext is decrypted where the ciphertext lies.
         let mut aad = [0u8; TRANSFORM_AAD_LEN];
         aad.copy_from_slice(&frame[TRANSFORM_NONCE_OFFSET..TRANSFORM_HEADER_LEN]);
-        frame.advance(TRANSFORM_HEADER_LEN);
         let nonce = &header.nonce[..self.cipher().nonce_len()];
-        self.aead
-            .open_in_place(nonce, &aad, &mut frame, &header.signature)?;
-        Ok(frame)
+        self.aead.open_in_place(
+            nonce,
+            &aad,
+            &mut frame[TRANSFORM_HEADER_LEN..],
+            &header.signature,
+        )?;
+        Ok(TRANSFORM_HEADER_LEN)
     }
 }
 

@@ -90,10 +90,10 @@ pub(crate) struct FrameReader<R> {
 /// Frames up to this size are carved from the shared buffer; larger ones get their own.
 const READ_CHUNK: usize = 256 * 1024;
 
-/// How much a read takes when the buffer holds no transport header: enough for a header and
-/// some small replies behind it, little enough that the start of a large frame is not read
-/// into the shared buffer only to be copied into its own.
-const NEXT_FRAME_PEEK: usize = 4096;
+/// How much a read takes when the buffer holds no transport header: a whole 4 or 8 KiB READ
+/// reply with its header, little enough that the start of a large frame read into the shared
+/// buffer costs next to nothing to move into its own.
+const NEXT_FRAME_PEEK: usize = 16 * 1024;
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(io: R, buffers: FrameBuffers) -> Self {

@@ -8,8 +8,8 @@
 //! - a thread hand-off: the chunk was read on a blocking-pool thread, then signed and written to
 //!   the socket on a runtime thread, usually on the other core, with the data cold in its cache.
 //!
-//! So buffers come from a [`ChunkBuffers`] pool and go back to it when the library drops the
-//! last reference (after the WRITE's reply), and a read first asks the kernel with `RWF_NOWAIT`
+//! So buffers come from the library's [`BufferPool`] and go back to it when the library drops
+//! the last reference (after the WRITE's reply), and a read first asks the kernel with `RWF_NOWAIT`
 //! for what the page cache already holds, on the calling runtime thread: the kernel answers that
 //! without waiting on a device, or says it would have to. Only what is not cached is read on
 //! tokio's blocking pool, so a cold disk never stalls the runtime. Files on tmpfs or ramfs
@@ -18,84 +18,10 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
-
-/// Reads below this size get a buffer of their own size rather than a pooled chunk buffer:
-/// zeroing a small buffer costs less than tying up a large one.
-const POOLED_FROM: usize = 64 * 1024;
-
-/// Reusable buffers of one chunk size, for at most `keep` chunks in flight.
-#[derive(Clone)]
-pub(crate) struct ChunkBuffers(Arc<Pool>);
-
-struct Pool {
-    chunk: usize,
-    keep: usize,
-    idle: Mutex<Vec<Vec<u8>>>,
-}
-
-impl ChunkBuffers {
-    /// A pool of buffers of `chunk` bytes that keeps up to `keep` of them between uses.
-    pub(crate) fn new(chunk: usize, keep: usize) -> ChunkBuffers {
-        ChunkBuffers(Arc::new(Pool {
-            chunk,
-            keep,
-            idle: Mutex::new(Vec::new()),
-        }))
-    }
-
-    /// A zero-initialised (or reused) buffer of at least `len` bytes.
-    fn take(&self, len: usize) -> Vec<u8> {
-        if len < POOLED_FROM || len > self.0.chunk {
-            return vec![0; len];
-        }
-        let reused = self.idle().pop();
-        reused.unwrap_or_else(|| vec![0; self.0.chunk])
-    }
-
-    fn give_back(&self, buf: Vec<u8>) {
-        if buf.len() != self.0.chunk {
-            return;
-        }
-        let mut idle = self.idle();
-        if idle.len() < self.0.keep {
-            idle.push(buf);
-        }
-    }
-
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
-        // A panic while holding the lock cannot leave the list inconsistent (push/pop only).
-        self.0.idle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Buffers waiting for reuse (for tests).
-    #[cfg(test)]
-    fn idle_count(&self) -> usize {
-        self.idle().len()
-    }
-}
-
-/// The first `len` bytes of a pooled buffer, handed to the library as `Bytes`; the buffer
-/// returns to its pool when the last clone is dropped.
-struct PooledChunk {
-    buf: Vec<u8>,
-    len: usize,
-    pool: ChunkBuffers,
-}
-
-impl AsRef<[u8]> for PooledChunk {
-    fn as_ref(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl Drop for PooledChunk {
-    fn drop(&mut self) {
-        self.pool.give_back(std::mem::take(&mut self.buf));
-    }
-}
+use smb3_client::BufferPool;
 
 /// A local file being uploaded, and where its data lives.
 pub(crate) struct ChunkSource {
@@ -124,7 +50,7 @@ impl ChunkSource {
 /// on the blocking pool. A file that ends early (truncated while being copied) is an error
 /// naming the offset.
 pub(crate) async fn read_chunk(
-    buffers: &ChunkBuffers,
+    buffers: &BufferPool,
     src: &ChunkSource,
     off: u64,
     len: usize,
@@ -144,11 +70,7 @@ pub(crate) async fn read_chunk(
         .await
         .map_err(io::Error::other)??;
     }
-    Ok(Bytes::from_owner(PooledChunk {
-        buf,
-        len,
-        pool: buffers.clone(),
-    }))
+    Ok(buffers.into_bytes(buf, len))
 }
 
 /// Read into `buf` from `off` only as far as the kernel can without waiting on a device;
@@ -261,7 +183,7 @@ mod tests {
     async fn read_at_offsets(place: &std::path::Path) {
         let data = pattern(300_000);
         let src = file_in(place, &data, "offsets");
-        let buffers = ChunkBuffers::new(128 * 1024, 4);
+        let buffers = BufferPool::new(1 << 20);
         assert_eq!(read_chunk(&buffers, &src, 0, 0).await.unwrap().len(), 0);
         let small = read_chunk(&buffers, &src, 7, 1000).await.unwrap();
         assert_eq!(&small[..], &data[7..1007]);
@@ -282,32 +204,18 @@ mod tests {
     async fn buffers_return_to_the_pool_when_the_last_clone_drops() {
         let data = pattern(1 << 20);
         let src = file_with(&data, "pool");
-        let buffers = ChunkBuffers::new(256 * 1024, 2);
+        let buffers = BufferPool::new(1 << 20);
         let a = read_chunk(&buffers, &src, 0, 256 * 1024).await.unwrap();
-        let a_clone = a.slice(10..20);
-        let b = read_chunk(&buffers, &src, 256 * 1024, 200 * 1024)
-            .await
-            .unwrap();
-        let c = read_chunk(&buffers, &src, 512 * 1024, 256 * 1024)
-            .await
-            .unwrap();
-        assert_eq!(buffers.idle_count(), 0);
+        let a_slice = a.slice(10..20);
         drop(a);
-        assert_eq!(buffers.idle_count(), 0, "a slice still holds the buffer");
-        drop(a_clone);
-        drop(b);
-        drop(c);
-        assert_eq!(buffers.idle_count(), 2, "kept up to the limit");
+        assert_eq!(buffers.idle_bytes(), 0, "a slice still holds the buffer");
+        drop(a_slice);
+        assert_eq!(buffers.idle_bytes(), 256 * 1024);
         // A reused buffer holds old bytes past the new chunk's end: only `len` are visible.
-        let again = read_chunk(&buffers, &src, 768 * 1024, 100 * 1024)
+        let again = read_chunk(&buffers, &src, 768 * 1024, 200 * 1024)
             .await
             .unwrap();
-        assert_eq!(&again[..], &data[768 * 1024..868 * 1024]);
-        assert_eq!(buffers.idle_count(), 1);
-        // Small reads never take a pooled buffer.
-        let small = read_chunk(&buffers, &src, 5, 10).await.unwrap();
-        assert_eq!(&small[..], &data[5..15]);
-        drop(small);
-        assert_eq!(buffers.idle_count(), 1);
+        assert_eq!(&again[..], &data[768 * 1024..968 * 1024]);
+        assert_eq!(buffers.idle_bytes(), 0, "reused, not allocated");
     }
 }

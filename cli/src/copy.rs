@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use smb3_client::{Error, OpenOptions, Share};
+use smb3_client::{BufferPool, Error, OpenOptions, Share};
 
-use crate::chunk_read::{read_chunk, ChunkBuffers, ChunkSource};
+use crate::chunk_read::{read_chunk, ChunkSource};
 use crate::describe;
 
 /// How to copy.
@@ -299,7 +299,7 @@ async fn run(
     let moved = Arc::new(AtomicU64::new(0));
     // Upload chunks in flight at once, at most: the pool keeps that many buffers for reuse.
     let in_flight = opts.jobs.max(1) * opts.depth.max(1);
-    let buffers = &ChunkBuffers::new(opts.chunk as usize, in_flight);
+    let buffers = &BufferPool::new(in_flight.saturating_mul(opts.chunk as usize));
     let start = Instant::now();
     let results: Vec<(Result<u64, String>, Vec<String>)> = stream::iter(jobs)
         .map(|job| {
@@ -392,7 +392,7 @@ async fn copy_with_retries(
     share: &Share,
     job: Job,
     opts: &CopyOptions,
-    buffers: &ChunkBuffers,
+    buffers: &BufferPool,
     progress: Progress,
 ) -> (Result<u64, String>, Vec<String>) {
     let mut restarts = Vec::new();
@@ -431,7 +431,7 @@ async fn copy_one(
     share: &Share,
     job: &Job,
     opts: &CopyOptions,
-    buffers: &ChunkBuffers,
+    buffers: &BufferPool,
     progress: &Progress,
 ) -> Result<u64, FileError> {
     match job {
@@ -585,7 +585,7 @@ async fn upload_file(
     local: &Path,
     partial: &str,
     opts: &CopyOptions,
-    buffers: &ChunkBuffers,
+    buffers: &BufferPool,
     progress: &Progress,
 ) -> Result<u64, TransferError> {
     let src = ChunkSource::new(

@@ -15,7 +15,7 @@ use smb3_proto::{Command, Dialect, NtStatus};
 pub(crate) use crate::addressing::TreeContext;
 use crate::addressing::{Addressing, Target};
 use crate::auth::UserCredentials;
-use crate::channel::{Channel, ChannelOptions, FrameBuffers, Request, Response};
+use crate::channel::{BufferPool, Channel, ChannelOptions, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
 use crate::error::{Error, ProtocolError, Result};
@@ -65,7 +65,7 @@ pub(crate) struct SessionCore {
     /// Durable opens, for a reconnect to reclaim.
     pub(crate) durable: Arc<DurableOpens>,
     /// Buffers for large replies, shared by every channel of the session.
-    frame_buffers: FrameBuffers,
+    frame_buffers: BufferPool,
 }
 
 impl Drop for SessionCore {
@@ -82,7 +82,7 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client> {
         let (host, addr) = resolve(server).await?;
-        let frame_buffers = FrameBuffers::new(config.reply_buffer_pool);
+        let frame_buffers = BufferPool::new(config.reply_buffer_pool);
         let opts = channel_options(&config, &frame_buffers);
         let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;
         let (breaks, break_queue) = lease::break_queue();
@@ -243,7 +243,7 @@ impl Client {
 }
 
 /// How every channel of a session with `config` is set up.
-fn channel_options(config: &ClientConfig, frame_buffers: &FrameBuffers) -> ChannelOptions {
+fn channel_options(config: &ClientConfig, frame_buffers: &BufferPool) -> ChannelOptions {
     ChannelOptions {
         connect_timeout: config.connect_timeout,
         credit_target: config.credit_target,

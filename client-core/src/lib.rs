@@ -44,6 +44,7 @@ mod types;
 mod watch;
 
 pub use auth::UserCredentials;
+pub use channel::frame_buffers::BufferPool;
 pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};

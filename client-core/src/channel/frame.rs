@@ -6,7 +6,7 @@ use std::ops::Deref;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::frame_buffers::{FrameBuffers, PooledFrame};
+use super::frame_buffers::{BufferPool, PooledFrame};
 
 /// Largest frame the 24-bit length can express.
 pub(crate) const MAX_FRAME: usize = 0x00FF_FFFF;
@@ -84,7 +84,7 @@ impl Deref for Frame {
 pub(crate) struct FrameReader<R> {
     io: R,
     buf: BytesMut,
-    buffers: FrameBuffers,
+    buffers: BufferPool,
 }
 
 /// Frames up to this size are carved from the shared buffer; larger ones get their own.
@@ -96,7 +96,7 @@ const READ_CHUNK: usize = 256 * 1024;
 const NEXT_FRAME_PEEK: usize = 16 * 1024;
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub(crate) fn new(io: R, buffers: FrameBuffers) -> Self {
+    pub(crate) fn new(io: R, buffers: BufferPool) -> Self {
         FrameReader {
             io,
             buf: BytesMut::with_capacity(READ_CHUNK),
@@ -201,7 +201,7 @@ mod tests {
                 a.write_all(payload).await.unwrap();
             }
         });
-        let mut r = FrameReader::new(b, FrameBuffers::new(1 << 20));
+        let mut r = FrameReader::new(b, BufferPool::new(1 << 20));
         assert_eq!(&r.next().await.unwrap()[..], b"abc");
         let f = r.next().await.unwrap();
         assert_eq!(f.len(), 3 * READ_CHUNK + 5);
@@ -224,7 +224,7 @@ mod tests {
                 a.write_all(payload).await.unwrap();
             }
         });
-        let pool = FrameBuffers::new(8 << 20);
+        let pool = BufferPool::new(8 << 20);
         let mut r = FrameReader::new(b, pool.clone());
         let big = r.next().await.unwrap();
         assert!(matches!(big, Frame::Pooled(_)));
@@ -246,13 +246,13 @@ mod tests {
     async fn rejects_bad_prefix_and_midframe_eof() {
         let (mut a, b) = tokio::io::duplex(64);
         a.write_all(&[1, 0, 0, 1, 0]).await.unwrap();
-        let mut r = FrameReader::new(b, FrameBuffers::new(1 << 20));
+        let mut r = FrameReader::new(b, BufferPool::new(1 << 20));
         assert!(matches!(r.next().await, Err(FrameError::BadPrefix(1))));
 
         let (mut a, b) = tokio::io::duplex(64);
         a.write_all(&[0, 0, 0, 9, 1, 2]).await.unwrap();
         drop(a);
-        let mut r = FrameReader::new(b, FrameBuffers::new(1 << 20));
+        let mut r = FrameReader::new(b, BufferPool::new(1 << 20));
         assert!(matches!(r.next().await, Err(FrameError::Io(_))));
     }
 }

@@ -1,4 +1,5 @@
-//! Reusable buffers for large received frames (READ replies of more than 256 KiB).
+//! Reusable buffers for large received frames (READ replies of more than 256 KiB), and for
+//! embedders' own payloads (smbcp reads its upload chunks into them).
 //!
 //! Each such frame gets a buffer of its own that the socket reads into, and its payload reaches
 //! the caller as `Bytes` without a copy. Allocated fresh every time, those buffers cost page
@@ -13,9 +14,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 /// Buffers are made in multiples of this, so frames of nearly the same size share them.
 const GRAIN: usize = 64 * 1024;
 
-/// A client's pool of frame buffers, keeping at most `limit` bytes of idle buffers.
+/// A pool of byte buffers that come back when the last `Bytes` made from one is dropped.
+///
+/// The client reads large replies into one of these (`ClientConfig::reply_buffer_pool`); an
+/// embedder can fill WRITE payloads from its own: [`take`](Self::take) a buffer, fill it,
+/// [`into_bytes`](Self::into_bytes), hand the `Bytes` to `File::write_at`, and the buffer
+/// returns once the request is done with it. Cloning shares the pool.
 #[derive(Clone)]
-pub(crate) struct FrameBuffers(Arc<Pool>);
+pub struct BufferPool(Arc<Pool>);
 
 struct Pool {
     limit: usize,
@@ -28,18 +34,18 @@ struct Idle {
     bytes: usize,
 }
 
-impl FrameBuffers {
-    /// A pool that keeps up to `limit` bytes of buffers between frames (0: never keeps any).
-    pub(crate) fn new(limit: usize) -> FrameBuffers {
-        FrameBuffers(Arc::new(Pool {
+impl BufferPool {
+    /// A pool that keeps up to `limit` bytes of idle buffers (0: never keeps any).
+    pub fn new(limit: usize) -> BufferPool {
+        BufferPool(Arc::new(Pool {
             limit,
             idle: Mutex::new(Idle::default()),
         }))
     }
 
-    /// An initialised buffer of at least `len` bytes: an idle one no more than twice that
-    /// size, or a new one.
-    pub(crate) fn take(&self, len: usize) -> Vec<u8> {
+    /// An initialised buffer of at least `len` bytes (its contents are whatever it held
+    /// last): an idle one no more than twice that size, or a new zeroed one.
+    pub fn take(&self, len: usize) -> Vec<u8> {
         {
             let mut idle = self.idle();
             let fits = idle
@@ -55,6 +61,20 @@ impl FrameBuffers {
         vec![0; len.div_ceil(GRAIN) * GRAIN]
     }
 
+    /// The first `len` bytes of `buf` (a buffer from [`take`](Self::take)) as `Bytes`;
+    /// the buffer returns to this pool when the last clone or slice is dropped.
+    ///
+    /// # Panics
+    /// If `len` exceeds the buffer.
+    pub fn into_bytes(&self, buf: Vec<u8>, len: usize) -> bytes::Bytes {
+        bytes::Bytes::from_owner(PooledFrame::new(buf, len, self.clone()))
+    }
+
+    /// Bytes of buffers waiting for reuse.
+    pub fn idle_bytes(&self) -> usize {
+        self.idle().bytes
+    }
+
     /// Keep `buf` for a later frame if the pool has room for it.
     fn give_back(&self, buf: Vec<u8>) {
         let mut idle = self.idle();
@@ -68,18 +88,12 @@ impl FrameBuffers {
         // Pushes and pops cannot leave the list half-changed: a poisoned lock is still sound.
         self.0.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// Bytes of idle buffers (for tests).
-    #[cfg(test)]
-    pub(crate) fn idle_bytes(&self) -> usize {
-        self.idle().bytes
-    }
 }
 
-impl std::fmt::Debug for FrameBuffers {
+impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let idle = self.idle();
-        f.debug_struct("FrameBuffers")
+        f.debug_struct("BufferPool")
             .field("idle", &idle.buffers.len())
             .field("idle_bytes", &idle.bytes)
             .field("limit", &self.0.limit)
@@ -93,12 +107,12 @@ pub(crate) struct PooledFrame {
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    pool: FrameBuffers,
+    pool: BufferPool,
 }
 
 impl PooledFrame {
     /// The first `len` bytes of `buf`, a buffer taken from `pool`.
-    pub(crate) fn new(buf: Vec<u8>, len: usize, pool: FrameBuffers) -> PooledFrame {
+    pub(crate) fn new(buf: Vec<u8>, len: usize, pool: BufferPool) -> PooledFrame {
         assert!(len <= buf.len(), "frame longer than its buffer");
         PooledFrame {
             buf,
@@ -137,7 +151,7 @@ mod tests {
 
     #[test]
     fn buffers_come_back_when_the_last_bytes_is_dropped() {
-        let pool = FrameBuffers::new(4 * 1024 * 1024);
+        let pool = BufferPool::new(4 * 1024 * 1024);
         let mut buf = pool.take(1_000_000);
         assert_eq!(buf.len(), 16 * GRAIN, "rounded up to the grain");
         buf[..3].copy_from_slice(b"abc");
@@ -160,7 +174,7 @@ mod tests {
 
     #[test]
     fn the_pool_keeps_no_more_than_its_limit() {
-        let pool = FrameBuffers::new(3 * GRAIN);
+        let pool = BufferPool::new(3 * GRAIN);
         let frames: Vec<_> = (0..3)
             .map(|_| PooledFrame::new(pool.take(2 * GRAIN), 2 * GRAIN, pool.clone()))
             .collect();
@@ -170,7 +184,7 @@ mod tests {
             2 * GRAIN,
             "one fits, the others are freed"
         );
-        let none = FrameBuffers::new(0);
+        let none = BufferPool::new(0);
         drop(PooledFrame::new(none.take(GRAIN), GRAIN, none.clone()));
         assert_eq!(none.idle_bytes(), 0);
     }

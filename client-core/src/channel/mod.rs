@@ -19,7 +19,7 @@
 mod cancel;
 mod credits;
 mod frame;
-mod frame_buffers;
+pub(crate) mod frame_buffers;
 mod writer;
 
 #[cfg(test)]
@@ -42,7 +42,7 @@ use crate::error::{Error, ProtocolError, Result};
 use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
 use credits::CreditWindow;
 use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
-pub(crate) use frame_buffers::FrameBuffers;
+pub(crate) use frame_buffers::BufferPool;
 use writer::{run_writer, OutFrame};
 
 /// MessageId the server uses for oplock and lease break notifications (MS-SMB2 3.3.4.6).
@@ -164,7 +164,7 @@ pub(crate) struct ChannelOptions {
     /// Credits the channel tries to hold; 512 × 64 KiB = 32 MiB in flight.
     pub(crate) credit_target: u32,
     /// Where large replies are read into: the client's pool, shared by its channels.
-    pub(crate) frame_buffers: FrameBuffers,
+    pub(crate) frame_buffers: BufferPool,
 }
 
 impl Default for ChannelOptions {
@@ -172,7 +172,7 @@ impl Default for ChannelOptions {
         ChannelOptions {
             connect_timeout: Duration::from_secs(10),
             credit_target: 512,
-            frame_buffers: FrameBuffers::new(64 << 20),
+            frame_buffers: BufferPool::new(64 << 20),
         }
     }
 }

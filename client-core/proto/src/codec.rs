@@ -223,6 +223,26 @@ pub fn bytes_at(
     }
 }
 
+/// The variable buffer of a response whose fixed part ends at `fixed_end`: zero-copy, and it
+/// must lie after the fixed part and inside the message (an empty one may point anywhere).
+pub fn buffer_after(
+    msg: &Bytes,
+    fixed_end: usize,
+    offset: usize,
+    length: usize,
+    what: &'static str,
+) -> Result<Bytes, DecodeError> {
+    if length != 0 && offset < fixed_end {
+        return Err(DecodeError::BadOffset {
+            what,
+            offset,
+            length,
+            message_len: msg.len(),
+        });
+    }
+    bytes_at(msg, offset, length, what)
+}
+
 /// Decode a UTF-16LE string (file names, share paths).
 pub fn utf16le_to_string(raw: &[u8], what: &'static str) -> Result<String, DecodeError> {
     if raw.len() % 2 != 0 {

@@ -9,7 +9,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::codec::{bytes_at, utf16le_to_string, DecodeError, Reader};
+use crate::codec::{buffer_after, utf16le_to_string, DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::{FileId, RequestBody};
 
@@ -119,15 +119,13 @@ impl ChangeNotifyResponse {
         r.structure_size(Self::STRUCTURE_SIZE, "CHANGE_NOTIFY response StructureSize")?;
         let offset = r.u16("CHANGE_NOTIFY response OutputBufferOffset")? as usize;
         let length = r.u32("CHANGE_NOTIFY response OutputBufferLength")? as usize;
-        if length != 0 && offset < HEADER_LEN + Self::FIXED_LEN {
-            return Err(DecodeError::BadOffset {
-                what: "CHANGE_NOTIFY response output buffer",
-                offset,
-                length,
-                message_len: msg.len(),
-            });
-        }
-        let output = bytes_at(msg, offset, length, "CHANGE_NOTIFY response output buffer")?;
+        let output = buffer_after(
+            msg,
+            HEADER_LEN + Self::FIXED_LEN,
+            offset,
+            length,
+            "CHANGE_NOTIFY response output buffer",
+        )?;
         Ok(Self { output })
     }
 

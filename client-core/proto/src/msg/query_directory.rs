@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::codec::{bytes_at, put_utf16le, utf16le_len, DecodeError, Reader};
+use crate::codec::{buffer_after, put_utf16le, utf16le_len, DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::{
     decode_id_both_directory_information, DirectoryEntry, FileInformationClass,
@@ -106,16 +106,9 @@ impl QueryDirectoryResponse {
         )?;
         let offset = r.u16("QUERY_DIRECTORY response OutputBufferOffset")? as usize;
         let length = r.u32("QUERY_DIRECTORY response OutputBufferLength")? as usize;
-        if length != 0 && offset < HEADER_LEN + Self::FIXED_LEN {
-            return Err(DecodeError::BadOffset {
-                what: "QUERY_DIRECTORY response output buffer",
-                offset,
-                length,
-                message_len: msg.len(),
-            });
-        }
-        let output = bytes_at(
+        let output = buffer_after(
             msg,
+            HEADER_LEN + Self::FIXED_LEN,
             offset,
             length,
             "QUERY_DIRECTORY response output buffer",

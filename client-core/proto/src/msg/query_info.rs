@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::codec::{bytes_at, DecodeError, Reader};
+use crate::codec::{buffer_after, DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::{FileInformationClass, FsInformationClass, QueryFileInfo, QueryFsInfo};
 use crate::msg::{FileId, RequestBody};
@@ -178,15 +178,13 @@ impl QueryInfoResponse {
         r.structure_size(Self::STRUCTURE_SIZE, "QUERY_INFO response StructureSize")?;
         let offset = r.u16("QUERY_INFO response OutputBufferOffset")? as usize;
         let length = r.u32("QUERY_INFO response OutputBufferLength")? as usize;
-        if length != 0 && offset < HEADER_LEN + Self::FIXED_LEN {
-            return Err(DecodeError::BadOffset {
-                what: "QUERY_INFO response output buffer",
-                offset,
-                length,
-                message_len: msg.len(),
-            });
-        }
-        let output = bytes_at(msg, offset, length, "QUERY_INFO response output buffer")?;
+        let output = buffer_after(
+            msg,
+            HEADER_LEN + Self::FIXED_LEN,
+            offset,
+            length,
+            "QUERY_INFO response output buffer",
+        )?;
         Ok(Self { output })
     }
 

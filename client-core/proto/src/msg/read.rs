@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::codec::{bytes_at, DecodeError, Reader};
+use crate::codec::{buffer_after, DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::{FileId, RequestBody};
 
@@ -108,15 +108,13 @@ impl ReadResponse {
         let data_remaining = r.u32("READ response DataRemaining")?;
         let flags = r.u32("READ response Flags")?;
         let (offset, length) = (usize::from(data_offset), data_length as usize);
-        if length != 0 && offset < HEADER_LEN + Self::FIXED_LEN {
-            return Err(DecodeError::BadOffset {
-                what: "READ response data",
-                offset,
-                length,
-                message_len: msg.len(),
-            });
-        }
-        let data = bytes_at(msg, offset, length, "READ response data")?;
+        let data = buffer_after(
+            msg,
+            HEADER_LEN + Self::FIXED_LEN,
+            offset,
+            length,
+            "READ response data",
+        )?;
         Ok(Self {
             data_offset,
             data_length,

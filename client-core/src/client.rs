@@ -15,7 +15,7 @@ use smb3_proto::{Command, Dialect, NtStatus};
 pub(crate) use crate::addressing::TreeContext;
 use crate::addressing::{Addressing, Target};
 use crate::auth::UserCredentials;
-use crate::channel::{BufferPool, Channel, ChannelOptions, Request, Response};
+use crate::channel::{BufferPool, Channel, ChannelOptions, OnAbandoned, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
 use crate::error::{Error, ProtocolError, Result};
@@ -23,6 +23,7 @@ use crate::lease::{self, BreakSink, LeaseTable};
 use crate::multichannel::eligibility;
 use crate::multichannel::manager::{self, Multichannel};
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
+use crate::orphans::OrphanCount;
 use crate::session::{self, Negotiated};
 use crate::share::Share;
 
@@ -66,6 +67,8 @@ pub(crate) struct SessionCore {
     pub(crate) durable: Arc<DurableOpens>,
     /// Buffers for large replies, shared by every channel of the session.
     frame_buffers: BufferPool,
+    /// Handles closed because their caller gave up on them (see `orphans`).
+    pub(crate) orphans: OrphanCount,
 }
 
 impl Drop for SessionCore {
@@ -127,6 +130,7 @@ impl Client {
             leases: Arc::default(),
             durable: Arc::default(),
             frame_buffers,
+            orphans: OrphanCount::default(),
         });
         lease::spawn_break_handler(Arc::downgrade(&core), break_queue);
         manager::start(&core);
@@ -310,10 +314,35 @@ impl SessionCore {
         also_ok: &[NtStatus],
     ) -> Result<Response> {
         let req = self.unaddressed(body, target.tree);
-        let session = crate::failover::replay::Session::of(self);
-        crate::failover::replay::call(&session, req, target, B::COMMAND, body.replay())
+        self.send_template(req, target, B::COMMAND, body.replay())
             .await?
             .check(also_ok)
+    }
+
+    /// Send one request on `tree` (success only) with a hook for its reply should that arrive
+    /// after the caller gave up (see [`Request::on_abandoned`] and `orphans`).
+    pub(crate) async fn call_with_abandon_hook<B: RequestBody>(
+        &self,
+        body: &B,
+        tree: Option<TreeContext>,
+        on_abandoned: OnAbandoned,
+    ) -> Result<Response> {
+        let mut req = self.unaddressed(body, tree);
+        req.on_abandoned = Some(on_abandoned);
+        self.send_template(req, &Target::tree(tree), B::COMMAND, body.replay())
+            .await?
+            .check(&[])
+    }
+
+    async fn send_template(
+        &self,
+        req: Request,
+        target: &Target,
+        command: Command,
+        replay: smb3_proto::replay::Replay,
+    ) -> Result<Response> {
+        let session = crate::failover::replay::Session::of(self);
+        crate::failover::replay::call(&session, req, target, command, replay).await
     }
 
     /// Whether LOGOFF was sent: the manager stops binding.

@@ -22,6 +22,11 @@
 //! client's lease to break), the client sends an SMB2 CANCEL so the server stops working on
 //! it. [`ChannelInfo::cancels_sent`] counts them. A cancelled request is never replayed on
 //! another channel.
+//!
+//! Giving up never leaves a handle open at the server: an open the server carried out after
+//! its caller left (the CANCEL came too late, or the request was already answered) is closed
+//! in the background, and so is the handle of a listing, delete or rename dropped half-way.
+//! [`Client::abandoned_handles_closed`] counts them.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 #![forbid(unsafe_code)]
@@ -37,6 +42,7 @@ mod failover;
 mod file;
 mod lease;
 mod multichannel;
+mod orphans;
 mod security;
 mod session;
 mod share;

@@ -30,6 +30,7 @@ use crate::durable::{DurableGrant, OpenParams, OpenState};
 use crate::error::{Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
+use crate::orphans::{self, ScopedHandle};
 use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
 use crate::watch::{DirWatch, WatchFilter};
 
@@ -199,9 +200,17 @@ impl Share {
         lease
     }
 
-    /// Send a CREATE and decode its reply.
+    /// Send a CREATE and decode its reply. The caller owns the handle from then on; should it
+    /// give up before the reply, a handle the server opened anyway is closed (see `orphans`).
     pub(crate) async fn create(&self, req: &CreateRequest, path: &str) -> Result<CreateResponse> {
-        let resp = self.call(req, &[]).await.map_err(|e| e.with_path(path))?;
+        let closer = orphans::close_abandoned_open(Arc::downgrade(&self.inner));
+        let resp = self
+            .inner
+            .client
+            .inner
+            .call_with_abandon_hook(req, Some(self.inner.tree), closer)
+            .await
+            .map_err(|e| e.with_path(path))?;
         decode(Command::CREATE, CreateResponse::decode(&resp.msg))
     }
 
@@ -276,9 +285,9 @@ impl Share {
         F: FnOnce(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let id = self.open_for(path, access, options).await?;
-        let result = f(id).await;
-        let closed = self.close(id).await;
+        let handle = ScopedHandle::new(self, self.open_for(path, access, options).await?);
+        let result = f(handle.id()).await;
+        let closed = handle.close().await;
         let value = result.map_err(|e| e.with_path(path))?;
         closed.map_err(|e| e.with_path(path))?;
         Ok(value)
@@ -405,7 +414,8 @@ impl Share {
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
         let created = self.create(&req, path).await?;
-        self.close(created.file_id)
+        ScopedHandle::new(self, created.file_id)
+            .close()
             .await
             .map_err(|e| e.with_path(path))
     }

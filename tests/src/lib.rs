@@ -791,6 +791,37 @@ impl Testbed {
         self.script(&full)
     }
 
+    /// Every handle open at the server right now, as `smbstatus -j` lists them: the file's
+    /// share-relative name and the lease its open holds (`RWH`, `RH`, ..., empty for none).
+    /// Tests use it to prove the client left no handle behind.
+    pub fn open_files(&self) -> Result<Vec<OpenAtServer>, String> {
+        let json = self.smbstatus(&["-j"])?;
+        let status: serde_json::Value =
+            serde_json::from_str(&json).map_err(|e| format!("smbstatus -j: {e}: {json}"))?;
+        let mut out = Vec::new();
+        let Some(files) = status.get("open_files").and_then(|f| f.as_object()) else {
+            return Ok(out); // no open file at all: smbstatus leaves the map out or empty
+        };
+        for file in files.values() {
+            let name = file["filename"].as_str().unwrap_or_default().to_string();
+            for open in file["opens"]
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.values())
+            {
+                let lease = open["lease"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                out.push(OpenAtServer {
+                    name: name.clone(),
+                    lease,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// Raw TCP goodput of link K in Mbit/s as iperf3 measures it (`-t seconds`; `reverse`:
     /// server to client). The iperf3 server runs one-off in the server namespace.
     pub fn iperf3_mbit(&self, k: usize, seconds: u32, reverse: bool) -> Result<f64, String> {
@@ -1011,6 +1042,15 @@ where
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => panic!("client task failed: {e}"),
     }
+}
+
+/// One handle open at the server (see [`Testbed::open_files`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenAtServer {
+    /// The file's path relative to its share (`.` for the share's root).
+    pub name: String,
+    /// The caching its lease grants (`RWH`, `RH`, ...), empty without a lease.
+    pub lease: String,
 }
 
 /// Puts the thread back into the namespace it came from when dropped

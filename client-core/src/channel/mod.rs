@@ -84,7 +84,14 @@ pub(crate) struct Request {
     /// Keep the exact bytes sent (the 3.1.1 preauth hash needs them).
     pub(crate) keep_sent: bool,
     pub(crate) timeout: Duration,
+    /// Called with the final reply when it arrives after the caller gave up on it (dropped
+    /// its future or timed out), so a CREATE the server carried out anyway can be closed.
+    pub(crate) on_abandoned: Option<OnAbandoned>,
 }
+
+/// What to do with a reply nobody waits for any more (see [`Request::on_abandoned`]). It runs
+/// on the reader task, so it must not block: it spawns whatever it needs to send.
+pub(crate) type OnAbandoned = Arc<dyn Fn(Response) + Send + Sync>;
 
 impl Request {
     /// Credits this request is charged.
@@ -124,6 +131,7 @@ impl Request {
             encrypt: false,
             keep_sent: false,
             timeout: Duration::from_secs(60),
+            on_abandoned: None,
         }
     }
 }
@@ -187,6 +195,9 @@ struct Pending {
     /// How a CANCEL for it is addressed, and whether one is wanted or sent.
     cancel_address: CancelAddress,
     cancel: CancelState,
+    /// The request's [`Request::on_abandoned`]; dropped when the request is handed back for
+    /// replay, since the replay (not this copy) then decides what the caller gets.
+    on_abandoned: Option<OnAbandoned>,
 }
 
 impl Pending {
@@ -462,18 +473,38 @@ impl Channel {
     /// Give up on every request outstanding here: their callers get `ConnectionLost` now
     /// (and replay them elsewhere) while the entries stay, so late replies are still matched
     /// and return their credits if the channel turns out to be alive. Returns how many.
+    ///
+    /// Each handed-back request is also cancelled here, at once if the server has taken it
+    /// on asynchronously, or when its interim reply arrives: if the channel is alive after
+    /// all, the original must not stay parked at the server beside its replay (a
+    /// CHANGE_NOTIFY would swallow the next change; a CREATE waiting on a lease break would
+    /// keep its replay answering STATUS_FILE_NOT_AVAILABLE).
     pub(crate) fn abandon_outstanding(&self) -> usize {
-        let abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = {
-            let mut st = self.inner.shared.lock();
-            st.pending
-                .values_mut()
-                .filter(|p| !p.reply.is_closed())
-                .map(|p| {
-                    let (closed, _) = oneshot::channel();
-                    (p.command, std::mem::replace(&mut p.reply, closed))
-                })
-                .collect()
-        };
+        let shared = &self.inner.shared;
+        let mut abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = Vec::new();
+        let mut cancels: Vec<CancelTarget> = Vec::new();
+        {
+            let mut st = shared.lock();
+            for (&message_id, p) in st.pending.iter_mut() {
+                if p.reply.is_closed() {
+                    continue; // its caller gave up before: already cancelled if need be
+                }
+                let (closed, _) = oneshot::channel();
+                abandoned.push((p.command, std::mem::replace(&mut p.reply, closed)));
+                p.on_abandoned = None;
+                if p.cancel == CancelState::None {
+                    if p.async_id.is_some() {
+                        p.cancel = CancelState::Sent;
+                        cancels.push(p.cancel_target(message_id));
+                    } else {
+                        p.cancel = CancelState::Wanted;
+                    }
+                }
+            }
+        }
+        for target in cancels {
+            shared.send_cancel(target);
+        }
         let n = abandoned.len();
         for (command, reply) in abandoned {
             let _ = reply.send(Err(Error::ConnectionLost { command }));
@@ -602,6 +633,7 @@ impl Channel {
                                     seal: seal_any,
                                 },
                                 cancel: CancelState::None,
+                                on_abandoned: req.on_abandoned.clone(),
                             },
                         );
                         st.requests += 1;
@@ -994,12 +1026,18 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
     let r = st.credits.on_response(charge, header.credits, true);
     drop(st);
     shared.credit_granted.notify_waiters();
-    // The caller may have given up (dropped its future): the reply is simply discarded.
-    let _ = p.reply.send(Ok(Response {
+    let reply = Response {
         header,
         msg,
         sent: p.sent,
         resent: false,
-    }));
+    };
+    // The caller may have given up (dropped its future, or timed out): the reply goes to the
+    // request's `on_abandoned`, if it has one, or is discarded.
+    if let Err(Ok(unwanted)) = p.reply.send(Ok(reply)) {
+        if let Some(on_abandoned) = p.on_abandoned {
+            on_abandoned(unwanted);
+        }
+    }
     r.map_err(|_| ProtocolError::NoCredits.into())
 }

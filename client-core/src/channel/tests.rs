@@ -583,3 +583,143 @@ async fn requests_answered_normally_send_no_cancel() {
     assert_eq!(commands.len(), 23);
     assert!(commands.iter().all(|&c| c == Command::ECHO), "{commands:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Replies nobody waits for, and requests handed back for replay
+// ---------------------------------------------------------------------------------------------
+
+/// A probe whose `on_abandoned` records the status of every reply handed to it.
+fn probe_with_hook(seen: &Arc<Mutex<Vec<NtStatus>>>) -> Request {
+    let mut req = probe();
+    let seen = seen.clone();
+    req.on_abandoned = Some(Arc::new(move |r: super::Response| {
+        seen.lock().unwrap().push(r.header.status);
+    }));
+    req
+}
+
+#[tokio::test]
+async fn a_reply_that_comes_after_its_caller_gave_up_goes_to_its_abandon_hook() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+
+    // Answered while the caller waits: the caller gets it, the hook nothing.
+    let waited = tokio::spawn({
+        let ch = ch.clone();
+        let req = probe_with_hook(&seen);
+        async move { ch.call(req).await }
+    });
+    let h = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 2, None)).await;
+    assert_eq!(
+        waited.await.unwrap().unwrap().header.status,
+        NtStatus::SUCCESS
+    );
+
+    // The caller drops its future after the send; the server carries the request out anyway.
+    let mut call = Box::pin(ch.call(probe_with_hook(&seen)));
+    let h = tokio::select! {
+        r = &mut call => panic!("answered early: {:?}", r.map(|r| r.header.status)),
+        f = read_frame(&mut server) => Header::decode(&f.unwrap()).unwrap(),
+    };
+    drop(call);
+    write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 1, None)).await;
+    until("the late reply is handled", || ch.outstanding() == 0).await;
+    assert_eq!(*seen.lock().unwrap(), vec![NtStatus::SUCCESS]);
+
+    // A timed-out caller's late reply goes there too.
+    let mut req = probe_with_hook(&seen);
+    req.timeout = Duration::from_millis(20);
+    let timed_out = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(req).await }
+    });
+    let h = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    let e = timed_out.await.unwrap().unwrap_err();
+    assert!(matches!(e, crate::Error::Timeout { .. }), "{e:?}");
+    write_frame(&mut server, &reply_to(&h, NtStatus::ACCESS_DENIED, 1, None)).await;
+    until("the late reply is handled", || ch.outstanding() == 0).await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![NtStatus::SUCCESS, NtStatus::ACCESS_DENIED]
+    );
+    assert_eq!(ch.cancels_sent(), 0, "none of them went async");
+}
+
+#[tokio::test]
+async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    // Grow the window so two requests fit.
+    let boot = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    let h = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 8, None)).await;
+    boot.await.unwrap().unwrap();
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let parked = tokio::spawn({
+        let ch = ch.clone();
+        let req = probe_with_hook(&seen);
+        async move { ch.call(req).await }
+    });
+    let parked_req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    write_frame(
+        &mut server,
+        &reply_to(&parked_req, NtStatus::PENDING, 1, Some(0x51)),
+    )
+    .await;
+    until("the interim is absorbed", || ch.progress().outstanding == 0).await;
+    let silent = tokio::spawn({
+        let ch = ch.clone();
+        let req = probe_with_hook(&seen);
+        async move { ch.call(req).await }
+    });
+    let silent_req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+
+    // The loss detector hands both back: their callers hear of it at once ...
+    assert_eq!(ch.abandon_outstanding(), 2);
+    for caller in [parked, silent] {
+        let e = caller.await.unwrap().unwrap_err();
+        assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
+    }
+    // ... and the one the server holds asynchronously is cancelled now,
+    let cancel = next_frame_within(&mut server, 2000)
+        .await
+        .expect("a CANCEL for the parked request");
+    assert_cancel_of(&cancel, &parked_req, 0x51);
+    // the other once its interim reply names it.
+    assert!(next_frame_within(&mut server, 50).await.is_none());
+    write_frame(
+        &mut server,
+        &reply_to(&silent_req, NtStatus::PENDING, 1, Some(0x52)),
+    )
+    .await;
+    let cancel = next_frame_within(&mut server, 2000)
+        .await
+        .expect("a CANCEL for the silent request");
+    assert_cancel_of(&cancel, &silent_req, 0x52);
+    assert_eq!(ch.cancels_sent(), 2);
+
+    // Their final replies are matched, return credits, and are not the hook's business: the
+    // replay elsewhere answers the caller.
+    write_frame(
+        &mut server,
+        &async_final(&parked_req, NtStatus::CANCELLED, 1, 0x51),
+    )
+    .await;
+    write_frame(
+        &mut server,
+        &async_final(&silent_req, NtStatus::SUCCESS, 1, 0x52),
+    )
+    .await;
+    until("both late replies arrive", || ch.outstanding() == 0).await;
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert!(ch.dead_reason().is_none());
+    assert_eq!(ch.abandon_outstanding(), 0);
+}

@@ -16,6 +16,10 @@
 
 use bytes::{Bytes, BytesMut};
 use smb3_proto::header::{Command, Header, HeaderFlags, HEADER_LEN};
+use smb3_proto::msg::cancel::CancelRequest;
+use smb3_proto::msg::change_notify::{
+    ChangeNotifyRequest, CompletionFilter, FileNotifyInformation, NotifyAction,
+};
 use smb3_proto::msg::compound::{split_compound, OpenQueryCloseResponse};
 use smb3_proto::msg::create::{
     AccessMask, CreateAction, CreateContextRequest, CreateDisposition, CreateOptions,
@@ -35,6 +39,7 @@ use smb3_proto::msg::ioctl::{
 use smb3_proto::msg::negotiate::{
     Capabilities, NegotiateRequest, NegotiateResponse, SecurityMode, HASH_ALGORITHM_SHA512,
 };
+use smb3_proto::msg::oplock_break::{BreakAckResponse, BreakNotification, LeaseBreakAck};
 use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::read::{ReadRequest, ReadResponse};
@@ -140,6 +145,15 @@ fixtures![
     "smbtorture_create_req_lease_dh2q",
     "smbtorture_create_resp_lease_dh2q",
     "smbtorture_create_req_replay",
+    "breaks_create_req_holder",
+    "lease_break_notification",
+    "lease_break_ack_req",
+    "lease_break_ack_resp",
+    "change_notify_req",
+    "change_notify_resp_interim",
+    "change_notify_resp_added",
+    "cancel_req",
+    "change_notify_resp_cancelled",
 ];
 
 /// Samba's ServerGuid: the lower-case NetBIOS name, zero-padded (the same on every connection
@@ -1211,6 +1225,141 @@ fn error_responses() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Lease break, CHANGE_NOTIFY and CANCEL (client-breaks-3.1.1.pcap): session A (connection 1)
+// holds a lease on golden-breaks/leased.bin and watches golden-breaks; session B (connection
+// 2) opens the same file, then creates golden-breaks/new.txt.
+// ---------------------------------------------------------------------------------------------
+
+/// SessionId of session A in `client-breaks-3.1.1.pcap`.
+const SESSION_BREAKS_A: u64 = 0xB473_F1B4;
+
+#[test]
+fn lease_break_notification_acknowledgment_and_reply() {
+    let (_, key) = guid_and_lease_key(&fx!("breaks_create_req_holder"));
+
+    // B's open breaks A's Write caching: an unsolicited OPLOCK_BREAK with MessageId all ones,
+    // SessionId 0 and no signature (MS-SMB2 3.3.4.7), in the v2 lease layout.
+    let msg = fx!("lease_break_notification");
+    let h = header(&msg);
+    assert_eq!(h.command, Command::OPLOCK_BREAK);
+    assert_eq!(h.message_id, u64::MAX);
+    assert_eq!((h.session_id, h.tree_id), (0, 0));
+    assert_eq!(h.flags, HeaderFlags(HeaderFlags::SERVER_TO_REDIR));
+    let BreakNotification::Lease(n) = BreakNotification::decode(&msg).unwrap() else {
+        panic!("a lease break");
+    };
+    assert_eq!(n.lease_key, key, "the key A's CREATE asked for");
+    assert_eq!(n.current_lease_state, LeaseState(RWH));
+    assert_eq!(n.new_lease_state, LeaseState(RH));
+    assert!(n.ack_required());
+    assert_eq!(n.new_epoch, 2, "the epoch moves on with the break");
+    assert_eq!(
+        (n.break_reason, n.access_mask_hint, n.share_mask_hint),
+        (0, 0, 0)
+    );
+
+    // A acknowledges the new state at once: our encoder gives the captured body.
+    let ack = fx!("lease_break_ack_req");
+    let h = header(&ack);
+    assert_eq!(h.session_id, SESSION_BREAKS_A);
+    assert!(h.flags.has(HeaderFlags::SIGNED));
+    let body = LeaseBreakAck {
+        lease_key: key,
+        lease_state: LeaseState(RH),
+    };
+    assert_eq!(encoded_body(&body)[..], ack[HEADER_LEN..]);
+
+    // Samba confirms it.
+    let BreakAckResponse::Lease(r) =
+        BreakAckResponse::decode(&fx!("lease_break_ack_resp")).unwrap()
+    else {
+        panic!("a lease break response");
+    };
+    assert_eq!(r.lease_key, key);
+    assert_eq!(r.lease_state, LeaseState(RH));
+    assert_eq!((r.flags, r.lease_duration), (0, 0));
+}
+
+#[test]
+fn change_notify_goes_async_then_reports_the_added_file() {
+    // A's request: non-recursive, file and directory names, 64 KiB of output.
+    let msg = fx!("change_notify_req");
+    let req = ChangeNotifyRequest::new(
+        file_id_in(&msg),
+        CompletionFilter(CompletionFilter::FILE_NAME | CompletionFilter::DIR_NAME),
+        false,
+        64 * 1024,
+    );
+    assert_eq!(encoded_body(&req)[..], msg[HEADER_LEN..]);
+    assert_eq!(header(&msg).credit_charge, 1);
+
+    // Nothing changed yet: an interim STATUS_PENDING with an ERROR body, unsigned, naming the
+    // AsyncId a CANCEL would use (MS-SMB2 3.3.4.2).
+    let interim = fx!("change_notify_resp_interim");
+    let h = header(&interim);
+    assert_eq!(h.status, NtStatus::PENDING);
+    assert_eq!(
+        h.flags,
+        HeaderFlags(HeaderFlags::SERVER_TO_REDIR | HeaderFlags::ASYNC_COMMAND)
+    );
+    assert_eq!((h.message_id, h.async_id), (9, 9));
+    assert_eq!(h.session_id, SESSION_BREAKS_A);
+    assert!(carries_error_body(h.status, h.command));
+    assert!(ErrorResponse::decode(&interim)
+        .unwrap()
+        .error_data
+        .is_empty());
+
+    // B creates new.txt: the final reply, signed and async, with one FILE_NOTIFY_INFORMATION.
+    let done = fx!("change_notify_resp_added");
+    let h = header(&done);
+    assert_eq!(h.status, NtStatus::SUCCESS);
+    assert!(h.flags.has(HeaderFlags::ASYNC_COMMAND) && h.flags.has(HeaderFlags::SIGNED));
+    assert_eq!((h.message_id, h.async_id), (9, 9));
+    let resp = change_notify::ChangeNotifyResponse::decode(&done).unwrap();
+    assert_eq!(resp.output.len(), 28);
+    assert_eq!(
+        resp.changes().unwrap(),
+        vec![FileNotifyInformation {
+            action: NotifyAction::ADDED,
+            file_name: "new.txt".into(),
+        }]
+    );
+}
+
+#[test]
+fn cancel_names_the_parked_request_and_samba_answers_it_cancelled() {
+    // A's second CHANGE_NOTIFY went async too (the final reply below carries its AsyncId); A
+    // gave up on it. The CANCEL reuses its MessageId, is in the async form with its AsyncId,
+    // charges and asks no credits, and is signed (MS-SMB2 3.2.4.24).
+    let cancelled = fx!("change_notify_resp_cancelled");
+    let parked = header(&cancelled);
+    let cancel = fx!("cancel_req");
+    let h = header(&cancel);
+    assert_eq!(h.command, Command::CANCEL);
+    assert_eq!(h.message_id, parked.message_id);
+    assert_eq!(h.message_id, 10);
+    assert!(h.flags.has(HeaderFlags::ASYNC_COMMAND) && h.flags.has(HeaderFlags::SIGNED));
+    assert_eq!(h.async_id, parked.async_id);
+    assert_eq!((h.credit_charge, h.credits), (0, 0));
+    assert_eq!(h.session_id, SESSION_BREAKS_A);
+    assert_eq!(encoded_body(&CancelRequest)[..], cancel[HEADER_LEN..]);
+
+    // Samba ends the parked request with STATUS_CANCELLED (an ERROR body), signed.
+    assert_eq!(parked.status, NtStatus::CANCELLED);
+    assert!(parked.flags.has(HeaderFlags::SIGNED));
+    assert!(carries_error_body(parked.status, parked.command));
+    assert!(ErrorResponse::decode(&cancelled)
+        .unwrap()
+        .error_data
+        .is_empty());
+    // StructureSize 9 is shared by both layouts: read as a CHANGE_NOTIFY response it is one
+    // with no changes, never an error.
+    let as_notify = change_notify::ChangeNotifyResponse::decode(&cancelled).unwrap();
+    assert!(as_notify.changes().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
 // Headers, and robustness on real bytes
 // ---------------------------------------------------------------------------------------------
 
@@ -1305,6 +1454,15 @@ fn own_decoder(msg: &Bytes, command: Command, status: NtStatus) -> Result<(), De
         Command::ECHO => echo::EchoResponse::decode(msg).map(drop),
         Command::LOGOFF => logoff::LogoffResponse::decode(msg).map(drop),
         Command::TREE_DISCONNECT => tree_disconnect::TreeDisconnectResponse::decode(msg).map(drop),
+        Command::CHANGE_NOTIFY => {
+            change_notify::ChangeNotifyResponse::decode(msg).and_then(|r| r.changes().map(drop))
+        }
+        // The same command carries the server's unsolicited break notification and its
+        // reply to our acknowledgment; the MessageId tells them apart.
+        Command::OPLOCK_BREAK if Header::decode(msg)?.message_id == u64::MAX => {
+            BreakNotification::decode(msg).map(drop)
+        }
+        Command::OPLOCK_BREAK => BreakAckResponse::decode(msg).map(drop),
         other => panic!("no decoder for {other}"),
     }
 }
@@ -1366,6 +1524,13 @@ const SHORTEST_ACCEPTED: &[(&str, usize)] = &[
     ("smbclient_echo_resp", 68),
     ("tree_disconnect_resp", 68),
     ("logoff_resp", 68),
+    // Lease Break Notification (44) and Lease Break Response (36).
+    ("lease_break_notification", 64 + 44),
+    ("lease_break_ack_resp", 64 + 36),
+    // One FILE_NOTIFY_INFORMATION (12 + "new.txt" in UTF-16, padded to 28) at offset 72.
+    ("change_notify_resp_added", 72 + 28),
+    ("change_notify_resp_interim", 72),
+    ("change_notify_resp_cancelled", 72),
 ];
 
 #[test]

@@ -301,21 +301,11 @@ fn copies_over_every_channel_and_reports_them() {
     let summary = json(&out);
     assert_eq!(summary["files"], 1);
     assert_eq!(summary["bytes"], data.len() as u64);
-    // smbcp starts copying once each link has a channel; the other channels of each link
-    // bind during the copy and carry what is left when they come, which for a file this
-    // small on unshaped links may be nothing. Every link carries data.
-    assert_eq!(summary["multichannel"]["planned"], 8, "{summary:#}");
     let channels = summary["channels"].as_array().expect("channels");
-    assert!((2..=8).contains(&channels.len()), "{summary:#}");
-    let mut bytes_per_link: std::collections::BTreeMap<&str, u64> = Default::default();
+    assert_eq!(channels.len(), 8, "{summary:#}");
     for c in channels {
-        *bytes_per_link
-            .entry(c["local"].as_str().unwrap())
-            .or_default() += c["bytes"].as_u64().unwrap();
-    }
-    assert_eq!(bytes_per_link.len(), 2, "{summary:#}");
-    assert!(bytes_per_link.values().all(|&b| b > 1 << 20), "{summary:#}");
-    for c in channels {
+        assert!(c["bytes"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["requests"].as_u64().unwrap() > 0, "{c}");
         assert!(c["local"]
             .as_str()
             .unwrap()
@@ -349,9 +339,11 @@ fn copies_over_every_channel_and_reports_them() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let summary = json(&out);
-    assert_eq!(summary["multichannel"]["planned"], 4, "{summary:#}");
-    let channels = summary["channels"].as_array().unwrap().len();
-    assert!((2..=4).contains(&channels), "{summary:#}");
+    assert_eq!(
+        summary["channels"].as_array().unwrap().len(),
+        4,
+        "{summary:#}"
+    );
     assert_eq!(summary["multichannel"]["dispatch"], "least-loaded");
     // No fault in this copy: the failover counters are there and say nothing happened.
     assert_eq!(summary["failover"]["channel_losses"], 0, "{summary}");

@@ -232,31 +232,6 @@ impl Client {
         self.inner.mc.wait_settled(timeout).await
     }
 
-    /// Wait (at most `timeout`) until every interface pair the planner chose has at least
-    /// one channel up, or the first round of binding has finished, whichever comes first.
-    /// Work started then reaches every link from its first requests, while the remaining
-    /// channels of each pair bind beside it and join as they come: the binding handshakes
-    /// run one at a time (a few ms each), so with 4 channels per pair this starts a bulk
-    /// copy several tens of milliseconds sooner than [`Client::wait_for_channels`]. Returns
-    /// whether every pair had a channel (or binding was done) in time.
-    pub async fn wait_for_every_link(&self, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let status = self.multichannel();
-            let planned: Vec<_> = status.pairs.iter().filter(|p| p.planned > 0).collect();
-            let every_link = !planned.is_empty() && planned.iter().all(|p| p.current > 0);
-            if status.settled || every_link {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            // Channels bind within milliseconds of each other: a short poll costs less than
-            // a notification path through the manager for this one-off wait.
-            tokio::time::sleep(LINK_POLL.min(timeout)).await;
-        }
-    }
-
     /// Ask the server for its interfaces again now, instead of at the next poll.
     pub fn refresh_interfaces(&self) {
         self.inner.mc.refresh();
@@ -270,9 +245,6 @@ impl Client {
         self.inner.call(&body, None).await.map(|_| ())
     }
 }
-
-/// How often [`Client::wait_for_every_link`] looks at the channels.
-const LINK_POLL: Duration = Duration::from_millis(2);
 
 /// How every channel of a session with `config` is set up.
 fn channel_options(config: &ClientConfig, frame_buffers: &BufferPool) -> ChannelOptions {

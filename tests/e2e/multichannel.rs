@@ -114,24 +114,6 @@ fn assert_all_carried(client: &Client, min_requests: u64) {
 fn four_rss_links_give_sixteen_channels_and_io_uses_them_all() {
     let tb = start(TestbedConfig::unshaped(4));
     in_client(&tb, |tb, creds| async move {
-        // `wait_for_every_link` returns once each link has a channel, before all are bound.
-        let early = Client::connect(&format!("{}:445", tb.server_addr(1)), &creds, config())
-            .await
-            .expect("connect");
-        let started = std::time::Instant::now();
-        assert!(early.wait_for_every_link(Duration::from_secs(10)).await);
-        let at_links = started.elapsed();
-        let pairs = per_pair(&early);
-        let up: usize = pairs.values().sum();
-        assert_eq!(pairs.len(), 4, "a channel on every link: {pairs:?}");
-        assert!(early.wait_for_channels(Duration::from_secs(10)).await);
-        eprintln!(
-            "a channel on every link after {at_links:?} ({up} channels up); all {} after {:?}",
-            active(&early).len(),
-            started.elapsed()
-        );
-        early.logoff().await.expect("logoff");
-
         let client = connect(tb.server_addr(1).into(), &creds, config()).await;
         let status = client.multichannel();
         assert_eq!(status.off_reason, None);

@@ -189,18 +189,15 @@ async fn run(args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
-    // Channels bind in the background, one after another. Start once every link has one, so
-    // the first chunks already use all links; the other channels of each link join as they
-    // come (every chunk picks its channel when it is sent).
-    client.wait_for_every_link(CHANNEL_SETTLE).await;
-    // Keep every channel busy, the ones still binding included: at least four chunks in
-    // flight per channel for each file.
-    let active = client
+    // Channels bind in the background; give them a moment so the first files spread over
+    // all of them. Late channels still join: every chunk picks its channel when it is sent.
+    client.wait_for_channels(CHANNEL_SETTLE).await;
+    // Keep every channel busy: at least four chunks in flight per channel for each file.
+    let channels = client
         .channels()
         .iter()
         .filter(|c| c.state == smb3_client::ChannelState::Active)
         .count();
-    let channels = active.max(client.multichannel().planned());
     let opts = CopyOptions {
         depth: opts.depth.max(4 * channels),
         ..opts
@@ -243,7 +240,7 @@ async fn run(args: Args) -> i32 {
     finish(&client, &report, args.json)
 }
 
-/// How long smbcp waits for a channel on every link before it starts copying.
+/// How long smbcp waits for extra channels before it starts copying.
 const CHANNEL_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Clone, Copy)]

@@ -49,6 +49,21 @@ async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> D
     started.elapsed()
 }
 
+/// Poll `request` once, which queues its CREATE to the socket, then drop it: the caller
+/// gives up right after sending, before any reply can have come.
+async fn send_then_give_up<F>(request: F)
+where
+    F: std::future::Future,
+    F::Output: std::fmt::Debug,
+{
+    let mut request = std::pin::pin!(request);
+    tokio::select! {
+        biased;
+        r = &mut request => panic!("answered without a round trip: {r:?}"),
+        _ = std::future::ready(()) => {}
+    }
+}
+
 /// The handles open at the server whose name starts with `prefix`.
 fn open_at_server(tb: &Testbed, prefix: &str) -> Vec<OpenAtServer> {
     tb.open_files()
@@ -224,23 +239,9 @@ fn opens_dropped_after_sending_are_closed_not_left_open() {
         share.create_dir("dropped").await.expect("mkdir");
         const OPENS: u64 = 20;
         for i in 0..OPENS {
-            // Poll once: the CREATE is queued to the socket. Then give up on it.
-            let (path, opts) = (format!("dropped/{i}.bin"), writer());
-            let mut open = Box::pin(share.open(&path, &opts));
-            tokio::select! {
-                biased;
-                r = &mut open => panic!("answered without a round trip: {:?}", r.map(|f| f.path().to_string())),
-                _ = std::future::ready(()) => {}
-            }
-            drop(open);
+            send_then_give_up(share.open(&format!("dropped/{i}.bin"), &writer())).await;
         }
-        let mut mkdir = Box::pin(share.create_dir("dropped/sub"));
-        tokio::select! {
-            biased;
-            r = &mut mkdir => panic!("answered without a round trip: {r:?}"),
-            _ = std::future::ready(()) => {}
-        }
-        drop(mkdir);
+        send_then_give_up(share.create_dir("dropped/sub")).await;
 
         // The server carried every one of them out; the client closes each handle it got.
         let started = Instant::now();
@@ -257,7 +258,10 @@ fn opens_dropped_after_sending_are_closed_not_left_open() {
         assert_eq!(client.abandoned_handles_closed(), OPENS + 1);
         for i in 0..OPENS {
             assert!(
-                share.exists(&format!("dropped/{i}.bin")).await.expect("stat"),
+                share
+                    .exists(&format!("dropped/{i}.bin"))
+                    .await
+                    .expect("stat"),
                 "open {i} was carried out"
             );
         }
@@ -324,13 +328,7 @@ fn listings_and_deletes_timed_out_half_way_close_their_handles() {
         // A delete given up on right after sending: only its CREATE went out, so the
         // directory stays, and the handle that CREATE opened is closed.
         share.create_dir("kept").await.expect("mkdir");
-        let mut remove = Box::pin(share.remove_dir("kept"));
-        tokio::select! {
-            biased;
-            r = &mut remove => panic!("answered without a round trip: {r:?}"),
-            _ = std::future::ready(()) => {}
-        }
-        drop(remove);
+        send_then_give_up(share.remove_dir("kept")).await;
         let abandoned = timed_out + 1;
 
         until("every reply is in", Duration::from_secs(10), || {

@@ -58,19 +58,15 @@ pub(crate) fn close_abandoned_open(share: Weak<ShareInner>) -> OnAbandoned {
             file_id = ?created.file_id,
             "closing a handle whose open the caller gave up on"
         );
-        close_in_background(Share { inner }, created.file_id);
+        close_in_background(&Share { inner }, created.file_id);
     })
 }
 
-/// Send a CLOSE for `file_id` on its own task and count it.
-fn close_in_background(share: Share, file_id: FileId) {
-    share.inner.client.inner.orphans.add();
-    tokio::spawn(async move {
-        if let Err(e) = share.close(file_id).await {
-            // The server drops the handle with the session anyway.
-            tracing::debug!(error = %e, ?file_id, "closing an abandoned handle failed");
-        }
-    });
+/// Close `file_id` in the background and count it.
+fn close_in_background(share: &Share, file_id: FileId) {
+    if share.close_later(file_id) {
+        share.inner.client.inner.orphans.add();
+    }
 }
 
 /// A handle opened for one operation. Call [`ScopedHandle::close`] when done; if the
@@ -105,11 +101,9 @@ impl<'a> ScopedHandle<'a> {
 
 impl Drop for ScopedHandle<'_> {
     fn drop(&mut self) {
-        if self.closed || tokio::runtime::Handle::try_current().is_err() {
-            // Without a runtime (process exit) the server closes it with the connection.
-            return;
+        if !self.closed {
+            close_in_background(self.share, self.id);
         }
-        close_in_background(self.share.clone(), self.id);
     }
 }
 

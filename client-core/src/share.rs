@@ -220,6 +220,23 @@ impl Share {
         decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
     }
 
+    /// Close a handle in the background, for owners that cannot wait (a `Drop`). Without a
+    /// runtime (process exit) nothing is sent: the server drops the handle with the
+    /// connection. Returns whether the CLOSE was scheduled.
+    pub(crate) fn close_later(&self, file_id: FileId) -> bool {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let share = self.clone();
+        rt.spawn(async move {
+            if let Err(e) = share.close(file_id).await {
+                // The server drops the handle with the session anyway.
+                tracing::debug!(error = %e, ?file_id, "closing a handle in the background failed");
+            }
+        });
+        true
+    }
+
     /// Close an open made by [`Share::open`], at its FileId of now.
     pub(crate) async fn close_open(&self, open: &Arc<OpenState>) -> Result<()> {
         let body = CloseRequest::new(open.file_id());

@@ -244,15 +244,8 @@ impl Drop for DirWatch {
             return;
         }
         // As for `File`: close in the background so the server drops the open (and any watch
-        // on it) now rather than at the end of the session; without a runtime the server
-        // cleans up when the connection goes.
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let share = self.share.clone();
-            let file_id = self.file_id;
-            rt.spawn(async move {
-                let _ = share.close(file_id).await;
-            });
-        }
+        // on it) now rather than at the end of the session.
+        let _ = self.share.close_later(self.file_id);
     }
 }
 

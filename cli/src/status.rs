@@ -120,6 +120,7 @@ pub fn failover_json(f: &FailoverCounters) -> serde_json::Value {
         "max_reconnect_ms": ms(f.max_reconnect),
         "sessions_reestablished": f.sessions_reestablished,
         "opens_reclaimed": f.opens_reclaimed,
+        "opens_reopened": f.opens_reopened,
         "opens_lost": f.opens_lost,
         "last_reestablish_ms": ms(f.last_reestablish),
     })
@@ -145,10 +146,12 @@ pub fn failover_line(f: &FailoverCounters) -> String {
     );
     if f.sessions_reestablished > 0 {
         line.push_str(&format!(
-            "; session re-established {} time(s), last in {}: {} open(s) reclaimed, {} lost",
+            "; session re-established {} time(s), last in {}: {} open(s) reclaimed, {} reopened, \
+             {} lost",
             f.sessions_reestablished,
             ms(f.last_reestablish),
             f.opens_reclaimed,
+            f.opens_reopened,
             f.opens_lost
         ));
     }

@@ -511,13 +511,14 @@ fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Run smbcp in the background, restart smbd once `partial` has grown past `threshold`
-/// bytes, and return smbcp's output. Bounded: smbcp gets 120 s in all.
-fn copy_through_an_smbd_restart(
+/// Run smbcp in the background, run `fault` once `partial` has grown past `threshold` bytes,
+/// and return smbcp's output. Bounded: smbcp gets 120 s in all.
+fn copy_through_a_fault(
     tb: &Testbed,
     args: &[&str],
     partial: &Path,
     threshold: u64,
+    fault: impl FnOnce(&Testbed),
 ) -> Output {
     let child = tb
         .client_command(SMBCP)
@@ -529,11 +530,10 @@ fn copy_through_an_smbd_restart(
         .spawn()
         .expect("start smbcp");
     let started = std::time::Instant::now();
-    let mut restarted = false;
+    let mut fault = Some(fault);
     while started.elapsed() < std::time::Duration::from_secs(30) {
         if std::fs::metadata(partial).map_or(0, |m| m.len()) >= threshold {
-            tb.restart().expect("restart smbd");
-            restarted = true;
+            (fault.take().unwrap())(tb);
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -552,36 +552,42 @@ fn copy_through_an_smbd_restart(
     }
     let out = waiter.join().unwrap().expect("smbcp output");
     eprintln!(
-        "smbcp {args:?} through an smbd restart\n  status {:?}\n  stderr {}\n  stdout {}",
+        "smbcp {args:?} through a fault\n  status {:?}\n  stderr {}\n  stdout {}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(
-        restarted,
+        fault.is_none(),
         "{} never reached {threshold} bytes",
         partial.display()
     );
     out
 }
 
-/// Samba 4.17 forgets durable handles when smbd restarts, so the library reports the open
-/// lost (`Error::HandleLost`) once the session is back; smbcp then copies the file again from
-/// the start and finishes byte-exact, saying so.
+fn restart_smbd(tb: &Testbed) {
+    tb.restart().expect("restart smbd");
+}
+
+/// Cut the client off and, meanwhile, put another file where `path` was.
+fn replace_while_cut_off(tb: &Testbed, path: &Path) {
+    tb.while_cut_off(|| smb3_tests::replace_on_server(path, b"another file"))
+        .expect("cut off");
+}
+
+/// Samba 4.17 forgets durable handles when smbd restarts; the library opens the same file
+/// again and sends what the server had not acknowledged, so the copy carries on in place,
+/// both ways, with nothing copied twice.
 #[test]
-fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
+fn a_copy_carries_on_through_an_smbd_restart() {
     let tb = Testbed::start(TestbedConfig::shaped(1, 400)).unwrap_or_else(|e| panic!("{e}"));
     let local = scratch("restart");
     let src = local.join("restart.bin");
-    let data: Vec<u8> = (0..192u32 << 20)
-        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
-        .collect();
-    std::fs::write(&src, &data).unwrap();
-    drop(data);
+    write_pattern(&src, 192 << 20);
     let want = sha256_of(&src);
     let threshold = 48 << 20;
 
-    let up = copy_through_an_smbd_restart(
+    let up = copy_through_a_fault(
         &tb,
         &[
             "-q",
@@ -591,18 +597,14 @@ fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
         ],
         &tb.share_path("plain").join(".restart.bin.smbcp-partial"),
         threshold,
+        restart_smbd,
     );
     assert!(up.status.success(), "{}", stderr(&up));
     let summary = json(&up);
-    assert_eq!(summary["retried"], 1, "{summary}");
+    assert_eq!(summary["retried"], 0, "{summary}");
+    assert_eq!(summary["failover"]["opens_reopened"], 1, "{summary}");
     assert_eq!(summary["failed"], 0, "{summary}");
     assert_eq!(summary["bytes"], 192u64 << 20, "{summary}");
-    assert!(
-        stderr(&up).contains("copying it again from the start (retry 1 of 2)"),
-        "{}",
-        stderr(&up)
-    );
-    assert!(stderr(&up).contains("restart.bin"), "{}", stderr(&up));
     assert_eq!(sha256_of(&tb.share_path("plain").join("restart.bin")), want);
     assert!(!tb
         .share_path("plain")
@@ -610,7 +612,7 @@ fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
         .exists());
 
     let down = local.join("down.bin");
-    let o = copy_through_an_smbd_restart(
+    let o = copy_through_a_fault(
         &tb,
         &[
             "-q",
@@ -620,35 +622,88 @@ fn a_copy_survives_an_smbd_restart_by_starting_the_file_again() {
         ],
         &local.join(".down.bin.smbcp-partial"),
         threshold,
+        restart_smbd,
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let summary = json(&o);
-    assert_eq!(summary["retried"], 1, "{summary}");
+    assert_eq!(summary["retried"], 0, "{summary}");
+    assert_eq!(summary["failover"]["opens_reopened"], 1, "{summary}");
     assert_eq!(sha256_of(&down), want);
     assert!(!local.join(".down.bin.smbcp-partial").exists());
+    std::fs::remove_dir_all(&local).ok();
+}
 
-    // With retries off, the same fault fails the file with one clear line and no short file.
-    let o = copy_through_an_smbd_restart(
+/// When the open cannot come back (another file now stands at its path), smbcp copies the
+/// file again from the start and says so; with retries off it fails the file with one line
+/// and leaves no short file.
+#[test]
+fn a_copy_whose_open_is_lost_starts_the_file_again() {
+    let tb = Testbed::start(TestbedConfig::shaped(1, 400)).unwrap_or_else(|e| panic!("{e}"));
+    let local = scratch("lost-open");
+    let src = local.join("lost.bin");
+    write_pattern(&src, 192 << 20);
+    let want = sha256_of(&src);
+    let threshold = 48 << 20;
+    let partial = tb.share_path("plain").join(".lost.bin.smbcp-partial");
+
+    let up = copy_through_a_fault(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/lost.bin"),
+        ],
+        &partial,
+        threshold,
+        |tb| replace_while_cut_off(tb, &partial),
+    );
+    assert!(up.status.success(), "{}", stderr(&up));
+    let summary = json(&up);
+    assert_eq!(summary["retried"], 1, "{summary}");
+    assert_eq!(summary["failover"]["opens_lost"], 1, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert!(
+        stderr(&up).contains("copying it again from the start (retry 1 of 2)"),
+        "{}",
+        stderr(&up)
+    );
+    assert!(stderr(&up).contains("lost.bin"), "{}", stderr(&up));
+    assert_eq!(sha256_of(&tb.share_path("plain").join("lost.bin")), want);
+    assert!(!partial.exists());
+
+    // Retries off: the download of a source replaced mid-copy fails with one clear line.
+    let source = tb.share_path("plain").join("lost.bin");
+    let o = copy_through_a_fault(
         &tb,
         &[
             "-q",
             "--retries",
             "0",
-            &url(&tb, "plain/restart.bin"),
+            &url(&tb, "plain/lost.bin"),
             local.join("again.bin").to_str().unwrap(),
         ],
         &local.join(".again.bin.smbcp-partial"),
         threshold,
+        |tb| replace_while_cut_off(tb, &source),
     );
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("not reclaimed") && e.contains("was not written"),
+        e.contains("not reclaimed") && e.contains("another one"),
         "{e}"
     );
     assert!(!local.join("again.bin").exists());
     assert!(!local.join(".again.bin.smbcp-partial").exists());
     std::fs::remove_dir_all(&local).ok();
+}
+
+/// `len` bytes of a fixed pattern in `path`.
+fn write_pattern(path: &Path, len: u32) {
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    std::fs::write(path, &data).unwrap();
 }
 
 #[test]

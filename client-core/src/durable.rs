@@ -5,7 +5,9 @@
 //! the same desired access, share access and create options, carrying DH2C (the old FileId,
 //! the CreateGuid and the durable flags, 2.2.13.2.12) and the lease context with the same
 //! lease key (3.2.4.3.8). The reply's FileId then replaces the old one in place, so every
-//! clone of the `File` keeps working. The reconnect itself is in `failover::reconnect`.
+//! clone of the `File` keeps working. When the server refuses the reclaim, the file is opened
+//! again by path and kept only if it is provably the same file ([`FileIdentity`]); the
+//! reconnect itself is in `failover::reconnect`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,56 +45,110 @@ pub(crate) struct DurableGrant {
     pub(crate) flags: u32,
 }
 
+/// The server's side of an open: what requests name it by, and what reclaims it. A reclaim
+/// replaces the FileId; a reopen after a refused reclaim replaces all three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ServerHandle {
+    pub(crate) file_id: FileId,
+    /// CreateGuid sent in DH2Q: names the open in DH2C and in replays of the CREATE.
+    pub(crate) create_guid: Option<[u8; 16]>,
+    /// Set when the server made the open durable.
+    pub(crate) durable: Option<DurableGrant>,
+}
+
+/// What tells that a file opened again by path is the file that was open before: the
+/// server's on-disk id (QFid, MS-SMB2 2.2.14.2.9) and the creation time. A file deleted and
+/// created again under the same name differs in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileIdentity {
+    /// CreationTime (FILETIME); 0 when the server did not say.
+    pub(crate) creation_time: u64,
+    /// DiskFileId and VolumeId, when the server answered QFid.
+    pub(crate) disk_id: Option<[u8; 32]>,
+}
+
+impl FileIdentity {
+    /// Whether `now` is provably the same file: every fact both sides have agrees, and at
+    /// least one fact was compared. With nothing to compare, the answer is no: writing the
+    /// lost requests into a file that may be another one would corrupt it.
+    pub(crate) fn same_file(&self, now: &FileIdentity) -> Result<(), &'static str> {
+        let mut compared = false;
+        if let (Some(a), Some(b)) = (self.disk_id, now.disk_id) {
+            if a != b {
+                return Err("its on-disk id changed");
+            }
+            compared = true;
+        }
+        if self.creation_time != 0 && now.creation_time != 0 {
+            if self.creation_time != now.creation_time {
+                return Err("its creation time changed");
+            }
+            compared = true;
+        }
+        if compared {
+            Ok(())
+        } else {
+            Err("the server gave nothing to prove it is the same file")
+        }
+    }
+}
+
 /// One open handle's identity and the parameters that reopen it.
 #[derive(Debug)]
 pub(crate) struct OpenState {
-    /// The server's FileId; a reconnect swaps it for the reclaimed one.
-    file_id: Mutex<FileId>,
+    /// The server's handle; a reconnect swaps it for the reclaimed or reopened one.
+    handle: Mutex<ServerHandle>,
     /// The tree the open belongs to.
     pub(crate) tree: TreeContext,
     pub(crate) params: OpenParams,
-    /// CreateGuid sent in DH2Q: names the open in DH2C and in replays of the CREATE.
-    pub(crate) create_guid: Option<[u8; 16]>,
     /// The lease key the open was made with, if it asked for a lease.
     pub(crate) lease_key: Option<[u8; 16]>,
-    /// Set when the server made the open durable.
-    pub(crate) durable: Option<DurableGrant>,
+    /// The file as it was when first opened, to recognise it when opened again.
+    pub(crate) identity: FileIdentity,
     /// Set when a reconnect could not reclaim the open: why.
     lost: Mutex<Option<String>>,
 }
 
 impl OpenState {
     pub(crate) fn new(
-        file_id: FileId,
+        handle: ServerHandle,
         tree: TreeContext,
         params: OpenParams,
-        create_guid: Option<[u8; 16]>,
         lease_key: Option<[u8; 16]>,
-        durable: Option<DurableGrant>,
+        identity: FileIdentity,
     ) -> OpenState {
         OpenState {
-            file_id: Mutex::new(file_id),
+            handle: Mutex::new(handle),
             tree,
             params,
-            create_guid,
             lease_key,
-            durable,
+            identity,
             lost: Mutex::new(None),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, FileId> {
-        self.file_id.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, ServerHandle> {
+        self.handle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The server's handle now.
+    pub(crate) fn handle(&self) -> ServerHandle {
+        *self.lock()
     }
 
     /// The FileId to put in the next request.
     pub(crate) fn file_id(&self) -> FileId {
-        *self.lock()
+        self.lock().file_id
     }
 
     /// Replace the FileId after the open was reclaimed on a new connection.
     pub(crate) fn replace_file_id(&self, new: FileId) -> FileId {
-        std::mem::replace(&mut *self.lock(), new)
+        std::mem::replace(&mut self.lock().file_id, new)
+    }
+
+    /// Replace the whole handle after the file was opened again by path.
+    pub(crate) fn replace_handle(&self, new: ServerHandle) {
+        *self.lock() = new;
     }
 
     /// The open could not be reclaimed: every later request on it fails with `reason`.
@@ -163,7 +219,7 @@ impl Client {
             .durable
             .live()
             .iter()
-            .filter(|o| o.durable.is_some())
+            .filter(|o| o.handle().durable.is_some())
             .count()
     }
 }
@@ -174,9 +230,16 @@ mod tests {
 
     fn open(persistent: u64) -> Arc<OpenState> {
         Arc::new(OpenState::new(
-            FileId {
-                persistent,
-                volatile: 1,
+            ServerHandle {
+                file_id: FileId {
+                    persistent,
+                    volatile: 1,
+                },
+                create_guid: Some([6; 16]),
+                durable: Some(DurableGrant {
+                    timeout_ms: 60_000,
+                    flags: 0,
+                }),
             },
             TreeContext {
                 handle: 1,
@@ -189,13 +252,45 @@ mod tests {
                 create_options: 0x40,
                 file_attributes: 0x80,
             },
-            Some([6; 16]),
             Some([5; 16]),
-            Some(DurableGrant {
-                timeout_ms: 60_000,
-                flags: 0,
-            }),
+            FileIdentity {
+                creation_time: 1,
+                disk_id: None,
+            },
         ))
+    }
+
+    #[test]
+    fn a_file_is_the_same_only_when_what_both_sides_know_agrees() {
+        let id = |creation_time, disk: Option<u8>| FileIdentity {
+            creation_time,
+            disk_id: disk.map(|b| [b; 32]),
+        };
+        assert_eq!(id(5, Some(1)).same_file(&id(5, Some(1))), Ok(()));
+        // One fact is enough when the other is missing on either side.
+        assert_eq!(id(5, None).same_file(&id(5, Some(1))), Ok(()));
+        assert_eq!(id(0, Some(1)).same_file(&id(9, Some(1))), Ok(()));
+        // Any disagreement, or nothing to compare, is not the same file.
+        assert!(id(5, Some(1)).same_file(&id(5, Some(2))).is_err());
+        assert!(id(5, Some(1)).same_file(&id(6, Some(1))).is_err());
+        assert!(id(5, None).same_file(&id(0, Some(1))).is_err());
+        assert!(id(0, None).same_file(&id(0, None)).is_err());
+    }
+
+    #[test]
+    fn a_reopen_replaces_the_whole_handle() {
+        let a = open(10);
+        let new = ServerHandle {
+            file_id: FileId {
+                persistent: 30,
+                volatile: 3,
+            },
+            create_guid: Some([9; 16]),
+            durable: None,
+        };
+        a.replace_handle(new);
+        assert_eq!(a.handle(), new);
+        assert_eq!(a.file_id().persistent, 30);
     }
 
     #[test]

@@ -112,7 +112,7 @@ impl File {
     /// Whether the server granted a durable handle (one that survives a lost connection for
     /// the server's durable timeout).
     pub fn is_durable(&self) -> bool {
-        self.inner.state.durable.is_some()
+        self.inner.state.handle().durable.is_some()
     }
 
     /// The caching the file's lease grants now (the lease is shared by all of this session's

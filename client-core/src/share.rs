@@ -26,7 +26,7 @@ use smb3_proto::{Command, NtStatus};
 use crate::addressing::Target;
 use crate::channel::Request;
 use crate::client::{decode, Client, SessionCore, TreeContext};
-use crate::durable::{DurableGrant, OpenParams, OpenState};
+use crate::durable::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
 use crate::error::{Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
@@ -119,19 +119,26 @@ impl Share {
         let core = &self.inner.client.inner;
         let (create_guid, lease) = if self.wants_durable() {
             (
-                Some(self.request_durable(&mut req)),
+                Some(request_durable(&mut req)),
                 Some(self.request_lease(&mut req, opts.write)),
             )
         } else {
             (None, None)
         };
+        // The on-disk id lets a reconnect whose reclaim is refused recognise the file when
+        // it opens it again by path (see `failover::reconnect`).
+        req.contexts.push(CreateContextRequest::QueryOnDiskId);
         let created = self.create(&req, path).await?;
         let lease = lease.and_then(|l| keep_granted_lease(l, &created, path));
-        let durable = created
-            .durable_v2()
-            .map(|(timeout_ms, flags)| DurableGrant { timeout_ms, flags });
+        let handle = ServerHandle {
+            file_id: created.file_id,
+            create_guid,
+            durable: created
+                .durable_v2()
+                .map(|(timeout_ms, flags)| DurableGrant { timeout_ms, flags }),
+        };
         let state = Arc::new(OpenState::new(
-            created.file_id,
+            handle,
             self.inner.tree,
             OpenParams {
                 wire_path: wire,
@@ -140,9 +147,11 @@ impl Share {
                 create_options: req.create_options.0,
                 file_attributes: req.file_attributes.0,
             },
-            create_guid,
             lease.as_ref().map(LeaseRef::key),
-            durable,
+            FileIdentity {
+                creation_time: created.creation_time,
+                disk_id: created.on_disk_id(),
+            },
         ));
         let holds = OpenHolds {
             durable: Some(core.durable.register(&state)),
@@ -161,19 +170,6 @@ impl Share {
     fn wants_durable(&self) -> bool {
         let core = &self.inner.client.inner;
         core.config.durable_handles && core.negotiated.dialect.is_smb3()
-    }
-
-    /// Add DH2Q (MS-SMB2 2.2.13.2.11) with a fresh CreateGuid, which is returned. Timeout 0
-    /// lets the server choose (Samba: 60 s).
-    fn request_durable(&self, req: &mut CreateRequest) -> [u8; 16] {
-        let mut create_guid = [0u8; 16];
-        rand::rng().fill_bytes(&mut create_guid);
-        req.contexts.push(CreateContextRequest::DurableHandleV2 {
-            timeout_ms: 0,
-            flags: 0,
-            create_guid,
-        });
-        create_guid
     }
 
     /// Add a v2 lease request (MS-SMB2 2.2.13.2.10) under the file's session-wide lease key:
@@ -596,6 +592,19 @@ impl std::fmt::Debug for Share {
 /// Keep the lease hold if the server granted a lease on our key, recording the state it
 /// granted (which may be less than asked: RH when another client has the file open, say).
 /// Without a lease in the reply (leasing off on the server) the hold is released.
+/// Add DH2Q (MS-SMB2 2.2.13.2.11) with a fresh CreateGuid, which is returned. Timeout 0
+/// lets the server choose (Samba: 60 s).
+pub(crate) fn request_durable(req: &mut CreateRequest) -> [u8; 16] {
+    let mut create_guid = [0u8; 16];
+    rand::rng().fill_bytes(&mut create_guid);
+    req.contexts.push(CreateContextRequest::DurableHandleV2 {
+        timeout_ms: 0,
+        flags: 0,
+        create_guid,
+    });
+    create_guid
+}
+
 fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> Option<LeaseRef> {
     let granted = match (created.oplock_level, created.lease()) {
         (OplockLevel::LEASE, Some(granted)) => granted,

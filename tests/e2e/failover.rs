@@ -185,7 +185,7 @@ fn report(what: &str, client: &Client, took: Duration) {
     eprintln!(
         "{what}: {:.1} s; losses {} (silent {}), replays {}, not replayed {}, reconnects {}, \
          failover {:?} (max {:?}), reconnect {:?}; sessions re-established {} in {:?}, \
-         opens reclaimed {}, lost {}",
+         opens reclaimed {}, reopened {}, lost {}",
         took.as_secs_f64(),
         f.channel_losses,
         f.silent_losses,
@@ -198,6 +198,7 @@ fn report(what: &str, client: &Client, took: Duration) {
         f.sessions_reestablished,
         f.last_reestablish,
         f.opens_reclaimed,
+        f.opens_reopened,
         f.opens_lost
     );
 }
@@ -249,7 +250,9 @@ fn download_survives(name: &'static str, len: usize, inject: fn(&Testbed), expec
             }
             Expect::SessionReestablished => {
                 assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
-                assert!(fo.opens_reclaimed >= 1 && fo.opens_lost == 0, "{fo:#?}");
+                // Reclaimed, or reopened when smbd refused the reclaim (see the upload test).
+                assert_eq!(fo.opens_reclaimed + fo.opens_reopened, 1, "{fo:#?}");
+                assert_eq!(fo.opens_lost, 0, "{fo:#?}");
             }
             Expect::BytesOnly => {}
         }
@@ -424,13 +427,148 @@ fn an_upload_survives_every_channel_cut_at_once() {
         assert_eq!(server_sha(&tb, "cut-all-up.bin"), sha256(&data));
         let fo = client.multichannel().failover;
         assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
-        assert!(fo.opens_reclaimed >= 1 && fo.opens_lost == 0, "{fo:#?}");
+        // The open comes back either by durable reclaim or, when WRITEs in flight at the cut
+        // landed after smbd took its durable cookie (so it refuses the reclaim: common on a
+        // busy machine), by opening the same file again. Which one is up to smbd's timing;
+        // the refusal is provoked on purpose in the tests below.
+        assert_eq!(fo.opens_reclaimed + fo.opens_reopened, 1, "{fo:#?}");
+        assert_eq!(fo.opens_lost, 0, "{fo:#?}");
         assert_eq!(fo.not_replayed, 0, "{fo:#?}");
     });
 }
 
+/// What happens to a file on the server while its client is cut off.
+type Meanwhile = fn(&std::path::Path);
+
+/// smbd refuses a durable reclaim when the file's stat changed after the disconnect: here
+/// its mtime moves on, as it does in life when WRITEs in flight at the cut land late.
+fn touch(path: &std::path::Path) {
+    smb3_tests::touch_on_server(path);
+}
+
+/// Another program deletes the file and creates another under the same name.
+fn replace(path: &std::path::Path) {
+    smb3_tests::replace_on_server(path, b"another file");
+}
+
+/// How an upload through a cut-off ended.
+struct CutOffUpload {
+    tb: Arc<Testbed>,
+    /// Ok, or the error a write or the close reported.
+    outcome: Result<(), String>,
+    /// What was uploaded.
+    data: Bytes,
+    failover: smb3_client::FailoverCounters,
+}
+
+/// Upload 256 MiB over four links; at 30 % cut the client off and run `meanwhile` on the
+/// server's file while the session is gone.
+fn upload_cut_off(name: &'static str, meanwhile: Meanwhile) -> CutOffUpload {
+    let tb = start(4);
+    let len = GIB / 4;
+    let (outcome, data, failover) = client_block_on(&tb.client_runtime(), {
+        let (tb, creds) = (tb.clone(), tb.credentials());
+        async move {
+            let client = connect(&tb, &creds).await;
+            let share = client.share("plain").await.expect("share");
+            let up = start_upload(&share, name, 84, len).await;
+            let data = up.data.clone();
+            wait_for_progress(&up.progress, (len as u64) * 3 / 10).await;
+            let tb2 = tb.clone();
+            fault("cut off", move || {
+                let path = tb2.share_path("plain").join(name);
+                tb2.while_cut_off(|| meanwhile(&path))
+            })
+            .await;
+            let outcome = up.finish_or_error().await.map(drop);
+            report(name, &client, Duration::ZERO);
+            (outcome, data, client.multichannel().failover)
+        }
+    });
+    CutOffUpload {
+        tb,
+        outcome,
+        data,
+        failover,
+    }
+}
+
 #[test]
-fn an_smbd_restart_mid_upload_completes_or_fails_naming_the_file() {
+fn a_refused_reclaim_of_a_file_being_written_reopens_it_and_loses_nothing() {
+    let up = upload_cut_off("refused-up.bin", touch);
+    up.outcome.expect("the upload completes");
+    assert_eq!(server_sha(&up.tb, "refused-up.bin"), sha256(&up.data));
+    let fo = up.failover;
+    assert_eq!(
+        (fo.opens_reclaimed, fo.opens_reopened, fo.opens_lost),
+        (0, 1, 0),
+        "{fo:#?}"
+    );
+    // WRITEs were in flight at the cut and went to the new handle.
+    assert!(fo.replays >= 1, "{fo:#?}");
+    assert_eq!(fo.not_replayed, 0, "{fo:#?}");
+}
+
+#[test]
+fn a_file_replaced_while_its_writer_was_cut_off_is_not_written_and_the_error_names_it() {
+    let up = upload_cut_off("replaced-up.bin", replace);
+    let e = up.outcome.expect_err("the open cannot come back");
+    assert!(e.contains("replaced-up.bin"), "{e}");
+    assert!(e.contains("not reclaimed"), "{e}");
+    assert!(e.contains("another one"), "{e}");
+    assert!(e.contains("were not written"), "{e}");
+    let fo = up.failover;
+    assert_eq!((fo.opens_reopened, fo.opens_lost), (0, 1), "{fo:#?}");
+    // Not one of our bytes went into the other file.
+    assert_eq!(
+        std::fs::read(up.tb.share_path("plain").join("replaced-up.bin")).unwrap(),
+        b"another file"
+    );
+}
+
+#[test]
+fn a_refused_reclaim_of_a_file_being_read_reopens_it() {
+    let tb = start(4);
+    let name = "refused-down.bin";
+    let len = GIB / 4;
+    let want = seed_server_file(&tb, name, len);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let f = share
+            .open(name, &OpenOptions::new().read(true))
+            .await
+            .expect("open");
+        let progress = Arc::new(AtomicU64::new(0));
+        let reading = {
+            let (f, progress) = (f.clone(), progress.clone());
+            tokio::spawn(async move { download(&f, progress).await })
+        };
+        wait_for_progress(&progress, (len as u64) * 3 / 10).await;
+        let tb2 = tb.clone();
+        fault("cut off", move || {
+            let path = tb2.share_path("plain").join(name);
+            tb2.while_cut_off(|| touch(&path))
+        })
+        .await;
+        let (got_len, got) = reading.await.expect("download task");
+        report(name, &client, Duration::ZERO);
+        assert_eq!(got_len, len as u64);
+        assert!(got == want, "downloaded bytes differ");
+        let fo = client.multichannel().failover;
+        assert_eq!(
+            (fo.opens_reclaimed, fo.opens_reopened, fo.opens_lost),
+            (0, 1, 0),
+            "{fo:#?}"
+        );
+        f.close().await.expect("close");
+    });
+}
+
+#[test]
+fn an_smbd_restart_mid_upload_reopens_the_file_and_loses_nothing() {
+    // Samba 4.17 forgets durable opens when smbd restarts, so the reclaim is refused; the
+    // file is still the same one, so it is opened again and the upload carries on.
     let tb = start(4);
     in_client(&tb, move |tb, creds| async move {
         let client = connect(&tb, &creds).await;
@@ -439,28 +577,17 @@ fn an_smbd_restart_mid_upload_completes_or_fails_naming_the_file() {
         wait_for_progress(&up.progress, (GIB as u64) * 3 / 10).await;
         let tb2 = tb.clone();
         fault("restart", move || tb2.restart().map(drop)).await;
-        let outcome = up.finish_or_error().await;
+        let (data, took) = up.finish().await;
+        report("upload, smbd restarted", &client, took);
+        assert_eq!(server_sha(&tb, "restart-up.bin"), sha256(&data));
         let fo = client.multichannel().failover;
-        eprintln!("smbd restart mid-upload: {outcome:?}");
-        report("upload, smbd restarted", &client, Duration::ZERO);
         assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
-        match outcome {
-            // The open came back: every byte must be there.
-            Ok((data, _)) => {
-                assert!(fo.opens_reclaimed >= 1, "{fo:#?}");
-                assert_eq!(server_sha(&tb, "restart-up.bin"), sha256(&data));
-            }
-            // It did not: the error names the file and says what was not written.
-            Err(e) => {
-                assert!(fo.opens_lost >= 1, "{fo:#?}");
-                assert!(e.contains("restart-up.bin"), "{e}");
-                assert!(
-                    e.contains("not reclaimed") && e.contains("not written"),
-                    "{e}"
-                );
-            }
-        }
-        // Either way the session works again on the restarted server.
+        assert_eq!(
+            (fo.opens_reclaimed, fo.opens_reopened, fo.opens_lost),
+            (0, 1, 0),
+            "{fo:#?}"
+        );
+        // The session works for new opens on the restarted server too.
         let f = share
             .open(
                 "after-restart.bin",
@@ -503,7 +630,9 @@ fn single_channel_session_survives_a_cut(max_dialect: smb3_client::Dialect, name
         assert_eq!(server_sha(&tb, name), sha256(&data));
         let fo = client.multichannel().failover;
         assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
-        assert!(fo.opens_reclaimed >= 1 && fo.opens_lost == 0, "{fo:#?}");
+        // Reclaimed, or reopened when smbd refused the reclaim (see the upload test).
+        assert_eq!(fo.opens_reclaimed + fo.opens_reopened, 1, "{fo:#?}");
+        assert_eq!(fo.opens_lost, 0, "{fo:#?}");
         assert!(fo.channel_losses >= 1, "{fo:#?}");
         assert_eq!(usable(&client), 1, "{:#?}", client.channels());
     });

@@ -709,6 +709,46 @@ impl Testbed {
         parsed(&kv, "cut")
     }
 
+    /// Cuts the client off from the server long enough to change things behind its back:
+    /// takes every link down (so the client can neither notice at once nor reconnect), resets
+    /// every connection from the server side, waits until smbd has ended the client's
+    /// sessions (their durable opens are then disconnected, their durable cookies taken),
+    /// runs `meanwhile`, and brings the links up again. Bounded: the wait gives up after 30 s.
+    pub fn while_cut_off<T>(&self, meanwhile: impl FnOnce() -> T) -> Result<T, String> {
+        for k in 1..=self.links().len() {
+            self.link_down(k)?;
+        }
+        let result = self.cut(None).and_then(|_| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match self.session_count()? {
+                    0 => return Ok(meanwhile()),
+                    n if Instant::now() > deadline => {
+                        return Err(format!(
+                            "smbd still lists {n} session(s) 30 s after the cut"
+                        ))
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        });
+        for k in 1..=self.links().len() {
+            self.link_up(k)?;
+        }
+        result
+    }
+
+    /// Number of sessions smbd lists (`smbstatus -j`).
+    pub fn session_count(&self) -> Result<usize, String> {
+        let json = self.smbstatus(&["-j"])?;
+        let status: serde_json::Value =
+            serde_json::from_str(&json).map_err(|e| format!("smbstatus -j: {e}: {json}"))?;
+        Ok(status
+            .get("sessions")
+            .and_then(|s| s.as_object())
+            .map_or(0, |s| s.len()))
+    }
+
     /// Stops smbd (and everything else in the server namespace) and starts it again with the
     /// same config; returns the new PID.
     pub fn restart(&self) -> Result<u32, String> {
@@ -1051,6 +1091,28 @@ pub struct OpenAtServer {
     pub name: String,
     /// The caching its lease grants (`RWH`, `RH`, ...), empty without a lease.
     pub lease: String,
+}
+
+/// Move a file's mtime to now behind smbd's back (what a WRITE landing late does to it).
+pub fn touch_on_server(path: &Path) {
+    let f = File::options()
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {} on the server: {e}", path.display()));
+    f.set_modified(std::time::SystemTime::now())
+        .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", path.display()));
+}
+
+/// Delete a file behind smbd's back and create another under the same name holding
+/// `contents`, writable by the test user as a file of theirs would be.
+pub fn replace_on_server(path: &Path, contents: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::remove_file(path)
+        .unwrap_or_else(|e| panic!("remove {} on the server: {e}", path.display()));
+    std::fs::write(path, contents)
+        .unwrap_or_else(|e| panic!("create {} on the server: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
 }
 
 /// Puts the thread back into the namespace it came from when dropped

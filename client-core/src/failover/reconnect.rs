@@ -8,8 +8,19 @@
 //! DH2C for every durable open (3.2.4.4, 2.2.13.2.12: same path, CreateGuid and lease key).
 //! Only then does the channel join the session, under the new SessionId, TreeIds and FileIds
 //! (see `addressing`), so the requests that waited for a channel go out already pointing at
-//! what replaced their old ids. An open the server will not give back is marked lost: every
-//! request on it fails with `Error::HandleLost` naming the file, never silently.
+//! what replaced their old ids.
+//!
+//! A server may refuse the reclaim even within its durable timeout: Samba denies it when the
+//! file's stat changed after it took its durable cookie at the disconnect, which happens when
+//! WRITEs that were in flight at the cut land afterwards (common on a loaded server), and it
+//! forgets durable opens when smbd restarts. MS-SMB2 leaves the client there (3.2.5.14 has
+//! nothing further); we then open the file again by path with the original access, share
+//! access, options and lease key, and keep the new handle only if it is provably the same
+//! file (on-disk id and creation time, `durable::FileIdentity`). The requests that waited for
+//! the session — every WRITE the server had not acknowledged among them — then go to the new
+//! handle, so the caller's writes complete with the right bytes. Only when that fails too is
+//! the open marked lost: every request on it fails with `Error::HandleLost` naming the file,
+//! never silently.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
@@ -17,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use rand::Rng;
+use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
     CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
@@ -29,7 +41,7 @@ use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::channel::{Channel, Request, Response};
 use crate::client::{decode, SessionCore};
-use crate::durable::OpenState;
+use crate::durable::{DurableGrant, FileIdentity, OpenState, ServerHandle};
 use crate::error::{Error, Result};
 use crate::lease;
 use crate::multichannel::binding::check_same_server;
@@ -37,7 +49,7 @@ use crate::multichannel::channel_set::PathInfo;
 use crate::multichannel::manager;
 use crate::security::SessionSecurity;
 use crate::session;
-use crate::share::{check_validate_negotiate, validate_negotiate_request};
+use crate::share::{check_validate_negotiate, request_durable, validate_negotiate_request};
 
 /// How often the session's channels are looked at.
 const CHECK: Duration = Duration::from_millis(50);
@@ -80,12 +92,16 @@ async fn run(weak: Weak<SessionCore>) {
         match reestablish(&core).await {
             Ok(outcome) => {
                 let took = since.elapsed();
-                core.mc
-                    .failover
-                    .reestablished(took, outcome.reclaimed, outcome.lost);
+                core.mc.failover.reestablished(
+                    took,
+                    outcome.reclaimed,
+                    outcome.reopened,
+                    outcome.lost,
+                );
                 tracing::info!(
                     took_ms = took.as_millis() as u64,
                     reclaimed = outcome.reclaimed,
+                    reopened = outcome.reopened,
                     lost = outcome.lost,
                     "session re-established after losing every channel"
                 );
@@ -103,7 +119,25 @@ async fn run(weak: Weak<SessionCore>) {
 /// What a re-establishment achieved.
 struct Outcome {
     reclaimed: u64,
+    reopened: u64,
     lost: u64,
+}
+
+/// How one open came back.
+enum Restored {
+    /// The server gave the durable open back (DH2C).
+    Reclaimed,
+    /// The server would not; the same file was opened again by path.
+    Reopened,
+}
+
+/// Why a reclaim did not give the open back.
+enum NotReclaimed {
+    /// The server did not keep the open for us: it was not durable, or the server refused
+    /// the DH2C. Opening the file again by path may still save it.
+    Refused(String),
+    /// The request itself failed (connection, malformed reply).
+    Failed(String),
 }
 
 /// Connect, set the session up again, reconnect trees, reclaim opens, and put the new
@@ -215,7 +249,7 @@ async fn restore(
         }
     }
     let opens = core.durable.live();
-    let results: Vec<(Arc<OpenState>, std::result::Result<(), String>)> =
+    let results: Vec<(Arc<OpenState>, std::result::Result<Restored, String>)> =
         futures_util::stream::iter(opens)
             .map(|open| {
                 let failed_trees = &failed_trees;
@@ -225,7 +259,7 @@ async fn restore(
                         Some((_, status)) => {
                             Err(format!("its share could not be reconnected: {status}"))
                         }
-                        None => direct.reclaim(&open).await,
+                        None => direct.restore_open(&open).await,
                     };
                     (open, result)
                 }
@@ -235,11 +269,16 @@ async fn restore(
             .await;
     let mut outcome = Outcome {
         reclaimed: 0,
+        reopened: 0,
         lost: 0,
     };
     for (open, result) in results {
         match result {
-            Ok(()) => outcome.reclaimed += 1,
+            Ok(Restored::Reclaimed) => outcome.reclaimed += 1,
+            Ok(Restored::Reopened) => {
+                tracing::info!(path = %open.params.display_path(), "open reclaim refused; the same file was opened again");
+                outcome.reopened += 1;
+            }
             // The connection itself failed: try the whole re-establishment again.
             Err(reason) if channel.is_dead() => return Err(reason),
             Err(reason) => {
@@ -308,43 +347,149 @@ impl Direct<'_> {
         check_validate_negotiate(self.core, &resp)
     }
 
-    /// CREATE with DH2C for `open` (MS-SMB2 3.2.4.4); on success its FileId is replaced.
-    async fn reclaim(&self, open: &OpenState) -> std::result::Result<(), String> {
-        let (Some(grant), Some(create_guid)) = (open.durable, open.create_guid) else {
-            return Err("the server had not made the open durable".into());
+    /// Get `open` back: reclaim it, or, when the server did not keep it, open the same file
+    /// again by path.
+    async fn restore_open(&self, open: &OpenState) -> std::result::Result<Restored, String> {
+        let refused = match self.reclaim(open).await {
+            Ok(()) => return Ok(Restored::Reclaimed),
+            Err(NotReclaimed::Failed(why)) => return Err(why),
+            Err(NotReclaimed::Refused(why)) => why,
         };
-        let tree_id = self
-            .core
+        self.reopen(open)
+            .await
+            .map(|()| Restored::Reopened)
+            .map_err(|e| format!("{refused}; opening it again by path: {e}"))
+    }
+
+    /// The server's TreeId now for the tree `open` belongs to.
+    fn tree_id(&self, open: &OpenState) -> u32 {
+        self.core
             .addressing
             .trees
             .server_id(open.tree.handle)
-            .unwrap_or(0);
+            .unwrap_or(0)
+    }
+
+    /// CREATE with DH2C for `open` (MS-SMB2 3.2.4.4); on success its FileId is replaced.
+    async fn reclaim(&self, open: &OpenState) -> std::result::Result<(), NotReclaimed> {
+        let handle = open.handle();
+        let (Some(grant), Some(create_guid)) = (handle.durable, handle.create_guid) else {
+            return Err(NotReclaimed::Refused(
+                "the server had not made the open durable".into(),
+            ));
+        };
         let body = reclaim_request(open, grant.flags, create_guid);
         let resp = self
-            .send(&body, tree_id, open.tree.encrypt)
+            .send(&body, self.tree_id(open), open.tree.encrypt)
             .await
             .map_err(|e| match e {
-                Error::Status { status, .. } => describe_refusal(status),
-                other => other.to_string(),
+                Error::Status { status, .. } => NotReclaimed::Refused(describe_refusal(status)),
+                other => NotReclaimed::Failed(other.to_string()),
             })?;
         let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
-            .map_err(|e| e.to_string())?;
-        if let (Some(key), Some(granted)) = (open.lease_key, created.lease()) {
-            if granted.key == key {
-                self.core
-                    .leases
-                    .record_state(&key, granted.state, granted.v2.map(|v| v.epoch));
-            }
-        }
+            .map_err(|e| NotReclaimed::Failed(e.to_string()))?;
+        self.record_lease(open, &created);
         open.replace_file_id(created.file_id);
         Ok(())
     }
+
+    /// Open `open`'s file again by path, as the original open asked for it (access, share
+    /// access, options, lease key and caching) and with a new durable handle, and take the
+    /// new handle only if it is the same file. The disposition is OPEN whatever the original
+    /// was: the file must not be truncated or created again.
+    async fn reopen(&self, open: &OpenState) -> std::result::Result<(), String> {
+        let tree_id = self.tree_id(open);
+        let (mut body, create_guid) = reopen_request(open);
+        let resp = match self.send(&body, tree_id, open.tree.encrypt).await {
+            // The server still ties our lease key to the file it had open (MS-SMB2 3.3.5.9.8
+            // refuses a key already in use for another file): a sign the file at the path
+            // is another one, but only the identity check below can say so for certain.
+            // Ask again without a lease.
+            Err(Error::Status { status, .. })
+                if status == NtStatus::INVALID_PARAMETER && open.lease_key.is_some() =>
+            {
+                without_lease(&mut body);
+                self.send(&body, tree_id, open.tree.encrypt).await
+            }
+            sent => sent,
+        }
+        .map_err(|e| e.to_string())?;
+        let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
+            .map_err(|e| e.to_string())?;
+        let found = FileIdentity {
+            creation_time: created.creation_time,
+            disk_id: created.on_disk_id(),
+        };
+        if let Err(why) = open.identity.same_file(&found) {
+            // Not ours to keep open.
+            let close = CloseRequest::new(created.file_id);
+            if let Err(e) = self.send(&close, tree_id, open.tree.encrypt).await {
+                tracing::debug!(error = %e, "closing the handle of another file failed");
+            }
+            return Err(format!("the file now at its path is another one ({why})"));
+        }
+        self.record_lease(open, &created);
+        open.replace_handle(ServerHandle {
+            file_id: created.file_id,
+            create_guid,
+            durable: created
+                .durable_v2()
+                .map(|(timeout_ms, flags)| DurableGrant { timeout_ms, flags }),
+        });
+        Ok(())
+    }
+
+    /// Take the lease state the server granted to a reclaim or reopen under `open`'s key;
+    /// none when it granted no lease.
+    fn record_lease(&self, open: &OpenState, created: &CreateResponse) {
+        let Some(key) = open.lease_key else { return };
+        match created.lease() {
+            Some(granted) if granted.key == key => {
+                self.core
+                    .leases
+                    .record_state(&key, granted.state, granted.v2.map(|v| v.epoch))
+            }
+            Some(_) => {}
+            None => self.core.leases.record_state(&key, LeaseState(0), None),
+        }
+    }
 }
 
-/// The reclaim CREATE: the original path and options, DH2C with the old FileId and the
-/// CreateGuid, and the lease context under the same key (MS-SMB2 3.2.4.4; a DH2C request
-/// carries no DH2Q).
+/// The reclaim CREATE: [`create_again`] with DH2C naming the old FileId and the CreateGuid
+/// (MS-SMB2 2.2.13.2.12); a DH2C request carries no DH2Q.
 fn reclaim_request(open: &OpenState, durable_flags: u32, create_guid: [u8; 16]) -> CreateRequest {
+    let mut req = create_again(open);
+    req.contexts
+        .push(CreateContextRequest::DurableHandleReconnectV2 {
+            file_id: open.file_id(),
+            create_guid,
+            flags: durable_flags,
+        });
+    req
+}
+
+/// The CREATE that opens the file again after a refused reclaim: [`create_again`] with a
+/// new DH2Q when the original open asked for a durable handle (its new CreateGuid is
+/// returned), and QFid to recognise the file.
+fn reopen_request(open: &OpenState) -> (CreateRequest, Option<[u8; 16]>) {
+    let mut req = create_again(open);
+    let create_guid = open.handle().create_guid.map(|_| request_durable(&mut req));
+    req.contexts.push(CreateContextRequest::QueryOnDiskId);
+    (req, create_guid)
+}
+
+/// Take the lease request out of a CREATE.
+fn without_lease(req: &mut CreateRequest) {
+    req.oplock_level = OplockLevel::NONE;
+    req.contexts
+        .retain(|c| !matches!(c, CreateContextRequest::Lease(_)));
+}
+
+/// A CREATE that opens `open`'s file again as the original open asked for it: the same path,
+/// access, share access, options and attributes, disposition OPEN, and the lease context under
+/// the same key (MS-SMB2 3.2.4.4). The caller adds the durable context: DH2C for a reclaim (a
+/// DH2C request carries no DH2Q), DH2Q for a reopen.
+fn create_again(open: &OpenState) -> CreateRequest {
     let p = &open.params;
     let mut req = CreateRequest::new(
         p.wire_path.clone(),
@@ -354,12 +499,6 @@ fn reclaim_request(open: &OpenState, durable_flags: u32, create_guid: [u8; 16]) 
     req.share_access = ShareAccess(p.share_access);
     req.create_options = CreateOptions(p.create_options);
     req.file_attributes = FileAttributes(p.file_attributes);
-    req.contexts
-        .push(CreateContextRequest::DurableHandleReconnectV2 {
-            file_id: open.file_id(),
-            create_guid,
-            flags: durable_flags,
-        });
     if let Some(key) = open.lease_key {
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if p.desired_access & AccessMask::FILE_WRITE_DATA != 0 {
@@ -395,17 +534,25 @@ fn describe_refusal(status: NtStatus) -> String {
 mod tests {
     use super::*;
     use crate::addressing::TreeContext;
-    use crate::durable::{DurableGrant, OpenParams};
+    use crate::durable::OpenParams;
     use smb3_proto::msg::FileId;
 
-    #[test]
-    fn the_reclaim_names_the_old_open_its_guid_and_lease_key() {
-        let old = FileId {
-            persistent: 0x11,
-            volatile: 0x22,
-        };
-        let open = OpenState::new(
-            old,
+    const OLD: FileId = FileId {
+        persistent: 0x11,
+        volatile: 0x22,
+    };
+
+    /// A durable open for writing under lease key [5; 16] and CreateGuid [6; 16].
+    fn writer_open() -> OpenState {
+        OpenState::new(
+            ServerHandle {
+                file_id: OLD,
+                create_guid: Some([6; 16]),
+                durable: Some(DurableGrant {
+                    timeout_ms: 60_000,
+                    flags: 0,
+                }),
+            },
             TreeContext {
                 handle: 1,
                 encrypt: false,
@@ -417,13 +564,71 @@ mod tests {
                 create_options: CreateOptions::NON_DIRECTORY_FILE,
                 file_attributes: FileAttributes::NORMAL,
             },
-            Some([6; 16]),
             Some([5; 16]),
-            Some(DurableGrant {
-                timeout_ms: 60_000,
-                flags: 0,
-            }),
-        );
+            FileIdentity {
+                creation_time: 7,
+                disk_id: Some([1; 32]),
+            },
+        )
+    }
+
+    fn has_lease(req: &CreateRequest, key: [u8; 16], write: bool) -> bool {
+        req.oplock_level == OplockLevel::LEASE
+            && req.contexts.iter().any(|c| {
+                matches!(
+                    c,
+                    CreateContextRequest::Lease(l)
+                        if l.key == key && l.state.has(LeaseState::WRITE_CACHING) == write
+                )
+            })
+    }
+
+    #[test]
+    fn a_reopen_asks_for_the_same_file_as_before_without_truncating_it() {
+        let open = writer_open();
+        let (req, create_guid) = reopen_request(&open);
+        assert_eq!(req.name, "dir\\f.bin");
+        assert_eq!(req.create_disposition, CreateDisposition::OPEN);
+        assert_eq!(req.desired_access.0, open.params.desired_access);
+        assert_eq!(req.share_access.0, ShareAccess::ALL);
+        assert!(has_lease(&req, [5; 16], true));
+        // A new durable handle under a new CreateGuid, and the on-disk id to compare.
+        let new_guid = create_guid.expect("asks for a durable handle");
+        assert_ne!(new_guid, [6; 16]);
+        assert!(req.contexts.iter().any(|c| matches!(
+            c,
+            CreateContextRequest::DurableHandleV2 { create_guid, .. } if *create_guid == new_guid
+        )));
+        assert!(req
+            .contexts
+            .iter()
+            .any(|c| matches!(c, CreateContextRequest::QueryOnDiskId)));
+        assert!(!req
+            .contexts
+            .iter()
+            .any(|c| matches!(c, CreateContextRequest::DurableHandleReconnectV2 { .. })));
+    }
+
+    #[test]
+    fn a_reopen_can_do_without_its_lease() {
+        let (mut req, _) = reopen_request(&writer_open());
+        without_lease(&mut req);
+        assert_eq!(req.oplock_level, OplockLevel::NONE);
+        assert!(!req
+            .contexts
+            .iter()
+            .any(|c| matches!(c, CreateContextRequest::Lease(_))));
+        // The rest of the request stays as it was.
+        assert!(req
+            .contexts
+            .iter()
+            .any(|c| matches!(c, CreateContextRequest::QueryOnDiskId)));
+    }
+
+    #[test]
+    fn the_reclaim_names_the_old_open_its_guid_and_lease_key() {
+        let old = OLD;
+        let open = writer_open();
         let req = reclaim_request(&open, 0, [6; 16]);
         assert_eq!(req.name, "dir\\f.bin");
         assert_eq!(req.create_disposition, CreateDisposition::OPEN);
@@ -433,11 +638,7 @@ mod tests {
             CreateContextRequest::DurableHandleReconnectV2 { file_id, create_guid, .. }
                 if *file_id == old && *create_guid == [6; 16]
         )));
-        assert!(req.contexts.iter().any(|c| matches!(
-            c,
-            CreateContextRequest::Lease(l)
-                if l.key == [5; 16] && l.state.has(LeaseState::WRITE_CACHING)
-        )));
+        assert!(has_lease(&req, [5; 16], true));
         assert!(
             !req.contexts
                 .iter()

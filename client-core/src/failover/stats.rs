@@ -40,7 +40,11 @@ pub struct FailoverCounters {
     pub sessions_reestablished: u64,
     /// Open files reclaimed by those re-establishments (durable reconnect).
     pub opens_reclaimed: u64,
-    /// Open files that could not be reclaimed; requests on them fail with
+    /// Open files the server would not give back (not durable, or the reclaim refused) that
+    /// were opened again by path, proven to be the same file, and carried on: the requests
+    /// the server had not answered were sent to the new handle.
+    pub opens_reopened: u64,
+    /// Open files that could be neither reclaimed nor reopened; requests on them fail with
     /// `Error::HandleLost`.
     pub opens_lost: u64,
     /// Last time from the loss of the last channel to the session being usable again.
@@ -70,6 +74,7 @@ pub(crate) struct FailoverState {
     reconnects: AtomicU64,
     sessions_reestablished: AtomicU64,
     opens_reclaimed: AtomicU64,
+    opens_reopened: AtomicU64,
     opens_lost: AtomicU64,
     times: Mutex<Times>,
 }
@@ -148,11 +153,12 @@ impl FailoverState {
         t.max_reconnect = Some(t.max_reconnect.map_or(took, |m| m.max(took)));
     }
 
-    /// The session was re-established after `took`; `reclaimed` opens came back, `lost` did
-    /// not.
-    pub(crate) fn reestablished(&self, took: Duration, reclaimed: u64, lost: u64) {
+    /// The session was re-established after `took`; `reclaimed` opens came back, `reopened`
+    /// were opened again by path, `lost` did not come back.
+    pub(crate) fn reestablished(&self, took: Duration, reclaimed: u64, reopened: u64, lost: u64) {
         self.sessions_reestablished.fetch_add(1, Ordering::Relaxed);
         self.opens_reclaimed.fetch_add(reclaimed, Ordering::Relaxed);
+        self.opens_reopened.fetch_add(reopened, Ordering::Relaxed);
         self.opens_lost.fetch_add(lost, Ordering::Relaxed);
         self.times().last_reestablish = Some(took);
     }
@@ -173,6 +179,7 @@ impl FailoverState {
             max_reconnect: t.max_reconnect,
             sessions_reestablished: self.sessions_reestablished.load(Ordering::Relaxed),
             opens_reclaimed: self.opens_reclaimed.load(Ordering::Relaxed),
+            opens_reopened: self.opens_reopened.load(Ordering::Relaxed),
             opens_lost: self.opens_lost.load(Ordering::Relaxed),
             last_reestablish: t.last_reestablish,
         }

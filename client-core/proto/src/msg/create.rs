@@ -807,6 +807,14 @@ impl CreateResponse {
             _ => None,
         })
     }
+
+    /// The on-disk id (DiskFileId and VolumeId), if the server answered a QFid context.
+    pub fn on_disk_id(&self) -> Option<[u8; 32]> {
+        self.contexts.iter().find_map(|c| match c {
+            CreateContextResponse::OnDiskId(id) => Some(*id),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -267,7 +267,7 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
     use smb3_proto::msg::flush::FlushRequest;
     use smb3_proto::msg::FileId;
 
-    use crate::durable::{OpenParams, OpenState};
+    use crate::durable::{FileIdentity, OpenParams, OpenState, ServerHandle};
 
     let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
     let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));
@@ -279,7 +279,11 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
         volatile: 2,
     };
     let open = Arc::new(OpenState::new(
-        old_id,
+        ServerHandle {
+            file_id: old_id,
+            create_guid: None,
+            durable: None,
+        },
         tree,
         OpenParams {
             wire_path: "f".into(),
@@ -289,8 +293,10 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
             file_attributes: 0,
         },
         None,
-        None,
-        None,
+        FileIdentity {
+            creation_time: 0,
+            disk_id: None,
+        },
     ));
     let new_id = FileId {
         persistent: 1,

@@ -212,6 +212,9 @@ enum Expect {
     BytesOnly,
     /// The session lost every channel, was re-established and got its open back.
     SessionReestablished,
+    /// The session was re-established; the server refused to give the open back and the
+    /// same file was opened again.
+    Reopened,
 }
 
 /// Download `len` bytes over four links; at 30 % run `inject`; check every byte.
@@ -254,6 +257,11 @@ fn download_survives(name: &'static str, len: usize, inject: fn(&Testbed), expec
                 assert_eq!(fo.opens_reclaimed + fo.opens_reopened, 1, "{fo:#?}");
                 assert_eq!(fo.opens_lost, 0, "{fo:#?}");
             }
+            Expect::Reopened => assert_eq!(
+                (fo.opens_reclaimed, fo.opens_reopened, fo.opens_lost),
+                (0, 1, 0),
+                "{fo:#?}"
+            ),
             Expect::BytesOnly => {}
         }
         assert_eq!(fo.not_replayed, 0, "{fo:#?}");
@@ -528,41 +536,15 @@ fn a_file_replaced_while_its_writer_was_cut_off_is_not_written_and_the_error_nam
 
 #[test]
 fn a_refused_reclaim_of_a_file_being_read_reopens_it() {
-    let tb = start(4);
-    let name = "refused-down.bin";
-    let len = GIB / 4;
-    let want = seed_server_file(&tb, name, len);
-    in_client(&tb, move |tb, creds| async move {
-        let client = connect(&tb, &creds).await;
-        let share = client.share("plain").await.expect("share");
-        let f = share
-            .open(name, &OpenOptions::new().read(true))
-            .await
-            .expect("open");
-        let progress = Arc::new(AtomicU64::new(0));
-        let reading = {
-            let (f, progress) = (f.clone(), progress.clone());
-            tokio::spawn(async move { download(&f, progress).await })
-        };
-        wait_for_progress(&progress, (len as u64) * 3 / 10).await;
-        let tb2 = tb.clone();
-        fault("cut off", move || {
-            let path = tb2.share_path("plain").join(name);
-            tb2.while_cut_off(|| touch(&path))
-        })
-        .await;
-        let (got_len, got) = reading.await.expect("download task");
-        report(name, &client, Duration::ZERO);
-        assert_eq!(got_len, len as u64);
-        assert!(got == want, "downloaded bytes differ");
-        let fo = client.multichannel().failover;
-        assert_eq!(
-            (fo.opens_reclaimed, fo.opens_reopened, fo.opens_lost),
-            (0, 1, 0),
-            "{fo:#?}"
-        );
-        f.close().await.expect("close");
-    });
+    download_survives(
+        "refused-down.bin",
+        GIB / 4,
+        |tb| {
+            let path = tb.share_path("plain").join("refused-down.bin");
+            tb.while_cut_off(|| touch(&path)).expect("cut off");
+        },
+        Expect::Reopened,
+    );
 }
 
 #[test]

@@ -171,6 +171,15 @@ pub enum ProtocolError {
     /// The server left the client without credits and nothing in flight.
     #[error("server granted no credits")]
     NoCredits,
+    /// A request needs more credits than the connection holds, with nothing in flight that
+    /// could bring more: the server granted too few (waiting would hang forever).
+    #[error("the server granted too few credits: the request needs {needed}, the connection holds {held}")]
+    TooFewCredits {
+        /// Credits the request needs (its CreditCharge, or the sum of a compound's).
+        needed: u32,
+        /// Credits the connection holds.
+        held: u32,
+    },
     /// A reply contradicts what was asked or negotiated.
     #[error("{0}")]
     Unexpected(&'static str),

@@ -21,6 +21,8 @@
 //! Everything here needs root; without it (or without Samba) [`Testbed::start`] returns the
 //! script's message as the error, and tests are expected to fail with it, never skip.
 
+pub mod mitm;
+
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -1323,6 +1325,23 @@ pub fn run_iperf3_client(mut cmd: Command) -> Result<String, String> {
     Ok(text)
 }
 
+/// Write `data` to file `name` on `share` (created or truncated) and close it. Panics on any
+/// error: for tests.
+pub async fn write_file(share: &smb3_client::Share, name: &str, data: bytes::Bytes) {
+    let f = share
+        .open(
+            name,
+            &smb3_client::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true),
+        )
+        .await
+        .expect("create");
+    f.write_at(0, data).await.expect("write");
+    f.close().await.expect("close");
+}
+
 /// Write `data` to a new file `name` on `share`, close it, open it again and read it back (a
 /// little more than its length, so a file that grew shows). Panics on any error: for tests.
 pub async fn write_then_read(
@@ -1331,15 +1350,7 @@ pub async fn write_then_read(
     data: bytes::Bytes,
 ) -> bytes::Bytes {
     use smb3_client::OpenOptions;
-    let f = share
-        .open(
-            name,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .await
-        .expect("create");
-    f.write_at(0, data.clone()).await.expect("write");
-    f.close().await.expect("close");
+    write_file(share, name, data.clone()).await;
     let f = share
         .open(name, &OpenOptions::new().read(true))
         .await

@@ -34,6 +34,13 @@ pub(crate) struct CreditWindow {
     target: u32,
 }
 
+/// Most credits a connection holds (available + in flight). A server may grant more than
+/// asked (MS-SMB2 3.2.5.1.4 has the client add whatever CreditResponse says), but no request
+/// needs more than 128 at once, and a hostile one granting 65535 a reply would otherwise grow
+/// the count until it wrapped. Credits past the cap are left unused, which the server cannot
+/// tell from a client that is not busy.
+const MAX_HELD: u32 = u16::MAX as u32;
+
 /// The server left the client with no credit and nothing in flight: no response can ever
 /// grant more, so the connection is dead (a server bug or an attack).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,10 +100,11 @@ impl CreditWindow {
         granted: u16,
         final_response: bool,
     ) -> Result<(), Starved> {
-        self.available += u32::from(granted);
         if final_response {
             self.in_flight = self.in_flight.saturating_sub(u32::from(charge.max(1)));
         }
+        let room = MAX_HELD.saturating_sub(self.total());
+        self.available += u32::from(granted).min(room);
         self.check_starved()
     }
 
@@ -112,6 +120,24 @@ impl CreditWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_granting_65535_a_reply_fills_the_window_to_the_cap_only() {
+        let mut w = CreditWindow::new(512);
+        for _ in 0..100_000 {
+            let r = w.reserve(1).unwrap();
+            w.on_response(r.charge, u16::MAX, true).unwrap();
+        }
+        assert_eq!(w.total(), MAX_HELD);
+        assert_eq!(w.in_flight(), 0);
+        // In flight counts against the cap too.
+        let r = w.reserve(64).unwrap();
+        w.on_response(1, u16::MAX, false).unwrap();
+        assert_eq!(w.total(), MAX_HELD);
+        // The final reply grants none: the 64 spent are gone.
+        w.on_response(r.charge, 0, true).unwrap();
+        assert_eq!(w.available(), MAX_HELD - 64);
+    }
 
     #[test]
     fn negotiate_uses_id_zero_and_one_credit() {

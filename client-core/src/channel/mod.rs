@@ -604,9 +604,10 @@ impl Channel {
                 }
                 if total_charge > st.credits.total() && st.credits.in_flight() == 0 {
                     // Nothing in flight can bring more credits: waiting would hang forever.
-                    return Err(ProtocolError::Unexpected(
-                        "server granted too few credits for a request of this size",
-                    )
+                    return Err(ProtocolError::TooFewCredits {
+                        needed: total_charge,
+                        held: st.credits.total(),
+                    }
                     .into());
                 }
                 if st.credits.available() >= total_charge {

@@ -87,8 +87,22 @@ pub(crate) async fn call(
     let mut stale_pause = STALE_PAUSE_MIN;
     // Set at the first loss: the request gives up when no channel is usable by then.
     let mut give_up_at: Option<Instant> = None;
+    let charge = template.charge();
     let mut template = Some(template);
     loop {
+        let channel = match session.channels.pick(charge, command) {
+            Ok(channel) => channel,
+            Err(_) => {
+                // No usable channel now (one just failed and the session is coming back):
+                // the request was not sent, so whatever it is it may wait for one.
+                let give_up =
+                    *give_up_at.get_or_insert_with(|| Instant::now() + session.failover_wait);
+                if wait_for_usable_channel(session, give_up).await {
+                    continue;
+                }
+                return Err(Error::ConnectionLost { command });
+            }
+        };
         // Only a request that may be sent again needs a copy kept; one that may not is sent
         // once and returns on any loss, so it is moved out instead of copied.
         let next = if replay.is_safe() {
@@ -109,12 +123,7 @@ pub(crate) async fn call(
                 req.flags |= HeaderFlags::REPLAY_OPERATION;
             }
         }
-        let picked = session.channels.pick(req.charge(), command);
-        let result = match picked {
-            Ok(channel) => channel.call(req).await,
-            Err(e) => Err(e),
-        };
-        match result {
+        match channel.call(req).await {
             Ok(mut resp) => {
                 if resends > 0 {
                     failover.replay_answered(Instant::now());

@@ -1,0 +1,581 @@
+//! A hostile server: the testbed's real smbd behind a man in the middle (`smb3_tests::mitm`)
+//! that breaks one rule per test, or a listener that never behaves. Each test states what the
+//! client must do instead of hanging, panicking or trusting the bytes: a typed error, or the
+//! documented recovery (a connection that broke the protocol is dropped — nothing more from it
+//! is trusted — and the session is set up again on a new one, in-flight requests replayed),
+//! within a stated time. docs/RELIABILITY.md has the table of cases and outcomes.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use smb3_client::{
+    Client, ClientConfig, Error, OpenOptions, ProtocolError, Share, UserCredentials,
+};
+use smb3_tests::mitm::{command, Action, BoxedRule, Direction, Mitm, Smb2};
+use smb3_tests::{client_block_on, Testbed, TestbedConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Every wait of the client under test is bounded by this.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn testbed() -> Testbed {
+    Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"))
+}
+
+/// One channel (the server's other addresses would bypass the proxy), short timeouts.
+fn config() -> ClientConfig {
+    let mut c = ClientConfig::default();
+    c.multichannel = false;
+    c.request_timeout = REQUEST_TIMEOUT;
+    c.connect_timeout = Duration::from_secs(2);
+    c.failover_wait = Duration::from_secs(5);
+    c.allow_guest = true;
+    c
+}
+
+/// An unknown user: Samba maps it to guest, whose session is unsigned, so the proxy can
+/// change replies without breaking a signature.
+fn guest() -> UserCredentials {
+    UserCredentials {
+        user: "no-such-user".into(),
+        domain: String::new(),
+        password: "whatever".into(),
+    }
+}
+
+fn upstream(tb: &Testbed) -> SocketAddr {
+    SocketAddr::from((tb.server_addr(1), 445))
+}
+
+/// Run `test` in the client namespace with a proxy in front of smbd using `rules`.
+fn through_proxy<M, R, F, Fut>(rules: R, test: F)
+where
+    M: smb3_tests::mitm::Mischief + 'static,
+    R: FnMut(u64) -> Option<M> + Send + 'static,
+    F: FnOnce(Arc<Testbed>, Arc<Mitm>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let tb = Arc::new(testbed());
+    let rt = tb.client_runtime();
+    let up = upstream(&tb);
+    let mitm = Arc::new(client_block_on(&rt, Mitm::start(up, rules)));
+    client_block_on(&rt, test(tb.clone(), mitm));
+}
+
+async fn guest_share(mitm: &Mitm) -> (Client, Share) {
+    let client = Client::connect(&mitm.addr().to_string(), &guest(), config())
+        .await
+        .expect("connect through the proxy");
+    let share = client.share("public").await.expect("public share");
+    (client, share)
+}
+
+async fn write_file(share: &Share, name: &str, data: &'static [u8]) {
+    smb3_tests::write_file(share, name, Bytes::from_static(data)).await;
+}
+
+/// Replies after the session is set up (the mischief starts once the client can work).
+fn after_setup(frame: &Smb2) -> bool {
+    !matches!(
+        frame.command(),
+        command::NEGOTIATE | command::SESSION_SETUP | command::TREE_CONNECT
+    )
+}
+
+fn forward(frame: Bytes) -> Vec<Action> {
+    vec![Action::Frame(frame)]
+}
+
+// ---------------------------------------------------------------- servers that never behave
+
+/// Connect to a listener that reads the NEGOTIATE, writes `answer` (raw bytes, its own
+/// framing) and then holds the connection open without another word. Returns the client's
+/// error and how long it took.
+fn connect_to_a_server_that_answers(answer: &'static [u8]) -> (Error, Duration) {
+    let tb = testbed();
+    let rt = tb.client_runtime();
+    client_block_on(&rt, async move {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    let _ = s.write_all(answer).await;
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                });
+            }
+        });
+        let started = Instant::now();
+        let e = Client::connect(&addr.to_string(), &guest(), config())
+            .await
+            .expect_err("connect must fail");
+        (e, started.elapsed())
+    })
+}
+
+#[test]
+fn a_server_that_accepts_and_never_speaks_times_out() {
+    let (e, took) = connect_to_a_server_that_answers(b"");
+    eprintln!("silent server: {e:?} after {took:?}");
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert!(took < REQUEST_TIMEOUT + Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn a_16_mib_length_prefix_followed_by_nothing_times_out() {
+    let (e, took) =
+        connect_to_a_server_that_answers(&[0x00, 0xFF, 0xFF, 0xFF, 0xFE, b'S', b'M', b'B']);
+    eprintln!("slowloris: {e:?} after {took:?}");
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert!(took < REQUEST_TIMEOUT + Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn a_4_gib_length_prefix_is_refused_at_once() {
+    let (e, took) = connect_to_a_server_that_answers(&[0xFF, 0xFF, 0xFF, 0xFF]);
+    eprintln!("4 GiB prefix: {e:?} after {took:?}");
+    assert!(
+        matches!(e, Error::ConnectionLost { .. } | Error::Protocol(_)),
+        "{e:?}"
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+// ---------------------------------------------------------------- credits
+
+#[test]
+fn a_server_that_grants_no_credits_ends_in_a_typed_error() {
+    through_proxy(
+        |_| {
+            Some(|dir, frame: Bytes| {
+                let Some(mut m) = Smb2::of(&frame) else {
+                    return forward(frame);
+                };
+                if dir == Direction::ToClient && after_setup(&m) {
+                    return forward(m.set_credits(0).frame());
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            let started = Instant::now();
+            let mut last = None;
+            // Each reply grants nothing: the credits from the set-up run out.
+            for i in 0..2000 {
+                if let Err(e) = share.metadata(".").await {
+                    last = Some((i, e));
+                    break;
+                }
+            }
+            let (i, e) = last.expect("an error once the credits ran out");
+            eprintln!(
+                "no credits: {e:?} after {i} requests, {:?}; {:#?}",
+                started.elapsed(),
+                client.channels()
+            );
+            // Each metadata is a compound of three: it finds fewer than three left.
+            assert!(
+                matches!(
+                    e,
+                    Error::Protocol(ProtocolError::TooFewCredits { needed: 3, held }) if held < 3
+                ),
+                "{e:?}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(30));
+        },
+    );
+}
+
+#[test]
+fn a_server_that_grants_65535_credits_a_reply_is_held_to_a_sane_window() {
+    through_proxy(
+        |_| {
+            Some(|dir, frame: Bytes| {
+                let Some(mut m) = Smb2::of(&frame) else {
+                    return forward(frame);
+                };
+                if dir == Direction::ToClient && after_setup(&m) {
+                    return forward(m.set_credits(65535).frame());
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            for i in 0..50 {
+                write_file(&share, &format!("many-credits-{i}"), b"x").await;
+            }
+            let credits = client.channels()[0].credits;
+            eprintln!("65535 per reply: the client holds {credits} credits");
+            assert!(credits <= 65535, "{credits}");
+        },
+    );
+}
+
+#[test]
+fn a_credit_charge_that_differs_from_the_request_is_ignored() {
+    through_proxy(
+        |_| {
+            Some(|dir, frame: Bytes| {
+                let Some(mut m) = Smb2::of(&frame) else {
+                    return forward(frame);
+                };
+                if dir == Direction::ToClient && after_setup(&m) {
+                    return forward(m.set_credit_charge(7).frame());
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            write_file(&share, "charge.txt", b"charged").await;
+            let f = share
+                .open("charge.txt", &OpenOptions::new().read(true))
+                .await
+                .expect("open");
+            assert_eq!(&f.read_at(0, 100).await.expect("read")[..], b"charged");
+            assert_eq!(client.multichannel().failover.channel_losses, 0);
+        },
+    );
+}
+
+// ---------------------------------------------------------------- framing and offsets
+
+/// Break the first reply of `which` with `spoil`; everything else passes. Returns the rules.
+fn spoil_first(which: u16, spoil: fn(&mut Smb2)) -> impl FnMut(u64) -> Option<BoxedRule> {
+    let done = Arc::new(AtomicBool::new(false));
+    move |_| {
+        let done = done.clone();
+        Some(Box::new(move |dir, frame: Bytes| {
+            let Some(mut m) = Smb2::of(&frame) else {
+                return forward(frame);
+            };
+            if dir == Direction::ToClient
+                && m.command() == which
+                && !done.swap(true, Ordering::SeqCst)
+            {
+                spoil(&mut m);
+                return forward(m.frame());
+            }
+            forward(frame)
+        })
+            as Box<dyn FnMut(Direction, Bytes) -> Vec<Action> + Send>)
+    }
+}
+
+/// `name` holding `data`, opened for reading.
+async fn file_to_read(share: &Share, name: &str, data: &'static [u8]) -> smb3_client::File {
+    write_file(share, name, data).await;
+    share
+        .open(name, &OpenOptions::new().read(true))
+        .await
+        .expect("open")
+}
+
+/// A reply that breaks the framing rules loses its connection (nothing more from it is
+/// trusted); the session comes back on a new one and the READ is replayed there, so the
+/// caller gets its bytes.
+fn framing_error_is_survived(spoil: fn(&mut Smb2)) {
+    through_proxy(spoil_first(command::READ, spoil), |_, mitm| async move {
+        let (client, share) = guest_share(&mitm).await;
+        let f = file_to_read(&share, "framing.txt", b"12345").await;
+        let started = Instant::now();
+        let got = f.read_at(0, 5).await.expect("read");
+        let fo = client.multichannel().failover;
+        eprintln!("recovered in {:?}; {fo:#?}", started.elapsed());
+        assert_eq!(&got[..], b"12345");
+        assert_eq!(fo.channel_losses, 1, "{fo:#?}");
+        assert_eq!(mitm.connections(), 2);
+        assert!(started.elapsed() < Duration::from_secs(10));
+    });
+}
+
+#[test]
+fn next_command_past_the_end_of_the_frame_drops_the_connection_and_is_survived() {
+    framing_error_is_survived(|m| {
+        let len = m.0.len() as u32;
+        m.set_next_command((len + 64).next_multiple_of(8));
+    });
+}
+
+#[test]
+fn next_command_pointing_into_its_own_header_drops_the_connection_and_is_survived() {
+    framing_error_is_survived(|m| {
+        m.set_next_command(8);
+    });
+}
+
+#[test]
+fn a_reply_for_a_message_id_never_sent_drops_the_connection_and_is_survived() {
+    framing_error_is_survived(|m| {
+        let id = m.message_id();
+        m.set_message_id(id + 1_000_000);
+    });
+}
+
+#[test]
+fn a_read_whose_data_offset_points_outside_the_frame_is_a_decode_error() {
+    through_proxy(
+        spoil_first(command::READ, |m| {
+            // READ response: DataOffset is the byte after StructureSize (64 + 2).
+            m.0[66] = 0xF0;
+        }),
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            let f = file_to_read(&share, "offset.txt", b"abcdef").await;
+            let e = f.read_at(0, 6).await.expect_err("a malformed READ reply");
+            eprintln!("bad DataOffset: {e:?}");
+            assert!(
+                matches!(e, Error::Protocol(ProtocolError::Decode { .. })),
+                "{e:?}"
+            );
+            // The connection itself is fine: the next read works on it.
+            assert_eq!(&f.read_at(0, 6).await.expect("read")[..], b"abcdef");
+            assert_eq!(client.multichannel().failover.channel_losses, 0);
+        },
+    );
+}
+
+#[test]
+fn a_reply_sent_twice_drops_the_connection_and_is_survived() {
+    let done = Arc::new(AtomicBool::new(false));
+    through_proxy(
+        move |_| {
+            let done = done.clone();
+            Some(move |dir, frame: Bytes| {
+                let twice = Smb2::of(&frame)
+                    .is_some_and(|m| dir == Direction::ToClient && m.command() == command::READ);
+                if twice && !done.swap(true, Ordering::SeqCst) {
+                    return vec![Action::Frame(frame.clone()), Action::Frame(frame)];
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            let f = file_to_read(&share, "twice.txt", b"12").await;
+            assert_eq!(&f.read_at(0, 2).await.expect("read")[..], b"12");
+            // The duplicate drops the connection when it arrives; the next read goes to the
+            // session set up again.
+            let started = Instant::now();
+            assert_eq!(&f.read_at(0, 2).await.expect("read again")[..], b"12");
+            let fo = client.multichannel().failover;
+            eprintln!("reply twice: {fo:#?}");
+            assert_eq!(fo.channel_losses, 1, "{fo:#?}");
+            assert_eq!(mitm.connections(), 2);
+            assert!(started.elapsed() < Duration::from_secs(10));
+        },
+    );
+}
+
+// ---------------------------------------------------------------- signatures and sealing
+
+/// The test user's signed session through a proxy that applies `spoil` to the first READ
+/// reply: that READ fails with `BadSignature` (it is not replayed: the server may have acted
+/// on it and said something else), the connection is dropped, the session comes back and the
+/// next READ works.
+fn signed_reply_refused(spoil: fn(&mut Smb2)) {
+    through_proxy(spoil_first(command::READ, spoil), |tb, mitm| async move {
+        let client = Client::connect(&mitm.addr().to_string(), &tb.credentials(), config())
+            .await
+            .expect("connect");
+        assert!(client.signing().is_some());
+        let share = client.share("plain").await.expect("share");
+        let f = file_to_read(&share, "signed.txt", b"signed").await;
+        let e = f
+            .read_at(0, 6)
+            .await
+            .expect_err("a reply that does not verify");
+        eprintln!("spoiled signature: {e:?}");
+        assert!(
+            matches!(e, Error::Protocol(ProtocolError::BadSignature { .. })),
+            "{e:?}"
+        );
+        assert_eq!(&f.read_at(0, 6).await.expect("read after")[..], b"signed");
+        assert_eq!(mitm.connections(), 2);
+    });
+}
+
+#[test]
+fn a_reply_with_a_wrong_signature_is_refused() {
+    signed_reply_refused(|m| {
+        m.spoil_signature();
+    });
+}
+
+#[test]
+fn a_signed_session_answered_unsigned_is_refused() {
+    signed_reply_refused(|m| {
+        m.unsign();
+    });
+}
+
+#[test]
+fn an_encrypted_reply_with_a_wrong_nonce_or_session_drops_the_connection_and_is_survived() {
+    // TRANSFORM_HEADER (MS-SMB2 2.2.41): Nonce at 20, SessionId at 44.
+    for (what, at) in [("nonce", 20usize), ("session id", 44)] {
+        let sealed_replies = Arc::new(AtomicU32::new(0));
+        let count = sealed_replies.clone();
+        through_proxy(
+            move |_| {
+                let count = count.clone();
+                Some(move |dir, frame: Bytes| {
+                    // Sealed replies: the CREATE of the open, then the READ, spoiled.
+                    let sealed = frame.len() > 52 && frame[..4] == [0xFD, b'S', b'M', b'B'];
+                    if dir == Direction::ToClient
+                        && sealed
+                        && count.fetch_add(1, Ordering::SeqCst) == 1
+                    {
+                        let mut f = frame.to_vec();
+                        f[at] ^= 0x55;
+                        return forward(Bytes::from(f));
+                    }
+                    forward(frame)
+                })
+            },
+            move |tb, mitm| async move {
+                let client = Client::connect(&mitm.addr().to_string(), &tb.credentials(), config())
+                    .await
+                    .expect("connect");
+                let share = client.share("encrypted").await.expect("encrypted share");
+                let f = share
+                    .open(
+                        "sealed.txt",
+                        &OpenOptions::new().read(true).write(true).create(true),
+                    )
+                    .await
+                    .expect("create");
+                let started = Instant::now();
+                let got = f.read_at(0, 10).await;
+                let fo = client.multichannel().failover;
+                eprintln!(
+                    "{what} spoiled: {:?} in {:?}; {fo:#?}",
+                    got,
+                    started.elapsed()
+                );
+                assert!(got.expect("read").is_empty());
+                assert_eq!(fo.channel_losses, 1, "{fo:#?}");
+                assert_eq!(mitm.connections(), 2);
+                assert!(started.elapsed() < Duration::from_secs(10));
+            },
+        );
+        assert!(sealed_replies.load(Ordering::SeqCst) >= 2, "{what}");
+    }
+}
+
+// ---------------------------------------------------------------- unsolicited and unanswered
+
+/// A lease break notification (MS-SMB2 2.2.23.2) for `key`: MessageId 0xFFFFFFFFFFFFFFFF,
+/// command OPLOCK_BREAK, a 44-byte body asking to go from RWH to nothing, ack required.
+fn lease_break_for(key: [u8; 16]) -> Bytes {
+    let mut f = Vec::with_capacity(64 + 44);
+    f.extend_from_slice(&[0xFE, b'S', b'M', b'B']);
+    f.extend_from_slice(&64u16.to_le_bytes()); // StructureSize
+    f.extend_from_slice(&0u16.to_le_bytes()); // CreditCharge
+    f.extend_from_slice(&0u32.to_le_bytes()); // Status
+    f.extend_from_slice(&0x12u16.to_le_bytes()); // OPLOCK_BREAK
+    f.extend_from_slice(&0u16.to_le_bytes()); // CreditResponse
+    f.extend_from_slice(&1u32.to_le_bytes()); // SMB2_FLAGS_SERVER_TO_REDIR
+    f.extend_from_slice(&0u32.to_le_bytes()); // NextCommand
+    f.extend_from_slice(&u64::MAX.to_le_bytes()); // MessageId
+    f.extend_from_slice(&[0u8; 4 + 4 + 8 + 16]); // Reserved, TreeId, SessionId, Signature
+    f.extend_from_slice(&44u16.to_le_bytes()); // StructureSize
+    f.extend_from_slice(&1u16.to_le_bytes()); // NewEpoch
+    f.extend_from_slice(&1u32.to_le_bytes()); // SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED
+    f.extend_from_slice(&key);
+    f.extend_from_slice(&7u32.to_le_bytes()); // CurrentLeaseState: RWH
+    f.extend_from_slice(&0u32.to_le_bytes()); // NewLeaseState: none
+    f.extend_from_slice(&[0u8; 12]); // BreakReason, AccessMaskHint, ShareMaskHint
+    Bytes::from(f)
+}
+
+#[test]
+fn a_lease_break_for_an_unknown_lease_key_harms_nothing() {
+    let injected = Arc::new(AtomicBool::new(false));
+    let flag = injected.clone();
+    through_proxy(
+        move |_| {
+            let flag = flag.clone();
+            Some(move |dir, frame: Bytes| {
+                let read = Smb2::of(&frame)
+                    .is_some_and(|m| dir == Direction::ToClient && m.command() == command::READ);
+                if read && !flag.swap(true, Ordering::SeqCst) {
+                    return vec![
+                        Action::Frame(frame),
+                        Action::Frame(lease_break_for([0xAB; 16])),
+                    ];
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            let f = file_to_read(&share, "leased.txt", b"lease").await;
+            for _ in 0..20 {
+                assert_eq!(&f.read_at(0, 5).await.expect("read")[..], b"lease");
+            }
+            f.close().await.expect("close");
+            write_file(&share, "after-break.txt", b"ok").await;
+            let fo = client.multichannel().failover;
+            assert_eq!(fo.channel_losses, 0, "{fo:#?}");
+            assert_eq!(mitm.connections(), 1);
+        },
+    );
+    assert!(injected.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_cancel_the_server_never_answers_leaves_the_session_working() {
+    const CANCELLED: u32 = 0xC000_0120;
+    through_proxy(
+        |_| {
+            Some(|dir, frame: Bytes| {
+                // Swallow the final reply a CANCEL earns (STATUS_CANCELLED).
+                if dir == Direction::ToClient
+                    && Smb2::of(&frame).is_some_and(|m| m.status() == CANCELLED)
+                {
+                    return vec![];
+                }
+                forward(frame)
+            })
+        },
+        |_, mitm| async move {
+            let (client, share) = guest_share(&mitm).await;
+            share.create_dir("watched").await.expect("mkdir");
+            let mut watch = share
+                .watch("watched", smb3_client::WatchFilter::NAMES, false)
+                .await
+                .expect("watch");
+            // Wait until the server parked the request (interim reply), then give up on it.
+            let waited = tokio::time::timeout(Duration::from_millis(300), watch.next()).await;
+            assert!(waited.is_err(), "no change was expected");
+            drop(watch);
+            let started = Instant::now();
+            while client.channels()[0].cancels_sent == 0
+                && started.elapsed() < Duration::from_secs(5)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(client.channels()[0].cancels_sent, 1);
+            // The session goes on, nothing is taken for lost.
+            let f = file_to_read(&share, "after-cancel.txt", b"fine").await;
+            for _ in 0..20 {
+                assert_eq!(&f.read_at(0, 4).await.expect("read")[..], b"fine");
+            }
+            let info = &client.channels()[0];
+            eprintln!(
+                "unanswered CANCEL: outstanding {} credits {}",
+                info.outstanding, info.credits
+            );
+            let fo = client.multichannel().failover;
+            assert_eq!(fo.channel_losses, 0, "{fo:#?}");
+        },
+    );
+}

@@ -321,7 +321,7 @@ where
 
 /// An acknowledgment to send, and the tree to send it on.
 #[derive(Debug)]
-enum Ack {
+pub(crate) enum Ack {
     Lease {
         ack: LeaseBreakAck,
         tree: Option<TreeContext>,
@@ -339,7 +339,7 @@ enum Ack {
 /// know (its last open just closed) is acknowledged anyway if asked, so the server does not
 /// wait on us. Oplocks are never requested, but an oplock break (3.2.5.19.1) is acknowledged
 /// at the level offered, just in case. Malformed messages are logged and dropped.
-fn plan_ack(table: &LeaseTable, msg: &Bytes) -> Option<Ack> {
+pub(crate) fn plan_ack(table: &LeaseTable, msg: &Bytes) -> Option<Ack> {
     let notification = match BreakNotification::decode(msg) {
         Ok(n) => n,
         Err(e) => {

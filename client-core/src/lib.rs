@@ -40,6 +40,8 @@ mod durable;
 mod error;
 mod failover;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 mod lease;
 mod multichannel;
 mod orphans;

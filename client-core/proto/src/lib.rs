@@ -7,6 +7,8 @@
 pub mod codec;
 pub mod crypto;
 pub mod dialect;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod header;
 pub mod msg;
 pub mod replay;

@@ -20,6 +20,7 @@ mod cancel;
 mod credits;
 mod frame;
 pub(crate) mod frame_buffers;
+pub(crate) mod fuzz;
 mod writer;
 
 #[cfg(test)]

@@ -241,6 +241,18 @@ impl File {
             .map(|_| ())
     }
 
+    /// Send SET_INFO with `info` on this handle (the `fs_ops` setters use it).
+    pub(crate) async fn set_file_info<T: smb3_proto::msg::fscc::SetFileInfo>(
+        &self,
+        info: &T,
+    ) -> Result<()> {
+        let req = SetInfoRequest::file_info(self.inner.state.file_id(), info);
+        self.call(&req, &[])
+            .await
+            .map_err(|e| self.err(e))
+            .map(|_| ())
+    }
+
     /// Ask the server to flush the file to stable storage.
     pub async fn flush(&self) -> Result<()> {
         let req = FlushRequest {

@@ -40,6 +40,7 @@ mod durable;
 mod error;
 mod failover;
 mod file;
+mod fs_ops;
 mod lease;
 mod multichannel;
 mod orphans;
@@ -56,6 +57,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
+pub use fs_ops::FileTimes;
 pub use lease::LeaseCaching;
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,

@@ -108,6 +108,7 @@ pub mod echo;
 pub mod error;
 pub mod flush;
 pub mod fscc;
+pub mod fscc_link;
 pub mod ioctl;
 pub mod logoff;
 pub mod negotiate;

@@ -663,18 +663,14 @@ fn background_mount_umount_and_mount_helper() {
     no_open_files(&tb);
     drop(m);
 
-    // mount -t fuse.smbfuse, as fstab does: mount.fuse3 runs `smbfuse SOURCE MP -o OPTS`.
+    // mount(8) through mount.fuse3, as fstab does: mount.fuse3 runs `smbfuse SOURCE MP -o
+    // OPTS` (with `-t fuse.smbfuse` found on mount's PATH; here `-t fuse PROGRAM#SOURCE`
+    // names the binary under test, the same helper and command line otherwise).
     let mp = scratch("mnt4");
-    let bin_dir = Path::new(SMBFUSE).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let unc = format!("//{}/plain/", tb.server_addr(1));
+    let unc = format!("{SMBFUSE}#//{}/plain/", tb.server_addr(1));
     let mut cmd = Command::new("nsenter");
     cmd.arg(format!("--net=/run/netns/{}", tb.client_ns()))
-        .args(["--", "mount", "-t", "fuse.smbfuse", &unc])
+        .args(["--", "mount", "-t", "fuse", &unc])
         .arg(&mp)
         .args([
             "-o",
@@ -684,7 +680,6 @@ fn background_mount_umount_and_mount_helper() {
                 tb.domain()
             ),
         ])
-        .env("PATH", path)
         .env("SMB_PASSWORD", tb.password());
     let guard = Mounted {
         mp: mp.clone(),

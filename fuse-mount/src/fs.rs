@@ -483,7 +483,10 @@ impl SmbFs {
     /// MKNOD: regular files only (SMB has no device, FIFO or socket files: EPERM).
     pub async fn mknod(&self, parent: u64, name: &str, mode: u32) -> FsResult<Attr> {
         self.writable()?;
-        if mode & libc::S_IFMT as u32 != libc::S_IFREG as u32 {
+        // mode_t is u16 on macOS: the casts are needed there.
+        #[allow(clippy::unnecessary_cast)]
+        let (fmt, reg) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
+        if mode & fmt != reg {
             return Err(FsError::new(libc::EPERM));
         }
         let path = self.child_of(parent, name)?;

@@ -11,12 +11,12 @@ use bytes::Bytes;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLock, ReplyOpen, ReplyStatfs,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use tokio::runtime::Handle;
 
-use crate::fs::{Attr, FsError, Kind, OpenMode, SetAttr, SmbFs};
+use crate::fs::{Attr, FsError, Kind, LockType, OpenMode, SetAttr, SmbFs};
 
 /// Kernel-facing settings.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +27,9 @@ pub struct KernelSettings {
     pub max_readahead: u32,
     /// Bypass the page cache (cache=none).
     pub direct_io: bool,
+    /// Send fcntl and flock locks to the server as SMB2 LOCKs (off with `nobrl`: the kernel
+    /// then keeps locks on this machine only).
+    pub server_locks: bool,
 }
 
 /// `fuser::Filesystem` over an [`SmbFs`].
@@ -116,6 +119,15 @@ fn time(t: TimeOrNow) -> SystemTime {
 
 const GEN: Generation = Generation(0);
 
+fn lock_type(typ: i32) -> Option<LockType> {
+    match typ {
+        libc::F_RDLCK => Some(LockType::Read),
+        libc::F_WRLCK => Some(LockType::Write),
+        libc::F_UNLCK => Some(LockType::Unlock),
+        _ => None,
+    }
+}
+
 macro_rules! name_or_reply {
     ($name:expr, $reply:expr) => {
         match utf8($name) {
@@ -133,15 +145,20 @@ impl Filesystem for FuseAdapter {
         if let Err(max) = config.set_max_write(self.kernel.max_write) {
             tracing::info!(max, "kernel caps max_write");
         }
+        // The kernel's offer caps this (see `mount::set_readahead` for the real window).
         if let Err(max) = config.set_max_readahead(self.kernel.max_readahead) {
             let _ = config.set_max_readahead(max);
         }
         // READDIRPLUS: `ls -l` gets every entry's attributes with the names, in one listing.
-        for cap in [
+        let mut caps = vec![
             InitFlags::FUSE_DO_READDIRPLUS,
             InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_PARALLEL_DIROPS,
-        ] {
+        ];
+        if self.kernel.server_locks {
+            caps.extend([InitFlags::FUSE_POSIX_LOCKS, InitFlags::FUSE_FLOCK_LOCKS]);
+        }
+        for cap in caps {
             if config.add_capabilities(cap).is_err() {
                 tracing::info!(?cap, "kernel lacks a FUSE capability");
             }
@@ -404,11 +421,12 @@ impl Filesystem for FuseAdapter {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _lock_owner: LockOwner,
+        lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        let owner = self.kernel.server_locks.then_some(lock_owner.0);
         self.spawn(move |fs| async move {
-            match fs.flush(fh.0).await {
+            match fs.flush(fh.0, owner).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(errno(&e)),
             }
@@ -551,6 +569,54 @@ impl Filesystem for FuseAdapter {
         reply: ReplyEmpty,
     ) {
         reply.ok();
+    }
+
+    fn setlk(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        let Some(typ) = lock_type(typ) else {
+            return reply.error(Errno::EINVAL);
+        };
+        self.spawn(move |fs| async move {
+            match fs.setlk(fh.0, lock_owner.0, start, end, typ, sleep).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn getlk(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        reply: ReplyLock,
+    ) {
+        let Some(t) = lock_type(typ) else {
+            return reply.error(Errno::EINVAL);
+        };
+        self.spawn(move |fs| async move {
+            match fs.getlk(fh.0, lock_owner.0, start, end, t).await {
+                Ok(None) => reply.locked(start, end, libc::F_UNLCK, 0),
+                Ok(Some((s, e, _))) => reply.locked(s, e, libc::F_WRLCK, 0),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

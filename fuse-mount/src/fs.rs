@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use smb3_client::{Error, File, FileTimes, Metadata, NtStatus, OpenOptions, Share};
+use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOptions, Share};
 
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
+use crate::write_behind::{Budget, WriteBehind};
 
 /// How the file system presents itself.
 #[derive(Clone, Debug)]
@@ -34,6 +35,9 @@ pub struct FsConfig {
     pub read_only: bool,
     /// Retry operations the server did not answer because it was unreachable (`hard`).
     pub hard: bool,
+    /// Bytes of writes kept in flight behind the applications, for the whole mount
+    /// (`write_behind=`); 0 sends each write before answering it.
+    pub write_behind: u64,
 }
 
 impl Default for FsConfig {
@@ -46,6 +50,7 @@ impl Default for FsConfig {
             ttl: Duration::from_secs(1),
             read_only: false,
             hard: false,
+            write_behind: 64 << 20,
         }
     }
 }
@@ -208,6 +213,43 @@ struct OpenFile {
     /// close, over a time set meanwhile (through this handle or the path), which would undo
     /// `cp -a`, `tar -x` and `touch` on a file being written. A later write cancels them.
     pending_times: Mutex<Option<FileTimes>>,
+    /// Its writes in flight (write-behind).
+    wb: Arc<WriteBehind>,
+    /// Byte-range locks held through this handle, by lock owner; the async mutex also puts
+    /// the handle's lock requests in order.
+    locks: tokio::sync::Mutex<Vec<Held>>,
+}
+
+/// A lock held on the server through one handle, for one POSIX lock owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    start: u64,
+    /// Exclusive end.
+    end: u64,
+    kind: LockKind,
+    owner: u64,
+}
+
+/// A POSIX lock request's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// F_RDLCK.
+    Read,
+    /// F_WRLCK.
+    Write,
+    /// F_UNLCK.
+    Unlock,
+}
+
+/// Attempts of a waiting lock (F_SETLKW, flock) each bounded by the library's request
+/// timeout, before EINTR is returned.
+const LOCK_WAIT_ATTEMPTS: u32 = 60;
+
+fn lock_refused(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::LOCK_NOT_GRANTED | NtStatus::FILE_LOCK_CONFLICT)
+    )
 }
 
 /// The mounted share.
@@ -220,6 +262,8 @@ pub struct SmbFs {
     files: Mutex<HashMap<u64, Arc<OpenFile>>>,
     dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
+    /// Write-behind's memory budget; `None` when it is off.
+    budget: Option<Budget>,
 }
 
 impl std::fmt::Debug for SmbFs {
@@ -262,11 +306,12 @@ impl SmbFs {
         SmbFs {
             share,
             prefix,
-            cfg,
             inodes: Mutex::new(InodeTable::new()),
             files: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
+            cfg,
         }
     }
 
@@ -410,6 +455,7 @@ impl SmbFs {
     /// GETATTR, through the open handle `fh` when there is one (so an unlinked open file
     /// still answers).
     pub async fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
+        self.drain_ino(ino).await;
         if let Some(h) = fh.and_then(|fh| self.handle(fh).ok()) {
             let m = self.retry(|| h.file.metadata()).await?;
             return Ok(self.attr(ino, &m));
@@ -427,6 +473,7 @@ impl SmbFs {
         if changes {
             self.writable()?;
         }
+        self.drain_ino(ino).await;
         let path = self.path_of(ino);
         let handle = fh
             .and_then(|fh| self.handle(fh).ok())
@@ -584,9 +631,27 @@ impl SmbFs {
             writable,
             ino,
             pending_times: Mutex::new(None),
+            wb: Arc::new(WriteBehind::default()),
+            locks: tokio::sync::Mutex::new(Vec::new()),
         };
         self.files.lock().unwrap().insert(fh, Arc::new(h));
         fh
+    }
+
+    /// Wait for the writes in flight on every handle of `ino` (before reading the file or
+    /// its size from the server).
+    async fn drain_ino(&self, ino: u64) {
+        let handles: Vec<_> = self
+            .files
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|h| h.ino == ino && h.writable)
+            .cloned()
+            .collect();
+        for h in handles {
+            h.wb.drain().await;
+        }
     }
 
     /// Remember `times` on every handle open for writing on `ino` (see `pending_times`).
@@ -656,13 +721,137 @@ impl SmbFs {
         }
         let len = data.len() as u32;
         h.pending_times.lock().unwrap().take();
-        self.retry(|| h.file.write_at(offset, data.clone())).await?;
+        match &self.budget {
+            Some(budget) => h.wb.write(&h.file, budget, offset, data).await?,
+            None => {
+                if let Some(e) = h.wb.take_error() {
+                    return Err(e);
+                }
+                self.retry(|| h.file.write_at(offset, data.clone())).await?
+            }
+        }
         Ok(len)
     }
 
-    /// FLUSH (every close(2) of a descriptor): writes are already on the server.
-    pub async fn flush(&self, fh: u64) -> FsResult<()> {
-        self.handle(fh).map(drop)
+    /// FLUSH (every close(2) of a descriptor): wait for the writes in flight and report a
+    /// failure among them.
+    /// POSIX: closing any descriptor of a file drops the closing process's locks on it, so
+    /// the locks of `lock_owner` on this handle are released too.
+    pub async fn flush(&self, fh: u64, lock_owner: Option<u64>) -> FsResult<()> {
+        let h = self.handle(fh)?;
+        let written = h.wb.settle().await;
+        if let Some(owner) = lock_owner {
+            let has = h.locks.lock().await.iter().any(|l| l.owner == owner);
+            if has {
+                self.setlk(fh, owner, 0, u64::MAX, LockType::Unlock, false)
+                    .await?;
+            }
+        }
+        written
+    }
+
+    /// SETLK / SETLKW: take or release the POSIX lock of `owner` on bytes `start..=end`
+    /// (`sleep`: wait for it). Mapped onto SMB2 LOCK, which neither splits, merges nor
+    /// converts locks: the owner's locks overlapping the range are released first and what
+    /// lies outside the range is locked again, then the new lock is taken. Releasing waits
+    /// for the handle's writes in flight, so another client that gets the lock next reads
+    /// them.
+    pub async fn setlk(
+        &self,
+        fh: u64,
+        owner: u64,
+        start: u64,
+        end: u64,
+        typ: LockType,
+        sleep: bool,
+    ) -> FsResult<()> {
+        let h = self.handle(fh)?;
+        let end = end.saturating_add(1).max(start + 1);
+        let mut held = h.locks.lock().await;
+        h.wb.settle().await?;
+        let mut keep = Vec::with_capacity(held.len());
+        let mut relock = Vec::new();
+        for l in held.drain(..) {
+            if l.owner == owner && l.start < end && start < l.end {
+                if let Err(e) = h.file.unlock(l.start, l.end - l.start).await {
+                    tracing::debug!(error = %e, "unlock");
+                }
+                if l.start < start {
+                    relock.push(Held { end: start, ..l });
+                }
+                if end < l.end {
+                    relock.push(Held { start: end, ..l });
+                }
+            } else {
+                keep.push(l);
+            }
+        }
+        for r in relock {
+            match h.file.lock(r.start, r.end - r.start, r.kind, false).await {
+                Ok(()) => keep.push(r),
+                Err(e) => tracing::warn!(error = %e, "re-locking the rest of a range failed"),
+            }
+        }
+        *held = keep;
+        let kind = match typ {
+            LockType::Unlock => return Ok(()),
+            LockType::Read => LockKind::Shared,
+            LockType::Write => LockKind::Exclusive,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match h.file.lock(start, end - start, kind, sleep).await {
+                Ok(()) => {
+                    held.push(Held {
+                        start,
+                        end,
+                        kind,
+                        owner,
+                    });
+                    return Ok(());
+                }
+                Err(e) if lock_refused(&e) => return Err(FsError::new(libc::EAGAIN)),
+                Err(Error::Timeout { .. }) if sleep && attempt < LOCK_WAIT_ATTEMPTS => {}
+                Err(Error::Timeout { .. }) if sleep => return Err(FsError::new(libc::EINTR)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// GETLK: whether `owner` could take the lock; `None` if so, else the range and type of
+    /// a conflicting lock (SMB does not say whose, nor exactly where: the asked range is
+    /// reported as write-locked).
+    pub async fn getlk(
+        &self,
+        fh: u64,
+        owner: u64,
+        start: u64,
+        end: u64,
+        typ: LockType,
+    ) -> FsResult<Option<(u64, u64, LockType)>> {
+        let h = self.handle(fh)?;
+        let kind = match typ {
+            LockType::Unlock => return Ok(None),
+            LockType::Read => LockKind::Shared,
+            LockType::Write => LockKind::Exclusive,
+        };
+        let end_x = end.saturating_add(1).max(start + 1);
+        let held = h.locks.lock().await;
+        // Locks of this handle would answer for themselves; POSIX never reports the
+        // asking process's own locks, and other owners on one handle are not told apart.
+        if held.iter().any(|l| l.start < end_x && start < l.end) {
+            let _ = owner;
+            return Ok(None);
+        }
+        match h.file.lock(start, end_x - start, kind, false).await {
+            Ok(()) => {
+                let _ = h.file.unlock(start, end_x - start).await;
+                Ok(None)
+            }
+            Err(e) if lock_refused(&e) => Ok(Some((start, end, LockType::Write))),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// FSYNC: ask the server to put the file on stable storage.
@@ -671,6 +860,7 @@ impl SmbFs {
         if !h.writable {
             return Ok(());
         }
+        h.wb.settle().await?;
         Ok(self.retry(|| h.file.flush()).await?)
     }
 
@@ -678,7 +868,9 @@ impl SmbFs {
     pub async fn release(&self, fh: u64) -> FsResult<()> {
         let h = self.files.lock().unwrap().remove(&fh);
         if let Some(h) = h {
+            let written = h.wb.settle().await;
             h.file.clone().close().await?;
+            written?;
             let pending = h.pending_times.lock().unwrap().take();
             if let Some(times) = pending {
                 if let Err(e) = self.share.set_times(h.file.path(), &times).await {
@@ -748,6 +940,9 @@ impl SmbFs {
     pub async fn shutdown(&self) {
         let files: Vec<_> = self.files.lock().unwrap().drain().map(|(_, h)| h).collect();
         for h in files {
+            if let Err(e) = h.wb.settle().await {
+                tracing::warn!(path = h.file.path(), error = %e, "a write failed before unmount");
+            }
             if let Err(e) = h.file.clone().close().await {
                 tracing::warn!(path = h.file.path(), error = %e, "close at unmount failed");
             }

@@ -15,3 +15,4 @@ pub mod fs;
 pub mod inode;
 pub mod mount;
 pub mod options;
+pub mod write_behind;

@@ -35,8 +35,8 @@ pub const EXIT_USAGE: i32 = 2;
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1, seal, actimeo=SECONDS, cache=strict|none, rsize=, wsize=,\n  \
-        hard|soft, max_channels=, channels_per_nic=, nomultichannel, dispatch=, port=,\n  \
-        krb5_realm=, kdc=, spn_host=, ntlm_fallback, allow_other, allow_root,\n  \
+        hard|soft, nobrl, write_behind=, max_channels=, channels_per_nic=,\n  \
+        nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=, ntlm_fallback, allow_other, allow_root,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
         and the generic nodev, nosuid, noexec, noatime, _netdev, nofail, ...\n\
         The password comes from SMB_PASSWORD or the credentials file, never the command line."
@@ -213,6 +213,7 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
         ttl: opts.actimeo,
         read_only: opts.read_only,
         hard: opts.hard,
+        write_behind: opts.write_behind,
     };
     let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
     Ok(Prepared {
@@ -279,6 +280,7 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         max_write: opts.max_write,
         max_readahead: opts.max_readahead,
         direct_io: opts.cache == CacheMode::None,
+        server_locks: opts.server_locks,
     };
     let adapter = FuseAdapter::new(fs.clone(), rt.handle().clone(), kernel);
     let session = match fuser::Session::new(adapter, &mountpoint, &fuse_config(&opts, &remote)) {
@@ -294,6 +296,8 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         }
     };
     tracing::info!(source = %remote.display(), mountpoint = %mountpoint.display(), "mounted");
+    #[cfg(target_os = "linux")]
+    set_readahead(&mountpoint, opts.max_readahead);
     if daemon_child {
         daemon::ready();
     }
@@ -318,6 +322,32 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     }
     rt.shutdown_timeout(Duration::from_secs(1));
     EXIT_OK
+}
+
+/// The kernel reads ahead at most what its FUSE INIT offered (128 KiB by default), however
+/// much the file system asks for; the window is the backing device's `read_ahead_kb`, which
+/// root may raise. A sequential reader then has several 1 MiB READs in flight, split by the
+/// library over the channels. Found through /proc/self/mountinfo (a stat of the mount point
+/// would wait on this very file system).
+#[cfg(target_os = "linux")]
+fn set_readahead(mp: &Path, bytes: u32) {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let want = mp.to_string_lossy();
+    let Some(dev) = info
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(|f| f.len() > 4 && f[4] == want.as_ref())
+        .map(|f| f[2].to_string())
+        .last()
+    else {
+        return;
+    };
+    let path = format!("/sys/class/bdi/{dev}/read_ahead_kb");
+    if let Err(e) = std::fs::write(&path, format!("{}", bytes / 1024)) {
+        tracing::info!(path, error = %e, "cannot set the read-ahead window");
+    }
 }
 
 async fn wait_for_signal() {

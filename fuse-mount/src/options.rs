@@ -72,18 +72,31 @@ pub struct MountOptions {
     pub default_permissions: bool,
     /// `ro` (`rw` is the default).
     pub read_only: bool,
-    /// `max_readahead=` bytes (default and kernel maximum 1 MiB).
+    /// `max_readahead=` bytes: the kernel's read-ahead window for sequential readers
+    /// (default 8 MiB, at most 64 MiB).
     pub max_readahead: u32,
     /// `max_write=` bytes per FUSE WRITE (default and kernel maximum 1 MiB).
     pub max_write: u32,
     /// `threads=`: FUSE request threads (Linux; default 4).
     pub threads: usize,
+    /// `nobrl`: keep fcntl/flock locks on this machine only (`brl`, the default, sends them
+    /// to the server as SMB2 LOCKs).
+    pub server_locks: bool,
+    /// `write_behind=`: bytes of writes in flight behind the applications, per mount
+    /// (default 64M; 0 answers each write only once the server has it).
+    pub write_behind: u64,
     /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
     pub kernel_flags: Vec<String>,
 }
 
 /// 1 MiB: the largest FUSE request the kernel sends (256 pages).
 pub const MAX_FUSE_IO: u32 = 1 << 20;
+
+/// Largest read-ahead window accepted (64 MiB).
+pub const MAX_READAHEAD: u32 = 64 << 20;
+
+/// Default read-ahead window: 8 MiB, eight 1 MiB READs in flight for a sequential reader.
+pub const DEFAULT_READAHEAD: u32 = 8 << 20;
 
 impl Default for MountOptions {
     fn default() -> Self {
@@ -115,9 +128,11 @@ impl Default for MountOptions {
             allow_root: false,
             default_permissions: false,
             read_only: false,
-            max_readahead: MAX_FUSE_IO,
+            max_readahead: DEFAULT_READAHEAD,
             max_write: MAX_FUSE_IO,
             threads: 4,
+            write_behind: 64 << 20,
+            server_locks: true,
             kernel_flags: Vec::new(),
         }
     }
@@ -264,6 +279,8 @@ impl MountOptions {
                 self.channels_per_nic = Some(n);
             }
             "nomultichannel" => self.multichannel = false,
+            "nobrl" => self.server_locks = false,
+            "brl" => self.server_locks = true,
             "multichannel" => self.multichannel = true,
             "dispatch" => self.dispatch = Some(need()?.parse().map_err(|e| format!("option {e}"))?),
             "port" => self.port = Some(number(name, need()?)?),
@@ -276,7 +293,15 @@ impl MountOptions {
             "default_permissions" => self.default_permissions = true,
             "ro" => self.read_only = true,
             "rw" => self.read_only = false,
-            "max_readahead" => self.max_readahead = size(name, need()?)?.min(MAX_FUSE_IO),
+            "max_readahead" => self.max_readahead = size(name, need()?)?.min(MAX_READAHEAD),
+            "write_behind" => {
+                let v = need()?;
+                self.write_behind = if v == "0" {
+                    0
+                } else {
+                    u64::from(size(name, v)?)
+                };
+            }
             "max_write" => self.max_write = size(name, need()?)?.min(MAX_FUSE_IO),
             "threads" => {
                 let n: usize = number(name, need()?)?;
@@ -392,7 +417,13 @@ mod tests {
         assert_eq!(o.actimeo, Duration::from_secs(1));
         assert_eq!(o.cache, CacheMode::Strict);
         assert_eq!((o.file_mode, o.dir_mode), (0o755, 0o755));
-        assert_eq!((o.max_write, o.max_readahead), (MAX_FUSE_IO, MAX_FUSE_IO));
+        assert_eq!(
+            (o.max_write, o.max_readahead),
+            (MAX_FUSE_IO, DEFAULT_READAHEAD)
+        );
+        assert_eq!(o.write_behind, 64 << 20);
+        let o = MountOptions::parse(&["write_behind=0,max_readahead=16M"]).unwrap();
+        assert_eq!((o.write_behind, o.max_readahead), (0, 16 << 20));
         assert!(!o.hard && o.multichannel && !o.read_only);
     }
 }

@@ -98,3 +98,68 @@ fn times_readonly_links_and_file_ids() {
     });
     assert!(disk2.join("t.txt").exists());
 }
+
+#[test]
+fn byte_range_locks_between_two_sessions() {
+    use smb3_client::LockKind;
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    tb.run_as_client(|server, creds| async move {
+        let a = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let b = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let (sa, sb) = (
+            a.share("plain").await.unwrap(),
+            b.share("plain").await.unwrap(),
+        );
+        let rw = OpenOptions::new().read(true).write(true).create(true);
+        let fa = sa.open("locked.db", &rw).await.unwrap();
+        fa.write_at(0, Bytes::from(vec![7u8; 4096])).await.unwrap();
+        let fb = sb.open("locked.db", &rw).await.unwrap();
+
+        // Exclusive on A: B can neither lock nor write the range; outside it, B can.
+        fa.lock(100, 10, LockKind::Exclusive, false).await.unwrap();
+        let e = fb.lock(105, 1, LockKind::Shared, false).await.unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
+        let e = fb
+            .write_at(100, Bytes::from_static(b"x"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::FILE_LOCK_CONFLICT), "{e}");
+        fb.lock(200, 10, LockKind::Exclusive, false).await.unwrap();
+        fb.unlock(200, 10).await.unwrap();
+        assert!(fb.unlock(200, 10).await.is_err(), "unlocking twice");
+
+        // A waiting lock is granted when the holder lets go.
+        let waiter = tokio::spawn({
+            let fb = fb.clone();
+            async move {
+                let t = std::time::Instant::now();
+                fb.lock(100, 10, LockKind::Exclusive, true)
+                    .await
+                    .map(|()| t.elapsed())
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "granted while A holds the range");
+        fa.unlock(100, 10).await.unwrap();
+        let waited = waiter.await.unwrap().expect("lock after A's unlock");
+        assert!(waited >= Duration::from_millis(250), "{waited:?}");
+
+        // Shared locks stack across sessions; an exclusive one then waits for both.
+        fb.unlock(100, 10).await.unwrap();
+        fa.lock(0, 1, LockKind::Shared, false).await.unwrap();
+        fb.lock(0, 1, LockKind::Shared, false).await.unwrap();
+        let e = fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
+        // Closing a handle drops its locks.
+        fa.close().await.unwrap();
+        fb.unlock(0, 1).await.unwrap();
+        fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap();
+        fb.close().await.unwrap();
+        a.logoff().await.unwrap();
+        b.logoff().await.unwrap();
+    });
+}

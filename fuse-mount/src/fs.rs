@@ -287,6 +287,43 @@ fn unreachable(e: &Error) -> bool {
     )
 }
 
+/// A name whose file is being deleted (unlinked while some handle, often ours before the
+/// kernel's asynchronous RELEASE, still has it open) is gone for POSIX.
+fn gone_if_deleted(e: Error) -> FsError {
+    if e.status() == Some(NtStatus::DELETE_PENDING) {
+        FsError::new(libc::ENOENT)
+    } else {
+        e.into()
+    }
+}
+
+/// How long an open of a name that is being deleted waits for the delete to finish.
+const DELETE_PENDING_WAIT: Duration = Duration::from_secs(5);
+
+/// Run `op` (an open) again while it fails with DELETE_PENDING: the name is free once the
+/// last handle of the deleted file is closed, usually a RELEASE that is on its way. Bounded by
+/// [`DELETE_PENDING_WAIT`].
+async fn until_deleted<T, Fut, F>(mut op: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match op().await {
+            Err(e)
+                if e.status() == Some(NtStatus::DELETE_PENDING)
+                    && start.elapsed() < DELETE_PENDING_WAIT =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn erofs() -> FsError {
     FsError::new(libc::EROFS)
 }
@@ -427,7 +464,10 @@ impl SmbFs {
 
     /// Stat `path` and take one lookup of `(parent, name)` for the kernel.
     async fn entry(&self, parent: u64, name: &str, path: &str) -> FsResult<Attr> {
-        let m = self.retry(|| self.share.metadata(path)).await?;
+        let m = self
+            .retry(|| self.share.metadata(path))
+            .await
+            .map_err(gone_if_deleted)?;
         let ino = self
             .inodes
             .lock()
@@ -461,7 +501,10 @@ impl SmbFs {
             return Ok(self.attr(ino, &m));
         }
         let path = self.path_of(ino)?;
-        let m = self.retry(|| self.share.metadata(&path)).await?;
+        let m = self
+            .retry(|| self.share.metadata(&path))
+            .await
+            .map_err(gone_if_deleted)?;
         Ok(self.attr(ino, &m))
     }
 
@@ -677,7 +720,9 @@ impl SmbFs {
             .read(mode.read)
             .write(mode.write)
             .truncate(mode.truncate);
-        let file = self.retry(|| self.share.open(&path, &opts)).await?;
+        let file = self
+            .retry(|| until_deleted(|| self.share.open(&path, &opts)))
+            .await?;
         Ok(self.add_handle(ino, file, mode.write))
     }
 
@@ -691,7 +736,7 @@ impl SmbFs {
             .create(true)
             .create_new(mode.exclusive)
             .truncate(mode.truncate);
-        let file = self.share.open(&path, &opts).await?;
+        let file = until_deleted(|| self.share.open(&path, &opts)).await?;
         let m = match file.metadata().await {
             Ok(m) => m,
             Err(e) => {

@@ -15,4 +15,6 @@ pub mod fs;
 pub mod inode;
 pub mod mount;
 pub mod options;
+#[cfg(unix)]
+pub mod status;
 pub mod write_behind;

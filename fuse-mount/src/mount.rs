@@ -301,6 +301,9 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     if daemon_child {
         daemon::ready();
     }
+    #[cfg(unix)]
+    let status_socket =
+        crate::status::serve(rt.handle(), fs.clone(), &mountpoint, remote.display());
     // SIGTERM / SIGINT: unmount, which ends the request loop below like `umount` does.
     let mp = mountpoint.clone();
     rt.spawn(async move {
@@ -319,6 +322,10 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     });
     if !done {
         tracing::warn!("closing handles at unmount timed out");
+    }
+    #[cfg(unix)]
+    if let Some(p) = status_socket {
+        let _ = std::fs::remove_file(p);
     }
     rt.shutdown_timeout(Duration::from_secs(1));
     EXIT_OK

@@ -724,10 +724,12 @@ fn sqlite(db: &Path, timeout_ms: u32, sql: &str) -> Result<String, String> {
 fn sqlite_from_two_clients_is_safe() {
     use std::io::{BufRead, BufReader};
     let tb = testbed();
-    // Two mounts are two sessions, i.e. two SMB clients; no page cache, so each read sees
-    // what the other client wrote (see the README on cache=none).
-    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "sqa", &["cache=none"]);
-    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "sqb", &["cache=none"]);
+    // Two mounts are two sessions, i.e. two SMB clients; no page cache and no attribute or
+    // name cache, so each sees at once what the other wrote or deleted (the journal): see
+    // the README on databases.
+    let opts = ["cache=none,actimeo=0"];
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "sqa", &opts);
+    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "sqb", &opts);
     let (da, db) = (a.path("test.db"), b.path("test.db"));
     sqlite(&da, 0, "CREATE TABLE t(x INTEGER, who TEXT);").unwrap();
 

@@ -347,7 +347,7 @@ fn set_readahead(mp: &Path, bytes: u32) {
         .map(|l| l.split(' ').collect::<Vec<_>>())
         .filter(|f| f.len() > 4 && f[4] == want.as_ref())
         .map(|f| f[2].to_string())
-        .last()
+        .next_back()
     else {
         return;
     };

@@ -793,3 +793,57 @@ fn sqlite_from_two_clients_is_safe() {
     drop(a);
     no_open_files(&tb);
 }
+
+#[test]
+fn connection_cuts_during_large_copies_and_an_idle_restart() {
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "faults", &[]);
+    let local = scratch("faults-local");
+    let big = local.join("big.bin");
+    std::fs::write(&big, smb3_tests::pattern(42, 256 << 20)).unwrap();
+
+    // Every connection reset in the middle of a large write, then of a large read: the
+    // library reconnects and reclaims the durable opens; cp sees no error, bytes are exact.
+    for (what, from, to) in [
+        ("write", big.clone(), m.path("big.bin")),
+        ("read", m.path("big.bin"), local.join("back.bin")),
+    ] {
+        if what == "read" {
+            // Nothing from the page cache: the bytes come over the wire.
+            std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
+        }
+        let mut cp = Command::new("cp")
+            .arg(&from)
+            .arg(&to)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Cut once the copy is under way (bounded wait for the first bytes to land).
+        let started = wait_until(Duration::from_secs(30), || {
+            std::fs::metadata(&to)
+                .map(|m| m.len() > 16 << 20)
+                .unwrap_or(false)
+        });
+        assert!(started, "{what}: copy did not start");
+        let cut = tb.cut(None).unwrap();
+        eprintln!("{what}: cut {cut} connection(s)");
+        let status = cp.wait().unwrap();
+        assert!(status.success(), "{what}: cp failed after the cut");
+    }
+    run(Command::new("cmp").arg(&big).arg(m.path("big.bin")));
+    run(Command::new("cmp").arg(&big).arg(local.join("back.bin")));
+
+    // smbd restarted while the mount is idle: the next access works again.
+    tb.restart().unwrap();
+    let ok = wait_until(Duration::from_secs(30), || {
+        std::fs::read_dir(&m.mp)
+            .map(|d| d.count() >= 1)
+            .unwrap_or(false)
+    });
+    assert!(ok, "listing after the restart");
+    std::fs::write(m.path("after-restart"), b"fine").unwrap();
+    assert_eq!(std::fs::read(m.path("after-restart")).unwrap(), b"fine");
+    drop(m);
+    no_open_files(&tb);
+    let _ = std::fs::remove_dir_all(&local);
+}

@@ -406,6 +406,10 @@ impl SmbFs {
     }
 
     fn child_of(&self, parent: u64, name: &str) -> FsResult<String> {
+        // NAME_MAX: the server would call a longer name invalid (EINVAL), POSIX says this.
+        if name.len() > 255 {
+            return Err(FsError::new(libc::ENAMETOOLONG));
+        }
         let rel = self
             .inodes
             .lock()

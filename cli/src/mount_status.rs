@@ -80,8 +80,8 @@ pub fn print_status(v: &serde_json::Value) {
                 c["server_port"]
             ),
             c["local_interface"].as_str().unwrap_or("-"),
-            c["bytes"],
-            c["requests"],
+            c["bytes"].as_u64().unwrap_or(0),
+            c["requests"].as_u64().unwrap_or(0),
             c["state"].as_str().unwrap_or("?"),
         );
     }

@@ -314,6 +314,11 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     if let Err(e) = session.run() {
         tracing::warn!(error = %e, "FUSE session ended with an error");
     }
+    // Unmounted: nothing to report any more (and a new mount there may want the name).
+    #[cfg(unix)]
+    if let Some(s) = status_socket {
+        s.remove();
+    }
     // The kernel has let go: close every handle and log off.
     let done = rt.block_on(async {
         tokio::time::timeout(Duration::from_secs(20), fs.shutdown())
@@ -323,10 +328,7 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     if !done {
         tracing::warn!("closing handles at unmount timed out");
     }
-    #[cfg(unix)]
-    if let Some(p) = status_socket {
-        let _ = std::fs::remove_file(p);
-    }
+
     rt.shutdown_timeout(Duration::from_secs(1));
     EXIT_OK
 }

@@ -33,14 +33,33 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
     })
 }
 
-/// Listen on the mount's status socket; returns its path (to remove at unmount), or `None`
-/// when it cannot be created (the mount works without it).
+/// The status socket of a mount, removed at unmount.
+#[derive(Debug)]
+pub struct StatusSocket {
+    path: PathBuf,
+    /// Its inode: only this socket is removed, not one a later mount on the same mount point
+    /// made meanwhile.
+    ino: u64,
+}
+
+impl StatusSocket {
+    /// Remove the socket, if it is still this mount's.
+    pub fn remove(self) {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.ino) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Listen on the mount's status socket, or `None` when it cannot be created (the mount
+/// works without it).
 pub fn serve(
     rt: &tokio::runtime::Handle,
     fs: Arc<SmbFs>,
     mountpoint: &Path,
     source: String,
-) -> Option<PathBuf> {
+) -> Option<StatusSocket> {
     let path = smbcp::mount_status::socket_path(mountpoint);
     if let Some(dir) = path.parent() {
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -58,6 +77,10 @@ pub fn serve(
             return None;
         }
     };
+    let ino = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(&path).map_or(0, |m| m.ino())
+    };
     let mp = mountpoint.to_path_buf();
     rt.spawn(async move {
         loop {
@@ -73,5 +96,5 @@ pub fn serve(
             });
         }
     });
-    Some(path)
+    Some(StatusSocket { path, ino })
 }

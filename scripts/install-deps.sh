@@ -4,8 +4,10 @@
 set -euo pipefail
 
 # samba-ad-provision, samba-dsdb-modules, winbind: the testbed's Kerberos mode (a Samba AD DC).
+# rsync, git, sqlite3: the programs the smbfuse tests run on the mount; fio: its benchmark;
+# autoconf, automake: building pjdfstest (fuse-mount/tests/pjdfstest.sh).
 PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump
-    samba-ad-provision samba-dsdb-modules winbind)
+    samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

@@ -9,6 +9,8 @@ pub mod channel_args;
 mod chunk_read;
 pub mod copy;
 pub mod location;
+#[cfg(unix)]
+pub mod mount_status;
 pub mod status;
 
 use smb3_client::{Client, ClientConfig, Error, NtStatus, UserCredentials};

@@ -286,6 +286,8 @@ impl Error {
             Error::Config(_) | Error::ApiMisuse(_) => EINVAL,
             Error::Auth { .. } => EACCES,
             Error::Protocol(_) => EIO,
+            // The open is gone; what it was doing is lost (an NFS stale handle's EIO).
+            Error::HandleLost { .. } => EIO,
             #[allow(unreachable_patterns)]
             _ => ENOSYS,
         }

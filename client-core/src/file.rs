@@ -241,6 +241,31 @@ impl File {
             .map(|_| ())
     }
 
+    /// The handle's FileId now (a reconnect may have replaced it).
+    pub(crate) fn file_id(&self) -> smb3_proto::msg::FileId {
+        self.inner.state.file_id()
+    }
+
+    /// Send a request about this open, errors naming its path (for `fs_ops`).
+    pub(crate) async fn request<B: smb3_proto::msg::RequestBody>(
+        &self,
+        body: &B,
+    ) -> Result<crate::channel::Response> {
+        self.call(body, &[]).await.map_err(|e| self.err(e))
+    }
+
+    /// Send SET_INFO with `info` on this handle (the `fs_ops` setters use it).
+    pub(crate) async fn set_file_info<T: smb3_proto::msg::fscc::SetFileInfo>(
+        &self,
+        info: &T,
+    ) -> Result<()> {
+        let req = SetInfoRequest::file_info(self.inner.state.file_id(), info);
+        self.call(&req, &[])
+            .await
+            .map_err(|e| self.err(e))
+            .map(|_| ())
+    }
+
     /// Ask the server to flush the file to stable storage.
     pub async fn flush(&self) -> Result<()> {
         let req = FlushRequest {

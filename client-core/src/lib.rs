@@ -40,6 +40,7 @@ mod durable;
 mod error;
 mod failover;
 mod file;
+mod fs_ops;
 #[doc(hidden)]
 pub mod fuzzing;
 mod lease;
@@ -58,6 +59,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
+pub use fs_ops::{FileTimes, LockKind};
 pub use lease::LeaseCaching;
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,

@@ -633,7 +633,7 @@ pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
         Command::QUERY_INFO,
         QueryInfoResponse::decode(msg).and_then(|r| r.file_info()),
     )?;
-    Ok(Metadata::from_parts(
+    let mut metadata = Metadata::from_parts(
         info.basic.file_attributes,
         info.standard.end_of_file,
         info.standard.allocation_size,
@@ -641,5 +641,8 @@ pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
         info.basic.last_access_time,
         info.basic.last_write_time,
         info.basic.change_time,
-    ))
+    );
+    metadata.file_id = info.index_number;
+    metadata.links = info.standard.number_of_links.max(1);
+    Ok(metadata)
 }

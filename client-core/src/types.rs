@@ -32,6 +32,12 @@ pub struct Metadata {
     pub changed: Option<SystemTime>,
     /// Raw FILE_ATTRIBUTE_* bits (MS-FSCC 2.6).
     pub attributes: u32,
+    /// The server's 64-bit file id (MS-FSCC 2.4.20 IndexNumber, FileId in directory
+    /// listings): the same for every name of one file, stable while the file exists. 0 when
+    /// the server does not report one. Samba derives it from the device and inode numbers.
+    pub file_id: u64,
+    /// Number of names (hard links) the file has; 1 where the reply does not say (listings).
+    pub links: u32,
 }
 
 impl Metadata {
@@ -73,6 +79,8 @@ impl Metadata {
             modified: filetime_to_system_time(modified),
             changed: filetime_to_system_time(changed),
             attributes: attributes.0,
+            file_id: 0,
+            links: 1,
         }
     }
 }
@@ -90,16 +98,18 @@ pub struct DirEntry {
 
 impl From<DirectoryEntry> for DirEntry {
     fn from(e: DirectoryEntry) -> Self {
+        let mut metadata = Metadata::from_parts(
+            e.file_attributes,
+            e.end_of_file,
+            e.allocation_size,
+            e.creation_time,
+            e.last_access_time,
+            e.last_write_time,
+            e.change_time,
+        );
+        metadata.file_id = e.file_id;
         DirEntry {
-            metadata: Metadata::from_parts(
-                e.file_attributes,
-                e.end_of_file,
-                e.allocation_size,
-                e.creation_time,
-                e.last_access_time,
-                e.last_write_time,
-                e.change_time,
-            ),
+            metadata,
             name: e.file_name,
             file_id: e.file_id,
         }

@@ -58,6 +58,14 @@ enum Cmd {
         #[arg(short, long)]
         recursive: bool,
     },
+    /// Show the status of a smbfuse mount: session, channels, open files.
+    Status {
+        /// The mount point.
+        mountpoint: std::path::PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the server's advertised interfaces, the local NICs and the planned pairs.
     Interfaces {
         /// smb://USER@HOST/SHARE
@@ -85,6 +93,24 @@ fn main() -> ExitCode {
     ExitCode::from(rt.block_on(run(args)) as u8)
 }
 
+/// `smbctl status MOUNTPOINT`: ask the mount's daemon (see `smbcp::mount_status`).
+fn mount_status(mountpoint: &std::path::Path, json: bool) -> i32 {
+    match smbcp::mount_status::read_status(mountpoint) {
+        Ok(v) if json => {
+            println!("{v}");
+            0
+        }
+        Ok(v) => {
+            smbcp::mount_status::print_status(&v);
+            0
+        }
+        Err(e) => {
+            eprintln!("smbctl: {e}");
+            EXIT_SOME_FAILED
+        }
+    }
+}
+
 fn remote(url: &str) -> Result<RemotePath, String> {
     match Location::parse(url)? {
         Location::Remote(r) => Ok(r),
@@ -93,12 +119,16 @@ fn remote(url: &str) -> Result<RemotePath, String> {
 }
 
 async fn run(args: Args) -> i32 {
+    if let Cmd::Status { mountpoint, json } = &args.command {
+        return mount_status(mountpoint, *json);
+    }
     let url = match &args.command {
         Cmd::Ls { url }
         | Cmd::Stat { url }
         | Cmd::Channels { url, .. }
         | Cmd::Interfaces { url, .. }
         | Cmd::Watch { url, .. } => url.clone(),
+        Cmd::Status { .. } => unreachable!("handled above"),
     };
     let mut config = ClientConfig::default();
     if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
@@ -170,6 +200,7 @@ async fn run(args: Args) -> i32 {
             Ok(())
         }
         Cmd::Watch { recursive, .. } => watch(&share, &r, recursive).await,
+        Cmd::Status { .. } => Ok(()),
         Cmd::Interfaces { json, .. } => {
             client.wait_for_channels(settle).await;
             let s = client.multichannel();

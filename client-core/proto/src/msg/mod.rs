@@ -108,7 +108,9 @@ pub mod echo;
 pub mod error;
 pub mod flush;
 pub mod fscc;
+pub mod fscc_link;
 pub mod ioctl;
+pub mod lock;
 pub mod logoff;
 pub mod negotiate;
 pub mod oplock_break;
@@ -145,6 +147,11 @@ mod file_id_offset_tests {
     fn offsets_match_the_encoders() {
         check(close::CloseRequest::new(ID));
         check(flush::FlushRequest { file_id: ID });
+        check(lock::LockRequest {
+            file_id: ID,
+            lock_sequence: 0,
+            locks: vec![],
+        });
         check(read::ReadRequest::new(ID, 7, 9));
         check(write::WriteRequest::new(ID, 7, Bytes::from_static(b"x")));
         check(ioctl::IoctlRequest::fsctl(1, ID, Bytes::new(), 0));
@@ -227,7 +234,8 @@ pub fn file_id_offset(command: Command) -> Option<usize> {
         | Command::FLUSH
         | Command::IOCTL
         | Command::QUERY_DIRECTORY
-        | Command::CHANGE_NOTIFY => Some(8),
+        | Command::CHANGE_NOTIFY
+        | Command::LOCK => Some(8),
         Command::READ | Command::WRITE | Command::SET_INFO => Some(16),
         Command::QUERY_INFO => Some(24),
         _ => None,

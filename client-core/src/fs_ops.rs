@@ -1,0 +1,255 @@
+//! Path and handle operations a file system front end needs beyond copying: setting times
+//! and the read-only attribute (FileBasicInformation), hard links (FileLinkInformation).
+//!
+//! Each is one open, one SET_INFO (after a QUERY_INFO where the current value matters) and a
+//! close on the path; the `File` forms reuse an open handle.
+
+use std::time::SystemTime;
+
+use smb3_proto::msg::create::{AccessMask, CreateDisposition, CreateOptions, CreateRequest};
+use smb3_proto::msg::fscc::{
+    system_time_to_filetime, FileAttributes, FileBasicInformation, SetFileInfo, FILETIME_UNCHANGED,
+};
+use smb3_proto::msg::fscc_link::FileLinkInformation;
+use smb3_proto::msg::lock::{LockElement, LockFlags, LockRequest, LockResponse};
+use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
+use smb3_proto::msg::set_info::SetInfoRequest;
+use smb3_proto::msg::FileId;
+use smb3_proto::Command;
+
+use crate::client::decode;
+use crate::error::Result;
+use crate::file::File;
+use crate::orphans::ScopedHandle;
+use crate::share::Share;
+use crate::types::wire_path;
+
+/// Times to set on a file; `None` leaves that time as it is.
+///
+/// Sent as MS-FSCC 2.4.7 FileBasicInformation, where a time of 0 means "unchanged". Servers
+/// keep 100 ns resolution (Samba: what the underlying file system keeps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileTimes {
+    /// Creation (birth) time.
+    pub created: Option<SystemTime>,
+    /// Last access time.
+    pub accessed: Option<SystemTime>,
+    /// Last write (modification) time.
+    pub modified: Option<SystemTime>,
+    /// Last attribute change time.
+    pub changed: Option<SystemTime>,
+}
+
+impl FileTimes {
+    /// No times to set yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Set the last access time.
+    pub fn accessed(mut self, t: SystemTime) -> Self {
+        self.accessed = Some(t);
+        self
+    }
+
+    /// Set the last write time.
+    pub fn modified(mut self, t: SystemTime) -> Self {
+        self.modified = Some(t);
+        self
+    }
+
+    /// Set the creation time.
+    pub fn created(mut self, t: SystemTime) -> Self {
+        self.created = Some(t);
+        self
+    }
+
+    fn basic_information(&self) -> FileBasicInformation {
+        let ft = |t: Option<SystemTime>| t.map_or(FILETIME_UNCHANGED, system_time_to_filetime);
+        FileBasicInformation {
+            creation_time: ft(self.created),
+            last_access_time: ft(self.accessed),
+            last_write_time: ft(self.modified),
+            change_time: ft(self.changed),
+            // 0: attributes unchanged (MS-FSCC 2.4.7).
+            file_attributes: FileAttributes(0),
+        }
+    }
+}
+
+impl Share {
+    /// Open `path` (file or directory) with `access` and run `f` on the handle, closing it
+    /// whatever `f` returns; errors name the path.
+    async fn on_path<T, F, Fut>(&self, path: &str, access: u32, f: F) -> Result<T>
+    where
+        F: FnOnce(FileId) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
+        req.create_options = CreateOptions(0);
+        let created = self.create(&req, path).await?;
+        let handle = ScopedHandle::new(self, created.file_id);
+        let result = f(handle.id()).await;
+        let closed = handle.close().await;
+        let value = result.map_err(|e| e.with_path(path))?;
+        closed.map_err(|e| e.with_path(path))?;
+        Ok(value)
+    }
+
+    async fn set_info_on<T: SetFileInfo>(&self, id: FileId, info: &T) -> Result<()> {
+        self.call(&SetInfoRequest::file_info(id, info), &[])
+            .await
+            .map(drop)
+    }
+
+    async fn basic_information(&self, id: FileId) -> Result<FileBasicInformation> {
+        let req = QueryInfoRequest::file_info::<FileBasicInformation>(
+            id,
+            FileBasicInformation::SIZE as u32,
+        );
+        let resp = self.call(&req, &[]).await?;
+        decode(
+            Command::QUERY_INFO,
+            QueryInfoResponse::decode(&resp.msg).and_then(|r| r.file_info()),
+        )
+    }
+
+    /// Set the times of `path` (a file or a directory); times left `None` keep their value.
+    pub async fn set_times(&self, path: &str, times: &FileTimes) -> Result<()> {
+        let info = times.basic_information();
+        self.on_path(
+            path,
+            AccessMask::FILE_WRITE_ATTRIBUTES | AccessMask::SYNCHRONIZE,
+            |id| async move { self.set_info_on(id, &info).await },
+        )
+        .await
+    }
+
+    /// Set or clear FILE_ATTRIBUTE_READONLY on `path`, keeping its other attributes. Returns
+    /// the attributes as they are afterwards. This is what `chmod` can change on a server
+    /// without POSIX extensions (mount.cifs does the same): no write bit means read-only.
+    pub async fn set_readonly(&self, path: &str, readonly: bool) -> Result<u32> {
+        self.on_path(
+            path,
+            AccessMask::FILE_READ_ATTRIBUTES
+                | AccessMask::FILE_WRITE_ATTRIBUTES
+                | AccessMask::SYNCHRONIZE,
+            |id| async move {
+                let now = self.basic_information(id).await?.file_attributes.0;
+                let mut want = now & !FileAttributes::READONLY;
+                if readonly {
+                    want |= FileAttributes::READONLY;
+                }
+                if want == now {
+                    return Ok(now);
+                }
+                // Attributes of 0 would mean "unchanged": a file with none left is NORMAL
+                // (MS-FSCC 2.6).
+                let sent = if want == 0 {
+                    FileAttributes::NORMAL
+                } else {
+                    want
+                };
+                let info = FileBasicInformation {
+                    file_attributes: FileAttributes(sent),
+                    ..FileBasicInformation::default()
+                };
+                self.set_info_on(id, &info).await?;
+                Ok(want)
+            },
+        )
+        .await
+    }
+
+    /// Make `new` another name (hard link) of the existing file `existing`, both
+    /// share-relative. With `replace`, an existing file named `new` is replaced. Directories
+    /// cannot be linked. Servers without hard links answer NOT_SUPPORTED.
+    pub async fn hard_link(&self, existing: &str, new: &str, replace: bool) -> Result<()> {
+        let info = FileLinkInformation {
+            replace_if_exists: replace,
+            file_name: wire_path(new)?,
+        };
+        self.on_path(
+            existing,
+            AccessMask::FILE_READ_ATTRIBUTES | AccessMask::SYNCHRONIZE,
+            |id| async move { self.set_info_on(id, &info).await },
+        )
+        .await
+    }
+}
+
+/// The kind of a byte-range lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// Others may read and take shared locks; nobody may write (a read lock).
+    Shared,
+    /// Nobody else may read, write or lock the range (a write lock).
+    Exclusive,
+}
+
+impl File {
+    /// Lock `len` bytes at `offset` for this handle (SMB2 LOCK, MS-SMB2 2.2.26). Without
+    /// `wait`, a range another open holds fails at once with `LOCK_NOT_GRANTED`; with it, the
+    /// server queues the request until the range is free (answering STATUS_PENDING first),
+    /// within the request timeout (the request is then cancelled and `Error::Timeout`
+    /// returned). SMB locks are mandatory for other opens: their reads and writes of a
+    /// locked range fail with `FILE_LOCK_CONFLICT`. A lock is released by [`File::unlock`]
+    /// of exactly the same range, or when the handle is closed. Lock requests are never
+    /// replayed on another channel (the first may have been granted): a lost channel fails
+    /// them with `ConnectionLost`.
+    pub async fn lock(&self, offset: u64, len: u64, kind: LockKind, wait: bool) -> Result<()> {
+        let mut flags = match kind {
+            LockKind::Shared => LockFlags::SHARED,
+            LockKind::Exclusive => LockFlags::EXCLUSIVE,
+        };
+        if !wait {
+            flags |= LockFlags::FAIL_IMMEDIATELY;
+        }
+        self.lock_request(offset, len, flags).await
+    }
+
+    /// Release the lock on exactly `len` bytes at `offset` taken by [`File::lock`] on this
+    /// handle (any other range is an error: SMB does not split or merge locks).
+    pub async fn unlock(&self, offset: u64, len: u64) -> Result<()> {
+        self.lock_request(offset, len, LockFlags::UNLOCK).await
+    }
+
+    async fn lock_request(&self, offset: u64, length: u64, flags: u32) -> Result<()> {
+        let req = LockRequest {
+            file_id: self.file_id(),
+            // Index 0: no lock sequence verification (MS-SMB2 3.3.5.14); not needed as lock
+            // requests are not replayed.
+            lock_sequence: 0,
+            locks: vec![LockElement {
+                offset,
+                length,
+                flags: LockFlags(flags),
+            }],
+        };
+        let resp = self.request(&req).await?;
+        decode(Command::LOCK, LockResponse::decode(&resp.msg)).map(drop)
+    }
+
+    /// Set this file's times through its handle; times left `None` keep their value. Set
+    /// after the last write: the server moves the write time on each write.
+    pub async fn set_times(&self, times: &FileTimes) -> Result<()> {
+        self.set_file_info(&times.basic_information()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn unset_times_stay_unchanged() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let b = FileTimes::new().modified(t).basic_information();
+        assert_eq!(b.last_write_time, system_time_to_filetime(t));
+        assert_eq!(b.creation_time, FILETIME_UNCHANGED);
+        assert_eq!(b.last_access_time, FILETIME_UNCHANGED);
+        assert_eq!(b.change_time, FILETIME_UNCHANGED);
+        assert_eq!(b.file_attributes.0, 0);
+    }
+}

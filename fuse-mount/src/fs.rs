@@ -1,0 +1,1025 @@
+//! `SmbFs`: the file system the mount serves, in terms of node ids, handles and plain values;
+//! no FUSE types, so it is driven directly by tests. The FUSE adapter (`adapter.rs`) only
+//! translates requests and replies.
+//!
+//! Every operation is an `async fn` on `&self`: the adapter runs each request as its own
+//! tokio task, so slow requests never hold up others.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOptions, Share};
+
+use crate::errno::errno_of;
+use crate::inode::InodeTable;
+use crate::write_behind::{Budget, WriteBehind};
+
+/// How the file system presents itself.
+#[derive(Clone, Debug)]
+pub struct FsConfig {
+    /// Owner of every file (mount.cifs `uid=`).
+    pub uid: u32,
+    /// Group of every file (`gid=`).
+    pub gid: u32,
+    /// Permission bits of files (`file_mode=`); write bits are hidden on read-only files.
+    pub file_mode: u32,
+    /// Permission bits of directories (`dir_mode=`).
+    pub dir_mode: u32,
+    /// How long the kernel may cache attributes and names (`actimeo=`).
+    pub ttl: Duration,
+    /// Refuse every change with EROFS (`ro`).
+    pub read_only: bool,
+    /// Retry operations the server did not answer because it was unreachable (`hard`).
+    pub hard: bool,
+    /// Bytes of writes kept in flight behind the applications, for the whole mount
+    /// (`write_behind=`); 0 sends each write before answering it.
+    pub write_behind: u64,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig {
+            uid: 0,
+            gid: 0,
+            file_mode: 0o755,
+            dir_mode: 0o755,
+            ttl: Duration::from_secs(1),
+            read_only: false,
+            hard: false,
+            write_behind: 64 << 20,
+        }
+    }
+}
+
+/// File or directory (SMB has no other kinds without POSIX extensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+}
+
+/// What `stat` shows for a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    /// Node id, also `st_ino`.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// 512-byte blocks allocated.
+    pub blocks: u64,
+    /// Last access.
+    pub atime: SystemTime,
+    /// Last modification.
+    pub mtime: SystemTime,
+    /// Last status change.
+    pub ctime: SystemTime,
+    /// Creation.
+    pub crtime: SystemTime,
+    /// File or directory.
+    pub kind: Kind,
+    /// Permission bits.
+    pub perm: u16,
+    /// Link count.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Preferred I/O size.
+    pub blksize: u32,
+}
+
+/// A failed operation: the errno for the application and, when the server or network was
+/// the cause, the library's error (for the log).
+#[derive(Debug)]
+pub struct FsError {
+    /// The errno value to reply with.
+    pub errno: i32,
+    /// The underlying error, if any.
+    pub error: Option<Error>,
+}
+
+impl FsError {
+    /// An error with only an errno.
+    pub fn new(errno: i32) -> Self {
+        FsError { errno, error: None }
+    }
+}
+
+impl From<Error> for FsError {
+    fn from(e: Error) -> Self {
+        FsError {
+            errno: errno_of(&e),
+            error: Some(e),
+        }
+    }
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error {
+            Some(e) => write!(f, "{e} (errno {})", self.errno),
+            None => write!(f, "errno {}", self.errno),
+        }
+    }
+}
+
+/// Result of a file system operation.
+pub type FsResult<T> = Result<T, FsError>;
+
+/// Changes asked for by `setattr`. `None` leaves a value as it is.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetAttr {
+    /// New permission bits (only the write bits mean anything: none = read-only attribute).
+    pub mode: Option<u32>,
+    /// New owner (accepted and ignored, as mount.cifs without POSIX extensions).
+    pub uid: Option<u32>,
+    /// New group (accepted and ignored).
+    pub gid: Option<u32>,
+    /// New size.
+    pub size: Option<u64>,
+    /// New access time.
+    pub atime: Option<SystemTime>,
+    /// New modification time.
+    pub mtime: Option<SystemTime>,
+}
+
+/// How a file is opened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenMode {
+    /// For reading.
+    pub read: bool,
+    /// For writing.
+    pub write: bool,
+    /// Truncate to 0 on open (O_TRUNC).
+    pub truncate: bool,
+    /// Fail if it exists (O_EXCL, create only).
+    pub exclusive: bool,
+}
+
+impl OpenMode {
+    /// From open(2) flags.
+    pub fn from_flags(flags: i32) -> Self {
+        let acc = flags & libc::O_ACCMODE;
+        OpenMode {
+            read: acc == libc::O_RDONLY || acc == libc::O_RDWR,
+            write: acc == libc::O_WRONLY || acc == libc::O_RDWR,
+            truncate: flags & libc::O_TRUNC != 0,
+            exclusive: flags & libc::O_EXCL != 0,
+        }
+    }
+}
+
+/// One directory entry as READDIR(PLUS) returns it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    /// Name within the directory.
+    pub name: String,
+    /// File or directory.
+    pub kind: Kind,
+    /// The server's file id (0 if none).
+    pub file_id: u64,
+    /// Its attributes, `ino` not yet assigned (0).
+    pub attr: Attr,
+}
+
+/// `statfs` numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatFs {
+    /// Total blocks of `bsize`.
+    pub blocks: u64,
+    /// Free blocks.
+    pub bfree: u64,
+    /// Blocks available to the user.
+    pub bavail: u64,
+    /// Block size.
+    pub bsize: u32,
+    /// Longest name.
+    pub namelen: u32,
+}
+
+struct OpenFile {
+    file: File,
+    writable: bool,
+    ino: u64,
+    /// Times set explicitly while this handle was open for writing, to set again once it is
+    /// closed: Samba moves the write time of a written file 2 s after the first write and at
+    /// close, over a time set meanwhile (through this handle or the path), which would undo
+    /// `cp -a`, `tar -x` and `touch` on a file being written. A later write cancels them.
+    pending_times: Mutex<Option<FileTimes>>,
+    /// Its writes in flight (write-behind).
+    wb: Arc<WriteBehind>,
+    /// Byte-range locks held through this handle, by lock owner; the async mutex also puts
+    /// the handle's lock requests in order.
+    locks: tokio::sync::Mutex<Vec<Held>>,
+}
+
+/// A lock held on the server through one handle, for one POSIX lock owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    start: u64,
+    /// Exclusive end.
+    end: u64,
+    kind: LockKind,
+    owner: u64,
+}
+
+/// A POSIX lock request's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// F_RDLCK.
+    Read,
+    /// F_WRLCK.
+    Write,
+    /// F_UNLCK.
+    Unlock,
+}
+
+/// Attempts of a waiting lock (F_SETLKW, flock) each bounded by the library's request
+/// timeout, before EINTR is returned.
+const LOCK_WAIT_ATTEMPTS: u32 = 60;
+
+fn lock_refused(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::LOCK_NOT_GRANTED | NtStatus::FILE_LOCK_CONFLICT)
+    )
+}
+
+/// The mounted share.
+pub struct SmbFs {
+    share: Share,
+    /// The mounted directory inside the share ("" for its root), `/`-separated.
+    prefix: String,
+    cfg: FsConfig,
+    inodes: Mutex<InodeTable>,
+    files: Mutex<HashMap<u64, Arc<OpenFile>>>,
+    dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
+    next_fh: AtomicU64,
+    /// Write-behind's memory budget; `None` when it is off.
+    budget: Option<Budget>,
+}
+
+impl std::fmt::Debug for SmbFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmbFs")
+            .field("share", &self.share.name())
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+/// Attempts of one operation under `hard` before the error is returned after all (about an
+/// hour with the library's own timeouts in between).
+const HARD_ATTEMPTS: u32 = 120;
+
+/// Whether `e` says the server could not be reached (worth retrying under `hard`).
+fn unreachable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ConnectionLost { .. } | Error::Timeout { .. } | Error::Io { .. }
+    )
+}
+
+/// A name whose file is being deleted (unlinked while some handle, often ours before the
+/// kernel's asynchronous RELEASE, still has it open) is gone for POSIX.
+fn gone_if_deleted(e: Error) -> FsError {
+    if e.status() == Some(NtStatus::DELETE_PENDING) {
+        FsError::new(libc::ENOENT)
+    } else {
+        e.into()
+    }
+}
+
+/// How long an open of a name that is being deleted waits for the delete to finish.
+const DELETE_PENDING_WAIT: Duration = Duration::from_secs(5);
+
+/// Run `op` (an open) again while it fails with DELETE_PENDING: the name is free once the
+/// last handle of the deleted file is closed, usually a RELEASE that is on its way. Bounded by
+/// [`DELETE_PENDING_WAIT`].
+async fn until_deleted<T, Fut, F>(mut op: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match op().await {
+            Err(e)
+                if e.status() == Some(NtStatus::DELETE_PENDING)
+                    && start.elapsed() < DELETE_PENDING_WAIT =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn erofs() -> FsError {
+    FsError::new(libc::EROFS)
+}
+
+fn enoent() -> FsError {
+    FsError::new(libc::ENOENT)
+}
+
+impl SmbFs {
+    /// Serve `prefix` (a directory of `share`, "" for its root).
+    pub fn new(share: Share, prefix: &str, cfg: FsConfig) -> SmbFs {
+        let prefix = prefix
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("/");
+        SmbFs {
+            share,
+            prefix,
+            inodes: Mutex::new(InodeTable::new()),
+            files: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
+            cfg,
+        }
+    }
+
+    /// The share served.
+    pub fn share(&self) -> &Share {
+        &self.share
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &FsConfig {
+        &self.cfg
+    }
+
+    /// Files open through the mount now.
+    pub fn open_files(&self) -> usize {
+        self.files.lock().unwrap().len()
+    }
+
+    /// Nodes the kernel holds (the root included).
+    pub fn known_nodes(&self) -> usize {
+        self.inodes.lock().unwrap().len()
+    }
+
+    /// Run `op`, again while it fails for want of the server if mounted `hard`.
+    async fn retry<T, Fut, F>(&self, mut op: F) -> Result<T, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match op().await {
+                Err(e) if self.cfg.hard && unreachable(&e) && attempt < HARD_ATTEMPTS => {
+                    tracing::warn!(error = %e, attempt, "server unreachable; retrying (hard)");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The share path of a mount-relative path.
+    fn on_share(&self, rel: &str) -> String {
+        match (self.prefix.is_empty(), rel.is_empty()) {
+            (true, _) => rel.to_string(),
+            (false, true) => self.prefix.clone(),
+            (false, false) => format!("{}/{rel}", self.prefix),
+        }
+    }
+
+    fn path_of(&self, ino: u64) -> FsResult<String> {
+        let rel = self.inodes.lock().unwrap().path(ino).ok_or_else(enoent)?;
+        Ok(self.on_share(&rel))
+    }
+
+    fn child_of(&self, parent: u64, name: &str) -> FsResult<String> {
+        // NAME_MAX: the server would call a longer name invalid (EINVAL), POSIX says this.
+        if name.len() > 255 {
+            return Err(FsError::new(libc::ENAMETOOLONG));
+        }
+        let rel = self
+            .inodes
+            .lock()
+            .unwrap()
+            .child_path(parent, name)
+            .ok_or_else(enoent)?;
+        Ok(self.on_share(&rel))
+    }
+
+    fn handle(&self, fh: u64) -> FsResult<Arc<OpenFile>> {
+        self.files
+            .lock()
+            .unwrap()
+            .get(&fh)
+            .cloned()
+            .ok_or_else(|| FsError::new(libc::EBADF))
+    }
+
+    fn writable(&self) -> FsResult<()> {
+        if self.cfg.read_only {
+            Err(erofs())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// What `stat` shows for metadata `m` of node `ino`.
+    pub fn attr(&self, ino: u64, m: &Metadata) -> Attr {
+        let dir = m.is_dir();
+        let mut perm = if dir {
+            self.cfg.dir_mode
+        } else {
+            self.cfg.file_mode
+        };
+        // mount.cifs: the read-only attribute hides the write bits of a file.
+        if !dir && m.is_readonly() {
+            perm &= !0o222;
+        }
+        let mtime = m.modified.unwrap_or(UNIX_EPOCH);
+        Attr {
+            ino,
+            size: m.len,
+            blocks: m.allocation_size.div_ceil(512),
+            atime: m.accessed.unwrap_or(mtime),
+            mtime,
+            ctime: m.changed.unwrap_or(mtime),
+            crtime: m.created.unwrap_or(mtime),
+            kind: if dir { Kind::Directory } else { Kind::File },
+            perm: perm as u16,
+            nlink: if dir { 2 } else { m.links.max(1) },
+            uid: self.cfg.uid,
+            gid: self.cfg.gid,
+            blksize: 1 << 20,
+        }
+    }
+
+    /// Stat `path` and take one lookup of `(parent, name)` for the kernel.
+    async fn entry(&self, parent: u64, name: &str, path: &str) -> FsResult<Attr> {
+        let m = self
+            .retry(|| self.share.metadata(path))
+            .await
+            .map_err(gone_if_deleted)?;
+        let ino = self
+            .inodes
+            .lock()
+            .unwrap()
+            .remember(parent, name, m.file_id);
+        Ok(self.attr(ino, &m))
+    }
+
+    /// LOOKUP: the entry `name` in directory `parent`.
+    pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        let path = self.child_of(parent, name)?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// FORGET: the kernel dropped `n` lookups of `ino`.
+    pub fn forget(&self, ino: u64, n: u64) {
+        self.inodes.lock().unwrap().forget(ino, n);
+    }
+
+    /// Record one lookup of `(parent, name)` (a READDIRPLUS entry); returns its node id.
+    pub fn remember(&self, parent: u64, name: &str, file_id: u64) -> u64 {
+        self.inodes.lock().unwrap().remember(parent, name, file_id)
+    }
+
+    /// GETATTR, through the open handle `fh` when there is one (so an unlinked open file
+    /// still answers).
+    pub async fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
+        self.drain_ino(ino).await;
+        if let Some(h) = fh.and_then(|fh| self.handle(fh).ok()) {
+            let m = self.retry(|| h.file.metadata()).await?;
+            return Ok(self.attr(ino, &m));
+        }
+        let path = self.path_of(ino)?;
+        let m = self
+            .retry(|| self.share.metadata(&path))
+            .await
+            .map_err(gone_if_deleted)?;
+        Ok(self.attr(ino, &m))
+    }
+
+    /// SETATTR: size, times and the read-only attribute; owner and group are accepted and
+    /// ignored (mount.cifs without POSIX extensions does the same).
+    pub async fn setattr(&self, ino: u64, fh: Option<u64>, set: SetAttr) -> FsResult<Attr> {
+        let changes =
+            set.size.is_some() || set.atime.is_some() || set.mtime.is_some() || set.mode.is_some();
+        if changes {
+            self.writable()?;
+        }
+        self.drain_ino(ino).await;
+        let path = self.path_of(ino);
+        let handle = fh
+            .and_then(|fh| self.handle(fh).ok())
+            .filter(|h| h.writable);
+        if let Some(size) = set.size {
+            match &handle {
+                Some(h) => self.retry(|| h.file.set_len(size)).await?,
+                None => {
+                    let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
+                    let f = self
+                        .share
+                        .open(path, &OpenOptions::new().write(true))
+                        .await?;
+                    let r = f.set_len(size).await;
+                    let closed = f.close().await;
+                    r?;
+                    closed?;
+                }
+            }
+        }
+        if set.atime.is_some() || set.mtime.is_some() {
+            let times = FileTimes {
+                accessed: set.atime,
+                modified: set.mtime,
+                ..FileTimes::default()
+            };
+            match &handle {
+                Some(h) => self.retry(|| h.file.set_times(&times)).await?,
+                None => {
+                    let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
+                    self.retry(|| self.share.set_times(path, &times)).await?
+                }
+            }
+            self.times_set(ino, &times);
+        }
+        if let Some(mode) = set.mode {
+            let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
+            let m = self.share.metadata(path).await?;
+            if !m.is_dir() {
+                self.share.set_readonly(path, mode & 0o222 == 0).await?;
+            }
+        }
+        self.getattr(ino, fh).await
+    }
+
+    /// MKDIR.
+    pub async fn mkdir(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        self.share.create_dir(&path).await?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// MKNOD: regular files only (SMB has no device, FIFO or socket files: EPERM).
+    pub async fn mknod(&self, parent: u64, name: &str, mode: u32) -> FsResult<Attr> {
+        self.writable()?;
+        // mode_t is u16 on macOS: the casts are needed there.
+        #[allow(clippy::unnecessary_cast)]
+        let (fmt, reg) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
+        if mode & fmt != reg {
+            return Err(FsError::new(libc::EPERM));
+        }
+        let path = self.child_of(parent, name)?;
+        let f = self
+            .share
+            .open(&path, &OpenOptions::new().write(true).create_new(true))
+            .await?;
+        f.close().await?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// UNLINK. A read-only file is made writable first, as POSIX lets anyone who may write
+    /// the directory remove it.
+    pub async fn unlink(&self, parent: u64, name: &str) -> FsResult<()> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        match self.share.remove_file(&path).await {
+            Err(e) if e.status() == Some(NtStatus::CANNOT_DELETE) => {
+                self.share.set_readonly(&path, false).await?;
+                self.share.remove_file(&path).await?;
+            }
+            r => r?,
+        }
+        self.inodes.lock().unwrap().unlinked(parent, name);
+        Ok(())
+    }
+
+    /// RMDIR.
+    pub async fn rmdir(&self, parent: u64, name: &str) -> FsResult<()> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        self.share.remove_dir(&path).await?;
+        self.inodes.lock().unwrap().unlinked(parent, name);
+        Ok(())
+    }
+
+    /// RENAME, replacing an existing target unless `noreplace`. A directory replaces an empty
+    /// directory (POSIX) by removing it first, which SMB cannot do in one step.
+    pub async fn rename(
+        &self,
+        parent: u64,
+        name: &str,
+        new_parent: u64,
+        new_name: &str,
+        noreplace: bool,
+    ) -> FsResult<()> {
+        self.writable()?;
+        let from = self.child_of(parent, name)?;
+        let to = self.child_of(new_parent, new_name)?;
+        match self.share.rename(&from, &to, !noreplace).await {
+            Ok(()) => {}
+            Err(e)
+                if !noreplace
+                    && matches!(
+                        e.status(),
+                        Some(NtStatus::ACCESS_DENIED | NtStatus::OBJECT_NAME_COLLISION)
+                    ) =>
+            {
+                let (src, dst) = (
+                    self.share.metadata(&from).await?,
+                    self.share.metadata(&to).await,
+                );
+                match dst {
+                    Ok(dst) if dst.is_dir() && src.is_dir() => {
+                        self.share.remove_dir(&to).await?;
+                        self.share.rename(&from, &to, false).await?;
+                    }
+                    Ok(dst) if dst.is_dir() => return Err(FsError::new(libc::EISDIR)),
+                    Ok(_) if src.is_dir() => return Err(FsError::new(libc::ENOTDIR)),
+                    _ => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.inodes
+            .lock()
+            .unwrap()
+            .renamed(parent, name, new_parent, new_name);
+        Ok(())
+    }
+
+    /// LINK: a new name for the file `ino`.
+    pub async fn link(&self, ino: u64, new_parent: u64, new_name: &str) -> FsResult<Attr> {
+        self.writable()?;
+        let existing = self.path_of(ino)?;
+        let new = self.child_of(new_parent, new_name)?;
+        self.share.hard_link(&existing, &new, false).await?;
+        self.entry(new_parent, new_name, &new).await
+    }
+
+    fn add_handle(&self, ino: u64, file: File, writable: bool) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let h = OpenFile {
+            file,
+            writable,
+            ino,
+            pending_times: Mutex::new(None),
+            wb: Arc::new(WriteBehind::default()),
+            locks: tokio::sync::Mutex::new(Vec::new()),
+        };
+        self.files.lock().unwrap().insert(fh, Arc::new(h));
+        fh
+    }
+
+    /// Wait for the writes in flight on every handle of `ino` (before reading the file or
+    /// its size from the server).
+    async fn drain_ino(&self, ino: u64) {
+        let handles: Vec<_> = self
+            .files
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|h| h.ino == ino && h.writable)
+            .cloned()
+            .collect();
+        for h in handles {
+            h.wb.drain().await;
+        }
+    }
+
+    /// Remember `times` on every handle open for writing on `ino` (see `pending_times`).
+    fn times_set(&self, ino: u64, times: &FileTimes) {
+        for h in self.files.lock().unwrap().values() {
+            if h.ino == ino && h.writable {
+                let mut p = h.pending_times.lock().unwrap();
+                let mut merged = p.unwrap_or_default();
+                merged.accessed = times.accessed.or(merged.accessed);
+                merged.modified = times.modified.or(merged.modified);
+                *p = Some(merged);
+            }
+        }
+    }
+
+    /// OPEN: a handle on the server for the file `ino`.
+    pub async fn open(&self, ino: u64, mode: OpenMode) -> FsResult<u64> {
+        if mode.write || mode.truncate {
+            self.writable()?;
+        }
+        let path = self.path_of(ino)?;
+        let opts = OpenOptions::new()
+            .read(mode.read)
+            .write(mode.write)
+            .truncate(mode.truncate);
+        let file = self
+            .retry(|| until_deleted(|| self.share.open(&path, &opts)))
+            .await?;
+        Ok(self.add_handle(ino, file, mode.write))
+    }
+
+    /// CREATE: create (or open, without `exclusive`) `name` in `parent` and open it.
+    pub async fn create(&self, parent: u64, name: &str, mode: OpenMode) -> FsResult<(Attr, u64)> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        let opts = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .create_new(mode.exclusive)
+            .truncate(mode.truncate);
+        let file = until_deleted(|| self.share.open(&path, &opts)).await?;
+        let m = match file.metadata().await {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = file.close().await;
+                return Err(e.into());
+            }
+        };
+        let ino = self
+            .inodes
+            .lock()
+            .unwrap()
+            .remember(parent, name, m.file_id);
+        Ok((self.attr(ino, &m), self.add_handle(ino, file, true)))
+    }
+
+    /// READ up to `size` bytes at `offset` (fewer only at end of file).
+    pub async fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Bytes> {
+        let h = self.handle(fh)?;
+        Ok(self.retry(|| h.file.read_at(offset, size as usize)).await?)
+    }
+
+    /// WRITE all of `data` at `offset`; returns the bytes written once the server has them.
+    pub async fn write(&self, fh: u64, offset: u64, data: Bytes) -> FsResult<u32> {
+        let h = self.handle(fh)?;
+        if !h.writable {
+            return Err(FsError::new(libc::EBADF));
+        }
+        let len = data.len() as u32;
+        h.pending_times.lock().unwrap().take();
+        match &self.budget {
+            Some(budget) => h.wb.write(&h.file, budget, offset, data).await?,
+            None => {
+                if let Some(e) = h.wb.take_error() {
+                    return Err(e);
+                }
+                self.retry(|| h.file.write_at(offset, data.clone())).await?
+            }
+        }
+        Ok(len)
+    }
+
+    /// FLUSH (every close(2) of a descriptor): wait for the writes in flight and report a
+    /// failure among them.
+    /// POSIX: closing any descriptor of a file drops the closing process's locks on it, so
+    /// the locks of `lock_owner` on this handle are released too.
+    pub async fn flush(&self, fh: u64, lock_owner: Option<u64>) -> FsResult<()> {
+        let h = self.handle(fh)?;
+        let written = h.wb.settle().await;
+        if let Some(owner) = lock_owner {
+            let has = h.locks.lock().await.iter().any(|l| l.owner == owner);
+            if has {
+                self.setlk(fh, owner, 0, u64::MAX, LockType::Unlock, false)
+                    .await?;
+            }
+        }
+        written
+    }
+
+    /// SETLK / SETLKW: take or release the POSIX lock of `owner` on bytes `start..=end`
+    /// (`sleep`: wait for it). Mapped onto SMB2 LOCK, which neither splits, merges nor
+    /// converts locks: the owner's locks overlapping the range are released first and what
+    /// lies outside the range is locked again, then the new lock is taken. Releasing waits
+    /// for the handle's writes in flight, so another client that gets the lock next reads
+    /// them.
+    pub async fn setlk(
+        &self,
+        fh: u64,
+        owner: u64,
+        start: u64,
+        end: u64,
+        typ: LockType,
+        sleep: bool,
+    ) -> FsResult<()> {
+        let h = self.handle(fh)?;
+        let end = end.saturating_add(1).max(start + 1);
+        let mut held = h.locks.lock().await;
+        h.wb.settle().await?;
+        let mut keep = Vec::with_capacity(held.len());
+        let mut relock = Vec::new();
+        for l in held.drain(..) {
+            if l.owner == owner && l.start < end && start < l.end {
+                if let Err(e) = h.file.unlock(l.start, l.end - l.start).await {
+                    tracing::debug!(error = %e, "unlock");
+                }
+                if l.start < start {
+                    relock.push(Held { end: start, ..l });
+                }
+                if end < l.end {
+                    relock.push(Held { start: end, ..l });
+                }
+            } else {
+                keep.push(l);
+            }
+        }
+        for r in relock {
+            match h.file.lock(r.start, r.end - r.start, r.kind, false).await {
+                Ok(()) => keep.push(r),
+                Err(e) => tracing::warn!(error = %e, "re-locking the rest of a range failed"),
+            }
+        }
+        *held = keep;
+        let kind = match typ {
+            LockType::Unlock => return Ok(()),
+            LockType::Read => LockKind::Shared,
+            LockType::Write => LockKind::Exclusive,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match h.file.lock(start, end - start, kind, sleep).await {
+                Ok(()) => {
+                    held.push(Held {
+                        start,
+                        end,
+                        kind,
+                        owner,
+                    });
+                    return Ok(());
+                }
+                Err(e) if lock_refused(&e) => return Err(FsError::new(libc::EAGAIN)),
+                Err(Error::Timeout { .. }) if sleep && attempt < LOCK_WAIT_ATTEMPTS => {}
+                Err(Error::Timeout { .. }) if sleep => return Err(FsError::new(libc::EINTR)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// GETLK: whether `owner` could take the lock; `None` if so, else the range and type of
+    /// a conflicting lock (SMB does not say whose, nor exactly where: the asked range is
+    /// reported as write-locked).
+    pub async fn getlk(
+        &self,
+        fh: u64,
+        owner: u64,
+        start: u64,
+        end: u64,
+        typ: LockType,
+    ) -> FsResult<Option<(u64, u64, LockType)>> {
+        let h = self.handle(fh)?;
+        let kind = match typ {
+            LockType::Unlock => return Ok(None),
+            LockType::Read => LockKind::Shared,
+            LockType::Write => LockKind::Exclusive,
+        };
+        let end_x = end.saturating_add(1).max(start + 1);
+        let held = h.locks.lock().await;
+        // Locks of this handle would answer for themselves; POSIX never reports the
+        // asking process's own locks, and other owners on one handle are not told apart.
+        if held.iter().any(|l| l.start < end_x && start < l.end) {
+            let _ = owner;
+            return Ok(None);
+        }
+        match h.file.lock(start, end_x - start, kind, false).await {
+            Ok(()) => {
+                let _ = h.file.unlock(start, end_x - start).await;
+                Ok(None)
+            }
+            Err(e) if lock_refused(&e) => Ok(Some((start, end, LockType::Write))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// FSYNC: ask the server to put the file on stable storage.
+    pub async fn fsync(&self, fh: u64) -> FsResult<()> {
+        let h = self.handle(fh)?;
+        if !h.writable {
+            return Ok(());
+        }
+        h.wb.settle().await?;
+        Ok(self.retry(|| h.file.flush()).await?)
+    }
+
+    /// RELEASE: the last descriptor of the open is closed; close the handle on the server.
+    pub async fn release(&self, fh: u64) -> FsResult<()> {
+        let h = self.files.lock().unwrap().remove(&fh);
+        if let Some(h) = h {
+            let written = h.wb.settle().await;
+            h.file.clone().close().await?;
+            written?;
+            let pending = h.pending_times.lock().unwrap().take();
+            if let Some(times) = pending {
+                if let Err(e) = self.share.set_times(h.file.path(), &times).await {
+                    tracing::debug!(path = h.file.path(), error = %e, "setting times after close");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// OPENDIR: list the directory now (all of it); READDIR then pages through the list.
+    pub async fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let path = self.path_of(ino)?;
+        let entries = self.retry(|| self.share.read_dir(&path)).await?;
+        let listed: Vec<Listed> = entries
+            .into_iter()
+            .map(|e| {
+                let attr = self.attr(0, &e.metadata);
+                Listed {
+                    kind: attr.kind,
+                    file_id: e.file_id,
+                    name: e.name,
+                    attr,
+                }
+            })
+            .collect();
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.dirs.lock().unwrap().insert(fh, Arc::new(listed));
+        Ok(fh)
+    }
+
+    /// The listing of the open directory `fh` (without `.` and `..`).
+    pub fn listing(&self, fh: u64) -> FsResult<Arc<Vec<Listed>>> {
+        self.dirs
+            .lock()
+            .unwrap()
+            .get(&fh)
+            .cloned()
+            .ok_or_else(|| FsError::new(libc::EBADF))
+    }
+
+    /// The node id a plain READDIR shows for an entry (no lookup taken).
+    pub fn peek_ino(&self, parent: u64, name: &str, file_id: u64) -> u64 {
+        self.inodes.lock().unwrap().peek(parent, name, file_id)
+    }
+
+    /// RELEASEDIR.
+    pub fn releasedir(&self, fh: u64) {
+        self.dirs.lock().unwrap().remove(&fh);
+    }
+
+    /// STATFS.
+    pub async fn statfs(&self) -> FsResult<StatFs> {
+        let info = self.retry(|| self.share.fs_info()).await?;
+        let bsize = info.block_size.clamp(512, 1 << 20);
+        Ok(StatFs {
+            blocks: info.total_bytes / bsize,
+            bfree: info.free_bytes / bsize,
+            bavail: info.available_bytes / bsize,
+            bsize: bsize as u32,
+            namelen: 255,
+        })
+    }
+
+    /// Close every open handle (flushing nothing further: writes are on the server) and log
+    /// off. Called once the kernel has let go of the mount.
+    pub async fn shutdown(&self) {
+        let files: Vec<_> = self.files.lock().unwrap().drain().map(|(_, h)| h).collect();
+        for h in files {
+            if let Err(e) = h.wb.settle().await {
+                tracing::warn!(path = h.file.path(), error = %e, "a write failed before unmount");
+            }
+            if let Err(e) = h.file.clone().close().await {
+                tracing::warn!(path = h.file.path(), error = %e, "close at unmount failed");
+            }
+        }
+        self.dirs.lock().unwrap().clear();
+        if let Err(e) = self.share.client().logoff().await {
+            tracing::debug!(error = %e, "logoff at unmount failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_modes() {
+        let m = OpenMode::from_flags(libc::O_RDONLY);
+        assert!(m.read && !m.write && !m.truncate);
+        let m = OpenMode::from_flags(libc::O_WRONLY | libc::O_TRUNC | libc::O_EXCL);
+        assert!(!m.read && m.write && m.truncate && m.exclusive);
+        let m = OpenMode::from_flags(libc::O_RDWR);
+        assert!(m.read && m.write);
+    }
+
+    #[test]
+    fn local_errors_are_not_retried() {
+        let e = Error::ApiMisuse("x");
+        assert!(!unreachable(&e));
+    }
+}

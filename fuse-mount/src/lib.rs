@@ -1,0 +1,20 @@
+//! `smbfuse`: mount an SMB share with FUSE.
+//!
+//! [`fs::SmbFs`] is the file system in terms of node ids and handles, with no FUSE types (it
+//! is tested by driving it directly); [`adapter::FuseAdapter`] is the thin `fuser` layer that
+//! runs each kernel request as a tokio task on it; [`mount`] parses the command line, connects,
+//! mounts and serves until unmounted.
+
+#![warn(missing_docs, unreachable_pub)]
+#![forbid(unsafe_code)]
+
+pub mod adapter;
+pub mod daemon;
+pub mod errno;
+pub mod fs;
+pub mod inode;
+pub mod mount;
+pub mod options;
+#[cfg(unix)]
+pub mod status;
+pub mod write_behind;

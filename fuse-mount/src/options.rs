@@ -1,0 +1,429 @@
+//! `-o` mount options, named like mount.cifs where one exists. Unknown options are an error.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use smb3_client::{ClientConfig, Dialect, Dispatch};
+
+/// How file data is cached in the kernel (mount.cifs `cache=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Close-to-open: cached pages are dropped when a file is opened again (the default).
+    Strict,
+    /// No page cache: every read and write goes to the server (FUSE direct I/O).
+    None,
+}
+
+/// Every setting `-o` can make.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MountOptions {
+    /// `username=` / `user=`.
+    pub username: Option<String>,
+    /// `domain=` / `dom=` / `workgroup=`.
+    pub domain: Option<String>,
+    /// `credentials=` / `cred=`: a mount.cifs credentials file.
+    pub credentials: Option<PathBuf>,
+    /// `uid=`: owner shown for every file (default: the mounting user).
+    pub uid: u32,
+    /// `gid=`: group shown for every file (default: the mounting user's group).
+    pub gid: u32,
+    /// `file_mode=` (octal, default 0755 as mount.cifs).
+    pub file_mode: u32,
+    /// `dir_mode=` (octal, default 0755).
+    pub dir_mode: u32,
+    /// `vers=`: the dialects offered (`2.1`, `3`, `3.0`, `3.02`, `3.1.1`, `default`).
+    pub dialects: Option<(Dialect, Dialect)>,
+    /// `seal`: encrypt the whole session.
+    pub seal: bool,
+    /// `actimeo=` seconds: how long attributes and names are cached (default 1).
+    pub actimeo: Duration,
+    /// `cache=strict|none`.
+    pub cache: CacheMode,
+    /// `rsize=` bytes per READ request.
+    pub rsize: Option<u32>,
+    /// `wsize=` bytes per WRITE request.
+    pub wsize: Option<u32>,
+    /// `hard`: retry operations that failed because the server went away, without bound;
+    /// `soft` (the default) returns an error once the library's timeouts expire.
+    pub hard: bool,
+    /// `max_channels=`.
+    pub max_channels: Option<usize>,
+    /// `channels_per_nic=` (not in mount.cifs).
+    pub channels_per_nic: Option<usize>,
+    /// `nomultichannel` (`multichannel` turns it back on).
+    pub multichannel: bool,
+    /// `dispatch=round-robin|least-loaded`.
+    pub dispatch: Option<Dispatch>,
+    /// `port=`: TCP port when the source does not name one.
+    pub port: Option<u16>,
+    /// `krb5_realm=` (also `SMB_KRB_REALM`): Kerberos instead of NTLMv2.
+    pub kerberos_realm: Option<String>,
+    /// `kdc=` (also `SMB_KRB_KDC`).
+    pub kdc: Option<String>,
+    /// `spn_host=`.
+    pub spn_host: Option<String>,
+    /// `ntlm_fallback`.
+    pub ntlm_fallback: bool,
+    /// `allow_other`: users other than the mounting one may use the mount.
+    pub allow_other: bool,
+    /// `allow_root`: root may use it too.
+    pub allow_root: bool,
+    /// `default_permissions`: the kernel checks the shown modes before asking the server.
+    pub default_permissions: bool,
+    /// `ro` (`rw` is the default).
+    pub read_only: bool,
+    /// `max_readahead=` bytes: the kernel's read-ahead window for sequential readers
+    /// (default 8 MiB, at most 64 MiB).
+    pub max_readahead: u32,
+    /// `max_write=` bytes per FUSE WRITE (default and kernel maximum 1 MiB).
+    pub max_write: u32,
+    /// `threads=`: FUSE request threads (Linux; default 4).
+    pub threads: usize,
+    /// `nobrl`: keep fcntl/flock locks on this machine only (`brl`, the default, sends them
+    /// to the server as SMB2 LOCKs).
+    pub server_locks: bool,
+    /// `write_behind=`: bytes of writes in flight behind the applications, per mount
+    /// (default 64M; 0 answers each write only once the server has it).
+    pub write_behind: u64,
+    /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
+    pub kernel_flags: Vec<String>,
+}
+
+/// 1 MiB: the largest FUSE request the kernel sends (256 pages).
+pub const MAX_FUSE_IO: u32 = 1 << 20;
+
+/// Largest read-ahead window accepted (64 MiB).
+pub const MAX_READAHEAD: u32 = 64 << 20;
+
+/// Default read-ahead window: 8 MiB, eight 1 MiB READs in flight for a sequential reader.
+pub const DEFAULT_READAHEAD: u32 = 8 << 20;
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            username: None,
+            domain: None,
+            credentials: None,
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+            file_mode: 0o755,
+            dir_mode: 0o755,
+            dialects: None,
+            seal: false,
+            actimeo: Duration::from_secs(1),
+            cache: CacheMode::Strict,
+            rsize: None,
+            wsize: None,
+            hard: false,
+            max_channels: None,
+            channels_per_nic: None,
+            multichannel: true,
+            dispatch: None,
+            port: None,
+            kerberos_realm: std::env::var("SMB_KRB_REALM").ok(),
+            kdc: std::env::var("SMB_KRB_KDC").ok(),
+            spn_host: None,
+            ntlm_fallback: false,
+            allow_other: false,
+            allow_root: false,
+            default_permissions: false,
+            read_only: false,
+            max_readahead: DEFAULT_READAHEAD,
+            max_write: MAX_FUSE_IO,
+            threads: 4,
+            write_behind: 64 << 20,
+            server_locks: true,
+            kernel_flags: Vec::new(),
+        }
+    }
+}
+
+/// Generic mount(8) options: passed to the kernel as they are.
+const KERNEL_FLAGS: &[&str] = &[
+    "dev", "nodev", "suid", "nosuid", "exec", "noexec", "atime", "noatime", "dirsync", "sync",
+    "async",
+];
+
+/// Options mount(8), fstab and mount.fuse3 may pass that mean nothing to the mount itself.
+const IGNORED: &[&str] = &[
+    "defaults",
+    "_netdev",
+    "nofail",
+    "auto",
+    "noauto",
+    "user",
+    "nouser",
+    "users",
+    "owner",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nostrictatime",
+    "diratime",
+    "nodiratime",
+    "lazytime",
+    "nolazytime",
+    "silent",
+    "loud",
+    "noperm",
+    "perm",
+];
+
+fn octal(name: &str, v: &str) -> Result<u32, String> {
+    let mode = u32::from_str_radix(v, 8)
+        .map_err(|_| format!("option {name}={v}: not an octal mode (e.g. 0644)"))?;
+    if mode > 0o7777 {
+        return Err(format!("option {name}={v}: mode out of range"));
+    }
+    Ok(mode)
+}
+
+fn number<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("option {name}={v}: not a number"))
+}
+
+/// A byte size: plain bytes, or with a K/M suffix (KiB, MiB).
+fn size(name: &str, v: &str) -> Result<u32, String> {
+    let (digits, unit) = match v.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => v.split_at(i),
+        None => (v, ""),
+    };
+    let n: u32 = number(name, digits)?;
+    let mul = match unit.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        _ => return Err(format!("option {name}={v}: unknown unit {unit:?}")),
+    };
+    n.checked_mul(mul)
+        .filter(|n| *n >= 4096)
+        .ok_or_else(|| format!("option {name}={v}: out of range (4 KiB and up)"))
+}
+
+fn dialects(v: &str) -> Result<Option<(Dialect, Dialect)>, String> {
+    let one = |d| Ok(Some((d, d)));
+    match v {
+        "default" => Ok(None),
+        "2.1" => one(Dialect::Smb210),
+        "3" => Ok(Some((Dialect::Smb300, Dialect::Smb311))),
+        "3.0" => one(Dialect::Smb300),
+        "3.02" | "3.0.2" => one(Dialect::Smb302),
+        "3.1.1" | "3.11" => one(Dialect::Smb311),
+        other => Err(format!(
+            "option vers={other}: unknown dialect (2.1, 3, 3.0, 3.02, 3.1.1 or default)"
+        )),
+    }
+}
+
+impl MountOptions {
+    /// Parse the comma-separated lists given with `-o` (several `-o` add up). A later value
+    /// wins over an earlier one.
+    pub fn parse<S: AsRef<str>>(lists: &[S]) -> Result<MountOptions, String> {
+        let mut o = MountOptions::default();
+        for list in lists {
+            for opt in list.as_ref().split(',').filter(|s| !s.is_empty()) {
+                o.apply(opt)?;
+            }
+        }
+        Ok(o)
+    }
+
+    fn apply(&mut self, opt: &str) -> Result<(), String> {
+        let (name, value) = match opt.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (opt, None),
+        };
+        let need = || value.ok_or_else(|| format!("option {name} needs a value ({name}=...)"));
+        match name {
+            "username" | "user" if value.is_some() => self.username = Some(need()?.to_string()),
+            "domain" | "dom" | "workgroup" => self.domain = Some(need()?.to_string()),
+            "credentials" | "cred" => self.credentials = Some(PathBuf::from(need()?)),
+            "password" | "pass" => {
+                return Err(
+                    "option password= is refused: a password on the command line shows \
+                     in process lists; use credentials=FILE or SMB_PASSWORD"
+                        .into(),
+                )
+            }
+            "uid" => self.uid = number(name, need()?)?,
+            "gid" => self.gid = number(name, need()?)?,
+            "file_mode" => self.file_mode = octal(name, need()?)?,
+            "dir_mode" => self.dir_mode = octal(name, need()?)?,
+            "vers" => self.dialects = dialects(need()?)?,
+            "seal" => self.seal = true,
+            "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
+            "cache" => {
+                self.cache = match need()? {
+                    "strict" => CacheMode::Strict,
+                    "none" => CacheMode::None,
+                    v => return Err(format!("option cache={v}: use cache=strict or cache=none")),
+                }
+            }
+            "rsize" => self.rsize = Some(size(name, need()?)?),
+            "wsize" => self.wsize = Some(size(name, need()?)?),
+            "hard" => self.hard = true,
+            "soft" => self.hard = false,
+            "max_channels" => {
+                let n: usize = number(name, need()?)?;
+                if !(1..=256).contains(&n) {
+                    return Err(format!("option max_channels={n}: 1 to 256"));
+                }
+                self.max_channels = Some(n);
+            }
+            "channels_per_nic" => {
+                let n: usize = number(name, need()?)?;
+                if !(1..=64).contains(&n) {
+                    return Err(format!("option channels_per_nic={n}: 1 to 64"));
+                }
+                self.channels_per_nic = Some(n);
+            }
+            "nomultichannel" => self.multichannel = false,
+            "nobrl" => self.server_locks = false,
+            "brl" => self.server_locks = true,
+            "multichannel" => self.multichannel = true,
+            "dispatch" => self.dispatch = Some(need()?.parse().map_err(|e| format!("option {e}"))?),
+            "port" => self.port = Some(number(name, need()?)?),
+            "krb5_realm" | "realm" => self.kerberos_realm = Some(need()?.to_string()),
+            "kdc" => self.kdc = Some(need()?.to_string()),
+            "spn_host" => self.spn_host = Some(need()?.to_string()),
+            "ntlm_fallback" => self.ntlm_fallback = true,
+            "allow_other" => self.allow_other = true,
+            "allow_root" => self.allow_root = true,
+            "default_permissions" => self.default_permissions = true,
+            "ro" => self.read_only = true,
+            "rw" => self.read_only = false,
+            "max_readahead" => self.max_readahead = size(name, need()?)?.min(MAX_READAHEAD),
+            "write_behind" => {
+                let v = need()?;
+                self.write_behind = if v == "0" {
+                    0
+                } else {
+                    u64::from(size(name, v)?)
+                };
+            }
+            "max_write" => self.max_write = size(name, need()?)?.min(MAX_FUSE_IO),
+            "threads" => {
+                let n: usize = number(name, need()?)?;
+                if !(1..=64).contains(&n) {
+                    return Err(format!("option threads={n}: 1 to 64"));
+                }
+                self.threads = n;
+            }
+            f if value.is_none() && KERNEL_FLAGS.contains(&f) => self.kernel_flags.push(f.into()),
+            f if value.is_none() && IGNORED.contains(&f) => {}
+            // systemd and mount(8) annotations (x-systemd.automount, comment=...).
+            f if f.starts_with("x-") || f == "comment" => {}
+            _ => return Err(format!("unknown option {opt:?} (see smbfuse --help)")),
+        }
+        Ok(())
+    }
+
+    /// Apply the session settings to a client configuration.
+    pub fn apply_to(&self, config: &mut ClientConfig) -> Result<(), String> {
+        if let Some((min, max)) = self.dialects {
+            config.min_dialect = min;
+            config.max_dialect = max;
+        }
+        config.encrypt = self.seal;
+        let io = self.rsize.into_iter().chain(self.wsize).max();
+        if let Some(n) = io {
+            config.io_size = n;
+        }
+        if let Some(n) = self.max_channels {
+            config.max_channels = n;
+        }
+        if let Some(n) = self.channels_per_nic {
+            config.channels_per_rss_nic = n;
+            config.channels_per_nic = n;
+        }
+        config.multichannel = self.multichannel;
+        if let Some(d) = self.dispatch {
+            config.dispatch = d;
+        }
+        let auth = smbcp::auth_args::AuthArgs {
+            kerberos_realm: self.kerberos_realm.clone(),
+            kdc: self.kdc.clone(),
+            spn_host: self.spn_host.clone(),
+            ntlm_fallback: self.ntlm_fallback,
+        };
+        auth.apply(config).map_err(|e| {
+            e.replace("--kerberos-realm", "krb5_realm=")
+                .replace("--kdc", "kdc=")
+                .replace("--spn-host", "spn_host=")
+                .replace("--ntlm-fallback", "ntlm_fallback")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_cifs_names() {
+        let o = MountOptions::parse(&[
+            "username=alice,domain=CORP,uid=1000,gid=100,file_mode=0644,dir_mode=0750",
+            "vers=3.1.1,seal,actimeo=5,cache=none,rsize=1M,wsize=65536,hard,max_channels=8",
+            "nomultichannel,allow_other,ro,_netdev,noatime,x-systemd.automount",
+        ])
+        .unwrap();
+        assert_eq!(o.username.as_deref(), Some("alice"));
+        assert_eq!(o.domain.as_deref(), Some("CORP"));
+        assert_eq!((o.uid, o.gid), (1000, 100));
+        assert_eq!((o.file_mode, o.dir_mode), (0o644, 0o750));
+        assert_eq!(o.dialects, Some((Dialect::Smb311, Dialect::Smb311)));
+        assert!(o.seal && o.hard && o.allow_other && o.read_only && !o.multichannel);
+        assert_eq!(o.actimeo, Duration::from_secs(5));
+        assert_eq!(o.cache, CacheMode::None);
+        assert_eq!((o.rsize, o.wsize), (Some(1 << 20), Some(65536)));
+        assert_eq!(o.max_channels, Some(8));
+        assert_eq!(o.kernel_flags, vec!["noatime".to_string()]);
+        let mut c = ClientConfig::default();
+        o.apply_to(&mut c).unwrap();
+        assert!(c.encrypt && !c.multichannel);
+        assert_eq!(c.max_channels, 8);
+        assert_eq!(c.io_size, 1 << 20);
+        assert_eq!(c.max_dialect, Dialect::Smb311);
+    }
+
+    #[test]
+    fn unknown_and_bad_options_are_errors() {
+        for (opts, want) in [
+            ("frobnicate", "unknown option \"frobnicate\""),
+            ("uid=alice", "uid=alice: not a number"),
+            ("file_mode=999", "not an octal mode"),
+            ("vers=1.0", "unknown dialect"),
+            ("cache=loose", "cache=strict or cache=none"),
+            ("password=hunter2", "password= is refused"),
+            ("max_channels=0", "1 to 256"),
+            ("credentials", "needs a value"),
+            ("rsize=12", "out of range"),
+        ] {
+            let e = MountOptions::parse(&[opts]).unwrap_err();
+            assert!(e.contains(want), "{opts}: {e}");
+        }
+        let e = MountOptions::parse(&["kdc=x"])
+            .unwrap()
+            .apply_to(&mut ClientConfig::default());
+        if std::env::var_os("SMB_KRB_REALM").is_none() {
+            assert!(e.unwrap_err().contains("krb5_realm="));
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = MountOptions::parse::<&str>(&[]).unwrap();
+        assert_eq!(o.actimeo, Duration::from_secs(1));
+        assert_eq!(o.cache, CacheMode::Strict);
+        assert_eq!((o.file_mode, o.dir_mode), (0o755, 0o755));
+        assert_eq!(
+            (o.max_write, o.max_readahead),
+            (MAX_FUSE_IO, DEFAULT_READAHEAD)
+        );
+        assert_eq!(o.write_behind, 64 << 20);
+        let o = MountOptions::parse(&["write_behind=0,max_readahead=16M"]).unwrap();
+        assert_eq!((o.write_behind, o.max_readahead), (0, 16 << 20));
+        assert!(!o.hard && o.multichannel && !o.read_only);
+    }
+}

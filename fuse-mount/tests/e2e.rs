@@ -1,0 +1,849 @@
+//! smbfuse end to end: the real testbed smbd, the daemon in the client network namespace
+//! (`nsenter --net`, so the mount itself is in this process's mount namespace), ordinary
+//! programs on the mount. Every test unmounts and stops its daemon, also when it fails
+//! (`Mounted`'s Drop), and the testbed goes with its own Drop.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use smb3_tests::{Testbed, TestbedConfig};
+
+const SMBFUSE: &str = env!("CARGO_BIN_EXE_smbfuse");
+
+fn testbed() -> Testbed {
+    Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"))
+}
+
+fn source(tb: &Testbed, share_and_path: &str) -> String {
+    format!(
+        "smb://{};{}@{}/{share_and_path}",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    )
+}
+
+/// A scratch directory of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("smbfuse-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+/// Whether `mp` is a mount point in this mount namespace.
+fn is_mounted(mp: &Path) -> bool {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mp.to_string_lossy();
+    text.lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+}
+
+/// Processes whose command line holds `mp` and the daemon flag (the background daemon).
+fn daemons_of(mp: &Path) -> Vec<u32> {
+    let want = mp.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.iter().any(|a| a == &want) && args.iter().any(|a| a == "--daemon-child") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+/// Wait up to `limit` for `cond`, polling.
+fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// smbfuse run in the client namespace.
+fn smbfuse_cmd(tb: &Testbed, password: &str) -> Command {
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net=/run/netns/{}", tb.client_ns()))
+        .arg("--")
+        .arg(SMBFUSE)
+        .env("SMB_PASSWORD", password)
+        .env_remove("SMB_USER")
+        .env_remove("SMB_DOMAIN")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// A mount made by a test; unmounted and its daemon gone when dropped.
+struct Mounted {
+    mp: PathBuf,
+    /// The foreground daemon (`-f`), when the test started one.
+    child: Option<Child>,
+}
+
+impl Mounted {
+    /// Mount `src` on a fresh directory with `smbfuse -f` and wait (bounded) until mounted.
+    fn foreground(tb: &Testbed, src: &str, name: &str, opts: &[&str]) -> Mounted {
+        let mp = scratch(name);
+        let mut cmd = smbfuse_cmd(tb, tb.password());
+        cmd.arg(src).arg(&mp).arg("-f");
+        for o in opts {
+            cmd.args(["-o", o]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start smbfuse");
+        let mut m = Mounted {
+            mp,
+            child: Some(child),
+        };
+        let up = wait_until(Duration::from_secs(30), || {
+            is_mounted(&m.mp)
+                || m.child
+                    .as_mut()
+                    .is_some_and(|c| c.try_wait().ok().flatten().is_some())
+        });
+        assert!(up && is_mounted(&m.mp), "smbfuse -f did not mount {src}");
+        m
+    }
+
+    /// Mount `src` in the background (the default) and return once `smbfuse` has returned.
+    fn daemon(tb: &Testbed, src: &str, name: &str, opts: &[&str]) -> (Mounted, Output) {
+        let mp = scratch(name);
+        let mut cmd = smbfuse_cmd(tb, tb.password());
+        cmd.arg(src).arg(&mp);
+        for o in opts {
+            cmd.args(["-o", o]);
+        }
+        let out = cmd.output().expect("run smbfuse");
+        (Mounted { mp, child: None }, out)
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.mp.join(rel)
+    }
+
+    /// Send SIGTERM to the foreground daemon and return its exit status (bounded wait).
+    fn terminate(&mut self) -> Option<i32> {
+        let child = self.child.as_mut()?;
+        let pid = child.id() as i32;
+        // SAFETY-free: kill(2) through the command line tool, by PID.
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if is_mounted(&self.mp) {
+            let ok = Command::new("umount")
+                .arg(&self.mp)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.mp).status();
+            }
+        }
+        let mut pids = daemons_of(&self.mp);
+        if let Some(c) = &self.child {
+            pids.push(c.id());
+        }
+        if !wait_until(Duration::from_secs(20), || pids.iter().all(|p| !alive(*p))) {
+            for p in &pids {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &p.to_string()])
+                    .status();
+            }
+        }
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.mp);
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.stdin(Stdio::null()).output().expect("run command");
+    if !out.status.success() {
+        panic!(
+            "{cmd:?} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+fn sh(script: &str) -> String {
+    String::from_utf8_lossy(
+        &run(Command::new("bash").args(["-euo", "pipefail", "-c", script])).stdout,
+    )
+    .into_owned()
+}
+
+/// `diff -r` must find nothing.
+fn same_tree(a: &Path, b: &Path) {
+    run(Command::new("diff").arg("-r").arg(a).arg(b));
+}
+
+/// Relative path, type and size of everything under `root`, sorted.
+fn listing(root: &Path) -> String {
+    sh(&format!(
+        "cd '{}' && find . -mindepth 1 -printf '%P %y %s\\n' | LC_ALL=C sort",
+        root.display()
+    ))
+    .lines()
+    // Directory sizes mean nothing across file systems.
+    .map(|l| {
+        if l.contains(" d ") {
+            l.rsplit_once(' ').unwrap().0.to_string()
+        } else {
+            l.to_string()
+        }
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+/// A tree of `small` small files over 40 directories, a few large ones, odd names, and
+/// known modification times.
+fn make_tree(root: &Path, small: usize) {
+    for i in 0..small {
+        let dir = root.join(format!("d{:02}", i % 40));
+        std::fs::create_dir_all(&dir).unwrap();
+        let len = (i * 37) % 4096;
+        let data: Vec<u8> = (0..len).map(|k| (k * 7 + i) as u8).collect();
+        std::fs::write(dir.join(format!("f{i:05}.txt")), data).unwrap();
+    }
+    for (name, len) in [
+        ("large/a.bin", 16 * 1024 * 1024 + 1),
+        ("large/b.bin", 5 * 1024 * 1024),
+        ("large/c.bin", 1024 * 1024),
+        ("large/empty", 0),
+        ("ünïcødé dir/ファイル.txt", 3000),
+    ] {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, smb3_tests::pattern(len as u64 + 7, len)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("emptydir")).unwrap();
+    sh(&format!(
+        "touch -d '2001-02-03 04:05:06' '{}/d00/f00000.txt' '{}/large/b.bin'",
+        root.display(),
+        root.display()
+    ));
+}
+
+fn mtime(p: &Path) -> i64 {
+    std::fs::metadata(p).unwrap().mtime()
+}
+
+/// Handles still open at the server (bounded wait for them to go).
+fn no_open_files(tb: &Testbed) {
+    let mut last = Vec::new();
+    let gone = wait_until(Duration::from_secs(10), || {
+        last = tb.open_files().unwrap_or_default();
+        last.is_empty()
+    });
+    assert!(gone, "handles left open at the server: {last:?}");
+}
+
+#[test]
+fn cp_rsync_tar_and_git_through_the_mount() {
+    let tb = testbed();
+    let local = scratch("local");
+    let src = local.join("src");
+    make_tree(&src, 2000);
+    let mut m = Mounted::foreground(&tb, &source(&tb, "plain"), "mnt1", &[]);
+    let server = tb.share_path("plain");
+
+    // cp -a in, compare through the mount and on the server's disk; then out again.
+    let t = Instant::now();
+    run(Command::new("cp").arg("-a").arg(&src).arg(m.path("cp")));
+    eprintln!("cp -a of 2005 files into the mount: {:?}", t.elapsed());
+    same_tree(&src, &m.path("cp"));
+    same_tree(&src, &server.join("cp"));
+    assert_eq!(listing(&src), listing(&m.path("cp")));
+    for f in ["d00/f00000.txt", "large/b.bin", "large/a.bin"] {
+        assert_eq!(
+            mtime(&src.join(f)),
+            mtime(&m.path("cp").join(f)),
+            "{f}: mtime"
+        );
+    }
+    let t = Instant::now();
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(m.path("cp"))
+        .arg(local.join("back")));
+    eprintln!("cp -a out of the mount: {:?}", t.elapsed());
+    same_tree(&src, &local.join("back"));
+
+    // rsync -a both ways; a second run finds nothing to do (times kept; modes are the
+    // mount's, so permissions are left out of the comparison).
+    run(Command::new("rsync")
+        .arg("-a")
+        .arg(format!("{}/", src.display()))
+        .arg(m.path("rs")));
+    same_tree(&src, &m.path("rs"));
+    run(Command::new("rsync")
+        .arg("-a")
+        .arg(format!("{}/", m.path("rs").display()))
+        .arg(local.join("rs-back")));
+    same_tree(&src, &local.join("rs-back"));
+    let again = run(Command::new("rsync")
+        .args(["-ai", "--no-perms", "--modify-window=1"])
+        .arg(format!("{}/", src.display()))
+        .arg(m.path("rs")));
+    let changed = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(
+        changed.trim().is_empty(),
+        "rsync found differences: {changed}"
+    );
+
+    // tar round trip.
+    std::fs::create_dir(m.path("tar")).unwrap();
+    sh(&format!(
+        "tar -C '{}' -cf - . | tar -C '{}' -xf -",
+        src.display(),
+        m.path("tar").display()
+    ));
+    same_tree(&src, &m.path("tar"));
+    assert_eq!(
+        mtime(&src.join("large/b.bin")),
+        mtime(&m.path("tar/large/b.bin"))
+    );
+    std::fs::create_dir(local.join("tar-back")).unwrap();
+    sh(&format!(
+        "tar -C '{}' -cf - . | tar -C '{}' -xf -",
+        m.path("tar").display(),
+        local.join("tar-back").display()
+    ));
+    same_tree(&src, &local.join("tar-back"));
+
+    // git on the mount.
+    let repo = m.path("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = run(Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(args));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q", "."]);
+    run(Command::new("cp").arg("-r").arg(src.join("d01")).arg(&repo));
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "first"]);
+    std::fs::write(repo.join("d01/new.txt"), b"second\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "second"]);
+    let log = git(&["log", "--format=%s"]);
+    assert_eq!(log.lines().collect::<Vec<_>>(), ["second", "first"]);
+    git(&["fsck", "--strict"]);
+    assert!(git(&["status", "--porcelain"]).trim().is_empty());
+
+    // SIGTERM: unmounted, exit 0, nothing left open at the server.
+    assert_eq!(m.terminate(), Some(0), "smbfuse exit status after SIGTERM");
+    assert!(!is_mounted(&m.mp));
+    no_open_files(&tb);
+    drop(m);
+    let _ = std::fs::remove_dir_all(&local);
+}
+
+#[test]
+fn posix_semantics_on_the_mount() {
+    use std::fs;
+    let tb = testbed();
+    let m = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "mnt2",
+        &["uid=1234,gid=567,file_mode=0644,dir_mode=0750"],
+    );
+    let p = |r: &str| m.path(r);
+
+    // Owner and modes come from the options.
+    fs::write(p("a"), b"hello").unwrap();
+    let md = fs::metadata(p("a")).unwrap();
+    assert_eq!((md.uid(), md.gid(), md.mode() & 0o7777), (1234, 567, 0o644));
+    fs::create_dir(p("dir")).unwrap();
+    assert_eq!(fs::metadata(p("dir")).unwrap().mode() & 0o7777, 0o750);
+
+    // Inode numbers are the server's file ids: stable, shared by hard links.
+    let ino = md.ino();
+    assert_eq!(fs::metadata(p("a")).unwrap().ino(), ino);
+    fs::hard_link(p("a"), p("dir/alias")).unwrap();
+    let l = fs::metadata(p("dir/alias")).unwrap();
+    assert_eq!((l.ino(), l.nlink()), (ino, 2));
+    assert_eq!(fs::read(p("dir/alias")).unwrap(), b"hello");
+    assert_eq!(
+        fs::metadata(tb.share_path("plain").join("a"))
+            .unwrap()
+            .nlink(),
+        2
+    );
+
+    // rename: across directories, replacing a file, a directory over an empty directory.
+    fs::write(p("b"), b"bee").unwrap();
+    fs::rename(p("b"), p("dir/b2")).unwrap();
+    assert_eq!(fs::read(p("dir/b2")).unwrap(), b"bee");
+    fs::write(p("c"), b"sea").unwrap();
+    fs::rename(p("c"), p("dir/b2")).unwrap();
+    assert_eq!(fs::read(p("dir/b2")).unwrap(), b"sea");
+    assert!(!p("c").exists());
+    fs::create_dir_all(p("x/inner")).unwrap();
+    fs::write(p("x/inner/f"), b"f").unwrap();
+    fs::create_dir(p("y")).unwrap();
+    fs::rename(p("x"), p("y")).unwrap();
+    assert_eq!(fs::read(p("y/inner/f")).unwrap(), b"f");
+    fs::create_dir(p("z")).unwrap();
+    fs::write(p("z/keep"), b"k").unwrap();
+    let e = fs::rename(p("y"), p("z")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY), "{e}");
+
+    // truncate, extend, write at an offset.
+    let f = fs::OpenOptions::new().write(true).open(p("a")).unwrap();
+    f.set_len(2).unwrap();
+    f.set_len(4).unwrap();
+    drop(f);
+    assert_eq!(fs::read(p("a")).unwrap(), b"he\0\0");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = fs::OpenOptions::new().write(true).open(p("a")).unwrap();
+        f.write_all_at(b"XY", 6).unwrap();
+    }
+    assert_eq!(fs::read(p("a")).unwrap(), b"he\0\0\0\0XY");
+
+    // utimensat, also through an open handle that wrote.
+    let t = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let f = fs::File::options().write(true).open(p("dir/b2")).unwrap();
+    (&f).write_all(b"more").unwrap();
+    f.set_times(fs::FileTimes::new().set_modified(t).set_accessed(t))
+        .unwrap();
+    drop(f);
+    let back = || {
+        fs::metadata(tb.share_path("plain").join("dir/b2"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || back() == t),
+        "mtime after close: {:?}",
+        back()
+    );
+    assert_eq!(fs::metadata(p("dir/b2")).unwrap().modified().unwrap(), t);
+
+    // chmod without write bits sets the read-only attribute; writing is then refused; chown
+    // is accepted and changes nothing (mount.cifs without POSIX extensions).
+    fs::set_permissions(p("a"), std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    assert_eq!(fs::metadata(p("a")).unwrap().mode() & 0o777, 0o444);
+    let e = fs::OpenOptions::new().write(true).open(p("a")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EACCES), "{e}");
+    std::os::unix::fs::chown(p("a"), Some(1), Some(1)).unwrap();
+    assert_eq!(fs::metadata(p("a")).unwrap().uid(), 1234);
+    // A read-only file can still be removed (POSIX: it is the directory that matters).
+    fs::remove_file(p("dir/alias")).unwrap();
+    fs::remove_file(p("a")).unwrap();
+    assert!(!p("a").exists());
+
+    // errno values for what the server refuses.
+    let e = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(p("dir/b2"))
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+    let e = fs::remove_dir(p("z")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY));
+    let e = fs::read(p("nope")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+    let e = fs::create_dir(p("z")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+    let e = std::os::unix::fs::symlink("a", p("link")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+    let e = fs::read_dir(p("dir/b2")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
+
+    // statfs reports the share's tmpfs.
+    let df = sh(&format!("stat -f -c '%b %S' '{}'", m.mp.display()));
+    let (blocks, bsize) = df.trim().split_once(' ').unwrap();
+    let total: u64 = blocks.parse::<u64>().unwrap() * bsize.parse::<u64>().unwrap();
+    assert!(total > 1 << 30, "share size {total}");
+
+    // A listing of many entries matches the server's.
+    fs::create_dir(p("many")).unwrap();
+    for i in 0..1500 {
+        fs::write(p(&format!("many/e{i:04}")), b"").unwrap();
+    }
+    let t = Instant::now();
+    let n = fs::read_dir(p("many")).unwrap().count();
+    eprintln!("listing 1500 entries: {:?}", t.elapsed());
+    assert_eq!(n, 1500);
+    assert_eq!(
+        listing(&p("many")),
+        listing(&tb.share_path("plain").join("many"))
+    );
+    let _ = SystemTime::now();
+}
+
+/// One bad-input case: smbfuse fails with exit status `code` and exactly one stderr line
+/// containing `want`, and leaves nothing mounted or running.
+fn fails(tb: &Testbed, password: &str, src: &str, mp: &Path, opts: &[&str], code: i32, want: &str) {
+    let mut cmd = smbfuse_cmd(tb, password);
+    cmd.arg(src).arg(mp);
+    for o in opts {
+        cmd.args(["-o", o]);
+    }
+    let t = Instant::now();
+    let out = cmd.output().expect("run smbfuse");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!(
+        "{src} {opts:?}: {:?} in {:?}: {err}",
+        out.status.code(),
+        t.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(code), "{src} {opts:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(
+        err.starts_with("smbfuse: ") && err.contains(want),
+        "{err:?} lacks {want:?}"
+    );
+    assert!(!is_mounted(mp), "{} left mounted", mp.display());
+    assert!(
+        daemons_of(mp).is_empty(),
+        "a daemon is left for {}",
+        mp.display()
+    );
+}
+
+#[test]
+fn bad_input_gives_one_line_and_a_status() {
+    let tb = testbed();
+    let mp = scratch("bad");
+    let good = source(&tb, "plain");
+    fails(
+        &tb,
+        "wrong-password",
+        &good,
+        &mp,
+        &[],
+        1,
+        "logon failure: wrong user name or password",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &source(&tb, "nosuchshare"),
+        &mp,
+        &[],
+        1,
+        "no such share (BAD_NETWORK_NAME)",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &source(&tb, "plain/no/such/dir"),
+        &mp,
+        &[],
+        1,
+        "OBJECT_",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &good,
+        &mp,
+        &["port=1"],
+        1,
+        "connection refused",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &good,
+        &mp,
+        &["frobnicate"],
+        2,
+        "unknown option \"frobnicate\"",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &good,
+        &mp,
+        &["password=x"],
+        2,
+        "password= is refused",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        &good,
+        &mp.join("missing"),
+        &[],
+        2,
+        "does not exist",
+    );
+    fails(
+        &tb,
+        tb.password(),
+        "/not/a/url",
+        &mp,
+        &[],
+        2,
+        "not an SMB location",
+    );
+    std::fs::write(mp.join("occupied"), b"x").unwrap();
+    fails(&tb, tb.password(), &good, &mp, &[], 2, "is not empty");
+    let _ = std::fs::remove_dir_all(&mp);
+}
+
+#[test]
+fn background_mount_umount_and_mount_helper() {
+    let tb = testbed();
+    // The default: smbfuse returns once the mount is ready, and the daemon keeps serving.
+    let (m, out) = Mounted::daemon(&tb, &source(&tb, "plain"), "mnt3", &["actimeo=0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_mounted(&m.mp), "mounted when smbfuse returned");
+    let pids = daemons_of(&m.mp);
+    assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
+    std::fs::write(m.path("f"), b"via daemon").unwrap();
+    assert_eq!(
+        std::fs::read(tb.share_path("plain").join("f")).unwrap(),
+        b"via daemon"
+    );
+    // umount ends the daemon after it closed its handles and logged off.
+    run(Command::new("umount").arg(&m.mp));
+    assert!(
+        wait_until(Duration::from_secs(20), || !alive(pids[0])),
+        "daemon still running after umount"
+    );
+    no_open_files(&tb);
+    drop(m);
+
+    // mount(8) through mount.fuse3, as fstab does: mount.fuse3 runs `smbfuse SOURCE MP -o
+    // OPTS` (with `-t fuse.smbfuse` found on mount's PATH; here `-t fuse PROGRAM#SOURCE`
+    // names the binary under test, the same helper and command line otherwise).
+    let mp = scratch("mnt4");
+    let unc = format!("{SMBFUSE}#//{}/plain/", tb.server_addr(1));
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net=/run/netns/{}", tb.client_ns()))
+        .args(["--", "mount", "-t", "fuse", &unc])
+        .arg(&mp)
+        .args([
+            "-o",
+            &format!(
+                "username={},domain={},_netdev,noatime",
+                tb.user(),
+                tb.domain()
+            ),
+        ])
+        .env("SMB_PASSWORD", tb.password());
+    let guard = Mounted {
+        mp: mp.clone(),
+        child: None,
+    };
+    run(&mut cmd);
+    assert!(is_mounted(&mp));
+    assert_eq!(std::fs::read(mp.join("f")).unwrap(), b"via daemon");
+    run(Command::new("umount").arg(&mp));
+    drop(guard);
+    no_open_files(&tb);
+}
+
+/// sqlite3 in `db` with a busy timeout, the SQL on stdin; its output, or the error.
+fn sqlite(db: &Path, timeout_ms: u32, sql: &str) -> Result<String, String> {
+    let mut child = Command::new("sqlite3")
+        .arg("-cmd")
+        .arg(format!(".timeout {timeout_ms}"))
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sqlite3");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.success() && err.is_empty() {
+        Ok(text)
+    } else {
+        Err(format!("{}{err}", text))
+    }
+}
+
+#[test]
+fn sqlite_from_two_clients_is_safe() {
+    use std::io::{BufRead, BufReader};
+    let tb = testbed();
+    // Two mounts are two sessions, i.e. two SMB clients; no page cache and no attribute or
+    // name cache, so each sees at once what the other wrote or deleted (the journal): see
+    // the README on databases.
+    let opts = ["cache=none,actimeo=0"];
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "sqa", &opts);
+    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "sqb", &opts);
+    let (da, db) = (a.path("test.db"), b.path("test.db"));
+    sqlite(&da, 0, "CREATE TABLE t(x INTEGER, who TEXT);").unwrap();
+
+    // A holds an exclusive transaction: B is told the database is locked.
+    let mut holder = Command::new("sqlite3")
+        .arg(&da)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    stdin
+        .write_all(b"BEGIN EXCLUSIVE;\nINSERT INTO t VALUES(0, 'a');\n.print locked\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let e = sqlite(&db, 0, "INSERT INTO t VALUES(1, 'b');").unwrap_err();
+    assert!(e.contains("locked"), "B while A holds the lock: {e}");
+    stdin.write_all(b"COMMIT;\n.quit\n").unwrap();
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(
+        sqlite(&db, 0, "SELECT count(*) FROM t;").unwrap().trim(),
+        "1"
+    );
+
+    // Both insert at once, each row its own transaction: nothing lost, nothing corrupt.
+    let n = 100;
+    let script = |who: &str| {
+        (0..n)
+            .map(|i| format!("INSERT INTO t VALUES({i}, '{who}');\n"))
+            .collect::<String>()
+    };
+    let t = Instant::now();
+    let (sa, sb) = (script("a"), script("b"));
+    let (pa, pb) = (da.clone(), db.clone());
+    let ta = std::thread::spawn(move || sqlite(&pa, 30_000, &sa));
+    let tbh = std::thread::spawn(move || sqlite(&pb, 30_000, &sb));
+    ta.join().unwrap().expect("client A's inserts");
+    tbh.join().unwrap().expect("client B's inserts");
+    eprintln!("{} inserts from two clients: {:?}", 2 * n, t.elapsed());
+    for d in [&da, &db] {
+        let counts = sqlite(
+            d,
+            5_000,
+            "SELECT who, count(*) FROM t GROUP BY who ORDER BY who;",
+        )
+        .unwrap();
+        assert_eq!(counts.trim(), format!("a|{}\nb|{n}", n + 1));
+        assert_eq!(
+            sqlite(d, 5_000, "PRAGMA integrity_check;").unwrap().trim(),
+            "ok"
+        );
+    }
+    drop(b);
+    drop(a);
+    no_open_files(&tb);
+}
+
+#[test]
+fn connection_cuts_during_large_copies_and_an_idle_restart() {
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "faults", &[]);
+    let local = scratch("faults-local");
+    let big = local.join("big.bin");
+    std::fs::write(&big, smb3_tests::pattern(42, 256 << 20)).unwrap();
+
+    // Every connection reset in the middle of a large write, then of a large read: the
+    // library reconnects and reclaims the durable opens; cp sees no error, bytes are exact.
+    for (what, from, to) in [
+        ("write", big.clone(), m.path("big.bin")),
+        ("read", m.path("big.bin"), local.join("back.bin")),
+    ] {
+        if what == "read" {
+            // Nothing from the page cache: the bytes come over the wire.
+            std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
+        }
+        let mut cp = Command::new("cp")
+            .arg(&from)
+            .arg(&to)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Cut once the copy is under way (bounded wait for the first bytes to land).
+        let started = wait_until(Duration::from_secs(30), || {
+            std::fs::metadata(&to)
+                .map(|m| m.len() > 16 << 20)
+                .unwrap_or(false)
+        });
+        assert!(started, "{what}: copy did not start");
+        let cut = tb.cut(None).unwrap();
+        eprintln!("{what}: cut {cut} connection(s)");
+        let status = cp.wait().unwrap();
+        assert!(status.success(), "{what}: cp failed after the cut");
+    }
+    run(Command::new("cmp").arg(&big).arg(m.path("big.bin")));
+    run(Command::new("cmp").arg(&big).arg(local.join("back.bin")));
+
+    // smbd restarted while the mount is idle: the next access works again.
+    tb.restart().unwrap();
+    let ok = wait_until(Duration::from_secs(30), || {
+        std::fs::read_dir(&m.mp)
+            .map(|d| d.count() >= 1)
+            .unwrap_or(false)
+    });
+    assert!(ok, "listing after the restart");
+    std::fs::write(m.path("after-restart"), b"fine").unwrap();
+    assert_eq!(std::fs::read(m.path("after-restart")).unwrap(), b"fine");
+    drop(m);
+    no_open_files(&tb);
+    let _ = std::fs::remove_dir_all(&local);
+}

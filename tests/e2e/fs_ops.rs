@@ -1,0 +1,165 @@
+//! The file system operations the FUSE mount needs (client-core/src/fs_ops.rs), against the
+//! testbed's real smbd: times, the read-only attribute, hard links, file ids and link counts.
+
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, UNIX_EPOCH};
+
+use bytes::Bytes;
+use smb3_client::{Client, ClientConfig, FileTimes, NtStatus, OpenOptions};
+use smb3_tests::{Testbed, TestbedConfig};
+
+#[test]
+fn times_readonly_links_and_file_ids() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("plain");
+    let disk2 = disk.clone();
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        let f = share
+            .open("t.txt", &OpenOptions::new().write(true).create(true))
+            .await
+            .unwrap();
+        f.write_at(0, Bytes::from_static(b"hello")).await.unwrap();
+
+        // Times by handle and by path; a time left None is kept.
+        let t1 = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        f.set_times(&FileTimes::new().modified(t1).accessed(t1))
+            .await
+            .unwrap();
+        let m = f.metadata().await.unwrap();
+        assert_eq!((m.modified, m.accessed), (Some(t1), Some(t1)));
+        f.close().await.unwrap();
+        let t2 = UNIX_EPOCH + Duration::new(1_200_000_000, 123_456_700);
+        share
+            .set_times("t.txt", &FileTimes::new().modified(t2))
+            .await
+            .unwrap();
+        let m = share.metadata("t.txt").await.unwrap();
+        assert_eq!(m.modified, Some(t2), "100 ns resolution kept");
+        assert_eq!(m.accessed, Some(t1), "access time unchanged");
+        let on_disk = std::fs::metadata(disk.join("t.txt")).unwrap();
+        assert_eq!(on_disk.mtime(), 1_200_000_000);
+
+        // File ids: the same from a listing and from metadata, the server's inode number.
+        let listed = share.read_dir("").await.unwrap();
+        let e = listed.iter().find(|e| e.name == "t.txt").unwrap();
+        assert_ne!(m.file_id, 0);
+        assert_eq!(e.metadata.file_id, m.file_id);
+        assert_eq!(e.file_id, m.file_id);
+        assert_eq!(m.file_id & 0xffff_ffff, on_disk.ino() & 0xffff_ffff);
+        assert_eq!(m.links, 1);
+
+        // Hard links: same id, two links; no replacing without `replace`.
+        share.create_dir("d").await.unwrap();
+        share
+            .hard_link("t.txt", "d/alias.txt", false)
+            .await
+            .unwrap();
+        let a = share.metadata("d/alias.txt").await.unwrap();
+        assert_eq!((a.file_id, a.links), (m.file_id, 2));
+        assert_eq!(share.metadata("t.txt").await.unwrap().links, 2);
+        let e = share
+            .hard_link("t.txt", "d/alias.txt", false)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_COLLISION), "{e}");
+        share.remove_file("d/alias.txt").await.unwrap();
+        assert_eq!(share.metadata("t.txt").await.unwrap().links, 1);
+        let e = share.hard_link("d", "d2", false).await.unwrap_err();
+        assert!(e.status().is_some(), "linking a directory is refused: {e}");
+
+        // The read-only attribute: set, refused writes, cleared again.
+        let attrs = share.set_readonly("t.txt", true).await.unwrap();
+        assert_ne!(attrs & 0x1, 0);
+        assert!(share.metadata("t.txt").await.unwrap().is_readonly());
+        let e = share
+            .open("t.txt", &OpenOptions::new().write(true))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::ACCESS_DENIED), "{e}");
+        share.set_readonly("t.txt", false).await.unwrap();
+        assert!(!share.metadata("t.txt").await.unwrap().is_readonly());
+        share
+            .open("t.txt", &OpenOptions::new().write(true))
+            .await
+            .unwrap()
+            .close()
+            .await
+            .unwrap();
+        let e = share
+            .set_times("missing", &FileTimes::new().modified(t1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_NOT_FOUND), "{e}");
+        client.logoff().await.unwrap();
+    });
+    assert!(disk2.join("t.txt").exists());
+}
+
+#[test]
+fn byte_range_locks_between_two_sessions() {
+    use smb3_client::LockKind;
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    tb.run_as_client(|server, creds| async move {
+        let a = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let b = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let (sa, sb) = (
+            a.share("plain").await.unwrap(),
+            b.share("plain").await.unwrap(),
+        );
+        let rw = OpenOptions::new().read(true).write(true).create(true);
+        let fa = sa.open("locked.db", &rw).await.unwrap();
+        fa.write_at(0, Bytes::from(vec![7u8; 4096])).await.unwrap();
+        let fb = sb.open("locked.db", &rw).await.unwrap();
+
+        // Exclusive on A: B can neither lock nor write the range; outside it, B can.
+        fa.lock(100, 10, LockKind::Exclusive, false).await.unwrap();
+        let e = fb.lock(105, 1, LockKind::Shared, false).await.unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
+        let e = fb
+            .write_at(100, Bytes::from_static(b"x"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::FILE_LOCK_CONFLICT), "{e}");
+        fb.lock(200, 10, LockKind::Exclusive, false).await.unwrap();
+        fb.unlock(200, 10).await.unwrap();
+        assert!(fb.unlock(200, 10).await.is_err(), "unlocking twice");
+
+        // A waiting lock is granted when the holder lets go.
+        let waiter = tokio::spawn({
+            let fb = fb.clone();
+            async move {
+                let t = std::time::Instant::now();
+                fb.lock(100, 10, LockKind::Exclusive, true)
+                    .await
+                    .map(|()| t.elapsed())
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "granted while A holds the range");
+        fa.unlock(100, 10).await.unwrap();
+        let waited = waiter.await.unwrap().expect("lock after A's unlock");
+        assert!(waited >= Duration::from_millis(250), "{waited:?}");
+
+        // Shared locks stack across sessions; an exclusive one then waits for both.
+        fb.unlock(100, 10).await.unwrap();
+        fa.lock(0, 1, LockKind::Shared, false).await.unwrap();
+        fb.lock(0, 1, LockKind::Shared, false).await.unwrap();
+        let e = fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
+        // Closing a handle drops its locks.
+        fa.close().await.unwrap();
+        fb.unlock(0, 1).await.unwrap();
+        fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap();
+        fb.close().await.unwrap();
+        a.logoff().await.unwrap();
+        b.logoff().await.unwrap();
+    });
+}

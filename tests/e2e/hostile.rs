@@ -164,20 +164,28 @@ fn a_4_gib_length_prefix_is_refused_at_once() {
 
 // ---------------------------------------------------------------- credits
 
+/// Apply `change` to every reply once the session is set up.
+fn every_reply_after_setup(change: fn(&mut Smb2)) -> impl FnMut(u64) -> Option<BoxedRule> {
+    move |_| {
+        Some(Box::new(move |dir, frame: Bytes| {
+            let Some(mut m) = Smb2::of(&frame) else {
+                return forward(frame);
+            };
+            if dir == Direction::ToClient && after_setup(&m) {
+                change(&mut m);
+                return forward(m.frame());
+            }
+            forward(frame)
+        }) as BoxedRule)
+    }
+}
+
 #[test]
 fn a_server_that_grants_no_credits_ends_in_a_typed_error() {
     through_proxy(
-        |_| {
-            Some(|dir, frame: Bytes| {
-                let Some(mut m) = Smb2::of(&frame) else {
-                    return forward(frame);
-                };
-                if dir == Direction::ToClient && after_setup(&m) {
-                    return forward(m.set_credits(0).frame());
-                }
-                forward(frame)
-            })
-        },
+        every_reply_after_setup(|m| {
+            m.set_credits(0);
+        }),
         |_, mitm| async move {
             let (client, share) = guest_share(&mitm).await;
             let started = Instant::now();
@@ -211,17 +219,9 @@ fn a_server_that_grants_no_credits_ends_in_a_typed_error() {
 #[test]
 fn a_server_that_grants_65535_credits_a_reply_is_held_to_a_sane_window() {
     through_proxy(
-        |_| {
-            Some(|dir, frame: Bytes| {
-                let Some(mut m) = Smb2::of(&frame) else {
-                    return forward(frame);
-                };
-                if dir == Direction::ToClient && after_setup(&m) {
-                    return forward(m.set_credits(65535).frame());
-                }
-                forward(frame)
-            })
-        },
+        every_reply_after_setup(|m| {
+            m.set_credits(65535);
+        }),
         |_, mitm| async move {
             let (client, share) = guest_share(&mitm).await;
             for i in 0..50 {
@@ -237,17 +237,9 @@ fn a_server_that_grants_65535_credits_a_reply_is_held_to_a_sane_window() {
 #[test]
 fn a_credit_charge_that_differs_from_the_request_is_ignored() {
     through_proxy(
-        |_| {
-            Some(|dir, frame: Bytes| {
-                let Some(mut m) = Smb2::of(&frame) else {
-                    return forward(frame);
-                };
-                if dir == Direction::ToClient && after_setup(&m) {
-                    return forward(m.set_credit_charge(7).frame());
-                }
-                forward(frame)
-            })
-        },
+        every_reply_after_setup(|m| {
+            m.set_credit_charge(7);
+        }),
         |_, mitm| async move {
             let (client, share) = guest_share(&mitm).await;
             write_file(&share, "charge.txt", b"charged").await;

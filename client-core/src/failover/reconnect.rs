@@ -13,14 +13,14 @@
 //! A server may refuse the reclaim even within its durable timeout: Samba denies it when the
 //! file's stat changed after it took its durable cookie at the disconnect, which happens when
 //! WRITEs that were in flight at the cut land afterwards (common on a loaded server), and it
-//! forgets durable opens when smbd restarts. MS-SMB2 leaves the client there (3.2.5.14 has
-//! nothing further); we then open the file again by path with the original access, share
-//! access, options and lease key, and keep the new handle only if it is provably the same
-//! file (on-disk id and creation time, `durable::FileIdentity`). The requests that waited for
-//! the session — every WRITE the server had not acknowledged among them — then go to the new
-//! handle, so the caller's writes complete with the right bytes. Only when that fails too is
-//! the open marked lost: every request on it fails with `Error::HandleLost` naming the file,
-//! never silently.
+//! forgets durable opens when smbd restarts. MS-SMB2 describes only the reclaim (3.2.4.4) and
+//! says nothing of what a client does when it fails; we then open the file again by path with
+//! the original access, share access, options and lease key, and keep the new handle only if
+//! it is provably the same file (on-disk id and creation time, `durable::FileIdentity`). The
+//! requests that waited for the session — every WRITE the server had not acknowledged among
+//! them — then go to the new handle, so the caller's writes complete with the right bytes.
+//! Only when that fails too is the open marked lost: every request on it fails with
+//! `Error::HandleLost` naming the file, never silently.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};

@@ -213,6 +213,11 @@ struct OpenFile {
     /// close, over a time set meanwhile (through this handle or the path), which would undo
     /// `cp -a`, `tar -x` and `touch` on a file being written. A later write cancels them.
     pending_times: Mutex<Option<FileTimes>>,
+    /// Held by RELEASE from its first step until the handle is closed on the server and the
+    /// pending times are set again; anything that must not race that close (setting times,
+    /// reading attributes, renaming the file) waits for it. The handle stays in the table
+    /// meanwhile, so times set during the close are still recorded on it.
+    closing: tokio::sync::Mutex<bool>,
     /// Its writes in flight (write-behind).
     wb: Arc<WriteBehind>,
     /// Byte-range locks held through this handle, by lock owner; the async mutex also puts
@@ -547,6 +552,10 @@ impl SmbFs {
                 modified: set.mtime,
                 ..FileTimes::default()
             };
+            // Recorded before they are sent: a close of a handle on this file that is
+            // under way then either sees them (and sets them again after it) or ended
+            // before they reach the server.
+            self.times_set(ino, &times);
             match &handle {
                 Some(h) => self.retry(|| h.file.set_times(&times)).await?,
                 None => {
@@ -554,7 +563,6 @@ impl SmbFs {
                     self.retry(|| self.share.set_times(path, &times)).await?
                 }
             }
-            self.times_set(ino, &times);
         }
         if let Some(mode) = set.mode {
             let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
@@ -630,6 +638,7 @@ impl SmbFs {
         self.writable()?;
         let from = self.child_of(parent, name)?;
         let to = self.child_of(new_parent, new_name)?;
+        self.settle_closes_under(&from).await;
         match self.share.rename(&from, &to, !noreplace).await {
             Ok(()) => {}
             Err(e)
@@ -678,6 +687,7 @@ impl SmbFs {
             writable,
             ino,
             pending_times: Mutex::new(None),
+            closing: tokio::sync::Mutex::new(false),
             wb: Arc::new(WriteBehind::default()),
             locks: tokio::sync::Mutex::new(Vec::new()),
         };
@@ -685,8 +695,9 @@ impl SmbFs {
         fh
     }
 
-    /// Wait for the writes in flight on every handle of `ino` (before reading the file or
-    /// its size from the server).
+    /// Wait for the writes in flight and the closes under way on every handle open for
+    /// writing on `ino` (before reading the file or its size from the server, or setting
+    /// its times: Samba moves the write time of a written file when it is closed).
     async fn drain_ino(&self, ino: u64) {
         let handles: Vec<_> = self
             .files
@@ -698,6 +709,29 @@ impl SmbFs {
             .collect();
         for h in handles {
             h.wb.drain().await;
+            drop(h.closing.lock().await);
+        }
+    }
+
+    /// Wait for the closes under way of the handles open for writing on `path` or on
+    /// anything under it, before renaming it: such a close sets pending times again by
+    /// the file's path, which must still be the path the server knows.
+    async fn settle_closes_under(&self, path: &str) {
+        let handles: Vec<_> = self
+            .files
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|h| h.writable)
+            .cloned()
+            .collect();
+        for h in handles {
+            let under = self.path_of(h.ino).is_ok_and(|p| {
+                p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
+            });
+            if under {
+                drop(h.closing.lock().await);
+            }
         }
     }
 
@@ -915,16 +949,30 @@ impl SmbFs {
 
     /// RELEASE: the last descriptor of the open is closed; close the handle on the server.
     pub async fn release(&self, fh: u64) -> FsResult<()> {
-        let h = self.files.lock().unwrap().remove(&fh);
-        if let Some(h) = h {
-            let written = h.wb.settle().await;
-            h.file.clone().close().await?;
-            written?;
-            let pending = h.pending_times.lock().unwrap().take();
-            if let Some(times) = pending {
-                if let Err(e) = self.share.set_times(h.file.path(), &times).await {
-                    tracing::debug!(path = h.file.path(), error = %e, "setting times after close");
-                }
+        let Some(h) = self.files.lock().unwrap().get(&fh).cloned() else {
+            return Ok(());
+        };
+        let mut closing = h.closing.lock().await;
+        *closing = true;
+        let written = h.wb.settle().await;
+        let closed = h.file.clone().close().await;
+        // Out of the table and its pending times taken in one step under the table's lock,
+        // so a SETATTR recording times (under the same lock) either lands here or finds the
+        // handle gone, in which case its close is over and the times it sends stay.
+        let pending = {
+            let mut files = self.files.lock().unwrap();
+            files.remove(&fh);
+            h.pending_times.lock().unwrap().take()
+        };
+        closed?;
+        written?;
+        if let Some(times) = pending {
+            // The file's path now, not at open: it may have been renamed while open.
+            let path = self
+                .path_of(h.ino)
+                .unwrap_or_else(|_| h.file.path().to_string());
+            if let Err(e) = self.share.set_times(&path, &times).await {
+                tracing::debug!(path, error = %e, "setting times after close");
             }
         }
         Ok(())
@@ -989,6 +1037,10 @@ impl SmbFs {
     pub async fn shutdown(&self) {
         let files: Vec<_> = self.files.lock().unwrap().drain().map(|(_, h)| h).collect();
         for h in files {
+            // A RELEASE under way closes its handle itself.
+            if *h.closing.lock().await {
+                continue;
+            }
             if let Err(e) = h.wb.settle().await {
                 tracing::warn!(path = h.file.path(), error = %e, "a write failed before unmount");
             }

@@ -471,6 +471,29 @@ fn posix_semantics_on_the_mount() {
     );
     assert_eq!(fs::metadata(p("dir/b2")).unwrap().modified().unwrap(), t);
 
+    // rsync's order: write a temporary file, close it, set its times by path at once (the
+    // kernel's RELEASE of the writer is still under way), rename it. The close must not move
+    // the times back, wherever it lands among the others (2 s on: Samba's delayed update).
+    fs::create_dir(p("rs")).unwrap();
+    for i in 0..200 {
+        let tmp = p(&format!("rs/.f{i}.tmp"));
+        fs::write(&tmp, smb3_tests::pattern(i, 3000)).unwrap();
+        let by_path = fs::File::open(&tmp).unwrap();
+        by_path
+            .set_times(fs::FileTimes::new().set_modified(t).set_accessed(t))
+            .unwrap();
+        drop(by_path);
+        fs::rename(&tmp, p(&format!("rs/f{i}"))).unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let moved: Vec<_> = (0..200)
+        .filter(|i| {
+            let on_disk = tb.share_path("plain").join(format!("rs/f{i}"));
+            fs::metadata(on_disk).unwrap().modified().unwrap() != t
+        })
+        .collect();
+    assert!(moved.is_empty(), "mtime moved after close: {moved:?}");
+
     // chmod without write bits sets the read-only attribute; writing is then refused; chown
     // is accepted and changes nothing (mount.cifs without POSIX extensions).
     fs::set_permissions(p("a"), std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();

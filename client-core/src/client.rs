@@ -12,19 +12,19 @@ use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectR
 use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
-pub(crate) use crate::addressing::TreeContext;
-use crate::addressing::{Addressing, Target};
+use crate::addressing::{Addressing, Target, TreeContext};
 use crate::auth::UserCredentials;
 use crate::channel::{BufferPool, Channel, ChannelOptions, OnAbandoned, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
-use crate::error::{Error, ProtocolError, Result};
+use crate::error::{decode, Error, ProtocolError, Result};
 use crate::lease::{self, BreakSink, LeaseTable};
 use crate::multichannel::eligibility;
 use crate::multichannel::manager::{self, Multichannel};
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
+use crate::negotiated::Negotiated;
 use crate::orphans::OrphanCount;
-use crate::session::{self, Negotiated};
+use crate::session;
 use crate::share::Share;
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.
@@ -237,6 +237,32 @@ impl Client {
         self.inner.mc.refresh();
     }
 
+    /// Number of open files the server made durable in this session (handles that a later
+    /// reconnect could reclaim). Zero once they are all closed.
+    pub fn durable_opens(&self) -> usize {
+        self.inner
+            .durable
+            .live()
+            .iter()
+            .filter(|o| o.handle().durable.is_some())
+            .count()
+    }
+
+    /// Number of files this session holds a lease key for (one per file, however many opens
+    /// of it are in use). Zero once every file opened through [`Share::open`](crate::Share::open)
+    /// is closed.
+    pub fn leased_files(&self) -> usize {
+        self.inner.leases.len()
+    }
+
+    /// Handles this session closed on its own because their caller gave up: an open whose
+    /// future was dropped (or timed out) but which the server carried out anyway, or a
+    /// directory listing, delete or rename dropped half-way. Each would otherwise stay open
+    /// at the server until the session ends.
+    pub fn abandoned_handles_closed(&self) -> u64 {
+        self.inner.orphans.get()
+    }
+
     /// End the session (`LOGOFF`). Handles still open become invalid.
     pub async fn logoff(&self) -> Result<()> {
         self.inner.logged_off.store(true, Ordering::Relaxed);
@@ -349,14 +375,6 @@ impl SessionCore {
     pub(crate) fn logged_off(&self) -> bool {
         self.logged_off.load(Ordering::Relaxed)
     }
-}
-
-/// Map a decode failure to a protocol error naming the command.
-pub(crate) fn decode<T>(
-    command: Command,
-    r: std::result::Result<T, smb3_proto::DecodeError>,
-) -> Result<T> {
-    r.map_err(|source| Error::Protocol(ProtocolError::Decode { command, source }))
 }
 
 /// Resolve `host[:port]` to the host name (for SPNs and UNC paths) and one socket address.

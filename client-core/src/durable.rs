@@ -13,154 +13,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use smb3_proto::msg::FileId;
+use rand::RngCore;
+use smb3_proto::msg::create::{CreateContextRequest, CreateRequest};
 
-use crate::addressing::TreeContext;
-use crate::client::Client;
-
-/// What the CREATE asked for, kept to ask for the same again on reclaim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct OpenParams {
-    /// The path as sent (share-relative, backslashes).
-    pub(crate) wire_path: String,
-    pub(crate) desired_access: u32,
-    pub(crate) share_access: u32,
-    pub(crate) create_options: u32,
-    pub(crate) file_attributes: u32,
-}
-
-impl OpenParams {
-    /// The path for messages, with forward slashes.
-    pub(crate) fn display_path(&self) -> String {
-        self.wire_path.replace('\\', "/")
-    }
-}
-
-/// The durable handle the server granted (DH2Q response, MS-SMB2 2.2.14.2.12).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DurableGrant {
-    /// How long the server keeps the open after a disconnect, in milliseconds.
-    pub(crate) timeout_ms: u32,
-    /// Flags (SMB2_DHANDLE_FLAG_PERSISTENT).
-    pub(crate) flags: u32,
-}
-
-/// The server's side of an open: what requests name it by, and what reclaims it. A reclaim
-/// replaces the FileId; a reopen after a refused reclaim replaces all three.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ServerHandle {
-    pub(crate) file_id: FileId,
-    /// CreateGuid sent in DH2Q: names the open in DH2C and in replays of the CREATE.
-    pub(crate) create_guid: Option<[u8; 16]>,
-    /// Set when the server made the open durable.
-    pub(crate) durable: Option<DurableGrant>,
-}
-
-/// What tells that a file opened again by path is the file that was open before: the
-/// server's on-disk id (QFid, MS-SMB2 2.2.14.2.9) and the creation time. A file deleted and
-/// created again under the same name differs in both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FileIdentity {
-    /// CreationTime (FILETIME); 0 when the server did not say.
-    pub(crate) creation_time: u64,
-    /// DiskFileId and VolumeId, when the server answered QFid.
-    pub(crate) disk_id: Option<[u8; 32]>,
-}
-
-impl FileIdentity {
-    /// Whether `now` is provably the same file: every fact both sides have agrees, and at
-    /// least one fact was compared. With nothing to compare, the answer is no: writing the
-    /// lost requests into a file that may be another one would corrupt it.
-    pub(crate) fn same_file(&self, now: &FileIdentity) -> Result<(), &'static str> {
-        let mut compared = false;
-        if let (Some(a), Some(b)) = (self.disk_id, now.disk_id) {
-            if a != b {
-                return Err("its on-disk id changed");
-            }
-            compared = true;
-        }
-        if self.creation_time != 0 && now.creation_time != 0 {
-            if self.creation_time != now.creation_time {
-                return Err("its creation time changed");
-            }
-            compared = true;
-        }
-        if compared {
-            Ok(())
-        } else {
-            Err("the server gave nothing to prove it is the same file")
-        }
-    }
-}
-
-/// One open handle's identity and the parameters that reopen it.
-#[derive(Debug)]
-pub(crate) struct OpenState {
-    /// The server's handle; a reconnect swaps it for the reclaimed or reopened one.
-    handle: Mutex<ServerHandle>,
-    /// The tree the open belongs to.
-    pub(crate) tree: TreeContext,
-    pub(crate) params: OpenParams,
-    /// The lease key the open was made with, if it asked for a lease.
-    pub(crate) lease_key: Option<[u8; 16]>,
-    /// The file as it was when first opened, to recognise it when opened again.
-    pub(crate) identity: FileIdentity,
-    /// Set when a reconnect could not reclaim the open: why.
-    lost: Mutex<Option<String>>,
-}
-
-impl OpenState {
-    pub(crate) fn new(
-        handle: ServerHandle,
-        tree: TreeContext,
-        params: OpenParams,
-        lease_key: Option<[u8; 16]>,
-        identity: FileIdentity,
-    ) -> OpenState {
-        OpenState {
-            handle: Mutex::new(handle),
-            tree,
-            params,
-            lease_key,
-            identity,
-            lost: Mutex::new(None),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, ServerHandle> {
-        self.handle.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The server's handle now.
-    pub(crate) fn handle(&self) -> ServerHandle {
-        *self.lock()
-    }
-
-    /// The FileId to put in the next request.
-    pub(crate) fn file_id(&self) -> FileId {
-        self.lock().file_id
-    }
-
-    /// Replace the FileId after the open was reclaimed on a new connection.
-    pub(crate) fn replace_file_id(&self, new: FileId) -> FileId {
-        std::mem::replace(&mut self.lock().file_id, new)
-    }
-
-    /// Replace the whole handle after the file was opened again by path.
-    pub(crate) fn replace_handle(&self, new: ServerHandle) {
-        *self.lock() = new;
-    }
-
-    /// The open could not be reclaimed: every later request on it fails with `reason`.
-    pub(crate) fn mark_lost(&self, reason: String) {
-        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
-    }
-
-    /// Why the open was lost, if it was.
-    pub(crate) fn lost(&self) -> Option<String> {
-        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
+use crate::addressing::OpenState;
 
 /// The session's open files (every open made by `Share::open`), held weakly: the table never
 /// keeps a file open. A reconnect reclaims the durable ones and marks the others lost.
@@ -211,22 +67,24 @@ impl Drop for DurableRegistration {
     }
 }
 
-impl Client {
-    /// Number of open files the server made durable in this session (handles that a later
-    /// reconnect could reclaim). Zero once they are all closed.
-    pub fn durable_opens(&self) -> usize {
-        self.inner
-            .durable
-            .live()
-            .iter()
-            .filter(|o| o.handle().durable.is_some())
-            .count()
-    }
+/// Add DH2Q (MS-SMB2 2.2.13.2.11) with a fresh CreateGuid, which is returned. Timeout 0
+/// lets the server choose (Samba: 60 s).
+pub(crate) fn request_durable(req: &mut CreateRequest) -> [u8; 16] {
+    let mut create_guid = [0u8; 16];
+    rand::rng().fill_bytes(&mut create_guid);
+    req.contexts.push(CreateContextRequest::DurableHandleV2 {
+        timeout_ms: 0,
+        flags: 0,
+        create_guid,
+    });
+    create_guid
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::addressing::{DurableGrant, FileIdentity, OpenParams, ServerHandle, TreeContext};
+    use smb3_proto::msg::FileId;
 
     fn open(persistent: u64) -> Arc<OpenState> {
         Arc::new(OpenState::new(

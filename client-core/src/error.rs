@@ -341,3 +341,8 @@ impl From<ConfigError> for Error {
         Error::Config(e)
     }
 }
+
+/// Map a decode failure to a protocol error naming the command.
+pub(crate) fn decode<T>(command: Command, r: std::result::Result<T, DecodeError>) -> Result<T> {
+    r.map_err(|source| Error::Protocol(ProtocolError::Decode { command, source }))
+}

@@ -21,8 +21,9 @@ use smb3_proto::{Command, NtStatus};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::task::JoinHandle;
 
-use crate::client::decode;
-use crate::durable::{DurableRegistration, OpenState};
+use crate::addressing::OpenState;
+use crate::durable::DurableRegistration;
+use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
 use crate::lease::{LeaseCaching, LeaseRef};
 use crate::share::{metadata_from_reply, Share};

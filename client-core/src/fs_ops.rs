@@ -17,7 +17,7 @@ use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::Command;
 
-use crate::client::decode;
+use crate::error::decode;
 use crate::error::Result;
 use crate::file::File;
 use crate::orphans::ScopedHandle;

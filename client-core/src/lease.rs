@@ -24,8 +24,10 @@ use smb3_proto::msg::oplock_break::{
 use smb3_proto::Command;
 use tokio::sync::mpsc;
 
+use crate::addressing::TreeContext;
 use crate::channel::Unsolicited;
-use crate::client::{decode, Client, SessionCore, TreeContext};
+use crate::client::SessionCore;
+use crate::error::decode;
 
 /// The caching a lease grants, as the server last told us (granted at open, lowered by
 /// breaks).
@@ -402,15 +404,6 @@ async fn send_ack(core: &SessionCore, ack: Ack) {
         }
         Ok(BreakAckResponse::Oplock(_)) => {}
         Err(e) => tracing::debug!(error = %e, "break acknowledgment reply not understood"),
-    }
-}
-
-impl Client {
-    /// Number of files this session holds a lease key for (one per file, however many opens
-    /// of it are in use). Zero once every file opened through [`Share::open`](crate::Share::open)
-    /// is closed.
-    pub fn leased_files(&self) -> usize {
-        self.inner.leases.len()
     }
 }
 

@@ -45,6 +45,7 @@ mod fs_ops;
 pub mod fuzzing;
 mod lease;
 mod multichannel;
+mod negotiated;
 mod orphans;
 mod security;
 mod session;

@@ -24,7 +24,6 @@ use smb3_proto::msg::FileId;
 use smb3_proto::NtStatus;
 
 use crate::channel::{OnAbandoned, Response};
-use crate::client::Client;
 use crate::error::Result;
 use crate::share::{Share, ShareInner};
 
@@ -35,6 +34,11 @@ pub(crate) struct OrphanCount(AtomicU64);
 impl OrphanCount {
     fn add(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -104,15 +108,5 @@ impl Drop for ScopedHandle<'_> {
         if !self.closed {
             close_in_background(self.share, self.id);
         }
-    }
-}
-
-impl Client {
-    /// Handles this session closed on its own because their caller gave up: an open whose
-    /// future was dropped (or timed out) but which the server carried out anyway, or a
-    /// directory listing, delete or rename dropped half-way. Each would otherwise stay open
-    /// at the server until the session ends.
-    pub fn abandoned_handles_closed(&self) -> u64 {
-        self.inner.orphans.0.load(Ordering::Relaxed)
     }
 }

@@ -15,7 +15,7 @@ use smb3_proto::crypto::{CryptoBackend, CryptoError};
 
 use crate::channel::ChannelCrypto;
 use crate::error::{AuthFailure, Error, ProtocolError, Result};
-use crate::session::Negotiated;
+use crate::negotiated::Negotiated;
 
 /// What one channel needs to sign, verify, seal and open messages of its session.
 pub(crate) struct SessionSecurity {

@@ -6,35 +6,23 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rand::RngCore;
 use smb3_proto::crypto::preauth::PreauthHash;
+use smb3_proto::msg::ioctl::{
+    IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
+    FSCTL_VALIDATE_NEGOTIATE_INFO,
+};
 use smb3_proto::msg::negotiate::{Capabilities, NegotiateRequest, NegotiateResponse, SecurityMode};
 use smb3_proto::msg::session_setup::{
     SessionFlags, SessionSetupFlags, SessionSetupRequest, SessionSetupResponse,
 };
-use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
+use smb3_proto::msg::FileId;
+use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 
 use crate::auth::{Authenticator, UserCredentials};
-use crate::channel::{Channel, Request};
+use crate::channel::{Channel, Request, Response};
 use crate::config::ClientConfig;
-use crate::error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
+use crate::error::{decode, AuthFailure, ConfigError, Error, ProtocolError, Result};
+use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;
-
-/// What NEGOTIATE settled for one connection.
-#[derive(Clone, Debug)]
-pub(crate) struct Negotiated {
-    pub(crate) dialect: Dialect,
-    pub(crate) server_guid: [u8; 16],
-    pub(crate) server_capabilities: Capabilities,
-    pub(crate) server_security_mode: SecurityMode,
-    pub(crate) max_read: u32,
-    pub(crate) max_write: u32,
-    pub(crate) max_transact: u32,
-    pub(crate) cipher: Option<Cipher>,
-    pub(crate) signing_algorithm: SigningAlgorithm,
-    /// The connection's preauth integrity hash after NEGOTIATE (3.1.1 only).
-    pub(crate) preauth: Option<PreauthHash>,
-    /// The server's initial SPNEGO token.
-    pub(crate) gss_token: Bytes,
-}
 
 /// Client capabilities this implementation honours.
 pub(crate) fn client_capabilities(config: &ClientConfig) -> Capabilities {
@@ -395,4 +383,38 @@ fn must_sign(negotiated: &Negotiated, config: &ClientConfig) -> bool {
             .server_security_mode
             .has(SecurityMode::SIGNING_REQUIRED)
         || negotiated.dialect == Dialect::Smb311
+}
+
+/// FSCTL_VALIDATE_NEGOTIATE_INFO carrying exactly what NEGOTIATE sent (MS-SMB2 3.2.5.5).
+pub(crate) fn validate_negotiate_request(
+    config: &ClientConfig,
+    client_guid: [u8; 16],
+) -> IoctlRequest {
+    let input = ValidateNegotiateInfoRequest {
+        capabilities: client_capabilities(config),
+        guid: client_guid,
+        security_mode: security_mode(config),
+        dialects: config.dialects(),
+    }
+    .encode();
+    IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24)
+}
+
+/// The server's answer must match what it said in NEGOTIATE.
+pub(crate) fn check_validate_negotiate(n: &Negotiated, resp: &Response) -> Result<()> {
+    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+    let v = decode(
+        Command::IOCTL,
+        ValidateNegotiateInfoResponse::decode(&out.output),
+    )?;
+    if v.dialect != n.dialect.code()
+        || v.guid != n.server_guid
+        || v.security_mode.0 != n.server_security_mode.0
+        || v.capabilities.0 != n.server_capabilities.0
+    {
+        return Err(Error::Protocol(ProtocolError::Unexpected(
+            "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
+        )));
+    }
+    Ok(())
 }

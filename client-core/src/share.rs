@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use rand::RngCore;
 use smb3_proto::msg::close::{CloseRequest, CloseResponse};
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
@@ -12,10 +11,6 @@ use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
     FileRenameInformation,
 };
-use smb3_proto::msg::ioctl::{
-    IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
-    FSCTL_VALIDATE_NEGOTIATE_INFO,
-};
 use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
@@ -24,13 +19,17 @@ use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::Target;
+use crate::addressing::TreeContext;
+use crate::addressing::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
 use crate::channel::Request;
-use crate::client::{decode, Client, SessionCore, TreeContext};
-use crate::durable::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
-use crate::error::{Error, ProtocolError, Result};
+use crate::client::Client;
+use crate::durable;
+use crate::error::decode;
+use crate::error::{ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::orphans::{self, ScopedHandle};
+use crate::session::{check_validate_negotiate, validate_negotiate_request};
 use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
 use crate::watch::{DirWatch, WatchFilter};
 
@@ -119,7 +118,7 @@ impl Share {
         let core = &self.inner.client.inner;
         let (create_guid, lease) = if self.wants_durable() {
             (
-                Some(request_durable(&mut req)),
+                Some(durable::request_durable(&mut req)),
                 Some(self.request_lease(&mut req, opts.write)),
             )
         } else {
@@ -538,45 +537,10 @@ impl Share {
         if !core.signing {
             return Ok(());
         }
-        let resp = self.call(&validate_negotiate_request(core), &[]).await?;
-        check_validate_negotiate(core, &resp)
+        let request = validate_negotiate_request(&core.config, core.client_guid);
+        let resp = self.call(&request, &[]).await?;
+        check_validate_negotiate(&core.negotiated, &resp)
     }
-}
-
-/// FSCTL_VALIDATE_NEGOTIATE_INFO carrying exactly what NEGOTIATE sent (MS-SMB2 3.2.5.5).
-pub(crate) fn validate_negotiate_request(core: &SessionCore) -> IoctlRequest {
-    let config = &core.config;
-    let input = ValidateNegotiateInfoRequest {
-        capabilities: crate::session::client_capabilities(config),
-        guid: core.client_guid,
-        security_mode: crate::session::security_mode(config),
-        dialects: config.dialects(),
-    }
-    .encode();
-    IoctlRequest::fsctl(FSCTL_VALIDATE_NEGOTIATE_INFO, FileId::ANY, input, 24)
-}
-
-/// The server's answer must match what it said in NEGOTIATE.
-pub(crate) fn check_validate_negotiate(
-    core: &SessionCore,
-    resp: &crate::channel::Response,
-) -> Result<()> {
-    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
-    let v = decode(
-        Command::IOCTL,
-        ValidateNegotiateInfoResponse::decode(&out.output),
-    )?;
-    let n = &core.negotiated;
-    if v.dialect != n.dialect.code()
-        || v.guid != n.server_guid
-        || v.security_mode.0 != n.server_security_mode.0
-        || v.capabilities.0 != n.server_capabilities.0
-    {
-        return Err(Error::Protocol(ProtocolError::Unexpected(
-            "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
-        )));
-    }
-    Ok(())
 }
 
 impl std::fmt::Debug for Share {
@@ -592,18 +556,6 @@ impl std::fmt::Debug for Share {
 /// Keep the lease hold if the server granted a lease on our key, recording the state it
 /// granted (which may be less than asked: RH when another client has the file open, say).
 /// Without a lease in the reply (leasing off on the server) the hold is released.
-/// Add DH2Q (MS-SMB2 2.2.13.2.11) with a fresh CreateGuid, which is returned. Timeout 0
-/// lets the server choose (Samba: 60 s).
-pub(crate) fn request_durable(req: &mut CreateRequest) -> [u8; 16] {
-    let mut create_guid = [0u8; 16];
-    rand::rng().fill_bytes(&mut create_guid);
-    req.contexts.push(CreateContextRequest::DurableHandleV2 {
-        timeout_ms: 0,
-        flags: 0,
-        create_guid,
-    });
-    create_guid
-}
 
 fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> Option<LeaseRef> {
     let granted = match (created.oplock_level, created.lease()) {

@@ -16,7 +16,7 @@ use smb3_proto::msg::change_notify::{
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
-use crate::client::decode;
+use crate::error::decode;
 use crate::error::Result;
 use crate::share::Share;
 

@@ -29,8 +29,8 @@ use tokio::io::{AsyncRead, ReadBuf};
 use super::frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
 use super::{BufferPool, Channel, ChannelOptions, Request};
 use crate::lease::{plan_ack, LeaseTable};
+use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;
-use crate::session::Negotiated;
 
 /// Requests the dispatch target keeps outstanding at most: MessageIds 0 to this - 1.
 const MAX_REQUESTS: u64 = 64;

@@ -39,9 +39,11 @@ use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectR
 use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
+use crate::addressing::{DurableGrant, FileIdentity, OpenState, ServerHandle};
 use crate::channel::{Channel, Request, Response};
-use crate::client::{decode, SessionCore};
-use crate::durable::{DurableGrant, FileIdentity, OpenState, ServerHandle};
+use crate::client::SessionCore;
+use crate::durable::request_durable;
+use crate::error::decode;
 use crate::error::{Error, Result};
 use crate::lease;
 use crate::multichannel::binding::check_same_server;
@@ -49,7 +51,7 @@ use crate::multichannel::channel_set::PathInfo;
 use crate::multichannel::manager;
 use crate::security::SessionSecurity;
 use crate::session;
-use crate::share::{check_validate_negotiate, request_durable, validate_negotiate_request};
+use crate::session::{check_validate_negotiate, validate_negotiate_request};
 
 /// How often the session's channels are looked at.
 const CHECK: Duration = Duration::from_millis(50);
@@ -342,9 +344,9 @@ impl Direct<'_> {
     }
 
     async fn validate_negotiate(&self, tree_id: u32, encrypt: bool) -> Result<()> {
-        let body = validate_negotiate_request(self.core);
+        let body = validate_negotiate_request(&self.core.config, self.core.client_guid);
         let resp = self.send(&body, tree_id, encrypt).await?;
-        check_validate_negotiate(self.core, &resp)
+        check_validate_negotiate(&self.core.negotiated, &resp)
     }
 
     /// Get `open` back: reclaim it, or, when the server did not keep it, open the same file
@@ -533,8 +535,8 @@ fn describe_refusal(status: NtStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::addressing::OpenParams;
     use crate::addressing::TreeContext;
-    use crate::durable::OpenParams;
     use smb3_proto::msg::FileId;
 
     const OLD: FileId = FileId {

@@ -11,6 +11,7 @@ use crate::client::SessionCore;
 use crate::error::Error;
 use crate::lease::forward_unsolicited;
 use crate::multichannel::planner::Slot;
+use crate::negotiated::Negotiated;
 use crate::session;
 
 /// Why a channel could not be bound. None of these touch the session's other channels.
@@ -120,10 +121,7 @@ async fn handshake_on(core: &SessionCore, channel: Channel) -> Result<Channel, B
 /// A channel can join the session only on the same server with the same dialect, and on
 /// 3.1.1 the same cipher and signing algorithm (MS-SMB2 3.3.5.5: the server fails a binding
 /// with another dialect; Samba also insists on the rest).
-pub(crate) fn check_same_server(
-    session: &session::Negotiated,
-    new: &session::Negotiated,
-) -> Result<(), BindFailure> {
+pub(crate) fn check_same_server(session: &Negotiated, new: &Negotiated) -> Result<(), BindFailure> {
     if session.server_guid != new.server_guid {
         return Err(BindFailure::OtherServer);
     }

@@ -4,7 +4,7 @@ use smb3_proto::msg::negotiate::Capabilities;
 use smb3_proto::Dialect;
 
 use crate::config::ClientConfig;
-use crate::session::Negotiated;
+use crate::negotiated::Negotiated;
 
 /// Why a session stays on one channel.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,9 +21,11 @@ use smb3_proto::Command;
 use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::addressing::Target;
+use crate::addressing::TreeContext;
 use crate::channel::{Channel, Response};
-use crate::client::{decode, SessionCore, TreeContext};
+use crate::client::SessionCore;
 use crate::config::ClientConfig;
+use crate::error::decode;
 use crate::error::Result;
 use crate::failover::replay;
 use crate::failover::stats::FailoverState;

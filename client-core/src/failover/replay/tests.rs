@@ -267,7 +267,7 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
     use smb3_proto::msg::flush::FlushRequest;
     use smb3_proto::msg::FileId;
 
-    use crate::durable::{FileIdentity, OpenParams, OpenState, ServerHandle};
+    use crate::addressing::{FileIdentity, OpenParams, OpenState, ServerHandle};
 
     let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
     let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));

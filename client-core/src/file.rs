@@ -23,11 +23,12 @@ use tokio::task::JoinHandle;
 
 use crate::addressing::OpenState;
 use crate::durable::DurableRegistration;
+use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
 use crate::lease::{LeaseCaching, LeaseRef};
-use crate::share::{metadata_from_reply, Share};
-use crate::types::Metadata;
+use crate::tree::Tree;
+use crate::types::{metadata_from_reply, Metadata};
 
 /// An open file. Cheap to clone; the handle is closed by [`File::close`], or in the background
 /// when the last clone is dropped.
@@ -37,7 +38,8 @@ pub struct File {
 }
 
 struct FileInner {
-    share: Share,
+    /// The tree the file is open on (kept connected while the file is open).
+    tree: Arc<Tree>,
     /// FileId (swappable by a reconnect) and what reopening the file takes.
     state: Arc<OpenState>,
     path: String,
@@ -70,10 +72,10 @@ impl Drop for FileInner {
         // lease key stays taken until the CLOSE is answered, so an open of the same file
         // meanwhile reuses it instead of breaking our lease.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let share = self.share.clone();
+            let tree = self.tree.clone();
             let state = self.state.clone();
             rt.spawn(async move {
-                let _ = share.close_open(&state).await;
+                let _ = tree.close_open(&state).await;
                 drop(holds);
             });
         }
@@ -82,7 +84,7 @@ impl Drop for FileInner {
 
 impl File {
     pub(crate) fn new(
-        share: Share,
+        tree: Arc<Tree>,
         path: String,
         state: Arc<OpenState>,
         size_at_open: u64,
@@ -90,7 +92,7 @@ impl File {
     ) -> File {
         File {
             inner: Arc::new(FileInner {
-                share,
+                tree,
                 state,
                 path,
                 size_at_open,
@@ -125,7 +127,7 @@ impl File {
     }
 
     fn chunk_sizes(&self) -> (u32, u32, usize) {
-        let core = &self.inner.share.inner.client.inner;
+        let core = self.core();
         let io = core.config.io_size.max(4096);
         (
             io.min(core.negotiated.max_read.max(4096)),
@@ -133,21 +135,19 @@ impl File {
             // Keep every channel busy: at least four chunks in flight per channel.
             core.config
                 .io_depth
-                .max(4 * core.mc.set.active().len())
+                .max(4 * core.multichannel.channels.active().len())
                 .max(1),
         )
     }
 
-    /// Send a request about this open (its FileId is refreshed if a reconnect reclaimed it).
-    async fn call<B: smb3_proto::msg::RequestBody>(
-        &self,
-        body: &B,
-        also_ok: &[NtStatus],
-    ) -> Result<crate::channel::Response> {
-        self.inner
-            .share
-            .call_on(&self.inner.state, body, also_ok)
-            .await
+    fn core(&self) -> &SessionCore {
+        &self.inner.tree.core
+    }
+
+    /// How a request about this open is sent: its FileId is stamped afresh before each send,
+    /// so it follows the open through a reconnect.
+    fn on_open<'a>(&self) -> Call<'a> {
+        Call::open(&self.inner.state)
     }
 
     fn err(&self, e: Error) -> Error {
@@ -158,7 +158,8 @@ impl File {
     async fn read_chunk(&self, offset: u64, len: u32) -> Result<Bytes> {
         let req = ReadRequest::new(self.inner.state.file_id(), offset, len);
         let resp = self
-            .call(&req, &[NtStatus::END_OF_FILE])
+            .core()
+            .send(&req, self.on_open().allowing(&[NtStatus::END_OF_FILE]))
             .await
             .map_err(|e| self.err(e))?;
         if resp.header.status == NtStatus::END_OF_FILE {
@@ -199,7 +200,8 @@ impl File {
         let want = data.len();
         let req = WriteRequest::new(self.inner.state.file_id(), offset, data);
         let resp = self
-            .call(&req, &[])
+            .core()
+            .send(&req, self.on_open())
             .await
             .map_err(|e| self.err(e).unwritten(offset, want as u64))?;
         let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
@@ -231,11 +233,10 @@ impl File {
     /// Truncate or extend the file.
     pub async fn set_len(&self, len: u64) -> Result<()> {
         let info = FileEndOfFileInformation { end_of_file: len };
-        self.inner
-            .share
-            .call(
+        self.core()
+            .send(
                 &SetInfoRequest::file_info(self.inner.state.file_id(), &info),
-                &[],
+                self.on_open(),
             )
             .await
             .map_err(|e| self.err(e))
@@ -252,7 +253,10 @@ impl File {
         &self,
         body: &B,
     ) -> Result<crate::channel::Response> {
-        self.call(body, &[]).await.map_err(|e| self.err(e))
+        self.core()
+            .send(body, self.on_open())
+            .await
+            .map_err(|e| self.err(e))
     }
 
     /// Send SET_INFO with `info` on this handle (the `fs_ops` setters use it).
@@ -261,7 +265,8 @@ impl File {
         info: &T,
     ) -> Result<()> {
         let req = SetInfoRequest::file_info(self.inner.state.file_id(), info);
-        self.call(&req, &[])
+        self.core()
+            .send(&req, self.on_open())
             .await
             .map_err(|e| self.err(e))
             .map(|_| ())
@@ -272,9 +277,8 @@ impl File {
         let req = FlushRequest {
             file_id: self.inner.state.file_id(),
         };
-        self.inner
-            .share
-            .call(&req, &[])
+        self.core()
+            .send(&req, self.on_open())
             .await
             .map_err(|e| self.err(e))
             .map(|_| ())
@@ -285,7 +289,8 @@ impl File {
         let req =
             QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
         let resp = self
-            .call(&req, &[NtStatus::BUFFER_OVERFLOW])
+            .core()
+            .send(&req, self.on_open().allowing(&[NtStatus::BUFFER_OVERFLOW]))
             .await
             .map_err(|e| self.err(e))?;
         metadata_from_reply(&resp.msg)
@@ -298,7 +303,7 @@ impl File {
         }
         // The holds go with the last clone, after this reply.
         self.inner
-            .share
+            .tree
             .close_open(&self.inner.state)
             .await
             .map_err(|e| self.err(e))

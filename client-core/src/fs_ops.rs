@@ -20,8 +20,8 @@ use smb3_proto::Command;
 use crate::error::decode;
 use crate::error::Result;
 use crate::file::File;
-use crate::orphans::ScopedHandle;
 use crate::share::Share;
+use crate::tree::ScopedHandle;
 use crate::types::wire_path;
 
 /// Times to set on a file; `None` leaves that time as it is.
@@ -87,8 +87,8 @@ impl Share {
     {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(0);
-        let created = self.create(&req, path).await?;
-        let handle = ScopedHandle::new(self, created.file_id);
+        let created = self.tree.create(&req, path).await?;
+        let handle = ScopedHandle::new(&self.tree, created.file_id);
         let result = f(handle.id()).await;
         let closed = handle.close().await;
         let value = result.map_err(|e| e.with_path(path))?;
@@ -97,7 +97,9 @@ impl Share {
     }
 
     async fn set_info_on<T: SetFileInfo>(&self, id: FileId, info: &T) -> Result<()> {
-        self.call(&SetInfoRequest::file_info(id, info), &[])
+        self.tree
+            .core
+            .send(&SetInfoRequest::file_info(id, info), self.tree.call())
             .await
             .map(drop)
     }
@@ -107,7 +109,7 @@ impl Share {
             id,
             FileBasicInformation::SIZE as u32,
         );
-        let resp = self.call(&req, &[]).await?;
+        let resp = self.tree.core.send(&req, self.tree.call()).await?;
         decode(
             Command::QUERY_INFO,
             QueryInfoResponse::decode(&resp.msg).and_then(|r| r.file_info()),

@@ -37,6 +37,7 @@ mod channel;
 mod client;
 mod config;
 mod durable;
+mod engine;
 mod error;
 mod failover;
 mod file;
@@ -50,6 +51,7 @@ mod orphans;
 mod security;
 mod session;
 mod share;
+mod tree;
 mod types;
 mod watch;
 

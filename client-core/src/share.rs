@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use smb3_proto::msg::close::{CloseRequest, CloseResponse};
+use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
     CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel,
@@ -14,23 +14,22 @@ use smb3_proto::msg::fscc::{
 use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
+use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
 use smb3_proto::msg::tree_disconnect::TreeDisconnectRequest;
 use smb3_proto::msg::FileId;
-use smb3_proto::{Command, NtStatus};
+use smb3_proto::msg::RequestBody;
+use smb3_proto::{Command, Dialect, NtStatus};
 
-use crate::addressing::Target;
-use crate::addressing::TreeContext;
 use crate::addressing::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
-use crate::channel::Request;
 use crate::client::Client;
 use crate::durable;
-use crate::error::decode;
-use crate::error::{ProtocolError, Result};
+use crate::engine::Call;
+use crate::error::{decode, Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
-use crate::orphans::{self, ScopedHandle};
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
-use crate::types::{wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
+use crate::tree::{ScopedHandle, Tree};
+use crate::types::{metadata_from_reply, wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
 use crate::watch::{DirWatch, WatchFilter};
 
 /// A connected share. Cheap to clone.
@@ -39,21 +38,50 @@ use crate::watch::{DirWatch, WatchFilter};
 /// documentation, "Cancelling". [`Share::watch`] waits for changes in a directory.
 #[derive(Clone)]
 pub struct Share {
-    pub(crate) inner: Arc<ShareInner>,
+    client: Client,
+    pub(crate) tree: Arc<Tree>,
 }
 
-pub(crate) struct ShareInner {
-    pub(crate) client: Client,
-    pub(crate) name: String,
-    pub(crate) tree: TreeContext,
-    #[allow(dead_code)]
-    pub(crate) maximal_access: u32,
-}
-
-impl Drop for ShareInner {
-    fn drop(&mut self) {
-        // No share or open uses the tree any more; a reconnect need not connect it again.
-        self.client.inner.addressing.trees.remove(self.tree.handle);
+impl Client {
+    /// Connect to a share (`TREE_CONNECT`).
+    pub async fn share(&self, name: &str) -> Result<Share> {
+        let body = TreeConnectRequest::new(&self.core.server_name, name);
+        let resp = self
+            .core
+            .send(&body, Call::session())
+            .await
+            .map_err(|e| e.with_path(&format!("\\\\{}\\{name}", self.core.server_name)))?;
+        let tc = decode(
+            Command::TREE_CONNECT,
+            TreeConnectResponse::decode(&resp.msg),
+        )?;
+        let encrypt = tc.share_flags.has(ShareFlags::ENCRYPT_DATA);
+        if encrypt && !self.core.can_encrypt {
+            return Err(Error::Protocol(ProtocolError::Unexpected(
+                "share requires encryption but no cipher was negotiated",
+            )));
+        }
+        let tree = self
+            .core
+            .addressing
+            .trees
+            .add(name, resp.header.tree_id, encrypt);
+        let share = Share {
+            client: self.clone(),
+            tree: Arc::new(Tree {
+                core: self.core.clone(),
+                name: name.to_string(),
+                context: tree,
+                maximal_access: tc.maximal_access,
+            }),
+        };
+        if matches!(
+            self.core.negotiated.dialect,
+            Dialect::Smb300 | Dialect::Smb302
+        ) {
+            share.validate_negotiate().await?;
+        }
+        Ok(share)
     }
 }
 
@@ -61,35 +89,19 @@ impl Drop for ShareInner {
 const DIR_BUFFER: u32 = 64 * 1024;
 
 impl Share {
-    pub(crate) fn new(
-        client: Client,
-        name: String,
-        tree: TreeContext,
-        maximal_access: u32,
-    ) -> Share {
-        Share {
-            inner: Arc::new(ShareInner {
-                client,
-                name,
-                tree,
-                maximal_access,
-            }),
-        }
-    }
-
     /// The share's name.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.tree.name
     }
 
     /// The session this share belongs to.
     pub fn client(&self) -> &Client {
-        &self.inner.client
+        &self.client
     }
 
     /// Whether the server requires encryption on this share.
     pub fn is_encrypted(&self) -> bool {
-        self.inner.tree.encrypt || self.inner.client.inner.encrypt_all
+        self.tree.context.encrypt || self.tree.core.encrypt_all
     }
 
     /// Open (or create) a file.
@@ -115,7 +127,7 @@ impl Share {
         let mut req = CreateRequest::new(wire.clone(), access, disposition);
         req.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::NORMAL);
-        let core = &self.inner.client.inner;
+        let core = &self.tree.core;
         let (create_guid, lease) = if self.wants_durable() {
             (
                 Some(durable::request_durable(&mut req)),
@@ -127,7 +139,7 @@ impl Share {
         // The on-disk id lets a reconnect whose reclaim is refused recognise the file when
         // it opens it again by path (see `failover::reconnect`).
         req.contexts.push(CreateContextRequest::QueryOnDiskId);
-        let created = self.create(&req, path).await?;
+        let created = self.tree.create(&req, path).await?;
         let lease = lease.and_then(|l| keep_granted_lease(l, &created, path));
         let handle = ServerHandle {
             file_id: created.file_id,
@@ -138,7 +150,7 @@ impl Share {
         };
         let state = Arc::new(OpenState::new(
             handle,
-            self.inner.tree,
+            self.tree.context,
             OpenParams {
                 wire_path: wire,
                 desired_access: req.desired_access.0,
@@ -157,7 +169,7 @@ impl Share {
             lease,
         };
         Ok(File::new(
-            self.clone(),
+            self.tree.clone(),
             path.to_string(),
             state,
             created.end_of_file,
@@ -167,7 +179,7 @@ impl Share {
 
     /// Whether opens ask for a durable handle: configured, and SMB 3.x (DH2Q needs 3.0).
     fn wants_durable(&self) -> bool {
-        let core = &self.inner.client.inner;
+        let core = &self.tree.core;
         core.config.durable_handles && core.negotiated.dialect.is_smb3()
     }
 
@@ -176,8 +188,8 @@ impl Share {
     /// the server grant the durable handle (3.3.5.9.10); nothing is cached on our side, so
     /// the only cost is acknowledging breaks, which the break handler does at once.
     fn request_lease(&self, req: &mut CreateRequest, write: bool) -> LeaseRef {
-        let core = &self.inner.client.inner;
-        let lease = core.leases.acquire(self.inner.tree, &req.name);
+        let core = &self.tree.core;
+        let lease = core.leases.acquire(self.tree.context, &req.name);
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if write {
             state |= LeaseState::WRITE_CACHING;
@@ -195,100 +207,11 @@ impl Share {
         lease
     }
 
-    /// Send a CREATE and decode its reply. The caller owns the handle from then on; should it
-    /// give up before the reply, a handle the server opened anyway is closed (see `orphans`).
-    pub(crate) async fn create(&self, req: &CreateRequest, path: &str) -> Result<CreateResponse> {
-        let closer = orphans::close_abandoned_open(Arc::downgrade(&self.inner));
-        let resp = self
-            .inner
-            .client
-            .inner
-            .call_with_abandon_hook(req, Some(self.inner.tree), closer)
-            .await
-            .map_err(|e| e.with_path(path))?;
-        decode(Command::CREATE, CreateResponse::decode(&resp.msg))
-    }
-
-    /// Close a handle.
-    pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
-        let resp = self.call(&CloseRequest::new(file_id), &[]).await?;
-        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
-    }
-
-    /// Close a handle in the background, for owners that cannot wait (a `Drop`). Without a
-    /// runtime (process exit) nothing is sent: the server drops the handle with the
-    /// connection. Returns whether the CLOSE was scheduled.
-    pub(crate) fn close_later(&self, file_id: FileId) -> bool {
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return false;
-        };
-        let share = self.clone();
-        rt.spawn(async move {
-            if let Err(e) = share.close(file_id).await {
-                // The server drops the handle with the session anyway.
-                tracing::debug!(error = %e, ?file_id, "closing a handle in the background failed");
-            }
-        });
-        true
-    }
-
-    /// Close an open made by [`Share::open`], at its FileId of now.
-    pub(crate) async fn close_open(&self, open: &Arc<OpenState>) -> Result<()> {
-        let body = CloseRequest::new(open.file_id());
-        let resp = self.call_on(open, &body, &[NtStatus::FILE_CLOSED]).await?;
-        if resp.header.status == NtStatus::FILE_CLOSED {
-            // A replayed CLOSE finding the handle closed: the first copy closed it before
-            // its channel was lost. Anything else is the caller's double close.
-            return if resp.resent {
-                Ok(())
-            } else {
-                resp.check(&[]).map(drop)
-            };
-        }
-        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
-    }
-
-    /// Send a request about `open`, a handle of this tree.
-    pub(crate) async fn call_on<B: smb3_proto::msg::RequestBody>(
-        &self,
-        open: &Arc<OpenState>,
-        body: &B,
-        also_ok: &[NtStatus],
-    ) -> Result<crate::channel::Response> {
-        let target = Target {
-            tree: Some(self.inner.tree),
-            open: Some(open.clone()),
-        };
-        self.inner
-            .client
-            .inner
-            .call_to(body, &target, also_ok)
-            .await
-    }
-
-    /// Send a request on this tree.
-    pub(crate) async fn call<B: smb3_proto::msg::RequestBody>(
-        &self,
-        body: &B,
-        also_ok: &[NtStatus],
-    ) -> Result<crate::channel::Response> {
-        self.inner
-            .client
-            .inner
-            .call_allowing(body, Some(self.inner.tree), also_ok)
-            .await
-    }
-
-    /// Build a request on this tree (for callers that send it themselves).
-    pub(crate) fn request<B: smb3_proto::msg::RequestBody>(&self, body: &B) -> Request {
-        self.inner.client.inner.request(body, Some(self.inner.tree))
-    }
-
     /// Open `path` with `access` and `options` for a metadata operation.
     async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options);
-        Ok(self.create(&req, path).await?.file_id)
+        Ok(self.tree.create(&req, path).await?.file_id)
     }
 
     /// Run `f` on an open handle, closing it whatever `f` returns.
@@ -297,7 +220,7 @@ impl Share {
         F: FnOnce(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let handle = ScopedHandle::new(self, self.open_for(path, access, options).await?);
+        let handle = ScopedHandle::new(&self.tree, self.open_for(path, access, options).await?);
         let result = f(handle.id()).await;
         let closed = handle.close().await;
         let value = result.map_err(|e| e.with_path(path))?;
@@ -316,15 +239,18 @@ impl Share {
         create.create_options = CreateOptions(0);
         let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
         let close = CloseRequest::new(FileId::ANY);
+        let core = &self.tree.core;
+        let tree = Some(self.tree.context);
         let reqs = vec![
-            self.request(&create),
-            self.request(&query),
-            self.request(&close),
+            core.prepare(&create, tree),
+            core.prepare(&query, tree),
+            core.prepare(&close, tree),
         ];
-        let core = &self.inner.client.inner;
-        let charge = reqs.iter().map(|r| r.charge().max(1)).sum();
-        let channel = core.mc.set.pick(charge, Command::CREATE)?;
-        let mut replies = channel.call_compound(reqs, true).await?.into_iter();
+        // Opening for attributes, querying and closing may all be done twice.
+        let mut replies = core
+            .send_related(reqs, create.replay(), self.tree.call())
+            .await?
+            .into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };
@@ -363,7 +289,11 @@ impl Share {
                 let mut out = Vec::new();
                 loop {
                     let req = QueryDirectoryRequest::new(id, "*", DIR_BUFFER);
-                    let resp = self.call(&req, &[NtStatus::NO_MORE_FILES]).await?;
+                    let resp = self
+                        .tree
+                        .core
+                        .send(&req, self.tree.call().allowing(&[NtStatus::NO_MORE_FILES]))
+                        .await?;
                     if resp.header.status == NtStatus::NO_MORE_FILES {
                         break;
                     }
@@ -406,9 +336,9 @@ impl Share {
         // `CreateRequest::new` shares read, write and delete: watching a directory must not
         // stop anyone renaming or deleting in it.
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
-        let created = self.create(&req, path).await?;
+        let created = self.tree.create(&req, path).await?;
         Ok(DirWatch::new(
-            self.clone(),
+            self.tree.clone(),
             path.to_string(),
             created.file_id,
             filter,
@@ -425,8 +355,8 @@ impl Share {
         );
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
-        let created = self.create(&req, path).await?;
-        ScopedHandle::new(self, created.file_id)
+        let created = self.tree.create(&req, path).await?;
+        ScopedHandle::new(&self.tree, created.file_id)
             .close()
             .await
             .map_err(|e| e.with_path(path))
@@ -471,7 +401,9 @@ impl Share {
             let info = FileDispositionInformation {
                 delete_pending: true,
             };
-            self.call(&SetInfoRequest::file_info(id, &info), &[])
+            self.tree
+                .core
+                .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
                 .await
                 .map(|_| ())
         })
@@ -491,7 +423,9 @@ impl Share {
                     replace_if_exists: replace,
                     file_name: target,
                 };
-                self.call(&SetInfoRequest::file_info(id, &info), &[])
+                self.tree
+                    .core
+                    .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
                     .await
                     .map(|_| ())
             },
@@ -507,7 +441,7 @@ impl Share {
             CreateOptions::DIRECTORY_FILE,
             |id| async move {
                 let req = QueryInfoRequest::fs_info::<FileFsFullSizeInformation>(id, 64);
-                let resp = self.call(&req, &[]).await?;
+                let resp = self.tree.core.send(&req, self.tree.call()).await?;
                 let fs: FileFsFullSizeInformation = decode(
                     Command::QUERY_INFO,
                     QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
@@ -527,18 +461,22 @@ impl Share {
 
     /// Disconnect the tree. Open handles on it become invalid.
     pub async fn disconnect(&self) -> Result<()> {
-        self.call(&TreeDisconnectRequest {}, &[]).await.map(|_| ())
+        self.tree
+            .core
+            .send(&TreeDisconnectRequest {}, self.tree.call())
+            .await
+            .map(|_| ())
     }
 
     /// FSCTL_VALIDATE_NEGOTIATE_INFO (MS-SMB2 3.2.5.5, 3.0 and 3.0.2 only): the server echoes
     /// what it negotiated, signed, so a man in the middle that downgraded NEGOTIATE is caught.
     pub(crate) async fn validate_negotiate(&self) -> Result<()> {
-        let core = &self.inner.client.inner;
+        let core = &self.tree.core;
         if !core.signing {
             return Ok(());
         }
         let request = validate_negotiate_request(&core.config, core.client_guid);
-        let resp = self.call(&request, &[]).await?;
+        let resp = self.tree.core.send(&request, self.tree.call()).await?;
         check_validate_negotiate(&core.negotiated, &resp)
     }
 }
@@ -546,8 +484,8 @@ impl Share {
 impl std::fmt::Debug for Share {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Share")
-            .field("name", &self.inner.name)
-            .field("tree", &self.inner.tree.handle)
+            .field("name", &self.tree.name)
+            .field("tree", &self.tree.context.handle)
             .field("encrypted", &self.is_encrypted())
             .finish()
     }
@@ -556,7 +494,6 @@ impl std::fmt::Debug for Share {
 /// Keep the lease hold if the server granted a lease on our key, recording the state it
 /// granted (which may be less than asked: RH when another client has the file open, say).
 /// Without a lease in the reply (leasing off on the server) the hold is released.
-
 fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> Option<LeaseRef> {
     let granted = match (created.oplock_level, created.lease()) {
         (OplockLevel::LEASE, Some(granted)) => granted,
@@ -576,25 +513,4 @@ fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> 
     }
     lease.record_grant(granted.state, granted.v2.map(|v| v.epoch));
     Some(lease)
-}
-
-/// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with
-/// BUFFER_OVERFLOW still holds the fixed part; only the name is cut short.
-pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
-    let info: FileAllInformation = decode(
-        Command::QUERY_INFO,
-        QueryInfoResponse::decode(msg).and_then(|r| r.file_info()),
-    )?;
-    let mut metadata = Metadata::from_parts(
-        info.basic.file_attributes,
-        info.standard.end_of_file,
-        info.standard.allocation_size,
-        info.basic.creation_time,
-        info.basic.last_access_time,
-        info.basic.last_write_time,
-        info.basic.change_time,
-    );
-    metadata.file_id = info.index_number;
-    metadata.links = info.standard.number_of_links.max(1);
-    Ok(metadata)
 }

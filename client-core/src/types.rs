@@ -2,7 +2,13 @@
 
 use std::time::SystemTime;
 
-use smb3_proto::msg::fscc::{filetime_to_system_time, DirectoryEntry, FileAttributes};
+use smb3_proto::msg::fscc::{
+    filetime_to_system_time, DirectoryEntry, FileAllInformation, FileAttributes,
+};
+use smb3_proto::msg::query_info::QueryInfoResponse;
+use smb3_proto::Command;
+
+use crate::error::{decode, Result};
 
 /// What kind of object a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +195,27 @@ pub(crate) fn wire_path(path: &str) -> Result<String, crate::Error> {
         }
     }
     Ok(parts.join("\\"))
+}
+
+/// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with
+/// BUFFER_OVERFLOW still holds the fixed part; only the name is cut short.
+pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
+    let info: FileAllInformation = decode(
+        Command::QUERY_INFO,
+        QueryInfoResponse::decode(msg).and_then(|r| r.file_info()),
+    )?;
+    let mut metadata = Metadata::from_parts(
+        info.basic.file_attributes,
+        info.standard.end_of_file,
+        info.standard.allocation_size,
+        info.basic.creation_time,
+        info.basic.last_access_time,
+        info.basic.last_write_time,
+        info.basic.change_time,
+    );
+    metadata.file_id = info.index_number;
+    metadata.links = info.standard.number_of_links.max(1);
+    Ok(metadata)
 }
 
 #[cfg(test)]

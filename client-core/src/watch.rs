@@ -8,6 +8,7 @@
 //! channel); dropping the watch also closes the directory, in the background.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use smb3_proto::msg::change_notify::{
     ChangeNotifyRequest, ChangeNotifyResponse, CompletionFilter, FileNotifyInformation,
@@ -16,9 +17,8 @@ use smb3_proto::msg::change_notify::{
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
-use crate::error::decode;
-use crate::error::Result;
-use crate::share::Share;
+use crate::error::{decode, Result};
+use crate::tree::Tree;
 
 /// Which changes complete a watch (CompletionFilter, MS-SMB2 2.2.35). Combine with `|`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -174,7 +174,7 @@ const NOTIFY_BUFFER: u32 = 64 * 1024;
 /// dropping the watch closes the directory in the background; [`DirWatch::close`] does it
 /// now.
 pub struct DirWatch {
-    share: Share,
+    tree: Arc<Tree>,
     path: String,
     file_id: FileId,
     filter: WatchFilter,
@@ -184,14 +184,14 @@ pub struct DirWatch {
 
 impl DirWatch {
     pub(crate) fn new(
-        share: Share,
+        tree: Arc<Tree>,
         path: String,
         file_id: FileId,
         filter: WatchFilter,
         recursive: bool,
     ) -> DirWatch {
         DirWatch {
-            share,
+            tree,
             path,
             file_id,
             filter,
@@ -212,7 +212,7 @@ impl DirWatch {
     /// CANCEL); changes that happen afterwards are reported by the next call. A reply that was
     /// already on its way when the future was dropped is discarded with what it carried.
     pub async fn next(&mut self) -> Result<Vec<Change>> {
-        let core = &self.share.inner.client.inner;
+        let core = &self.tree.core;
         let buffer = NOTIFY_BUFFER.min(core.negotiated.max_transact.max(4096));
         let req = ChangeNotifyRequest::new(
             self.file_id,
@@ -220,9 +220,11 @@ impl DirWatch {
             self.recursive,
             buffer,
         );
-        let resp = self
-            .share
-            .call(&req, &[NtStatus::NOTIFY_ENUM_DIR])
+        let resp = core
+            .send(
+                &req,
+                self.tree.call().allowing(&[NtStatus::NOTIFY_ENUM_DIR]),
+            )
             .await
             .map_err(|e| e.with_path(&self.path))?;
         changes_of(&resp)
@@ -231,7 +233,7 @@ impl DirWatch {
     /// Close the directory. A `next()` still pending elsewhere ends with STATUS_NOTIFY_CLEANUP.
     pub async fn close(self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
-        self.share
+        self.tree
             .close(self.file_id)
             .await
             .map_err(|e| e.with_path(&self.path))
@@ -245,7 +247,7 @@ impl Drop for DirWatch {
         }
         // As for `File`: close in the background so the server drops the open (and any watch
         // on it) now rather than at the end of the session.
-        let _ = self.share.close_later(self.file_id);
+        let _ = self.tree.close_later(self.file_id);
     }
 }
 

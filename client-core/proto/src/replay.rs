@@ -6,12 +6,10 @@
 //! ChannelSequence; the server then protects the open against the stale originals
 //! (3.3.5.2.10) and recognises a replayed durable CREATE by its CreateGuid (3.3.5.9.10).
 //! That makes a resend harmless only where running the request twice has the same effect as
-//! running it once; this module says, per request, whether that holds.
+//! running it once; this module says, per command, whether that holds, and the messages whose
+//! body decides it (CREATE, QUERY_DIRECTORY, IOCTL) say so in their `RequestBody::replay`.
 
 use crate::header::Command;
-use crate::msg::create::{CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest};
-use crate::msg::ioctl::{IoctlRequest, FSCTL_PIPE_TRANSCEIVE};
-use crate::msg::query_directory::QueryDirectoryRequest;
 
 /// Whether a request whose channel was lost may be sent again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,55 +62,19 @@ impl Replay {
             _ => Replay::Unsafe("not known to be safe to send twice"),
         }
     }
-
-    /// CREATE: safe with a durable v2 request (the server answers a replay with the open
-    /// the first attempt made, MS-SMB2 3.3.5.9.10), or when opening twice has the effect of
-    /// opening once (at worst the server keeps a second handle until the session ends).
-    /// Creating a new file or opening with delete-on-close is not.
-    pub fn of_create(req: &CreateRequest) -> Replay {
-        let has_create_guid = req
-            .contexts
-            .iter()
-            .any(|c| matches!(c, CreateContextRequest::DurableHandleV2 { .. }));
-        if has_create_guid {
-            return Replay::Safe;
-        }
-        if req.create_options.0 & CreateOptions::DELETE_ON_CLOSE != 0 {
-            return Replay::Unsafe("a delete-on-close open may already have run");
-        }
-        if req.create_disposition == CreateDisposition::CREATE {
-            return Replay::Unsafe("creating a new file may already have succeeded");
-        }
-        Replay::Safe
-    }
-
-    /// QUERY_DIRECTORY: safe only when it (re)starts the enumeration, since otherwise the
-    /// server's cursor may have moved past the entries the lost reply carried.
-    pub fn of_query_directory(req: &QueryDirectoryRequest) -> Replay {
-        let restarts = QueryDirectoryRequest::RESTART_SCANS | QueryDirectoryRequest::REOPEN;
-        if req.flags & restarts != 0 {
-            Replay::Safe
-        } else {
-            Replay::by_command(Command::QUERY_DIRECTORY)
-        }
-    }
-
-    /// IOCTL: FSCTLs on files are idempotent; a named-pipe transceive carries an RPC call
-    /// that must not be delivered twice.
-    pub fn of_ioctl(req: &IoctlRequest) -> Replay {
-        if req.ctl_code == FSCTL_PIPE_TRANSCEIVE {
-            Replay::Unsafe("a named-pipe transaction may already have been delivered")
-        } else {
-            Replay::Safe
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::msg::create::AccessMask;
+    use crate::msg::create::{
+        CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
+    };
+    use crate::msg::ioctl::{IoctlRequest, FSCTL_PIPE_TRANSCEIVE};
+    use crate::msg::query_directory::QueryDirectoryRequest;
     use crate::msg::FileId;
+    use crate::msg::RequestBody;
     use bytes::Bytes;
 
     fn create(disposition: CreateDisposition) -> CreateRequest {
@@ -150,7 +112,7 @@ mod tests {
     fn create_is_safe_with_a_create_guid_or_when_it_only_opens() {
         let mut new_file = create(CreateDisposition::CREATE);
         assert_eq!(
-            Replay::of_create(&new_file),
+            new_file.replay(),
             Replay::Unsafe("creating a new file may already have succeeded")
         );
         new_file
@@ -160,30 +122,27 @@ mod tests {
                 flags: 0,
                 create_guid: [7; 16],
             });
-        assert_eq!(Replay::of_create(&new_file), Replay::Safe);
+        assert_eq!(new_file.replay(), Replay::Safe);
 
+        assert_eq!(create(CreateDisposition::OPEN).replay(), Replay::Safe);
         assert_eq!(
-            Replay::of_create(&create(CreateDisposition::OPEN)),
-            Replay::Safe
-        );
-        assert_eq!(
-            Replay::of_create(&create(CreateDisposition::OVERWRITE_IF)),
+            create(CreateDisposition::OVERWRITE_IF).replay(),
             Replay::Safe
         );
         let mut doc = create(CreateDisposition::OPEN);
         doc.create_options = CreateOptions(CreateOptions::DELETE_ON_CLOSE);
-        assert!(!Replay::of_create(&doc).is_safe());
+        assert!(!doc.replay().is_safe());
     }
 
     #[test]
     fn directory_query_is_safe_only_when_it_restarts() {
         let mut q = QueryDirectoryRequest::new(FileId::default(), "*", 65536);
         q.flags = 0;
-        assert!(!Replay::of_query_directory(&q).is_safe());
+        assert!(!q.replay().is_safe());
         q.flags = QueryDirectoryRequest::RESTART_SCANS;
-        assert!(Replay::of_query_directory(&q).is_safe());
+        assert!(q.replay().is_safe());
         q.flags = QueryDirectoryRequest::REOPEN | QueryDirectoryRequest::INDEX_SPECIFIED;
-        assert!(Replay::of_query_directory(&q).is_safe());
+        assert!(q.replay().is_safe());
     }
 
     #[test]
@@ -194,8 +153,8 @@ mod tests {
             Bytes::new(),
             1024,
         );
-        assert!(Replay::of_ioctl(&io).is_safe());
+        assert!(io.replay().is_safe());
         io.ctl_code = FSCTL_PIPE_TRANSCEIVE;
-        assert!(!Replay::of_ioctl(&io).is_safe());
+        assert!(!io.replay().is_safe());
     }
 }

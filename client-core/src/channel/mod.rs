@@ -18,9 +18,9 @@
 
 mod cancel;
 mod credits;
-mod frame;
+pub(crate) mod frame;
 pub(crate) mod frame_buffers;
-pub(crate) mod fuzz;
+
 mod writer;
 
 #[cfg(test)]
@@ -103,6 +103,12 @@ impl Request {
     /// The request's command.
     pub(crate) fn command(&self) -> Command {
         self.command
+    }
+
+    /// Treat the request as `command` when its reply comes back (the fuzz harness sends one
+    /// body and has its replies dispatched as every command's).
+    pub(crate) fn pretend_command(&mut self, command: Command) {
+        self.command = command;
     }
 
     /// Overwrite the FileId at `offset` into the body (see [`smb3_proto::msg::file_id_offset`]).

@@ -41,8 +41,8 @@ use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::addressing::{DurableGrant, FileIdentity, OpenState, ServerHandle};
 use crate::channel::{Channel, Request, Response};
-use crate::client::SessionCore;
 use crate::durable::request_durable;
+use crate::engine::SessionCore;
 use crate::error::decode;
 use crate::error::{Error, Result};
 use crate::lease;
@@ -85,7 +85,7 @@ async fn run(weak: Weak<SessionCore>) {
         if core.logged_off() {
             return;
         }
-        if core.mc.set.any_alive() {
+        if core.multichannel.channels.any_alive() {
             failures = 0;
             lost_at = None;
             continue;
@@ -94,7 +94,7 @@ async fn run(weak: Weak<SessionCore>) {
         match reestablish(&core).await {
             Ok(outcome) => {
                 let took = since.elapsed();
-                core.mc.failover.reestablished(
+                core.multichannel.failover.reestablished(
                     took,
                     outcome.reclaimed,
                     outcome.reopened,
@@ -164,7 +164,7 @@ async fn reestablish(core: &Arc<SessionCore>) -> Result<Outcome, String> {
 fn candidate_addresses(core: &SessionCore) -> Vec<SocketAddr> {
     let port = core.server_addr.port();
     let mut out = vec![core.server_addr];
-    for ip in core.mc.server_addresses() {
+    for ip in core.multichannel.server_addresses() {
         let addr = SocketAddr::new(ip, port);
         if !out.contains(&addr) {
             out.push(addr);
@@ -295,10 +295,13 @@ async fn restore(
 
 /// The new channel joins the session; the manager binds the other channels from there.
 fn install(core: &SessionCore, channel: Channel) {
-    let member = core.mc.set.add(channel, None, PathInfo::default(), true);
-    manager::watch_for_death(&core.mc, &member);
-    core.mc.drop_dead_if_unmanaged();
-    core.mc.after_reestablish();
+    let member = core
+        .multichannel
+        .channels
+        .add(channel, None, PathInfo::default(), true);
+    manager::watch_for_death(&core.multichannel, &member);
+    core.multichannel.drop_dead_if_unmanaged();
+    core.multichannel.after_reestablish();
 }
 
 /// Requests sent straight on the new channel, before it joins the session.

@@ -17,11 +17,10 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Request, Response};
-use crate::client::SessionCore;
 use crate::error::{Error, Result};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::ChannelSet;
-use crate::multichannel::manager::Multichannel;
+use crate::multichannel::state::Multichannel;
 
 #[cfg(test)]
 mod tests;
@@ -57,21 +56,6 @@ pub(crate) struct Session<'a> {
     pub(crate) manager: Option<&'a Multichannel>,
 }
 
-impl<'a> Session<'a> {
-    pub(crate) fn of(core: &'a SessionCore) -> Self {
-        Session {
-            channels: &core.mc.set,
-            addressing: &core.addressing,
-            failover: &core.mc.failover,
-            smb3: core.negotiated.dialect.is_smb3(),
-            channels_return: !core.logged_off(),
-            failover_wait: core.config.failover_wait,
-            internal: false,
-            manager: Some(&core.mc),
-        }
-    }
-}
-
 /// Send `template` (about `target`) on a channel of the session and return its final reply,
 /// replaying it on another channel when its own is lost and `replay` allows.
 pub(crate) async fn call(
@@ -81,14 +65,31 @@ pub(crate) async fn call(
     command: Command,
     replay: Replay,
 ) -> Result<Response> {
+    let mut replies = call_chain(session, vec![template], target, command, replay).await?;
+    replies
+        .pop()
+        .unwrap_or(Err(Error::ConnectionLost { command }))
+}
+
+/// [`call`] for a chain of related requests sent as one compound frame (MS-SMB2 3.2.4.1.4):
+/// the chain is sent, and replayed, as a whole; one reply per request comes back. `replay`
+/// is the chain's: safe only if every request in it is.
+pub(crate) async fn call_chain(
+    session: &Session<'_>,
+    templates: Vec<Request>,
+    target: &Target,
+    command: Command,
+    replay: Replay,
+) -> Result<Vec<Result<Response>>> {
     let failover = session.failover;
     let smb3 = session.smb3;
+    let related = templates.len() > 1;
     let mut resends = 0u32;
     let mut stale_pause = STALE_PAUSE_MIN;
     // Set at the first loss: the request gives up when no channel is usable by then.
     let mut give_up_at: Option<Instant> = None;
-    let charge = template.charge();
-    let mut template = Some(template);
+    let charge = templates.iter().map(|r| r.charge().max(1)).sum::<u16>();
+    let mut templates = Some(templates);
     loop {
         let channel = match session.channels.pick(charge, command) {
             Ok(channel) => channel,
@@ -106,67 +107,75 @@ pub(crate) async fn call(
         // Only a request that may be sent again needs a copy kept; one that may not is sent
         // once and returns on any loss, so it is moved out instead of copied.
         let next = if replay.is_safe() {
-            template.clone()
+            templates.clone()
         } else {
-            template.take()
+            templates.take()
         };
-        let Some(mut req) = next else {
+        let Some(mut reqs) = next else {
             return Err(Error::ConnectionLost { command });
         };
         // After a reconnect the session, tree and open have new ids. No await between here
         // and the send, so the ids cannot change under the request.
-        session.addressing.address(&mut req, target)?;
         let sequence = failover.sequence();
-        if smb3 {
-            req.channel_sequence = sequence;
-            if resends > 0 {
-                req.flags |= HeaderFlags::REPLAY_OPERATION;
+        for req in &mut reqs {
+            session.addressing.address(req, target)?;
+            if smb3 {
+                req.channel_sequence = sequence;
+                if resends > 0 {
+                    req.flags |= HeaderFlags::REPLAY_OPERATION;
+                }
             }
         }
-        match channel.call(req).await {
-            Ok(mut resp) => {
-                if resends > 0 {
-                    failover.replay_answered(Instant::now());
+        let sent = channel.call_compound(reqs, related).await;
+        // A chain whose first reply was lost with the connection was lost as a whole.
+        let lost = match &sent {
+            Err(Error::ConnectionLost { .. }) => true,
+            Ok(replies) => matches!(replies.first(), Some(Err(Error::ConnectionLost { .. }))),
+            Err(_) => false,
+        };
+        if !lost {
+            let mut replies = sent?;
+            if resends > 0 {
+                failover.replay_answered(Instant::now());
+                for resp in replies.iter_mut().flatten() {
                     resp.resent = true;
                 }
-                let stale = smb3 && resp.header.status == NtStatus::FILE_NOT_AVAILABLE;
-                if stale && replay.is_safe() && resends < MAX_RESENDS {
-                    // An older request of ours on this open carried a newer ChannelSequence
-                    // or is still outstanding at the server: wait for it, then replay.
-                    failover.replaying();
-                    resends += 1;
-                    tokio::time::sleep(stale_pause).await;
-                    stale_pause = (stale_pause * 2).min(STALE_PAUSE_MAX);
-                    continue;
-                }
-                return Ok(resp);
             }
-            Err(Error::ConnectionLost { command }) => {
-                let now = Instant::now();
-                failover.loss_noticed(now);
-                let give_up = *give_up_at.get_or_insert(now + session.failover_wait);
-                if let Replay::Unsafe(why) = replay {
-                    failover.not_replayed();
-                    tracing::warn!(%command, why, "request lost with its channel; not replayed");
-                    return Err(Error::ConnectionLost { command });
-                }
-                if resends >= MAX_RESENDS || !wait_for_usable_channel(session, give_up).await {
-                    // The manager asks its own requests again at its next round; only
-                    // callers' requests count as not replayed.
-                    if !session.internal {
-                        failover.not_replayed();
-                    }
-                    return Err(Error::ConnectionLost { command });
-                }
-                if smb3 {
-                    failover.advance_past(sequence);
-                }
+            let stale = smb3
+                && matches!(replies.first(), Some(Ok(r)) if r.header.status == NtStatus::FILE_NOT_AVAILABLE);
+            if stale && replay.is_safe() && resends < MAX_RESENDS {
+                // An older request of ours on this open carried a newer ChannelSequence
+                // or is still outstanding at the server: wait for it, then replay.
                 failover.replaying();
                 resends += 1;
-                tracing::debug!(%command, resends, "replaying on another channel");
+                tokio::time::sleep(stale_pause).await;
+                stale_pause = (stale_pause * 2).min(STALE_PAUSE_MAX);
+                continue;
             }
-            Err(e) => return Err(e),
+            return Ok(replies);
         }
+        let now = Instant::now();
+        failover.loss_noticed(now);
+        let give_up = *give_up_at.get_or_insert(now + session.failover_wait);
+        if let Replay::Unsafe(why) = replay {
+            failover.not_replayed();
+            tracing::warn!(%command, why, "request lost with its channel; not replayed");
+            return Err(Error::ConnectionLost { command });
+        }
+        if resends >= MAX_RESENDS || !wait_for_usable_channel(session, give_up).await {
+            // The manager asks its own requests again at its next round; only
+            // callers' requests count as not replayed.
+            if !session.internal {
+                failover.not_replayed();
+            }
+            return Err(Error::ConnectionLost { command });
+        }
+        if smb3 {
+            failover.advance_past(sequence);
+        }
+        failover.replaying();
+        resends += 1;
+        tracing::debug!(%command, resends, "replaying on another channel");
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use smb3_proto::msg::echo::EchoRequest;
 
-use crate::client::SessionCore;
+use crate::engine::SessionCore;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
 use crate::multichannel::channel_set::Member;
 use crate::multichannel::inventory;
@@ -41,7 +41,7 @@ fn check(core: &Arc<SessionCore>) {
         silent_after: core.config.silent_loss_after,
         keepalive_after: core.config.keepalive_interval,
     };
-    let members: Vec<Arc<Member>> = core.mc.set.active();
+    let members: Vec<Arc<Member>> = core.multichannel.channels.active();
     let observed: Vec<Observed> = members
         .iter()
         .filter(|m| m.usable() && !m.probing.load(Ordering::Acquire))
@@ -81,7 +81,7 @@ fn carrier_of(m: &Member) -> Option<bool> {
 /// failover clock starts at the channel's last sign of life.
 fn suspect_member(core: &SessionCore, member: &Member, why: Why) {
     member.suspected.store(true, Ordering::Release);
-    core.mc
+    core.multichannel
         .failover
         .loss_noticed(member.channel.progress().last_progress);
     let handed_back = member.channel.abandon_outstanding();
@@ -109,10 +109,10 @@ async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why
     if answered {
         if suspect.is_some() {
             tracing::info!(server = %member.channel.peer(), "suspected channel answered its probe; back in service");
-            core.mc.failover.false_alarm();
+            core.multichannel.failover.false_alarm();
         }
         member.suspected.store(false, Ordering::Release);
-    } else if suspect.is_none() && !core.mc.set.any_usable_besides(member.id) {
+    } else if suspect.is_none() && !core.multichannel.channels.any_usable_besides(member.id) {
         // The session's only usable channel: closing it would end the session, and a link
         // that returns lets TCP deliver what waits. Keep it; the next keepalive asks again.
         tracing::debug!(server = %member.channel.peer(), "keepalive unanswered on the last channel; keeping it");
@@ -127,7 +127,7 @@ async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why
                 timeout.as_millis()
             ),
         };
-        core.mc.failover.count_loss(true);
+        core.multichannel.failover.count_loss(true);
         tracing::info!(server = %member.channel.peer(), %reason, "closing channel");
         member.channel.close(reason);
     }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use tokio::sync::Semaphore;
 
 use crate::channel::Channel;
-use crate::client::SessionCore;
+use crate::engine::SessionCore;
 use crate::error::Error;
 use crate::lease::forward_unsolicited;
 use crate::multichannel::planner::Slot;

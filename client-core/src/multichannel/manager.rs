@@ -4,9 +4,8 @@
 //! timeout, so an unreachable advertised address never stalls the session); drains channels
 //! whose pair left the plan; and keeps the counters `smbctl channels` shows.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,27 +15,20 @@ use smb3_proto::msg::ioctl::{
     parse_network_interfaces, IoctlRequest, IoctlResponse, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
 };
 use smb3_proto::msg::tree_connect::TreeConnectRequest;
-use smb3_proto::msg::{FileId, RequestBody};
+use smb3_proto::msg::FileId;
 use smb3_proto::Command;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 
-use crate::addressing::Target;
 use crate::addressing::TreeContext;
-use crate::channel::{Channel, Response};
-use crate::client::SessionCore;
-use crate::config::ClientConfig;
+use crate::channel::Channel;
+use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::Result;
-use crate::failover::replay;
-use crate::failover::stats::FailoverState;
 use crate::multichannel::binding::{bind_channel, BindFailure};
-use crate::multichannel::channel_set::{ChannelSet, Member, PathInfo};
-use crate::multichannel::eligibility::Ineligible;
-use crate::multichannel::inventory::{self, LocalInterface};
+use crate::multichannel::channel_set::{Member, PathInfo};
+use crate::multichannel::inventory;
 use crate::multichannel::planner::{self, Plan, PlanConfig, ServerInterface, Slot, SlotKey};
-use crate::multichannel::status::{
-    ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
-};
+use crate::multichannel::state::{Multichannel, Retry, State};
 
 /// Largest interface list accepted (about 430 entries of 152 bytes).
 const MAX_INTERFACE_LIST: u32 = 64 * 1024;
@@ -49,263 +41,18 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// TCP connects of new channels under way at once.
 const MAX_CONNECTING: usize = 64;
 
-/// Counters of one (local, server) address pair.
-#[derive(Clone, Debug, Default)]
-struct PairCounters {
-    binds_tried: u64,
-    binds_ok: u64,
-    binds_refused: u64,
-    binds_failed: u64,
-    channel_failures: u64,
-    last_error: Option<String>,
-}
-
-/// When a failed slot may be tried again.
-#[derive(Clone, Copy, Debug)]
-struct Retry {
-    failures: u32,
-    at: Instant,
-    /// When the slot's channel was lost, if it had one: a successful bind is a reconnect.
-    lost_at: Option<Instant>,
-}
-
 /// How often a slot whose local link is down looks at the link again.
 const LINK_WAIT: Duration = Duration::from_millis(250);
-
-#[derive(Debug, Default)]
-struct State {
-    server: Vec<ServerInterface>,
-    local: Vec<LocalInterface>,
-    plan: Option<Plan>,
-    pairs: BTreeMap<(IpAddr, IpAddr), PairCounters>,
-    queries: u64,
-    last_query: Option<Instant>,
-    query_error: Option<String>,
-    retry: HashMap<SlotKey, Retry>,
-    /// A channel was lost: ask the server for its interfaces again now.
-    requery: bool,
-    /// The IPC$ tree the interface queries go to.
-    ipc: Option<TreeContext>,
-    /// An interface query is under way (it runs as its own task).
-    querying: bool,
-}
-
-/// A session's channels and the state of multichannel for it.
-#[derive(Debug)]
-pub(crate) struct Multichannel {
-    pub(crate) set: ChannelSet,
-    /// ChannelSequence and failover counters.
-    pub(crate) failover: FailoverState,
-    eligibility: std::result::Result<(), Ineligible>,
-    state: Mutex<State>,
-    /// Wakes the manager task (channel lost, refresh asked, session dropped).
-    wake: Arc<Notify>,
-    settled: watch::Sender<bool>,
-}
-
-impl Multichannel {
-    pub(crate) fn new(
-        primary: Channel,
-        config: &ClientConfig,
-        eligibility: std::result::Result<(), Ineligible>,
-    ) -> Multichannel {
-        let settled = watch::Sender::new(eligibility.is_err());
-        Multichannel {
-            set: ChannelSet::new(primary, config.dispatch),
-            failover: FailoverState::default(),
-            eligibility,
-            state: Mutex::new(State::default()),
-            wake: Arc::new(Notify::new()),
-            settled,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Ask the manager to query the server's interfaces and re-plan now.
-    pub(crate) fn refresh(&self) {
-        self.lock().requery = true;
-        self.wake.notify_one();
-    }
-
-    /// The addresses the server last said it listens on.
-    pub(crate) fn server_addresses(&self) -> Vec<IpAddr> {
-        self.lock().server.iter().map(|s| s.address).collect()
-    }
-
-    /// A session without the manager (multichannel off) has nobody to prune its dead
-    /// channels: once the session is re-established, count them lost and drop them here.
-    pub(crate) fn drop_dead_if_unmanaged(&self) {
-        if self.eligibility.is_ok() {
-            return;
-        }
-        for m in self.set.active().iter().filter(|m| m.channel.is_dead()) {
-            self.set.remove(m.id, false);
-            if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
-                self.failover.count_loss(false);
-            }
-        }
-    }
-
-    /// The session was re-established on a new channel: bind the other slots now rather
-    /// than after the backoff their failed binds (to the old session) earned, and ask the
-    /// server for its interfaces again.
-    pub(crate) fn after_reestablish(&self) {
-        let now = Instant::now();
-        let mut st = self.lock();
-        for r in st.retry.values_mut() {
-            r.at = now;
-            r.failures = 0;
-        }
-        st.requery = true;
-        drop(st);
-        // Until the next binding round is done, callers waiting for a channel hold back (see
-        // `rebinding`).
-        if self.eligibility.is_ok() {
-            self.settled.send_replace(false);
-        }
-        self.wake.notify_one();
-    }
-
-    /// The session came back on one channel and the manager is binding the others: requests
-    /// that waited through the loss should wait a moment more and spread over all of them,
-    /// rather than all queue on the first.
-    pub(crate) fn rebinding(&self) -> bool {
-        !*self.settled.borrow()
-    }
-
-    /// Stop the manager (the session is going away).
-    pub(crate) fn shutdown(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Wait until the first round of binding has finished (or `timeout`).
-    pub(crate) async fn wait_settled(&self, timeout: Duration) -> bool {
-        let mut rx = self.settled.subscribe();
-        tokio::time::timeout(timeout, rx.wait_for(|s| *s))
-            .await
-            .is_ok_and(|r| r.is_ok())
-    }
-
-    /// Every channel, active, draining or failed.
-    pub(crate) fn channel_infos(&self) -> Vec<ChannelInfo> {
-        let mut out: Vec<ChannelInfo> = self.set.active().iter().map(|m| m.info(None)).collect();
-        out.extend(
-            self.set
-                .draining()
-                .iter()
-                .map(|m| m.info(Some(ChannelState::Draining))),
-        );
-        out.extend(self.set.retired());
-        out
-    }
-
-    pub(crate) fn status(&self) -> MultichannelStatus {
-        let members = self.set.active();
-        let st = self.lock();
-        let mut status = MultichannelStatus {
-            off_reason: self.eligibility.as_ref().err().map(|e| e.to_string()),
-            dispatch: self.set.policy(),
-            server_interfaces: st.server.iter().map(server_nic).collect(),
-            local_interfaces: st.local.iter().map(local_nic).collect(),
-            pairs: Vec::new(),
-            notes: st
-                .plan
-                .as_ref()
-                .map(|p| p.notes.clone())
-                .unwrap_or_default(),
-            interface_queries: st.queries,
-            since_last_query: st.last_query.map(|t| t.elapsed()),
-            query_error: st.query_error.clone(),
-            settled: *self.settled.borrow(),
-            failover: self.failover.snapshot(),
-        };
-        let mut pairs: BTreeMap<(IpAddr, IpAddr), PairStatus> = BTreeMap::new();
-        if let Some(plan) = &st.plan {
-            for p in &plan.pairs {
-                let slot = plan
-                    .slots
-                    .iter()
-                    .find(|s| s.key.local == p.local && s.key.server == p.server);
-                pairs.insert(
-                    (p.local, p.server),
-                    PairStatus {
-                        local: Some(p.local),
-                        local_interface: p.local_name.clone(),
-                        server: Some(p.server),
-                        server_if_index: p.server_if_index,
-                        rss: slot.is_some_and(|s| s.rss),
-                        link_speed: slot.and_then(|s| s.link_speed),
-                        max_channels: p.max_channels,
-                        planned: p.planned,
-                        ..PairStatus::default()
-                    },
-                );
-            }
-        }
-        for m in members.iter().filter(|m| !m.channel.is_dead()) {
-            let key = (m.channel.local().ip(), m.channel.peer().ip());
-            let path = m.path();
-            let entry = pairs.entry(key).or_insert_with(|| PairStatus {
-                local: Some(key.0),
-                local_interface: path.local_name.clone(),
-                server: Some(key.1),
-                server_if_index: path.server_if_index,
-                rss: path.rss,
-                link_speed: path.link_speed,
-                ..PairStatus::default()
-            });
-            entry.current += 1;
-        }
-        for (key, c) in &st.pairs {
-            if let Some(p) = pairs.get_mut(key) {
-                p.binds_tried = c.binds_tried;
-                p.binds_ok = c.binds_ok;
-                p.binds_refused = c.binds_refused;
-                p.binds_failed = c.binds_failed;
-                p.channel_failures = c.channel_failures;
-                p.last_error = c.last_error.clone();
-            }
-        }
-        status.pairs = pairs.into_values().collect();
-        status
-    }
-}
-
-fn server_nic(s: &ServerInterface) -> ServerNic {
-    ServerNic {
-        if_index: s.if_index,
-        address: s.address,
-        rss: s.rss,
-        rdma: s.rdma,
-        link_speed: s.link_speed,
-    }
-}
-
-fn local_nic(l: &LocalInterface) -> LocalNic {
-    LocalNic {
-        name: l.name.clone(),
-        if_index: l.if_index,
-        address: l.address,
-        rx_queues: l.rx_queues,
-        rss: l.rss,
-        link_speed: l.link_speed,
-    }
-}
 
 /// Start the manager for a session that may have several channels. It holds only a weak
 /// reference, so it ends when the session is dropped.
 pub(crate) fn start(core: &Arc<SessionCore>) {
-    watch_for_death(&core.mc, &core.mc.set.active()[0]);
-    crate::failover::watchdog::start(core);
-    crate::failover::reconnect::start(core);
-    if core.mc.eligibility.is_err() {
+    watch_for_death(&core.multichannel, &core.multichannel.channels.active()[0]);
+    if core.multichannel.eligibility.is_err() {
         return;
     }
     let weak = Arc::downgrade(core);
-    let wake = core.mc.wake.clone();
+    let wake = core.multichannel.wake.clone();
     tokio::spawn(run(weak, wake));
 }
 
@@ -326,7 +73,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
             return;
         }
         let query_now = {
-            let mut st = core.mc.lock();
+            let mut st = core.multichannel.lock();
             let due = !st.querying
                 && (st.requery
                     || st
@@ -344,20 +91,20 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
             let (core, wake) = (core.clone(), wake.clone());
             tokio::spawn(async move {
                 discover_and_plan(&core).await;
-                core.mc.lock().querying = false;
+                core.multichannel.lock().querying = false;
                 drop(core);
                 wake.notify_one();
             });
         }
         let (planned, first_round_done) = {
-            let st = core.mc.lock();
+            let st = core.multichannel.lock();
             (st.plan.is_some(), !st.querying && st.last_query.is_some())
         };
         if planned {
             reconcile(&core).await;
         }
         if first_round_done {
-            core.mc.settled.send_replace(true);
+            core.multichannel.settled.send_replace(true);
         }
         let sleep_for = next_wakeup(&core);
         drop(core);
@@ -370,7 +117,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
 
 /// Time until something is due: the next poll, a slot's retry, or a requested re-query.
 fn next_wakeup(core: &SessionCore) -> Duration {
-    let st = core.mc.lock();
+    let st = core.multichannel.lock();
     if st.requery {
         return REQUERY_AFTER_LOSS;
     }
@@ -397,10 +144,14 @@ fn next_wakeup(core: &SessionCore) -> Duration {
 /// Query the server's interfaces and the local ones, and plan.
 async fn discover_and_plan(core: &Arc<SessionCore>) {
     let queried = query_interfaces(core).await;
-    let server_on_loopback = core.mc.set.active()[0].channel.peer().ip().is_loopback();
+    let server_on_loopback = core.multichannel.channels.active()[0]
+        .channel
+        .peer()
+        .ip()
+        .is_loopback();
     let local = inventory::local_interfaces(&core.config.nic_overrides)
         .map(|all| inventory::usable(all, server_on_loopback));
-    let mut st = core.mc.lock();
+    let mut st = core.multichannel.lock();
     match queried {
         Ok(server) => {
             st.queries += 1;
@@ -442,11 +193,11 @@ async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface
         Bytes::new(),
         MAX_INTERFACE_LIST,
     );
-    let resp = match call_without_waiting(core, &req, Some(tree)).await {
+    let resp = match core.send(&req, Call::tree(tree).internal()).await {
         Ok(r) => r,
         Err(e) => {
             // The tree may have been lost with a channel: connect it again next time.
-            core.mc.lock().ipc = None;
+            core.multichannel.lock().ipc = None;
             return Err(e);
         }
     };
@@ -456,48 +207,26 @@ async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface
 }
 
 async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
-    if let Some(t) = core.mc.lock().ipc {
+    if let Some(t) = core.multichannel.lock().ipc {
         return Ok(t);
     }
     let body = TreeConnectRequest::new(&core.server_name, "IPC$");
-    let resp = call_without_waiting(core, &body, None).await?;
+    let resp = core.send(&body, Call::session().internal()).await?;
     let tree = core
         .addressing
         .trees
         .add("IPC$", resp.header.tree_id, false);
-    core.mc.lock().ipc = Some(tree);
+    core.multichannel.lock().ipc = Some(tree);
     Ok(tree)
-}
-
-/// A request of the manager's own. It is replayed on a surviving channel like any other, but
-/// never waits for a channel to come back: bringing channels back is the manager's job, so
-/// waiting would stall the very thing it waits for.
-async fn call_without_waiting<B: RequestBody>(
-    core: &SessionCore,
-    body: &B,
-    tree: Option<TreeContext>,
-) -> Result<Response> {
-    let mut session = replay::Session::of(core);
-    session.channels_return = false;
-    session.internal = true;
-    replay::call(
-        &session,
-        core.request(body, tree),
-        &Target::tree(tree),
-        B::COMMAND,
-        body.replay(),
-    )
-    .await?
-    .check(&[])
 }
 
 /// Make the channels match the plan: prune dead ones, claim the first channel's slot, drain
 /// channels whose slot left the plan, bind the missing slots.
 async fn reconcile(core: &Arc<SessionCore>) {
-    let mc = &core.mc;
-    mc.set.draining(); // retires channels whose last request has been answered
+    let mc = &core.multichannel;
+    mc.channels.draining(); // retires channels whose last request has been answered
     prune_dead(mc);
-    if !mc.set.any_alive() {
+    if !mc.channels.any_alive() {
         // Nothing to bind to: the session itself is being re-established (see
         // `failover::reconnect`), which wakes the manager when done.
         return;
@@ -506,7 +235,7 @@ async fn reconcile(core: &Arc<SessionCore>) {
         return;
     };
     claim_unslotted(mc, &plan);
-    let members = mc.set.active();
+    let members = mc.channels.active();
     let current: Vec<SlotKey> = members.iter().filter_map(|m| m.slot()).collect();
     let (add, remove) = planner::diff(&current, &plan);
     let remove: HashSet<SlotKey> = remove.into_iter().collect();
@@ -542,7 +271,7 @@ async fn reconcile(core: &Arc<SessionCore>) {
     };
     if !due.is_empty() {
         let port = mc
-            .set
+            .channels
             .active()
             .first()
             .map_or(445, |m| m.channel.peer().port());
@@ -569,7 +298,7 @@ async fn reconcile(core: &Arc<SessionCore>) {
 /// Take `m` out of dispatch and wake the manager once its last request is answered (or
 /// `limit` passed), so it is closed then and not at the next poll.
 fn drain(mc: &Multichannel, m: &Member, limit: Duration) {
-    let Some(removed) = mc.set.remove(m.id, true) else {
+    let Some(removed) = mc.channels.remove(m.id, true) else {
         return;
     };
     let channel = removed.channel.clone();
@@ -587,14 +316,14 @@ fn drain(mc: &Multichannel, m: &Member, limit: Duration) {
 
 /// Remove channels whose connection died, counting the failure against their pair.
 fn prune_dead(mc: &Multichannel) {
-    for m in mc.set.active() {
+    for m in mc.channels.active() {
         // Keep the last channel in the set even dead: callers get ConnectionLost from it
         // and status shows why.
-        if !m.channel.is_dead() || mc.set.active().len() <= 1 {
+        if !m.channel.is_dead() || mc.channels.active().len() <= 1 {
             continue;
         }
         let reason = m.channel.dead_reason().unwrap_or_default();
-        mc.set.remove(m.id, false);
+        mc.channels.remove(m.id, false);
         // A channel the watchdog closed was counted (as silent) when it gave up on it.
         if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
             mc.failover.count_loss(false);
@@ -618,7 +347,7 @@ fn prune_dead(mc: &Multichannel) {
 /// The first channel was opened before any plan: give it the planned slot of its own
 /// address pair, if there is one, so it is not opened twice.
 fn claim_unslotted(mc: &Multichannel, plan: &Plan) {
-    let members = mc.set.active();
+    let members = mc.channels.active();
     let taken: HashSet<SlotKey> = members.iter().filter_map(|m| m.slot()).collect();
     for m in members.iter().filter(|m| m.slot().is_none()) {
         let free = plan
@@ -635,7 +364,7 @@ fn claim_unslotted(mc: &Multichannel, plan: &Plan) {
 /// A channel that fills no planned slot (the first one, opened to an address the plan does
 /// not use) drains once a planned channel is up to take over.
 fn retire_unplanned(mc: &Multichannel, drain_limit: Duration) {
-    let members = mc.set.active();
+    let members = mc.channels.active();
     let planned_live = members
         .iter()
         .any(|m| m.slot().is_some() && !m.channel.is_dead());
@@ -653,7 +382,7 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
     match result {
         Ok(channel) => {
             let member = mc
-                .set
+                .channels
                 .add(channel, Some(slot.key), PathInfo::of_slot(slot), false);
             watch_for_death(mc, &member);
             let mut st = mc.lock();

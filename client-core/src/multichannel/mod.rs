@@ -6,6 +6,7 @@
 //! - `planner`: a pure function from (server interfaces, local NICs, config) to wanted slots.
 //! - `binding`: opening one more channel of the session (NEGOTIATE + SESSION_SETUP BINDING).
 //! - `channel_set`: the session's channels and which one carries the next request.
+//! - `state`: what the session knows of its channels, both sides' interfaces and the plan.
 //! - `manager`: the background task that discovers, plans, binds and drains.
 //! - `status`: what embedders and `smbctl channels` see.
 
@@ -15,4 +16,5 @@ pub(crate) mod eligibility;
 pub(crate) mod inventory;
 pub(crate) mod manager;
 pub(crate) mod planner;
+pub(crate) mod state;
 pub(crate) mod status;

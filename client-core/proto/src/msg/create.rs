@@ -7,6 +7,7 @@ use crate::codec::{bytes_at, pad_to, put_utf16le, utf16le_len, DecodeError, Read
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::FileAttributes;
 use crate::msg::{FileId, RequestBody};
+use crate::replay::Replay;
 use crate::status::NtStatus;
 
 /// RequestedOplockLevel / OplockLevel (MS-SMB2 2.2.13, 2.2.14).
@@ -554,8 +555,25 @@ impl RequestBody for CreateRequest {
         }
     }
 
-    fn replay(&self) -> crate::replay::Replay {
-        crate::replay::Replay::of_create(self)
+    /// CREATE: safe with a durable v2 request (the server answers a replay with the open
+    /// the first attempt made, MS-SMB2 3.3.5.9.10), or when opening twice has the effect of
+    /// opening once (at worst the server keeps a second handle until the session ends).
+    /// Creating a new file or opening with delete-on-close is not.
+    fn replay(&self) -> Replay {
+        let has_create_guid = self
+            .contexts
+            .iter()
+            .any(|c| matches!(c, CreateContextRequest::DurableHandleV2 { .. }));
+        if has_create_guid {
+            return Replay::Safe;
+        }
+        if self.create_options.0 & CreateOptions::DELETE_ON_CLOSE != 0 {
+            return Replay::Unsafe("a delete-on-close open may already have run");
+        }
+        if self.create_disposition == CreateDisposition::CREATE {
+            return Replay::Unsafe("creating a new file may already have succeeded");
+        }
+        Replay::Safe
     }
 }
 

@@ -11,6 +11,7 @@ use crate::dialect::Dialect;
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::negotiate::{Capabilities, SecurityMode};
 use crate::msg::{FileId, RequestBody};
+use crate::replay::Replay;
 
 /// FSCTL_DFS_GET_REFERRALS (MS-FSCC 2.3).
 pub const FSCTL_DFS_GET_REFERRALS: u32 = 0x0006_0194;
@@ -119,8 +120,14 @@ impl RequestBody for IoctlRequest {
         sent.max(back)
     }
 
-    fn replay(&self) -> crate::replay::Replay {
-        crate::replay::Replay::of_ioctl(self)
+    /// IOCTL: FSCTLs on files are idempotent; a named-pipe transceive carries an RPC call
+    /// that must not be delivered twice.
+    fn replay(&self) -> Replay {
+        if self.ctl_code == FSCTL_PIPE_TRANSCEIVE {
+            Replay::Unsafe("a named-pipe transaction may already have been delivered")
+        } else {
+            Replay::Safe
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::msg::fscc::{
     decode_id_both_directory_information, DirectoryEntry, FileInformationClass,
 };
 use crate::msg::{FileId, RequestBody};
+use crate::replay::Replay;
 
 /// MS-SMB2 2.2.33 SMB2 QUERY_DIRECTORY Request: list entries of an open directory matching a
 /// pattern. Repeat it on the same open until the server answers STATUS_NO_MORE_FILES.
@@ -79,8 +80,15 @@ impl RequestBody for QueryDirectoryRequest {
         self.output_buffer_length
     }
 
-    fn replay(&self) -> crate::replay::Replay {
-        crate::replay::Replay::of_query_directory(self)
+    /// QUERY_DIRECTORY: safe only when it (re)starts the enumeration, since otherwise the
+    /// server's cursor may have moved past the entries the lost reply carried.
+    fn replay(&self) -> Replay {
+        let restarts = QueryDirectoryRequest::RESTART_SCANS | QueryDirectoryRequest::REOPEN;
+        if self.flags & restarts != 0 {
+            Replay::Safe
+        } else {
+            Replay::by_command(Command::QUERY_DIRECTORY)
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 //! libFuzzer targets in `fuzz/` and by the replay test `tests/fuzz_replay.rs`. Not part of
 //! the API: hidden, and free to change with the targets.
 
+mod channel;
+
 pub use smb3_proto::fuzzing::Body;
 
 /// Every target of this crate by name (the libFuzzer binary's and its directories' name).
@@ -14,12 +16,12 @@ pub const TARGETS: &[(&str, Body)] = &[
 /// Direct TCP framing (MS-SMB2 2.1): `data[0]` sets how the stream is cut into reads, the
 /// rest is the stream, read frame by frame by the channel's frame reader.
 pub fn transport_frames(data: &[u8]) {
-    crate::channel::fuzz::transport_frames(data);
+    channel::transport_frames(data);
 }
 
 /// The channel's reply dispatch: `data[0]` picks whether session keys are installed and
 /// whether the harness signs or seals the stream as the server would, the rest is the
 /// server's byte stream, read by a real channel whose requests wait for replies.
 pub fn reply_dispatch(data: &[u8]) {
-    crate::channel::fuzz::reply_dispatch(data);
+    channel::reply_dispatch(data);
 }

@@ -26,9 +26,10 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Cipher, Command, Dialect, SigningAlgorithm};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
-use super::{BufferPool, Channel, ChannelOptions, Request};
-use crate::lease::{plan_ack, LeaseTable};
+use crate::channel::frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
+use crate::channel::{BufferPool, Channel, ChannelOptions, Request};
+use crate::lease::breaks::plan_ack;
+use crate::lease::LeaseTable;
 use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;
 
@@ -347,7 +348,7 @@ fn dispatch(data: &[u8]) -> usize {
             .map(|command| {
                 let channel = channel.clone();
                 let mut req = Request::new(&Probe);
-                req.command = command;
+                req.pretend_command(command);
                 req.sign = mode.crypto;
                 req.timeout = Duration::from_secs(3600);
                 tokio::spawn(async move { channel.call(req).await })

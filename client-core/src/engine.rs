@@ -1,0 +1,219 @@
+//! The engine every request goes through: the session's state (`SessionCore`) and the one
+//! request path (address, pick a channel, send, await, replay). The public API (`Client`,
+//! `Share`, `File`, `DirWatch`) and the background tasks (multichannel manager, binding,
+//! watchdog, reconnect, lease breaks) sit on top of it; it imports none of them.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use smb3_proto::msg::RequestBody;
+use smb3_proto::replay::Replay;
+use smb3_proto::{Command, NtStatus};
+
+use crate::addressing::{Addressing, OpenState, Target, TreeContext};
+use crate::auth::UserCredentials;
+use crate::channel::{BufferPool, ChannelOptions, OnAbandoned, Request, Response};
+use crate::config::ClientConfig;
+use crate::durable::DurableOpens;
+use crate::error::Result;
+use crate::failover::replay;
+use crate::lease::{BreakSink, LeaseTable};
+use crate::multichannel::state::Multichannel;
+use crate::negotiated::Negotiated;
+use crate::orphans::OrphanCount;
+
+/// How one request is sent, beyond its body: what it is about, which non-success statuses
+/// its caller handles itself, and what becomes of a reply that arrives after the caller
+/// gave up (see [`Request::on_abandoned`]).
+#[derive(Default)]
+pub(crate) struct Call<'a> {
+    pub(crate) target: Target,
+    pub(crate) also_ok: &'a [NtStatus],
+    pub(crate) on_abandoned: Option<OnAbandoned>,
+    /// A request of the session's own machinery (the manager's interface queries): replayed
+    /// on a surviving channel like any other, but it never waits for a lost channel to come
+    /// back (bringing channels back is that machinery's job, so waiting would stall the very
+    /// thing it waits for), and its loss is not counted as a caller's.
+    pub(crate) internal: bool,
+}
+
+impl<'a> Call<'a> {
+    /// About the session only (TREE_CONNECT, LOGOFF, ECHO).
+    pub(crate) fn session() -> Call<'a> {
+        Call::default()
+    }
+
+    /// About a tree: a path operation, or a handle that no reconnect reclaims.
+    pub(crate) fn tree(tree: TreeContext) -> Call<'a> {
+        Call {
+            target: Target::tree(Some(tree)),
+            ..Call::default()
+        }
+    }
+
+    /// About an open made by `Share::open`, whose FileId a reconnect may replace.
+    pub(crate) fn open(open: &Arc<OpenState>) -> Call<'a> {
+        Call {
+            target: Target {
+                tree: Some(open.tree),
+                open: Some(open.clone()),
+            },
+            ..Call::default()
+        }
+    }
+
+    /// Also return a reply with one of these statuses instead of an error.
+    pub(crate) fn allowing(mut self, also_ok: &'a [NtStatus]) -> Call<'a> {
+        self.also_ok = also_ok;
+        self
+    }
+
+    /// Sent by the session's own machinery (see `internal`).
+    pub(crate) fn internal(mut self) -> Call<'a> {
+        self.internal = true;
+        self
+    }
+
+    /// Hand a reply nobody waits for any more to `hook`.
+    pub(crate) fn on_abandoned(mut self, hook: OnAbandoned) -> Call<'a> {
+        self.on_abandoned = Some(hook);
+        self
+    }
+}
+
+/// Everything requests need to know about the session.
+pub(crate) struct SessionCore {
+    /// The session's channels, their dispatch and the multichannel manager's state.
+    pub(crate) multichannel: Multichannel,
+    /// SessionId, keys and trees: replaced when the session is re-established after every
+    /// channel was lost.
+    pub(crate) addressing: Addressing,
+    pub(crate) negotiated: Negotiated,
+    /// Sign requests (authenticated, non-guest session).
+    pub(crate) signing: bool,
+    /// Encrypt every request (session-wide ENCRYPT_DATA or client choice).
+    pub(crate) encrypt_all: bool,
+    pub(crate) can_encrypt: bool,
+    pub(crate) config: ClientConfig,
+    pub(crate) server_name: String,
+    /// The address the session was set up on.
+    pub(crate) server_addr: SocketAddr,
+    pub(crate) client_guid: [u8; 16],
+    /// Binding a channel authenticates again as the same user (MS-SMB2 3.2.4.2.3.1).
+    pub(crate) creds: UserCredentials,
+    pub(crate) logged_off: AtomicBool,
+    /// Every channel forwards its break notifications here (see `lease`).
+    pub(crate) breaks: BreakSink,
+    /// Lease keys of the files open now, one per file.
+    pub(crate) leases: Arc<LeaseTable>,
+    /// Durable opens, for a reconnect to reclaim.
+    pub(crate) durable: Arc<DurableOpens>,
+    /// Buffers for large replies, shared by every channel of the session.
+    pub(crate) frame_buffers: BufferPool,
+    /// Handles closed because their caller gave up on them (see `orphans`).
+    pub(crate) orphans: OrphanCount,
+}
+
+impl Drop for SessionCore {
+    fn drop(&mut self) {
+        self.multichannel.shutdown();
+    }
+}
+
+/// How every channel of a session with `config` is set up.
+pub(crate) fn channel_options(config: &ClientConfig, frame_buffers: &BufferPool) -> ChannelOptions {
+    ChannelOptions {
+        connect_timeout: config.connect_timeout,
+        credit_target: config.credit_target,
+        frame_buffers: frame_buffers.clone(),
+    }
+}
+
+impl SessionCore {
+    /// How a new channel of this session (extra, or replacing a lost one) is set up.
+    pub(crate) fn channel_options(&self) -> ChannelOptions {
+        channel_options(&self.config, &self.frame_buffers)
+    }
+
+    /// Build a request for this session (and tree), choosing signing and sealing.
+    /// Ids are the current ones, for callers that send the request on a channel themselves.
+    pub(crate) fn request<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
+        let mut req = self.prepare(body, tree);
+        // Without an open there is nothing that can be lost: addressing cannot fail.
+        let _ = self.addressing.address(&mut req, &Target::tree(tree));
+        req
+    }
+
+    /// A request with signing, sealing and timeout chosen but no ids yet: the replay loop
+    /// stamps them before every send.
+    pub(crate) fn prepare<B: RequestBody>(&self, body: &B, tree: Option<TreeContext>) -> Request {
+        let mut req = Request::new(body);
+        req.encrypt = self.encrypt_all || tree.is_some_and(|t| t.encrypt);
+        req.sign = self.signing;
+        req.timeout = if B::COMMAND == Command::CHANGE_NOTIFY {
+            // Completes only when something changes (MS-SMB2 3.3.5.19): maybe never. The
+            // caller ends the wait by dropping the future, which cancels it.
+            Duration::MAX
+        } else {
+            self.config.timeout_for(body.credit_payload())
+        };
+        req
+    }
+
+    /// Send one request and return its final reply once its status is success or one of
+    /// `call.also_ok`. The request's ids are stamped afresh before every send, so it survives
+    /// the session being re-established; a lost channel replays it where that is safe (see
+    /// `failover::replay`).
+    pub(crate) async fn send<B: RequestBody>(&self, body: &B, call: Call<'_>) -> Result<Response> {
+        let mut req = self.prepare(body, call.target.tree);
+        req.on_abandoned = call.on_abandoned;
+        let mut session = self.replay_session();
+        if call.internal {
+            session.channels_return = false;
+            session.internal = true;
+        }
+        replay::call(&session, req, &call.target, B::COMMAND, body.replay())
+            .await?
+            .check(call.also_ok)
+    }
+
+    /// Send requests made with [`SessionCore::prepare`] as one related compound (MS-SMB2
+    /// 3.2.4.1.4), replayed as a whole when `replay` allows; one reply per request, each
+    /// unchecked.
+    pub(crate) async fn send_related(
+        &self,
+        reqs: Vec<Request>,
+        replay: Replay,
+        call: Call<'_>,
+    ) -> Result<Vec<Result<Response>>> {
+        let command = reqs.first().map_or(Command::CREATE, Request::command);
+        let session = self.replay_session();
+        replay::call_chain(&session, reqs, &call.target, command, replay).await
+    }
+
+    /// What the replay loop needs of this session.
+    pub(crate) fn replay_session(&self) -> replay::Session<'_> {
+        replay::Session {
+            channels: &self.multichannel.channels,
+            addressing: &self.addressing,
+            failover: &self.multichannel.failover,
+            smb3: self.negotiated.dialect.is_smb3(),
+            channels_return: !self.logged_off(),
+            failover_wait: self.config.failover_wait,
+            internal: false,
+            manager: Some(&self.multichannel),
+        }
+    }
+
+    /// Whether LOGOFF was sent: the manager stops binding.
+    pub(crate) fn logged_off(&self) -> bool {
+        self.logged_off.load(Ordering::Relaxed)
+    }
+
+    /// LOGOFF is being sent: lost channels are not brought back any more.
+    pub(crate) fn mark_logged_off(&self) {
+        self.logged_off.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,151 @@
+//! A connected tree as shares, files and watches hold it: the engine, the tree's client-side
+//! handle, and the handle chores all of them share (a CREATE whose caller may give up, a
+//! CLOSE now or in the background, a handle held for one operation).
+
+use std::sync::Arc;
+
+use smb3_proto::msg::close::{CloseRequest, CloseResponse};
+use smb3_proto::msg::create::{CreateRequest, CreateResponse};
+use smb3_proto::msg::FileId;
+use smb3_proto::{Command, NtStatus};
+
+use crate::addressing::{OpenState, TreeContext};
+use crate::engine::{Call, SessionCore};
+use crate::error::{decode, Result};
+use crate::orphans;
+
+/// One connected tree. Listed in the session's addressing while anything holds it.
+pub(crate) struct Tree {
+    pub(crate) core: Arc<SessionCore>,
+    pub(crate) name: String,
+    pub(crate) context: TreeContext,
+    #[allow(dead_code)]
+    pub(crate) maximal_access: u32,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // No share or open uses the tree any more; a reconnect need not connect it again.
+        self.core.addressing.trees.remove(self.context.handle);
+    }
+}
+
+impl Tree {
+    /// How a request on this tree is sent.
+    pub(crate) fn call<'a>(&self) -> Call<'a> {
+        Call::tree(self.context)
+    }
+
+    /// Send a CREATE and decode its reply. The caller owns the handle from then on; should it
+    /// give up before the reply, a handle the server opened anyway is closed (see `orphans`).
+    pub(crate) async fn create(
+        self: &Arc<Self>,
+        req: &CreateRequest,
+        path: &str,
+    ) -> Result<CreateResponse> {
+        // Weak: a pending request must not keep its session alive; once the tree is gone,
+        // the handle goes with the tree or the session.
+        let tree = Arc::downgrade(self);
+        let closer = orphans::close_abandoned_open(Arc::new(move |file_id| {
+            if let Some(tree) = tree.upgrade() {
+                tree.close_orphan(file_id);
+            }
+        }));
+        let resp = self
+            .core
+            .send(req, self.call().on_abandoned(closer))
+            .await
+            .map_err(|e| e.with_path(path))?;
+        decode(Command::CREATE, CreateResponse::decode(&resp.msg))
+    }
+
+    /// Close a handle.
+    pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
+        let resp = self
+            .core
+            .send(&CloseRequest::new(file_id), self.call())
+            .await?;
+        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+    }
+
+    /// Close a handle in the background, for owners that cannot wait (a `Drop`). Without a
+    /// runtime (process exit) nothing is sent: the server drops the handle with the
+    /// connection. Returns whether the CLOSE was scheduled.
+    pub(crate) fn close_later(self: &Arc<Self>, file_id: FileId) -> bool {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let tree = self.clone();
+        rt.spawn(async move {
+            if let Err(e) = tree.close(file_id).await {
+                // The server drops the handle with the session anyway.
+                tracing::debug!(error = %e, ?file_id, "closing a handle in the background failed");
+            }
+        });
+        true
+    }
+
+    /// Close, in the background, a handle whose owner gave up on it, and count it.
+    fn close_orphan(self: &Arc<Self>, file_id: FileId) {
+        tracing::debug!(?file_id, "closing a handle its caller gave up on");
+        if self.close_later(file_id) {
+            self.core.orphans.add();
+        }
+    }
+
+    /// Close an open made by `Share::open`, at its FileId of now.
+    pub(crate) async fn close_open(&self, open: &Arc<OpenState>) -> Result<()> {
+        let body = CloseRequest::new(open.file_id());
+        let call = Call::open(open).allowing(&[NtStatus::FILE_CLOSED]);
+        let resp = self.core.send(&body, call).await?;
+        if resp.header.status == NtStatus::FILE_CLOSED {
+            // A replayed CLOSE finding the handle closed: the first copy closed it before
+            // its channel was lost. Anything else is the caller's double close.
+            return if resp.resent {
+                Ok(())
+            } else {
+                resp.check(&[]).map(drop)
+            };
+        }
+        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+    }
+}
+
+/// A handle opened for one operation (listing, delete, rename, `fs_info`, `create_dir`). Call
+/// [`ScopedHandle::close`] when done; if the operation's future is dropped first, the handle
+/// is closed in the background and counted among the abandoned.
+pub(crate) struct ScopedHandle<'a> {
+    tree: &'a Arc<Tree>,
+    id: FileId,
+    closed: bool,
+}
+
+impl<'a> ScopedHandle<'a> {
+    pub(crate) fn new(tree: &'a Arc<Tree>, id: FileId) -> Self {
+        ScopedHandle {
+            tree,
+            id,
+            closed: false,
+        }
+    }
+
+    pub(crate) fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// Close the handle and wait for the reply. Dropped before that reply, the guard sends
+    /// another CLOSE; a second CLOSE of a closed handle only earns STATUS_FILE_CLOSED.
+    pub(crate) async fn close(mut self) -> Result<()> {
+        let closed = self.tree.close(self.id).await;
+        self.closed = true;
+        closed
+    }
+}
+
+impl Drop for ScopedHandle<'_> {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.tree.close_orphan(self.id);
+        }
+    }
+}

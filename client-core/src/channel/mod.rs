@@ -17,7 +17,8 @@
 //! sends an SMB2 CANCEL for it, so the server stops waiting on its behalf (see [`cancel`]).
 
 mod cancel;
-mod credits;
+// pub(crate) only so that the hidden `crate::microbench` can hand it to the benches.
+pub(crate) mod credits;
 mod frame;
 pub(crate) mod frame_buffers;
 pub(crate) mod fuzz;

@@ -118,7 +118,7 @@ impl Plan {
     /// `multichannel::planner::diff` from the slots of `current` to this plan: (slots to
     /// open, channels to close), as counts.
     pub fn diff_from(&self, current: &Plan) -> (usize, usize) {
-        let current: Vec<SlotKey> = current.0.keys();
+        let current: Vec<SlotKey> = current.0.slots.iter().map(|s| s.key).collect();
         let (add, remove) = planner::diff(&current, &self.0);
         (add.len(), remove.len())
     }

@@ -54,12 +54,12 @@ fn main() {
     }
     let mut out = args.preamble.trim().to_string();
     for (group, results) in &groups {
-        out.push_str(&format!("\n\n**{group}** (median per operation"));
+        out.push_str(&format!("\n\n**{group}** (median per call"));
         if results.iter().any(|r| r.throughput.is_some()) {
-            out.push_str(", and the rate of payload it means");
+            out.push_str(" · the rate it means: GB/s of payload, or M requests/s");
         }
         out.push_str(")\n\n");
-        out.push_str(&group_table(results).markdown());
+        out.push_str(group_table(results).markdown().trim_end());
     }
     println!("{out}");
     if let Some(path) = args.write_doc {
@@ -127,8 +127,16 @@ fn group_table(results: &[Result]) -> Table {
     functions.dedup();
 
     if params.is_empty() {
-        let mut t = Table::new(&["case", ">time", ">rate"]);
-        for r in results {
+        // A rate column only where some case declared a throughput.
+        let with_rate = results.iter().any(|r| r.throughput.is_some());
+        let mut t = if with_rate {
+            Table::new(&["case", ">time", ">rate"])
+        } else {
+            Table::new(&["case", ">time"])
+        };
+        let mut sorted: Vec<&Result> = results.iter().collect();
+        sorted.sort_by(|a, b| a.function.cmp(&b.function));
+        for r in sorted {
             t.row(vec![r.function.clone(), time(r.median_ns), rate(r)]);
         }
         return t;

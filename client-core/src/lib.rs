@@ -45,6 +45,8 @@ mod fs_ops;
 #[doc(hidden)]
 pub mod fuzzing;
 mod lease;
+#[doc(hidden)]
+pub mod microbench;
 mod multichannel;
 mod negotiated;
 mod orphans;

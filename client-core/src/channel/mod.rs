@@ -17,10 +17,10 @@
 //! sends an SMB2 CANCEL for it, so the server stops waiting on its behalf (see [`cancel`]).
 
 mod cancel;
-mod credits;
+// pub(crate) only so that the hidden `crate::microbench` can hand it to the benches.
+pub(crate) mod credits;
 pub(crate) mod frame;
 pub(crate) mod frame_buffers;
-
 mod writer;
 
 #[cfg(test)]

@@ -153,12 +153,17 @@ fn plan_options(opts: &CopyOptions) -> PlanOptions<'_> {
 }
 
 async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport {
+    let plan::Plan {
+        jobs,
+        dirs,
+        failures,
+        excluded,
+    } = plan;
     let mut report = CopyReport {
-        failures: plan.failures,
-        excluded: plan.excluded,
+        failures,
+        excluded,
         ..CopyReport::default()
     };
-    let jobs = plan.jobs;
     let total: u64 = jobs.iter().map(Job::size).sum();
     let progress = Progress::new(opts.progress, jobs.len() as u64, total);
     // Upload chunks in flight at once, at most: the pool keeps that many buffers for reuse.
@@ -177,6 +182,9 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         .buffer_unordered(opts.jobs.max(1))
         .collect()
         .await;
+    if opts.preserve && !opts.dry_run && !opts.verify_only {
+        report.failures.extend(dir_times(share, dirs).await);
+    }
     report.seconds = start.elapsed().as_secs_f64();
     progress.finish();
     for (r, retried) in results {
@@ -192,6 +200,24 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         report.per_file.push(r);
     }
     report
+}
+
+/// `-p` for directories, deepest first, once their files are in; one line per failure.
+async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<String> {
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.depth()));
+    let mut failures = Vec::new();
+    for d in dirs {
+        let r = match &d {
+            plan::DirJob::Local { local, meta } => {
+                preserve::dir_to_local(local, meta).map_err(|e| format!("{}: {e}", local.display()))
+            }
+            plan::DirJob::Remote { remote, meta } => preserve::dir_to_remote(share, remote, meta)
+                .await
+                .map_err(|e| format!("{}: {e}", remote_name(share, remote))),
+        };
+        failures.extend(r.err());
+    }
+    failures
 }
 
 /// The names of a job's two ends, as shown to the user.

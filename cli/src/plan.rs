@@ -35,10 +35,36 @@ impl Job {
     }
 }
 
+/// A directory whose times `-p` sets once every file in it is copied (creating entries
+/// moves a directory's write time, so it goes last).
+#[derive(Clone, Debug)]
+pub(crate) enum DirJob {
+    /// A local directory made from a remote one.
+    Local { local: PathBuf, meta: Metadata },
+    /// A remote directory made from a local one.
+    Remote {
+        remote: String,
+        meta: std::fs::Metadata,
+    },
+}
+
+impl DirJob {
+    /// How deep the directory lies: deeper ones are done first, as a parent's time would
+    /// otherwise move again.
+    pub(crate) fn depth(&self) -> usize {
+        match self {
+            DirJob::Local { local, .. } => local.components().count(),
+            DirJob::Remote { remote, .. } => remote.split('/').count(),
+        }
+    }
+}
+
 /// What planning found.
 #[derive(Default)]
 pub(crate) struct Plan {
     pub(crate) jobs: Vec<Job>,
+    /// Directories copied, for `-p`.
+    pub(crate) dirs: Vec<DirJob>,
     /// One line per source that could not be planned.
     pub(crate) failures: Vec<String>,
     /// Files and directories left out by `--exclude` (a directory counts once).
@@ -117,6 +143,10 @@ pub(crate) async fn download(
                 ));
                 continue;
             }
+            plan.dirs.push(DirJob::Local {
+                local: target.clone(),
+                meta: md.clone(),
+            });
             if let Err(e) = remote_tree(share, src, &target, opts, &mut plan).await {
                 plan.failures.push(e);
             }
@@ -160,6 +190,10 @@ async fn remote_tree(
             let r = join_remote(&rdir, &e.name);
             let l = ldir.join(&e.name);
             if e.metadata.is_dir() {
+                plan.dirs.push(DirJob::Local {
+                    local: l.clone(),
+                    meta: e.metadata.clone(),
+                });
                 stack.push((r, l, rel));
             } else {
                 plan.jobs.push(Job::Download {
@@ -220,6 +254,10 @@ pub(crate) async fn upload(
                     .push(format!("{}: is a directory (use -r)", src.display()));
                 continue;
             }
+            plan.dirs.push(DirJob::Remote {
+                remote: target.clone(),
+                meta: md.clone(),
+            });
             if let Err(e) = local_tree(share, src, &target, opts, &mut plan).await {
                 plan.failures.push(e);
             }
@@ -265,6 +303,10 @@ async fn local_tree(
             }
             let r = join_remote(&rdir, &name);
             if md.is_dir() {
+                plan.dirs.push(DirJob::Remote {
+                    remote: r.clone(),
+                    meta: md.clone(),
+                });
                 stack.push((entry.path(), r, rel));
             } else if md.is_file() {
                 plan.jobs.push(Job::Upload {

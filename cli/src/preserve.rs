@@ -44,6 +44,40 @@ pub(crate) fn up_to_date(
     }
 }
 
+/// Set the times of the remote directory `remote` from the local `source`'s metadata.
+pub(crate) async fn dir_to_remote(
+    share: &Share,
+    remote: &str,
+    source: &std::fs::Metadata,
+) -> Result<(), String> {
+    let mut times = FileTimes::new();
+    times.modified = source.modified().ok();
+    times.accessed = source.accessed().ok();
+    times.created = source.created().ok();
+    share
+        .set_times(remote, &times)
+        .await
+        .map_err(|e| format!("setting times: {}", describe(&e)))
+}
+
+/// Set the times of the local directory `local` from the remote source's metadata.
+pub(crate) fn dir_to_local(local: &Path, source: &Metadata) -> Result<(), String> {
+    let dir = std::fs::File::open(local).map_err(|e| format!("opening: {e}"))?;
+    dir.set_times(local_times(source))
+        .map_err(|e| format!("setting times: {e}"))
+}
+
+fn local_times(source: &Metadata) -> std::fs::FileTimes {
+    let mut times = std::fs::FileTimes::new();
+    if let Some(t) = source.modified {
+        times = times.set_modified(t);
+    }
+    if let Some(t) = source.accessed {
+        times = times.set_accessed(t);
+    }
+    times
+}
+
 /// Set the times and read-only attribute of the uploaded file `remote` from the local
 /// `source`'s metadata. Times go first: READONLY would refuse the FILE_WRITE_ATTRIBUTES open
 /// on some servers.
@@ -74,14 +108,7 @@ pub(crate) async fn to_remote(
 pub(crate) fn to_local(local: &Path, source: &Metadata) -> Result<(), String> {
     let shown = |what: &str, e: std::io::Error| format!("{}: {what}: {e}", local.display());
     let file = std::fs::File::open(local).map_err(|e| shown("opening", e))?;
-    let mut times = std::fs::FileTimes::new();
-    if let Some(t) = source.modified {
-        times = times.set_modified(t);
-    }
-    if let Some(t) = source.accessed {
-        times = times.set_accessed(t);
-    }
-    file.set_times(times)
+    file.set_times(local_times(source))
         .map_err(|e| shown("setting times", e))?;
     if source.dos_attributes().contains(DosAttributes::READONLY) {
         let mut perms = file

@@ -78,16 +78,17 @@ mod tests {
             // Chunk 0 of every 40 is slow: others overtake it up to the span.
             let slow = counter.fetch_add(1, Ordering::Relaxed) % 40 == 0;
             async move {
-                let fin = finished.borrow();
-                let low = (100..)
-                    .step_by(chunk as usize)
-                    .find(|o| !fin.contains(o))
-                    .unwrap();
+                let low = {
+                    let fin = finished.borrow();
+                    (100..)
+                        .step_by(chunk as usize)
+                        .find(|o| !fin.contains(o))
+                        .unwrap()
+                };
                 assert!(
                     off + u64::from(len) <= low + SPAN,
                     "{off} beyond {low}+SPAN"
                 );
-                drop(fin);
                 seen.borrow_mut().push((off, len));
                 for _ in 0..if slow { 50 } else { 1 } {
                     tokio::task::yield_now().await;

@@ -112,6 +112,11 @@ fn make_tree(root: &Path) -> Vec<(&'static str, SystemTime, SystemTime)> {
         set_times(&p, m, a);
         out.push((*name, m, a));
     }
+    // Directories too, set last (their files' creation moved them).
+    let dir_time = UNIX_EPOCH + Duration::new(1_400_000_000, 555_555_500);
+    for d in ["sub/deeper", "sub"] {
+        set_times(&root.join(d), dir_time, dir_time);
+    }
     let ro = root.join("a.txt");
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
     out
@@ -174,6 +179,18 @@ fn archive_mode_keeps_times_and_read_only_both_ways() {
             *name == "a.txt",
             "{name} read-only"
         );
+    }
+
+    for d in ["sub", "sub/deeper"] {
+        let up = std::fs::metadata(on_server.join(d)).unwrap();
+        let back = std::fs::metadata(down.join("src").join(d)).unwrap();
+        let want = UNIX_EPOCH + Duration::new(1_400_000_000, 555_555_500);
+        assert_eq!(
+            ticks(up.modified().unwrap()),
+            ticks(want),
+            "{d} on the server"
+        );
+        assert_eq!(ticks(back.modified().unwrap()), ticks(want), "{d} back");
     }
 
     // Without -p the copy's times are the time of the copy.

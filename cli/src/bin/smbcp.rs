@@ -84,8 +84,8 @@ struct Args {
     channels: ChannelArgs,
     #[command(flatten)]
     auth: AuthArgs,
-    /// Print one JSON object on stdout at the end: bytes, seconds, files, and each channel's
-    /// local and server address, bytes and requests.
+    /// Print one JSON object on stdout at the end: bytes, seconds, files copied, skipped,
+    /// excluded and failed, and each channel's local and server address, bytes and requests.
     #[arg(long)]
     json: bool,
     /// With --json: add each file's outcome ("per_file").

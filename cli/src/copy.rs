@@ -1,24 +1,27 @@
-//! The copy engine of `smbcp`: plan the file list, then copy several files at once, each with
-//! many chunks in flight. A file is written under a temporary name and renamed into place only
-//! when complete, so a failed copy never leaves a short file under the real name. A file
-//! whose open the server lost (it restarted and forgot its durable handles, see
-//! `Error::HandleLost`) is copied again from the start, up to `CopyOptions::retries` times.
+//! The copy engine of `smbcp`: plan the file list (`plan.rs`), then handle several files at
+//! once. For each: `--update` may skip it, `--dry-run` only says what would happen,
+//! `--verify-only` compares it with its destination; otherwise its bytes move (`transfer.rs`)
+//! into a temporary name that is renamed into place only when complete, so a failed copy
+//! never leaves a short file under the real name; then `-p` sets times and attributes and
+//! `--verify` reads the destination back. A file whose open the server lost (it restarted
+//! and forgot its durable handles, see `Error::HandleLost`) is copied again from the start,
+//! up to `CopyOptions::retries` times.
 
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::stream::{self, StreamExt, TryStreamExt};
-use indicatif::{ProgressBar, ProgressStyle};
-use smb3_client::{BufferPool, Error, OpenOptions, Share};
+use futures_util::stream::{self, StreamExt};
+use smb3_client::{BufferPool, Share};
 
-use crate::chunk_read::{read_chunk, ChunkSource};
-use crate::describe;
+use crate::glob::Excludes;
+use crate::hashing::{self, hex};
+use crate::plan::{self, remote_name, Job, PlanOptions};
+use crate::preserve;
+use crate::progress::Progress;
+use crate::transfer::{self, TransferError, TransferOptions, Transferred};
 
 /// How to copy.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CopyOptions {
     /// Copy directories recursively.
     pub recursive: bool,
@@ -32,6 +35,69 @@ pub struct CopyOptions {
     pub progress: bool,
     /// How many times a file is copied again from the start after the server lost its open.
     pub retries: u32,
+    /// Keep times and attributes (`-p`).
+    pub preserve: bool,
+    /// Read every copied file back and compare SHA-256 with the source.
+    pub verify: bool,
+    /// Copy nothing: compare every source with its destination by SHA-256.
+    pub verify_only: bool,
+    /// Skip files whose destination has the same size and last-write time.
+    pub update: bool,
+    /// Say what would be copied, change nothing.
+    pub dry_run: bool,
+    /// Continue partial files of interrupted copies; keep them when a copy fails.
+    pub resume: bool,
+    /// `--exclude` patterns.
+    pub excludes: Excludes,
+}
+
+/// What happened to one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileStatus {
+    /// Copied (and verified, with `--verify`).
+    Copied,
+    /// Left alone: the destination was up to date (`--update`).
+    Skipped,
+    /// `--dry-run`: would have been copied.
+    WouldCopy,
+    /// `--verify-only`: source and destination have the same SHA-256.
+    Verified,
+    /// Failed; the reason is in `FileResult::error`.
+    Failed,
+}
+
+impl FileStatus {
+    /// The name used in `--json-files`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileStatus::Copied => "copied",
+            FileStatus::Skipped => "skipped",
+            FileStatus::WouldCopy => "would-copy",
+            FileStatus::Verified => "verified",
+            FileStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One file's outcome.
+#[derive(Clone, Debug)]
+pub struct FileResult {
+    /// The source, as shown to the user.
+    pub source: String,
+    /// The destination, as shown to the user.
+    pub dest: String,
+    /// The source's size.
+    pub size: u64,
+    /// What happened.
+    pub status: FileStatus,
+    /// Bytes moved over the network for it.
+    pub bytes: u64,
+    /// Where the copy started: above 0 when a partial file was continued (`--resume`).
+    pub resumed_from: u64,
+    /// SHA-256 of the source, when it was computed (`--verify`, `--verify-only`).
+    pub sha256: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// What a copy did.
@@ -39,8 +105,12 @@ pub struct CopyOptions {
 pub struct CopyReport {
     /// Bytes copied.
     pub bytes: u64,
-    /// Files copied.
+    /// Files copied (or verified, with `--verify-only`; to be copied, with `--dry-run`).
     pub files: u64,
+    /// Files skipped as up to date (`--update`).
+    pub skipped: u64,
+    /// Files and directories left out by `--exclude`.
+    pub excluded: u64,
     /// Wall time.
     pub seconds: f64,
     /// One line per failed file.
@@ -48,41 +118,8 @@ pub struct CopyReport {
     /// Files started again from the beginning because the server lost their open, with the
     /// reason, one line each (the copy then succeeded or is also in `failures`).
     pub retried: Vec<String>,
-}
-
-/// Direction of one file's copy.
-#[derive(Clone, Debug)]
-enum Job {
-    Download {
-        remote: String,
-        local: PathBuf,
-        size: u64,
-    },
-    Upload {
-        local: PathBuf,
-        remote: String,
-        size: u64,
-    },
-}
-
-impl Job {
-    fn size(&self) -> u64 {
-        match self {
-            Job::Download { size, .. } | Job::Upload { size, .. } => *size,
-        }
-    }
-}
-
-fn join_remote(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
-fn base_name_remote(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
+    /// Every file's outcome, in completion order.
+    pub per_file: Vec<FileResult>,
 }
 
 /// Plan and run a download of remote `sources` (share-relative paths) into `dest`.
@@ -92,82 +129,8 @@ pub async fn download(
     dest: &Path,
     opts: &CopyOptions,
 ) -> CopyReport {
-    let mut report = CopyReport::default();
-    let mut jobs = Vec::new();
-    let dest_is_dir = dest.is_dir();
-    if sources.len() > 1 && !dest_is_dir {
-        report.failures.push(format!(
-            "{}: destination must be an existing directory for several sources",
-            dest.display()
-        ));
-        return report;
-    }
-    for src in sources {
-        let md = match share.metadata(src).await {
-            Ok(md) => md,
-            Err(e) => {
-                report
-                    .failures
-                    .push(format!("{}: {}", remote_name(share, src), describe(&e)));
-                continue;
-            }
-        };
-        let target = if dest_is_dir {
-            dest.join(base_name_remote(src))
-        } else {
-            dest.to_path_buf()
-        };
-        if md.is_dir() {
-            if !opts.recursive {
-                report.failures.push(format!(
-                    "{}: is a directory (use -r)",
-                    remote_name(share, src)
-                ));
-                continue;
-            }
-            if let Err(e) = plan_remote_tree(share, src, &target, &mut jobs).await {
-                report.failures.push(e);
-            }
-        } else {
-            jobs.push(Job::Download {
-                remote: src.clone(),
-                local: target,
-                size: md.len,
-            });
-        }
-    }
-    run(share, jobs, opts, report).await
-}
-
-/// Walk a remote directory, creating local directories and listing files to fetch.
-async fn plan_remote_tree(
-    share: &Share,
-    dir: &str,
-    local: &Path,
-    jobs: &mut Vec<Job>,
-) -> Result<(), String> {
-    let mut stack = vec![(dir.to_string(), local.to_path_buf())];
-    while let Some((rdir, ldir)) = stack.pop() {
-        std::fs::create_dir_all(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
-        let entries = share
-            .read_dir(&rdir)
-            .await
-            .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
-        for e in entries {
-            let r = join_remote(&rdir, &e.name);
-            let l = ldir.join(&e.name);
-            if e.metadata.is_dir() {
-                stack.push((r, l));
-            } else {
-                jobs.push(Job::Download {
-                    remote: r,
-                    local: l,
-                    size: e.metadata.len,
-                });
-            }
-        }
-    }
-    Ok(())
+    let plan = plan::download(share, sources, dest, &plan_options(opts)).await;
+    run(share, plan, opts).await
 }
 
 /// Plan and run an upload of local `sources` into the share-relative directory or file `dest`.
@@ -177,191 +140,232 @@ pub async fn upload(
     dest: &str,
     opts: &CopyOptions,
 ) -> CopyReport {
-    let mut report = CopyReport::default();
-    let mut jobs = Vec::new();
-    let dest_is_dir = match share.metadata(dest).await {
-        Ok(md) => md.is_dir(),
-        Err(e) if e.to_errno() == 2 => false,
-        Err(e) => {
-            report
-                .failures
-                .push(format!("{}: {}", remote_name(share, dest), describe(&e)));
-            return report;
-        }
+    let plan = plan::upload(share, sources, dest, &plan_options(opts)).await;
+    run(share, plan, opts).await
+}
+
+fn plan_options(opts: &CopyOptions) -> PlanOptions<'_> {
+    PlanOptions {
+        recursive: opts.recursive,
+        excludes: &opts.excludes,
+        create_dirs: !opts.dry_run && !opts.verify_only,
+    }
+}
+
+async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport {
+    let plan::Plan {
+        jobs,
+        dirs,
+        failures,
+        excluded,
+    } = plan;
+    let mut report = CopyReport {
+        failures,
+        excluded,
+        ..CopyReport::default()
     };
-    if sources.len() > 1 && !dest_is_dir {
-        report.failures.push(format!(
-            "{}: destination must be an existing directory for several sources",
-            remote_name(share, dest)
-        ));
-        return report;
-    }
-    for src in sources {
-        let md = match std::fs::metadata(src) {
-            Ok(md) => md,
-            Err(e) => {
-                report.failures.push(format!("{}: {e}", src.display()));
-                continue;
-            }
-        };
-        let name = src
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let target = if dest_is_dir {
-            join_remote(dest, &name)
-        } else {
-            dest.to_string()
-        };
-        if md.is_dir() {
-            if !opts.recursive {
-                report
-                    .failures
-                    .push(format!("{}: is a directory (use -r)", src.display()));
-                continue;
-            }
-            if let Err(e) = plan_local_tree(share, src, &target, &mut jobs).await {
-                report.failures.push(e);
-            }
-        } else {
-            jobs.push(Job::Upload {
-                local: src.clone(),
-                remote: target,
-                size: md.len(),
-            });
-        }
-    }
-    run(share, jobs, opts, report).await
-}
-
-async fn plan_local_tree(
-    share: &Share,
-    dir: &Path,
-    remote: &str,
-    jobs: &mut Vec<Job>,
-) -> Result<(), String> {
-    let mut stack = vec![(dir.to_path_buf(), remote.to_string())];
-    while let Some((ldir, rdir)) = stack.pop() {
-        share
-            .create_dir_all(&rdir)
-            .await
-            .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
-        let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", ldir.display()))?;
-            let md = entry
-                .metadata()
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let r = join_remote(&rdir, &name);
-            if md.is_dir() {
-                stack.push((entry.path(), r));
-            } else if md.is_file() {
-                jobs.push(Job::Upload {
-                    local: entry.path(),
-                    remote: r,
-                    size: md.len(),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-fn remote_name(share: &Share, path: &str) -> String {
-    format!(
-        "//{}/{}/{}",
-        share.client().server_addr().ip(),
-        share.name(),
-        path
-    )
-}
-
-async fn run(
-    share: &Share,
-    jobs: Vec<Job>,
-    opts: &CopyOptions,
-    mut report: CopyReport,
-) -> CopyReport {
     let total: u64 = jobs.iter().map(Job::size).sum();
-    let bar = if opts.progress {
-        let b = ProgressBar::new(total);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{bytes:>10}/{total_bytes} {wide_bar} {binary_bytes_per_sec:>12} eta {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        Some(b)
-    } else {
-        None
-    };
-    let moved = Arc::new(AtomicU64::new(0));
+    let progress = Progress::new(opts.progress, jobs.len() as u64, total);
     // Upload chunks in flight at once, at most: the pool keeps that many buffers for reuse.
     let in_flight = opts.jobs.max(1) * opts.depth.max(1);
     let buffers = &BufferPool::new(in_flight.saturating_mul(opts.chunk as usize));
     let start = Instant::now();
-    let results: Vec<(Result<u64, String>, Vec<String>)> = stream::iter(jobs)
+    let results: Vec<(FileResult, Vec<String>)> = stream::iter(jobs)
         .map(|job| {
-            let progress = Progress {
-                bar: bar.clone(),
-                moved: moved.clone(),
-                attempt: Arc::new(AtomicU64::new(0)),
-            };
-            async move { copy_with_retries(share, job, opts, buffers, progress).await }
+            let progress = progress.clone();
+            async move {
+                let r = process(share, job, opts, buffers, &progress).await;
+                progress.file_done();
+                r
+            }
         })
         .buffer_unordered(opts.jobs.max(1))
         .collect()
         .await;
+    if opts.preserve && !opts.dry_run && !opts.verify_only {
+        report.failures.extend(dir_times(share, dirs).await);
+    }
     report.seconds = start.elapsed().as_secs_f64();
+    progress.finish();
     for (r, retried) in results {
         report.retried.extend(retried);
-        match r {
-            Ok(bytes) => {
-                report.bytes += bytes;
-                report.files += 1;
-            }
-            Err(line) => report.failures.push(line),
+        report.bytes += r.bytes;
+        match r.status {
+            FileStatus::Copied | FileStatus::WouldCopy | FileStatus::Verified => report.files += 1,
+            FileStatus::Skipped => report.skipped += 1,
+            FileStatus::Failed => report
+                .failures
+                .push(r.error.clone().unwrap_or_else(|| r.source.clone())),
         }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
+        report.per_file.push(r);
     }
     report
 }
 
-#[derive(Clone)]
-struct Progress {
-    bar: Option<ProgressBar>,
-    moved: Arc<AtomicU64>,
-    /// Bytes of the current attempt at one file, taken back if it starts over.
-    attempt: Arc<AtomicU64>,
+/// `-p` for directories, deepest first, once their files are in; one line per failure.
+async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<String> {
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.depth()));
+    let mut failures = Vec::new();
+    for d in dirs {
+        let r = match &d {
+            plan::DirJob::Local { local, meta } => {
+                preserve::dir_to_local(local, meta).map_err(|e| format!("{}: {e}", local.display()))
+            }
+            plan::DirJob::Remote { remote, meta } => preserve::dir_to_remote(share, remote, meta)
+                .await
+                .map_err(|e| format!("{}: {e}", remote_name(share, remote))),
+        };
+        failures.extend(r.err());
+    }
+    failures
 }
 
-impl Progress {
-    fn add(&self, n: u64) {
-        self.moved.fetch_add(n, Ordering::Relaxed);
-        self.attempt.fetch_add(n, Ordering::Relaxed);
-        if let Some(b) = &self.bar {
-            b.inc(n);
+/// The names of a job's two ends, as shown to the user.
+fn names(share: &Share, job: &Job) -> (String, String) {
+    match job {
+        Job::Download { remote, local, .. } => {
+            (remote_name(share, remote), local.display().to_string())
+        }
+        Job::Upload { local, remote, .. } => {
+            (local.display().to_string(), remote_name(share, remote))
         }
     }
+}
 
-    /// The same counters, with a fresh count for one file's attempt.
-    fn for_file(&self) -> Progress {
-        Progress {
-            attempt: Arc::new(AtomicU64::new(0)),
-            ..self.clone()
+/// Everything smbcp does with one file.
+async fn process(
+    share: &Share,
+    job: Job,
+    opts: &CopyOptions,
+    buffers: &BufferPool,
+    progress: &Progress,
+) -> (FileResult, Vec<String>) {
+    let (source, dest) = names(share, &job);
+    let mut result = FileResult {
+        source,
+        dest,
+        size: job.size(),
+        status: FileStatus::Copied,
+        bytes: 0,
+        resumed_from: 0,
+        sha256: None,
+        error: None,
+    };
+    let fail = |mut r: FileResult, line: String| {
+        r.status = FileStatus::Failed;
+        r.error = Some(line);
+        r
+    };
+    if opts.update && dest_up_to_date(share, &job).await {
+        progress.not_copied(job.size());
+        result.status = FileStatus::Skipped;
+        return (result, Vec::new());
+    }
+    if opts.dry_run {
+        progress.not_copied(job.size());
+        result.status = FileStatus::WouldCopy;
+        return (result, Vec::new());
+    }
+    if opts.verify_only {
+        progress.not_copied(job.size());
+        return match compare(share, &job, opts).await {
+            Ok(sha) => {
+                result.status = FileStatus::Verified;
+                result.sha256 = Some(sha);
+                (result, Vec::new())
+            }
+            Err(line) => (fail(result, line), Vec::new()),
+        };
+    }
+    let (outcome, retried) = copy_with_retries(share, &job, opts, buffers, progress).await;
+    let done = match outcome {
+        Ok(t) => t,
+        Err(line) => return (fail(result, line), retried),
+    };
+    result.bytes = done.bytes;
+    result.resumed_from = done.resumed_from;
+    if opts.preserve {
+        let kept = match &job {
+            Job::Download { local, meta, .. } => preserve::to_local(local, meta),
+            Job::Upload { remote, meta, .. } => preserve::to_remote(share, remote, meta).await,
+        };
+        if let Err(e) = kept {
+            let line = format!("{}: copied, but {e}", result.dest);
+            return (fail(result, line), retried);
         }
     }
-
-    /// Take back what the current attempt added: the file starts over.
-    fn rewind(&self) {
-        let n = self.attempt.swap(0, Ordering::Relaxed);
-        self.moved.fetch_sub(n, Ordering::Relaxed);
-        if let Some(b) = &self.bar {
-            b.dec(n);
+    if opts.verify {
+        match compare(share, &job, opts).await {
+            Ok(sha) => result.sha256 = Some(sha),
+            Err(line) => return (fail(result, line), retried),
         }
+    }
+    (result, retried)
+}
+
+/// Whether the destination exists with the source's size and last-write time (`--update`).
+async fn dest_up_to_date(share: &Share, job: &Job) -> bool {
+    match job {
+        Job::Download { local, meta, .. } => match std::fs::metadata(local) {
+            Ok(d) => {
+                d.is_file()
+                    && preserve::up_to_date(meta.len, meta.modified, d.len(), d.modified().ok())
+            }
+            Err(_) => false,
+        },
+        Job::Upload { remote, meta, .. } => match share.metadata(remote).await {
+            Ok(d) => {
+                d.is_file()
+                    && preserve::up_to_date(meta.len(), meta.modified().ok(), d.len, d.modified)
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// SHA-256 of the source and of the destination, read independently; the source's hex when
+/// they are equal, else the line that reports the difference.
+async fn compare(share: &Share, job: &Job, opts: &CopyOptions) -> Result<String, String> {
+    let depth = opts.depth.max(1);
+    let (src, dst, src_name, dst_name) = match job {
+        Job::Download { remote, local, .. } => {
+            let (s, d) = tokio::join!(
+                hashing::remote_file(share, remote, opts.chunk, depth),
+                hashing::local_file(local)
+            );
+            (
+                s,
+                d,
+                remote_name(share, remote),
+                local.display().to_string(),
+            )
+        }
+        Job::Upload { local, remote, .. } => {
+            let (s, d) = tokio::join!(
+                hashing::local_file(local),
+                hashing::remote_file(share, remote, opts.chunk, depth)
+            );
+            (
+                s,
+                d,
+                local.display().to_string(),
+                remote_name(share, remote),
+            )
+        }
+    };
+    let (src, src_len) = src.map_err(|e| format!("{src_name}: verify: reading the source: {e}"))?;
+    let (dst, dst_len) =
+        dst.map_err(|e| format!("{dst_name}: verify: reading the destination: {e}"))?;
+    if src == dst {
+        Ok(hex(&src))
+    } else {
+        Err(format!(
+            "{dst_name}: verify: SHA-256 differs from the source {src_name} (source {} bytes {}, destination {} bytes {})",
+            src_len,
+            hex(&src),
+            dst_len,
+            hex(&dst)
+        ))
     }
 }
 
@@ -380,26 +384,20 @@ fn partial_remote(target: &str) -> String {
     }
 }
 
-/// Split `len` bytes into `(offset, length)` chunks.
-fn chunks(len: u64, chunk: u32) -> impl Iterator<Item = (u64, u32)> {
-    let c = u64::from(chunk.max(1));
-    (0..len.div_ceil(c)).map(move |i| (i * c, (len - i * c).min(c) as u32))
-}
-
 /// Copy one file, starting over (up to `opts.retries` times) when the server lost its open.
 /// Returns the outcome and one line per restart.
 async fn copy_with_retries(
     share: &Share,
-    job: Job,
+    job: &Job,
     opts: &CopyOptions,
     buffers: &BufferPool,
-    progress: Progress,
-) -> (Result<u64, String>, Vec<String>) {
+    progress: &Progress,
+) -> (Result<Transferred, String>, Vec<String>) {
     let mut restarts = Vec::new();
     loop {
         let attempt = progress.for_file();
-        match copy_one(share, &job, opts, buffers, &attempt).await {
-            Ok(n) => return (Ok(n), restarts),
+        match copy_one(share, job, opts, buffers, &attempt).await {
+            Ok(t) => return (Ok(t), restarts),
             Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
                 attempt.rewind();
                 restarts.push(format!(
@@ -414,6 +412,22 @@ async fn copy_with_retries(
                 return (Err(e.line), restarts);
             }
         }
+    }
+}
+
+/// Rename `from` over `to`. A read-only `to` (left by an earlier `-p` copy of a read-only
+/// file) refuses to be replaced; as `cp` over a file whose write bits are off, it is
+/// replaced anyway: its read-only attribute is cleared first (`-p` sets it again after).
+async fn rename_over(share: &Share, from: &str, to: &str) -> smb3_client::Result<()> {
+    match share.rename(from, to, true).await {
+        Err(e) if e.to_errno() == libc::EACCES => match share.metadata(to).await {
+            Ok(md) if md.is_readonly() => {
+                share.set_readonly(to, false).await?;
+                share.rename(from, to, true).await
+            }
+            _ => Err(e),
+        },
+        other => other,
     }
 }
 
@@ -433,12 +447,18 @@ async fn copy_one(
     opts: &CopyOptions,
     buffers: &BufferPool,
     progress: &Progress,
-) -> Result<u64, FileError> {
+) -> Result<Transferred, FileError> {
+    let topts = TransferOptions {
+        chunk: opts.chunk,
+        depth: opts.depth,
+        resume: opts.resume,
+        full_check: opts.verify,
+    };
     match job {
         Job::Download { remote, local, .. } => {
             let partial = partial_local(local);
-            match download_file(share, remote, &partial, opts, progress).await {
-                Ok(n) => std::fs::rename(&partial, local).map(|_| n).map_err(|e| {
+            match transfer::download(share, remote, &partial, &topts, progress).await {
+                Ok(t) => std::fs::rename(&partial, local).map(|_| t).map_err(|e| {
                     let cause = format!("{}: {e}", local.display());
                     FileError {
                         line: cause.clone(),
@@ -447,10 +467,25 @@ async fn copy_one(
                     }
                 }),
                 Err(e) => {
-                    let _ = std::fs::remove_file(&partial);
+                    // With --resume the partial file stays for the next run.
+                    let kept = opts.resume && partial.exists();
+                    if !kept {
+                        let _ = std::fs::remove_file(&partial);
+                    }
                     let cause = format!("{}: {}", remote_name(share, remote), e.line);
                     Err(FileError {
-                        line: format!("{cause}; {} was not written", local.display()),
+                        line: format!(
+                            "{cause}; {} was not written{}",
+                            local.display(),
+                            if kept {
+                                format!(
+                                    " (the part copied is kept as {} for --resume)",
+                                    partial.display()
+                                )
+                            } else {
+                                String::new()
+                            }
+                        ),
                         cause,
                         lost_handle: e.lost_handle,
                     })
@@ -459,25 +494,31 @@ async fn copy_one(
         }
         Job::Upload { local, remote, .. } => {
             let partial = partial_remote(remote);
-            let result = match upload_file(share, local, &partial, opts, buffers, progress).await {
-                Ok(n) => share
-                    .rename(&partial, remote, true)
-                    .await
-                    .map(|_| n)
-                    .map_err(|e| TransferError::request(&e)),
-                Err(e) => Err(e),
-            };
+            let result =
+                match transfer::upload(share, local, &partial, &topts, buffers, progress).await {
+                    Ok(t) => rename_over(share, &partial, remote)
+                        .await
+                        .map(|_| t)
+                        .map_err(|e| TransferError::request(&e)),
+                    Err(e) => Err(e),
+                };
             let e = match result {
-                Ok(n) => return Ok(n),
+                Ok(t) => return Ok(t),
                 Err(e) => e,
             };
-            let leftover = e.partial_created && share.remove_file(&partial).await.is_err();
+            let kept = e.partial_created && opts.resume;
+            let leftover = e.partial_created && !kept && share.remove_file(&partial).await.is_err();
             let cause = format!("{}: {}", local.display(), e.line);
             Err(FileError {
                 line: format!(
                     "{cause}; {} was not written{}",
                     remote_name(share, remote),
-                    if leftover {
+                    if kept {
+                        format!(
+                            " (the part copied is kept as {} for --resume)",
+                            remote_name(share, &partial)
+                        )
+                    } else if leftover {
                         format!(
                             " (a partial upload remains as {})",
                             remote_name(share, &partial)
@@ -493,136 +534,6 @@ async fn copy_one(
     }
 }
 
-/// Why one transfer (a download or an upload) failed.
-struct TransferError {
-    line: String,
-    /// The remote partial file may exist (uploads; downloads always remove theirs).
-    partial_created: bool,
-    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
-    lost_handle: bool,
-}
-
-impl TransferError {
-    /// A failure before anything was created.
-    fn before(line: String) -> Self {
-        TransferError {
-            line,
-            partial_created: false,
-            lost_handle: false,
-        }
-    }
-
-    /// A local failure (reading or writing the local file) once the transfer started.
-    fn local(line: String) -> Self {
-        TransferError {
-            line,
-            partial_created: true,
-            lost_handle: false,
-        }
-    }
-
-    /// A failed request once the transfer started.
-    fn request(e: &Error) -> Self {
-        TransferError {
-            line: describe(e),
-            partial_created: true,
-            lost_handle: matches!(e, Error::HandleLost { .. }),
-        }
-    }
-}
-
-async fn download_file(
-    share: &Share,
-    remote: &str,
-    partial: &Path,
-    opts: &CopyOptions,
-    progress: &Progress,
-) -> Result<u64, TransferError> {
-    let file = share
-        .open(remote, &OpenOptions::new().read(true))
-        .await
-        .map_err(|e| TransferError::request(&e))?;
-    let size = file.size_at_open();
-    let out = Arc::new(
-        std::fs::File::create(partial)
-            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?,
-    );
-    let file_ref = &file;
-    let mut pieces = stream::iter(chunks(size, opts.chunk))
-        .map(|(off, len)| async move {
-            file_ref
-                .read_at(off, len as usize)
-                .await
-                .map(|d| (off, len, d))
-        })
-        // Chunks land with positional writes, so they need not arrive in order: a chunk late
-        // on one channel does not hold back the others' (head-of-line blocking).
-        .buffer_unordered(opts.depth.max(1));
-    let mut written = 0u64;
-    while let Some(piece) = pieces.next().await {
-        let (off, len, data) = piece.map_err(|e| TransferError::request(&e))?;
-        if data.len() != len as usize {
-            return Err(TransferError::local(format!(
-                "file shrank while being copied (short read at offset {off})"
-            )));
-        }
-        let out = out.clone();
-        let n = data.len() as u64;
-        tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
-            .await
-            .map_err(|e| TransferError::local(e.to_string()))?
-            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
-        written += n;
-        progress.add(n);
-    }
-    drop(pieces);
-    file.close().await.map_err(|e| TransferError::request(&e))?;
-    Ok(written)
-}
-
-async fn upload_file(
-    share: &Share,
-    local: &Path,
-    partial: &str,
-    opts: &CopyOptions,
-    buffers: &BufferPool,
-    progress: &Progress,
-) -> Result<u64, TransferError> {
-    let src = ChunkSource::new(
-        std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?,
-    );
-    let size = src
-        .file()
-        .metadata()
-        .map_err(|e| TransferError::before(e.to_string()))?
-        .len();
-    let file = share
-        .open(
-            partial,
-            &OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .await
-        .map_err(|e| TransferError::before(describe(&e)))?;
-    let (file_ref, src) = (&file, &src);
-    stream::iter(chunks(size, opts.chunk))
-        .map(|(off, len)| async move {
-            let data = read_chunk(buffers, src, off, len as usize)
-                .await
-                .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
-            file_ref
-                .write_at(off, data)
-                .await
-                .map_err(|e| TransferError::request(&e))?;
-            progress.add(u64::from(len));
-            Ok::<(), TransferError>(())
-        })
-        .buffer_unordered(opts.depth.max(1))
-        .try_collect::<()>()
-        .await?;
-    file.close().await.map_err(|e| TransferError::request(&e))?;
-    Ok(size)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -634,15 +545,6 @@ mod tests {
         assert_eq!(
             partial_local(Path::new("/x/y.txt")),
             PathBuf::from("/x/.y.txt.smbcp-partial")
-        );
-    }
-
-    #[test]
-    fn chunking() {
-        assert_eq!(chunks(0, 4).count(), 0);
-        assert_eq!(
-            chunks(9, 4).collect::<Vec<_>>(),
-            vec![(0, 4), (4, 4), (8, 1)]
         );
     }
 }

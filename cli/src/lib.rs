@@ -8,10 +8,18 @@ pub mod auth_args;
 pub mod channel_args;
 mod chunk_read;
 pub mod copy;
+pub mod glob;
+mod hashing;
 pub mod location;
 #[cfg(unix)]
 pub mod mount_status;
+mod plan;
+mod preserve;
+mod progress;
+mod resume;
 pub mod status;
+mod transfer;
+mod window;
 
 use smb3_client::{Client, ClientConfig, Error, NtStatus, UserCredentials};
 

@@ -1,5 +1,5 @@
 //! Path and handle operations a file system front end needs beyond copying: setting times
-//! and the read-only attribute (FileBasicInformation), hard links (FileLinkInformation).
+//! and DOS attributes (FileBasicInformation), hard links (FileLinkInformation).
 //!
 //! Each is one open, one SET_INFO (after a QUERY_INFO where the current value matters) and a
 //! close on the path; the `File` forms reuse an open handle.
@@ -17,6 +17,7 @@ use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::Command;
 
+use crate::attributes::DosAttributes;
 use crate::error::decode;
 use crate::error::Result;
 use crate::file::File;
@@ -119,6 +120,38 @@ impl Share {
     /// Set the times of `path` (a file or a directory); times left `None` keep their value.
     pub async fn set_times(&self, path: &str, times: &FileTimes) -> Result<()> {
         let info = times.basic_information();
+        self.on_path(
+            path,
+            AccessMask::FILE_WRITE_ATTRIBUTES | AccessMask::SYNCHRONIZE,
+            |id| async move { self.set_info_on(id, &info).await },
+        )
+        .await
+    }
+
+    /// Set the DOS attributes of `path` (a file or a directory) to exactly `attributes`, as
+    /// far as a client can change them ([`DosAttributes::SETTABLE`]; the others are left as
+    /// the server has them). An empty set clears them all. Samba keeps hidden, system and
+    /// archive in an extended attribute (`store dos attributes`, its default), so a share on
+    /// a file system without user xattrs may drop them; read-only maps to the write bits.
+    pub async fn set_attributes(&self, path: &str, attributes: DosAttributes) -> Result<()> {
+        self.set_times_and_attributes(path, &FileTimes::new(), attributes)
+            .await
+    }
+
+    /// Set times and DOS attributes of `path` in one SET_INFO (FileBasicInformation, MS-FSCC
+    /// 2.4.7): what a copy that preserves metadata needs once the data is written. Times
+    /// left `None` keep their value; attributes are set as by [`Share::set_attributes`].
+    /// Setting READONLY here and writing later fails: set it last.
+    pub async fn set_times_and_attributes(
+        &self,
+        path: &str,
+        times: &FileTimes,
+        attributes: DosAttributes,
+    ) -> Result<()> {
+        let info = FileBasicInformation {
+            file_attributes: FileAttributes(attributes.to_wire_for_set()),
+            ..times.basic_information()
+        };
         self.on_path(
             path,
             AccessMask::FILE_WRITE_ATTRIBUTES | AccessMask::SYNCHRONIZE,

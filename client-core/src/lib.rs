@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod addressing;
+mod attributes;
 mod auth;
 mod channel;
 mod client;
@@ -57,6 +58,7 @@ mod tree;
 mod types;
 mod watch;
 
+pub use attributes::DosAttributes;
 pub use auth::UserCredentials;
 pub use channel::frame_buffers::BufferPool;
 pub use client::Client;

@@ -57,6 +57,11 @@ impl Metadata {
         self.file_type == FileType::File
     }
 
+    /// The DOS attributes as a typed set (the same bits as `attributes`).
+    pub fn dos_attributes(&self) -> crate::DosAttributes {
+        crate::DosAttributes::from_bits(self.attributes)
+    }
+
     /// Whether FILE_ATTRIBUTE_READONLY is set.
     pub fn is_readonly(&self) -> bool {
         self.attributes & FileAttributes::READONLY != 0

@@ -163,3 +163,75 @@ fn byte_range_locks_between_two_sessions() {
         b.logoff().await.unwrap();
     });
 }
+
+#[test]
+fn dos_attributes_as_a_typed_set() {
+    use smb3_client::DosAttributes;
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        share
+            .open("a.txt", &OpenOptions::new().write(true).create(true))
+            .await
+            .unwrap()
+            .close()
+            .await
+            .unwrap();
+
+        // Hidden and system travel with the file (Samba: the user.DOSATTRIB xattr).
+        let want = DosAttributes::HIDDEN | DosAttributes::SYSTEM | DosAttributes::ARCHIVE;
+        share.set_attributes("a.txt", want).await.unwrap();
+        let got = share.metadata("a.txt").await.unwrap().dos_attributes();
+        assert!(got.contains(want), "{got}");
+        assert!(!got.contains(DosAttributes::READONLY), "{got}");
+        let listed = share.read_dir("").await.unwrap();
+        let e = listed.iter().find(|e| e.name == "a.txt").unwrap();
+        assert!(e.metadata.dos_attributes().contains(want));
+
+        // Times and attributes in one request; the empty set clears them all.
+        let t = UNIX_EPOCH + Duration::new(1_300_000_000, 500);
+        share
+            .set_times_and_attributes(
+                "a.txt",
+                &FileTimes::new().modified(t),
+                DosAttributes::READONLY,
+            )
+            .await
+            .unwrap();
+        let m = share.metadata("a.txt").await.unwrap();
+        assert_eq!(m.modified, Some(t));
+        assert!(m.dos_attributes().contains(DosAttributes::READONLY));
+        assert!(
+            !m.dos_attributes().contains(DosAttributes::HIDDEN),
+            "{}",
+            m.dos_attributes()
+        );
+        share
+            .set_attributes("a.txt", DosAttributes::empty())
+            .await
+            .unwrap();
+        let a = share.metadata("a.txt").await.unwrap().dos_attributes();
+        assert!(a.intersection(DosAttributes::SETTABLE).is_empty(), "{a}");
+
+        // A directory keeps its directory bit whatever is set.
+        share.create_dir("d").await.unwrap();
+        share
+            .set_attributes("d", DosAttributes::HIDDEN)
+            .await
+            .unwrap();
+        let d = share.metadata("d").await.unwrap();
+        assert!(d.is_dir());
+        assert!(d
+            .dos_attributes()
+            .contains(DosAttributes::DIRECTORY | DosAttributes::HIDDEN));
+        let e = share
+            .set_attributes("missing", DosAttributes::HIDDEN)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_NOT_FOUND), "{e}");
+        client.logoff().await.unwrap();
+    });
+}

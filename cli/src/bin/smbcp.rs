@@ -8,7 +8,8 @@ use clap::Parser;
 use smb3_client::{ClientConfig, Dialect};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
-use smbcp::copy::{download, upload, CopyOptions, CopyReport};
+use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
+use smbcp::glob::Excludes;
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// Copy files to or from an SMB share, many chunks and files in flight at once.
@@ -24,6 +25,36 @@ struct Args {
     /// Copy directories recursively.
     #[arg(short, long)]
     recursive: bool,
+    /// Archive mode: the same as -r -p.
+    #[arg(short, long)]
+    archive: bool,
+    /// Keep last-write, last-access and (uploads) creation times, and the read-only
+    /// attribute (the write bits locally).
+    #[arg(short, long)]
+    preserve: bool,
+    /// After copying, read each destination back and compare its SHA-256 with the source's;
+    /// a difference fails the file. With --resume, also check all of a partial file's kept
+    /// bytes, not just its last chunk.
+    #[arg(long)]
+    verify: bool,
+    /// Copy nothing: compare each source with its existing destination by SHA-256.
+    #[arg(long, conflicts_with_all = ["verify", "resume", "dry_run"])]
+    verify_only: bool,
+    /// Skip files whose destination has the same size and last-write time (to the server's
+    /// 100 ns resolution, no tolerance); useful with -p, which makes the times equal.
+    #[arg(long)]
+    update: bool,
+    /// Leave out files and directories matching PATTERN (a glob: *, **, ?, [a-z]), matched
+    /// on the path below the source being copied and on the base name; repeatable.
+    #[arg(long = "exclude", value_name = "PATTERN")]
+    excludes: Vec<String>,
+    /// Say what would be copied (one line per file on stdout), change nothing.
+    #[arg(short = 'n', long)]
+    dry_run: bool,
+    /// Continue the partial files of an interrupted copy after checking them, and keep the
+    /// partial file of a copy that fails.
+    #[arg(long)]
+    resume: bool,
     /// Files copied at the same time.
     #[arg(short, long, default_value_t = 4)]
     jobs: usize,
@@ -53,10 +84,13 @@ struct Args {
     channels: ChannelArgs,
     #[command(flatten)]
     auth: AuthArgs,
-    /// Print one JSON object on stdout at the end: bytes, seconds, files, and each channel's
-    /// local and server address, bytes and requests.
+    /// Print one JSON object on stdout at the end: bytes, seconds, files copied, skipped,
+    /// excluded and failed, and each channel's local and server address, bytes and requests.
     #[arg(long)]
     json: bool,
+    /// With --json: add each file's outcome ("per_file").
+    #[arg(long, requires = "json")]
+    json_files: bool,
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
@@ -144,13 +178,27 @@ async fn run(args: Args) -> i32 {
         eprintln!("smbcp: {e}");
         return EXIT_USAGE;
     }
+    let excludes = match Excludes::new(&args.excludes) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("smbcp: --exclude: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let opts = CopyOptions {
-        recursive: args.recursive,
+        recursive: args.recursive || args.archive,
         jobs: args.jobs,
         chunk: args.chunk_size,
         depth: args.depth,
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
         retries: args.retries,
+        preserve: args.preserve || args.archive,
+        verify: args.verify,
+        verify_only: args.verify_only,
+        update: args.update,
+        dry_run: args.dry_run,
+        resume: args.resume,
+        excludes,
     };
     let (remote, direction) = match (
         &dest,
@@ -237,7 +285,7 @@ async fn run(args: Args) -> i32 {
         }
         _ => unreachable!("direction matches destination"),
     };
-    finish(&client, &report, args.json)
+    finish(&client, &report, &args)
 }
 
 /// How long smbcp waits for extra channels before it starts copying.
@@ -249,7 +297,7 @@ enum Direction {
     Down,
 }
 
-fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 {
+fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32 {
     for line in &report.retried {
         eprintln!("smbcp: {line}");
     }
@@ -261,39 +309,100 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, json: bool) -> i32 
     } else {
         0.0
     };
-    if json {
+    if args.dry_run && !args.json {
+        for f in &report.per_file {
+            match f.status {
+                FileStatus::WouldCopy => {
+                    println!("would copy {} -> {} ({} bytes)", f.source, f.dest, f.size)
+                }
+                FileStatus::Skipped => println!("up to date {}", f.dest),
+                _ => {}
+            }
+        }
+    }
+    if args.verify_only && !args.json {
+        for f in report
+            .per_file
+            .iter()
+            .filter(|f| f.status == FileStatus::Verified)
+        {
+            println!("ok {} {}", f.sha256.as_deref().unwrap_or_default(), f.dest);
+        }
+    }
+    if args.json {
         let channels: Vec<_> = client
             .channels()
             .iter()
             .map(smbcp::status::channel_json)
             .collect();
-        let summary = serde_json::json!({
+        let mut summary = serde_json::json!({
             "bytes": report.bytes,
             "seconds": report.seconds,
             "files": report.files,
+            "copied": if args.dry_run || args.verify_only { 0 } else { report.files },
+            "skipped": report.skipped,
+            "excluded": report.excluded,
             "failed": report.failures.len(),
             "retried": report.retried.len(),
+            "dry_run": args.dry_run,
+            "verify_only": args.verify_only,
             "mb_per_s": mb_s,
             "dialect": client.dialect().to_string(),
             "channels": channels,
             "failover": smbcp::status::failover_json(&client.multichannel().failover),
             "multichannel": smbcp::status::multichannel_json(&client.multichannel()),
         });
+        if args.json_files {
+            summary["per_file"] = report
+                .per_file
+                .iter()
+                .map(|f| {
+                    serde_json::json!({
+                        "source": f.source,
+                        "dest": f.dest,
+                        "size": f.size,
+                        "status": f.status.as_str(),
+                        "bytes": f.bytes,
+                        "resumed_from": f.resumed_from,
+                        "sha256": f.sha256,
+                        "error": f.error,
+                    })
+                })
+                .collect();
+        }
         println!("{summary}");
     } else {
+        let what = if args.dry_run {
+            "to copy"
+        } else if args.verify_only {
+            "verified"
+        } else {
+            "copied"
+        };
         eprintln!(
-            "smbcp: {} file(s), {} bytes in {:.2} s ({:.1} MB/s){}",
+            "smbcp: {} {what}, {} skipped, {} failed{}{}; {} bytes in {:.2} s ({:.1} MB/s)",
             report.files,
+            report.skipped,
+            report.failures.len(),
+            match report.excluded {
+                0 => String::new(),
+                n => format!(", {n} excluded"),
+            },
+            match report.retried.len() {
+                0 => String::new(),
+                r => format!(", {r} copied again from the start"),
+            },
             report.bytes,
             report.seconds,
             mb_s,
-            match (report.retried.len(), report.failures.len()) {
-                (0, 0) => String::new(),
-                (r, 0) => format!(", {r} copied again from the start"),
-                (0, f) => format!(", {f} failed"),
-                (r, f) => format!(", {r} copied again from the start, {f} failed"),
-            }
         );
+        if report.files == 0
+            && report.skipped == 0
+            && report.failures.is_empty()
+            && report.excluded > 0
+        {
+            eprintln!("smbcp: nothing to copy: --exclude left out every file");
+        }
     }
     if report.failures.is_empty() {
         0

@@ -1,0 +1,128 @@
+//! SHA-256 of a byte range, read from a local file or from a remote one, for `--verify` and
+//! for checking a partial file before `--resume` trusts it.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::Path;
+
+use futures_util::stream::{self, StreamExt};
+use sha2::{Digest, Sha256};
+use smb3_client::{File, OpenOptions, Share};
+
+use crate::describe;
+
+/// A SHA-256 digest.
+pub(crate) type Sha = [u8; 32];
+
+/// Lower-case hex of a digest.
+pub(crate) fn hex(d: &Sha) -> String {
+    d.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Bytes read per step of a local hash.
+const LOCAL_BLOCK: usize = 1024 * 1024;
+
+/// SHA-256 of `len` bytes of the local file `path` from `offset`, read on the blocking pool.
+/// A file shorter than `offset + len` is an error: the bytes the caller meant are not there.
+pub(crate) async fn local_range(path: &Path, offset: u64, len: u64) -> Result<Sha, String> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let shown = |e: std::io::Error| format!("{}: {e}", path.display());
+        let mut f = std::fs::File::open(&path).map_err(shown)?;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset)).map_err(shown)?;
+        let mut h = Sha256::new();
+        let mut left = len;
+        let mut buf = vec![0u8; LOCAL_BLOCK];
+        while left > 0 {
+            let want = left.min(LOCAL_BLOCK as u64) as usize;
+            let n = f.read(&mut buf[..want]).map_err(shown)?;
+            if n == 0 {
+                return Err(format!("{}: shorter than expected", path.display()));
+            }
+            h.update(&buf[..n]);
+            left -= n as u64;
+        }
+        Ok(h.finalize().into())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// SHA-256 of `len` bytes of an open remote file from `offset`: `depth` chunk READs in flight
+/// (spread over the channels by the library), hashed in order as they complete.
+pub(crate) async fn remote_range(
+    file: &File,
+    offset: u64,
+    len: u64,
+    chunk: u32,
+    depth: usize,
+) -> Result<Sha, String> {
+    let c = u64::from(chunk.max(1));
+    let end = offset + len;
+    let mut pieces = stream::iter((offset..end).step_by(c as usize))
+        .map(|off| {
+            let n = (end - off).min(c) as usize;
+            async move { file.read_at(off, n).await.map(|d| (n, d)) }
+        })
+        .buffered(depth.max(1));
+    let mut h = Sha256::new();
+    while let Some(piece) = pieces.next().await {
+        let (want, data) = piece.map_err(|e| describe(&e))?;
+        if data.len() != want {
+            return Err("shorter than expected".into());
+        }
+        h.update(&data);
+    }
+    Ok(h.finalize().into())
+}
+
+/// SHA-256 of the whole remote file at `path` (opened for reading, then closed).
+pub(crate) async fn remote_file(
+    share: &Share,
+    path: &str,
+    chunk: u32,
+    depth: usize,
+) -> Result<(Sha, u64), String> {
+    let file = share
+        .open(path, &OpenOptions::new().read(true))
+        .await
+        .map_err(|e| describe(&e))?;
+    let size = file.size_at_open();
+    let result = remote_range(&file, 0, size, chunk, depth).await;
+    let closed = file.close().await;
+    let sha = result?;
+    closed.map_err(|e| describe(&e))?;
+    Ok((sha, size))
+}
+
+/// SHA-256 and size of the whole local file at `path`.
+pub(crate) async fn local_file(path: &Path) -> Result<(Sha, u64), String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    Ok((local_range(path, 0, size).await?, size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn local_ranges() {
+        let dir = std::env::temp_dir().join(format!("smbcp-hash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("f");
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let want: Sha = Sha256::digest(&data[1000..2_500_000]).into();
+        assert_eq!(local_range(&p, 1000, 2_499_000).await.unwrap(), want);
+        assert!(local_range(&p, 2_999_000, 2000).await.is_err());
+        let (whole, size) = local_file(&p).await.unwrap();
+        assert_eq!(size, 3_000_000);
+        assert_eq!(hex(&whole), hex(&Sha256::digest(&data).into()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,321 @@
+//! Turning smbcp's sources and destination into a list of file jobs: walking local or remote
+//! trees, applying `--exclude`, and (unless `--dry-run`) creating the destination's
+//! directories on the way.
+
+use std::path::{Path, PathBuf};
+
+use smb3_client::{Metadata, Share};
+
+use crate::describe;
+use crate::glob::Excludes;
+
+/// One file to copy.
+#[derive(Clone, Debug)]
+pub(crate) enum Job {
+    /// Remote to local.
+    Download {
+        remote: String,
+        local: PathBuf,
+        meta: Metadata,
+    },
+    /// Local to remote.
+    Upload {
+        local: PathBuf,
+        remote: String,
+        meta: std::fs::Metadata,
+    },
+}
+
+impl Job {
+    pub(crate) fn size(&self) -> u64 {
+        match self {
+            Job::Download { meta, .. } => meta.len,
+            Job::Upload { meta, .. } => meta.len(),
+        }
+    }
+}
+
+/// A directory whose times `-p` sets once every file in it is copied (creating entries
+/// moves a directory's write time, so it goes last).
+#[derive(Clone, Debug)]
+pub(crate) enum DirJob {
+    /// A local directory made from a remote one.
+    Local { local: PathBuf, meta: Metadata },
+    /// A remote directory made from a local one.
+    Remote {
+        remote: String,
+        meta: std::fs::Metadata,
+    },
+}
+
+impl DirJob {
+    /// How deep the directory lies: deeper ones are done first, as a parent's time would
+    /// otherwise move again.
+    pub(crate) fn depth(&self) -> usize {
+        match self {
+            DirJob::Local { local, .. } => local.components().count(),
+            DirJob::Remote { remote, .. } => remote.split('/').count(),
+        }
+    }
+}
+
+/// What planning found.
+#[derive(Default)]
+pub(crate) struct Plan {
+    pub(crate) jobs: Vec<Job>,
+    /// Directories copied, for `-p`.
+    pub(crate) dirs: Vec<DirJob>,
+    /// One line per source that could not be planned.
+    pub(crate) failures: Vec<String>,
+    /// Files and directories left out by `--exclude` (a directory counts once).
+    pub(crate) excluded: u64,
+}
+
+/// How planning behaves.
+pub(crate) struct PlanOptions<'a> {
+    pub(crate) recursive: bool,
+    pub(crate) excludes: &'a Excludes,
+    /// Create no directories (`--dry-run`, `--verify-only`).
+    pub(crate) create_dirs: bool,
+}
+
+pub(crate) fn join_remote(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn join_rel(rel: &str, name: &str) -> String {
+    join_remote(rel, name)
+}
+
+fn base_name_remote(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+pub(crate) fn remote_name(share: &Share, path: &str) -> String {
+    format!(
+        "//{}/{}/{}",
+        share.client().server_addr().ip(),
+        share.name(),
+        path
+    )
+}
+
+/// Plan a download of remote `sources` (share-relative paths) into `dest`.
+pub(crate) async fn download(
+    share: &Share,
+    sources: &[String],
+    dest: &Path,
+    opts: &PlanOptions<'_>,
+) -> Plan {
+    let mut plan = Plan::default();
+    let dest_is_dir = dest.is_dir();
+    if sources.len() > 1 && !dest_is_dir {
+        plan.failures.push(format!(
+            "{}: destination must be an existing directory for several sources",
+            dest.display()
+        ));
+        return plan;
+    }
+    for src in sources {
+        let md = match share.metadata(src).await {
+            Ok(md) => md,
+            Err(e) => {
+                plan.failures
+                    .push(format!("{}: {}", remote_name(share, src), describe(&e)));
+                continue;
+            }
+        };
+        let name = base_name_remote(src);
+        let target = if dest_is_dir {
+            dest.join(name)
+        } else {
+            dest.to_path_buf()
+        };
+        if md.is_dir() {
+            if !opts.recursive {
+                plan.failures.push(format!(
+                    "{}: is a directory (use -r)",
+                    remote_name(share, src)
+                ));
+                continue;
+            }
+            plan.dirs.push(DirJob::Local {
+                local: target.clone(),
+                meta: md.clone(),
+            });
+            if let Err(e) = remote_tree(share, src, &target, opts, &mut plan).await {
+                plan.failures.push(e);
+            }
+        } else if opts.excludes.excludes(name) {
+            plan.excluded += 1;
+        } else {
+            plan.jobs.push(Job::Download {
+                remote: src.clone(),
+                local: target,
+                meta: md,
+            });
+        }
+    }
+    plan
+}
+
+/// Walk a remote directory, creating local directories and listing files to fetch. Paths
+/// matched against `--exclude` are relative to `dir`.
+async fn remote_tree(
+    share: &Share,
+    dir: &str,
+    local: &Path,
+    opts: &PlanOptions<'_>,
+    plan: &mut Plan,
+) -> Result<(), String> {
+    let mut stack = vec![(dir.to_string(), local.to_path_buf(), String::new())];
+    while let Some((rdir, ldir, rel_dir)) = stack.pop() {
+        if opts.create_dirs {
+            std::fs::create_dir_all(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
+        }
+        let entries = share
+            .read_dir(&rdir)
+            .await
+            .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
+        for e in entries {
+            let rel = join_rel(&rel_dir, &e.name);
+            if opts.excludes.excludes(&rel) {
+                plan.excluded += 1;
+                continue;
+            }
+            let r = join_remote(&rdir, &e.name);
+            let l = ldir.join(&e.name);
+            if e.metadata.is_dir() {
+                plan.dirs.push(DirJob::Local {
+                    local: l.clone(),
+                    meta: e.metadata.clone(),
+                });
+                stack.push((r, l, rel));
+            } else {
+                plan.jobs.push(Job::Download {
+                    remote: r,
+                    local: l,
+                    meta: e.metadata,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Plan an upload of local `sources` into the share-relative directory or file `dest`.
+pub(crate) async fn upload(
+    share: &Share,
+    sources: &[PathBuf],
+    dest: &str,
+    opts: &PlanOptions<'_>,
+) -> Plan {
+    let mut plan = Plan::default();
+    let dest_is_dir = match share.metadata(dest).await {
+        Ok(md) => md.is_dir(),
+        Err(e) if e.to_errno() == 2 => false,
+        Err(e) => {
+            plan.failures
+                .push(format!("{}: {}", remote_name(share, dest), describe(&e)));
+            return plan;
+        }
+    };
+    if sources.len() > 1 && !dest_is_dir {
+        plan.failures.push(format!(
+            "{}: destination must be an existing directory for several sources",
+            remote_name(share, dest)
+        ));
+        return plan;
+    }
+    for src in sources {
+        let md = match std::fs::metadata(src) {
+            Ok(md) => md,
+            Err(e) => {
+                plan.failures.push(format!("{}: {e}", src.display()));
+                continue;
+            }
+        };
+        let name = src
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let target = if dest_is_dir {
+            join_remote(dest, &name)
+        } else {
+            dest.to_string()
+        };
+        if md.is_dir() {
+            if !opts.recursive {
+                plan.failures
+                    .push(format!("{}: is a directory (use -r)", src.display()));
+                continue;
+            }
+            plan.dirs.push(DirJob::Remote {
+                remote: target.clone(),
+                meta: md.clone(),
+            });
+            if let Err(e) = local_tree(share, src, &target, opts, &mut plan).await {
+                plan.failures.push(e);
+            }
+        } else if opts.excludes.excludes(&name) {
+            plan.excluded += 1;
+        } else {
+            plan.jobs.push(Job::Upload {
+                local: src.clone(),
+                remote: target,
+                meta: md,
+            });
+        }
+    }
+    plan
+}
+
+async fn local_tree(
+    share: &Share,
+    dir: &Path,
+    remote: &str,
+    opts: &PlanOptions<'_>,
+    plan: &mut Plan,
+) -> Result<(), String> {
+    let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
+    while let Some((ldir, rdir, rel_dir)) = stack.pop() {
+        if opts.create_dirs {
+            share
+                .create_dir_all(&rdir)
+                .await
+                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
+        }
+        let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", ldir.display()))?;
+            let md = entry
+                .metadata()
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = join_rel(&rel_dir, &name);
+            if opts.excludes.excludes(&rel) {
+                plan.excluded += 1;
+                continue;
+            }
+            let r = join_remote(&rdir, &name);
+            if md.is_dir() {
+                plan.dirs.push(DirJob::Remote {
+                    remote: r.clone(),
+                    meta: md.clone(),
+                });
+                stack.push((entry.path(), r, rel));
+            } else if md.is_file() {
+                plan.jobs.push(Job::Upload {
+                    local: entry.path(),
+                    remote: r,
+                    meta: md,
+                });
+            }
+        }
+    }
+    Ok(())
+}

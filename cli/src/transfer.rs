@@ -1,0 +1,283 @@
+//! Moving one file's bytes: a download writes chunks with positional writes as they arrive,
+//! an upload reads chunks (`chunk_read.rs`) and sends them unordered; both within the span
+//! `window.rs` keeps, so `--resume` can continue an interrupted partial file after checking
+//! it (`resume.rs`).
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
+
+use crate::chunk_read::{read_chunk, ChunkSource};
+use crate::describe;
+use crate::hashing::{local_range, remote_range};
+use crate::progress::Progress;
+use crate::resume::{self, Plan};
+use crate::window::for_each_chunk;
+
+/// How one transfer runs.
+pub(crate) struct TransferOptions {
+    pub(crate) chunk: u32,
+    pub(crate) depth: usize,
+    /// Continue from an existing partial file after checking it.
+    pub(crate) resume: bool,
+    /// With `resume`: compare every byte kept, not just the last chunk.
+    pub(crate) full_check: bool,
+}
+
+/// What a transfer did.
+pub(crate) struct Transferred {
+    /// Bytes sent or received.
+    pub(crate) bytes: u64,
+    /// Where it started: above 0 when a partial file was continued.
+    pub(crate) resumed_from: u64,
+}
+
+/// Why one transfer failed.
+pub(crate) struct TransferError {
+    pub(crate) line: String,
+    /// The remote partial file may exist (uploads; downloads always remove theirs).
+    pub(crate) partial_created: bool,
+    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
+    pub(crate) lost_handle: bool,
+}
+
+impl TransferError {
+    /// A failure before anything was created.
+    fn before(line: String) -> Self {
+        TransferError {
+            line,
+            partial_created: false,
+            lost_handle: false,
+        }
+    }
+
+    /// A local failure (reading or writing the local file) once the transfer started.
+    fn local(line: String) -> Self {
+        TransferError {
+            line,
+            partial_created: true,
+            lost_handle: false,
+        }
+    }
+
+    /// A failed request once the transfer started.
+    pub(crate) fn request(e: &Error) -> Self {
+        TransferError {
+            line: describe(e),
+            partial_created: true,
+            lost_handle: matches!(e, Error::HandleLost { .. }),
+        }
+    }
+}
+
+/// Where a partial file of `partial_len` bytes lets the copy continue, after comparing what
+/// the plan says with the source. `hash_pair(from, len)` gives (partial's, source's) digests.
+/// Says on stderr why a partial file is not used.
+async fn resume_point<H, Fut>(
+    partial_len: u64,
+    source_len: u64,
+    opts: &TransferOptions,
+    shown: &str,
+    progress: &Progress,
+    hash_pair: H,
+) -> u64
+where
+    H: FnOnce(u64, u64) -> Fut,
+    Fut: std::future::Future<Output = Result<(crate::hashing::Sha, crate::hashing::Sha), String>>,
+{
+    match resume::plan(partial_len, source_len, opts.chunk, opts.full_check) {
+        Plan::Mismatch => {
+            progress.say(&format!(
+                "{shown}: partial file ({partial_len} bytes) is longer than the source ({source_len}); copying from the start"
+            ));
+            0
+        }
+        Plan::FromStart => {
+            if partial_len > 0 {
+                progress.say(&format!(
+                    "{shown}: partial file ({partial_len} bytes) has no part that is sure to be complete (its last {} MiB may have holes); copying from the start",
+                    crate::window::SPAN >> 20
+                ));
+            }
+            0
+        }
+        Plan::Continue {
+            offset,
+            check_from,
+            check_len,
+        } => match hash_pair(check_from, check_len).await {
+            Ok((partial, source)) if partial == source => {
+                progress.say(&format!(
+                    "{shown}: resuming at byte {offset} of {source_len} (bytes {check_from}..{offset} match the source)"
+                ));
+                offset
+            }
+            Ok(_) => {
+                progress.say(&format!(
+                    "{shown}: partial file does not match the source (SHA-256 of bytes {check_from}..{offset} differs); copying from the start"
+                ));
+                0
+            }
+            Err(e) => {
+                progress.say(&format!(
+                    "{shown}: partial file cannot be checked ({e}); copying from the start"
+                ));
+                0
+            }
+        },
+    }
+}
+
+/// Download `remote` into the local `partial` file; returns what was transferred.
+pub(crate) async fn download(
+    share: &Share,
+    remote: &str,
+    partial: &Path,
+    opts: &TransferOptions,
+    progress: &Progress,
+) -> Result<Transferred, TransferError> {
+    let file = share
+        .open(remote, &OpenOptions::new().read(true))
+        .await
+        .map_err(|e| TransferError::request(&e))?;
+    let size = file.size_at_open();
+    let existing = if opts.resume {
+        std::fs::metadata(partial).ok().filter(|m| m.is_file())
+    } else {
+        None
+    };
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(existing.is_none())
+        .open(partial)
+        .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+    let mut start = 0;
+    if let Some(m) = existing {
+        let file_ref = &file;
+        start = resume_point(
+            m.len(),
+            size,
+            opts,
+            &partial.display().to_string(),
+            progress,
+            |from, len| async move {
+                let mine = local_range(partial, from, len).await?;
+                let theirs = remote_range(file_ref, from, len, opts.chunk, opts.depth).await?;
+                Ok((mine, theirs))
+            },
+        )
+        .await;
+        // Drop what lies beyond: the tail may have holes, and a shorter source must not
+        // leave old bytes at the end.
+        out.set_len(start)
+            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+        progress.not_copied(start);
+    }
+    let out = Arc::new(out);
+    let file_ref = &file;
+    for_each_chunk(start, size, opts.chunk, opts.depth, |off, len| {
+        let out = out.clone();
+        async move {
+            let data = file_ref
+                .read_at(off, len as usize)
+                .await
+                .map_err(|e| TransferError::request(&e))?;
+            if data.len() != len as usize {
+                return Err(TransferError::local(format!(
+                    "file shrank while being copied (short read at offset {off})"
+                )));
+            }
+            let n = data.len() as u64;
+            // The chunk counts as done (for the span) only once it is in the file.
+            tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
+                .await
+                .map_err(|e| TransferError::local(e.to_string()))?
+                .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+            progress.add(n);
+            Ok(())
+        }
+    })
+    .await?;
+    file.close().await.map_err(|e| TransferError::request(&e))?;
+    Ok(Transferred {
+        bytes: size - start,
+        resumed_from: start,
+    })
+}
+
+/// Upload the local file into the remote `partial` file; returns what was transferred.
+pub(crate) async fn upload(
+    share: &Share,
+    local: &Path,
+    partial: &str,
+    opts: &TransferOptions,
+    buffers: &BufferPool,
+    progress: &Progress,
+) -> Result<Transferred, TransferError> {
+    let src = ChunkSource::new(
+        std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?,
+    );
+    let size = src
+        .file()
+        .metadata()
+        .map_err(|e| TransferError::before(e.to_string()))?
+        .len();
+    let existing = if opts.resume {
+        share.metadata(partial).await.ok().filter(|m| m.is_file())
+    } else {
+        None
+    };
+    let file = share
+        .open(
+            partial,
+            &OpenOptions::new()
+                .read(existing.is_some())
+                .write(true)
+                .create(true)
+                .truncate(existing.is_none()),
+        )
+        .await
+        .map_err(|e| TransferError::before(describe(&e)))?;
+    let mut start = 0;
+    if let Some(m) = existing {
+        let file_ref: &File = &file;
+        start = resume_point(
+            m.len,
+            size,
+            opts,
+            &crate::plan::remote_name(share, partial),
+            progress,
+            |from, len| async move {
+                let mine = remote_range(file_ref, from, len, opts.chunk, opts.depth).await?;
+                let theirs = local_range(local, from, len).await?;
+                Ok((mine, theirs))
+            },
+        )
+        .await;
+        file.set_len(start)
+            .await
+            .map_err(|e| TransferError::request(&e))?;
+        progress.not_copied(start);
+    }
+    let (file_ref, src) = (&file, &src);
+    for_each_chunk(start, size, opts.chunk, opts.depth, |off, len| async move {
+        let data = read_chunk(buffers, src, off, len as usize)
+            .await
+            .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
+        file_ref
+            .write_at(off, data)
+            .await
+            .map_err(|e| TransferError::request(&e))?;
+        progress.add(u64::from(len));
+        Ok(())
+    })
+    .await?;
+    file.close().await.map_err(|e| TransferError::request(&e))?;
+    Ok(Transferred {
+        bytes: size - start,
+        resumed_from: start,
+    })
+}

@@ -47,10 +47,21 @@ pub const AT_REST_SLACK: u64 = 2;
 pub fn judge(o: &Outcome) -> Vec<String> {
     let mut why = Vec::new();
     let t = &o.tally;
-    for f in t.failures.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+    for f in t
+        .failures
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
         why.push(format!("operation failed: {f}"));
     }
-    for e in o.faults.errors.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+    for e in o
+        .faults
+        .errors
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
         why.push(format!("testbed fault command failed: {e}"));
     }
     if o.interrupted {
@@ -91,7 +102,9 @@ pub fn judge(o: &Outcome) -> Vec<String> {
     }
     match &o.open_at_server {
         Ok(0) => {}
-        Ok(n) => why.push(format!("{n} handle(s) still open at the server after the run")),
+        Ok(n) => why.push(format!(
+            "{n} handle(s) still open at the server after the run"
+        )),
         Err(e) => why.push(format!("cannot list the server's open files: {e}")),
     }
     match &o.sessions_at_server {
@@ -185,10 +198,11 @@ fn trend_json(t: &Option<Trend>, tol: Tolerance) -> serde_json::Value {
 pub fn summary_json(o: &Outcome, reasons: &[String]) -> serde_json::Value {
     let t = &o.tally;
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let kinds: serde_json::Map<String, serde_json::Value> = ["down", "drop", "rst", "rst-all", "restart"]
-        .iter()
-        .map(|k| (k.to_string(), o.faults.count(k).into()))
-        .collect();
+    let kinds: serde_json::Map<String, serde_json::Value> =
+        ["down", "drop", "rst", "rst-all", "restart"]
+            .iter()
+            .map(|k| (k.to_string(), o.faults.count(k).into()))
+            .collect();
     let trends: serde_json::Map<String, serde_json::Value> = trends(o)
         .iter()
         .map(|(n, _, tr, tol)| (n.to_string(), trend_json(tr, *tol)))
@@ -331,7 +345,13 @@ pub fn write_files(o: &Outcome, reasons: &[String]) -> Result<(), String> {
     let samples: Vec<serde_json::Value> = o.samples.iter().map(|s| s.json()).collect();
     w("samples.json", pretty(&serde_json::Value::Array(samples)))?;
     let mut events = String::from("t_s,kind,link,hold_s,detail\n");
-    for e in o.faults.events.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+    for e in o
+        .faults
+        .events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
         let _ = writeln!(
             events,
             "{:.1},{},{},{:.2},{}",

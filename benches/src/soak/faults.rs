@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use smb3_tests::Testbed;
 
 /// How a link fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Flap {
     /// The server side of the link goes down: packets lost, the client's NIC loses carrier.
     Down,
@@ -204,9 +204,10 @@ fn flap(
     let broke = match kind {
         Flap::Down => tb.link_down(link).map(|()| String::new()),
         Flap::Drop => tb.drop_link(link).map(|()| String::new()),
-        Flap::Rst => tb
-            .cut(Some(link))
-            .and_then(|n| tb.link_down(link).map(|()| format!("{n} connection(s) reset"))),
+        Flap::Rst => tb.cut(Some(link)).and_then(|n| {
+            tb.link_down(link)
+                .map(|()| format!("{n} connection(s) reset"))
+        }),
         Flap::RstAll => tb.cut(None).map(|n| format!("{n} connection(s) reset")),
     };
     let detail = match broke {
@@ -229,7 +230,10 @@ fn flap(
         match repair() {
             Ok(()) => break,
             Err(e) => {
-                log.error(format!("repair of {} link {link}, try {attempt}: {e}", kind.name()));
+                log.error(format!(
+                    "repair of {} link {link}, try {attempt}: {e}",
+                    kind.name()
+                ));
                 std::thread::sleep(Duration::from_secs(1));
             }
         }

@@ -108,7 +108,9 @@ mod tests {
     #[test]
     fn quarters_use_medians_and_skip_the_warm_up() {
         // Warm-up (t < 20) at 1; first quarter 10, 10, 99 (outlier); last quarter 12.
-        let p = points(&[1.0, 1.0, 10.0, 10.0, 99.0, 11.0, 11.0, 11.0, 12.0, 12.0, 12.0]);
+        let p = points(&[
+            1.0, 1.0, 10.0, 10.0, 99.0, 11.0, 11.0, 11.0, 12.0, 12.0, 12.0,
+        ]);
         let t = trend(&p, 20.0).expect("enough samples");
         assert_eq!(t.samples, 9);
         assert_eq!(t.first_quarter, 10.0);
@@ -119,8 +121,11 @@ mod tests {
 
     #[test]
     fn growth_beyond_the_tolerance_fails() {
-        let t = trend(&points(&[100.0, 100.0, 100.0, 100.0, 130.0, 130.0, 130.0, 130.0]), 0.0)
-            .unwrap();
+        let t = trend(
+            &points(&[100.0, 100.0, 100.0, 100.0, 130.0, 130.0, 130.0, 130.0]),
+            0.0,
+        )
+        .unwrap();
         let loose = Tolerance {
             absolute: 5.0,
             relative: 0.5,

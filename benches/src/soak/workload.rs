@@ -281,14 +281,23 @@ pub async fn downloader(ctx: Ctx, id: usize, seed: u64) {
     while !ctx.stop.load(Ordering::Relaxed) {
         let file = ctx.seeded[rng.random_range(0..ctx.seeded.len())].clone();
         let streaming = rng.random_bool(0.5);
-        let what = format!("download {} ({} bytes, {})", file.path, file.size, mode(streaming));
+        let what = format!(
+            "download {} ({} bytes, {})",
+            file.path,
+            file.size,
+            mode(streaming)
+        );
         let op = download(&ctx, &file, streaming);
         book(&ctx, &who, &what, &tally.downloads, &tally.bytes_down, op).await;
     }
 }
 
 async fn download(ctx: &Ctx, file: &Seeded, streaming: bool) -> Outcome {
-    let f = match ctx.share.open(&file.path, &OpenOptions::new().read(true)).await {
+    let f = match ctx
+        .share
+        .open(&file.path, &OpenOptions::new().read(true))
+        .await
+    {
         Ok(f) => f,
         Err(e) => return Outcome::Error(e),
     };
@@ -343,7 +352,15 @@ pub async fn metadata_loop(ctx: Ctx, seed: u64) {
         let file = ctx.seeded[rng.random_range(0..ctx.seeded.len())].clone();
         let fs_info = rng.random_bool(0.1);
         let op = metadata_round(&ctx, &file, fs_info);
-        book(&ctx, "metadata", "metadata round", &tally.metadata_ops, &unused, op).await;
+        book(
+            &ctx,
+            "metadata",
+            "metadata round",
+            &tally.metadata_ops,
+            &unused,
+            op,
+        )
+        .await;
         // A listing every 100 ms is plenty; this loop is about surviving, not load.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -24,7 +24,7 @@ use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::Target;
-use crate::channel::Request;
+use crate::channel::{Request, Response};
 use crate::client::{decode, Client, SessionCore, TreeContext};
 use crate::durable::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
 use crate::error::{Error, ProtocolError, Result};
@@ -212,7 +212,18 @@ impl Share {
 
     /// Close a handle.
     pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
-        let resp = self.call(&CloseRequest::new(file_id), &[]).await?;
+        let resp = self
+            .call(&CloseRequest::new(file_id), &[NtStatus::FILE_CLOSED])
+            .await?;
+        if resp.header.status == NtStatus::FILE_CLOSED {
+            // As in `close_open`: a replayed CLOSE finding the handle closed means the first
+            // copy closed it and only its reply was lost with the channel.
+            return if resp.resent {
+                Ok(())
+            } else {
+                resp.check(&[]).map(drop)
+            };
+        }
         decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
     }
 
@@ -317,15 +328,40 @@ impl Share {
         create.create_options = CreateOptions(0);
         let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
         let close = CloseRequest::new(FileId::ANY);
-        let reqs = vec![
-            self.request(&create),
-            self.request(&query),
-            self.request(&close),
-        ];
         let core = &self.inner.client.inner;
-        let charge = reqs.iter().map(|r| r.charge().max(1)).sum();
-        let channel = core.mc.set.pick(charge, Command::CREATE)?;
-        let mut replies = channel.call_compound(reqs, true).await?.into_iter();
+        // The compound goes straight to a channel, outside the replay loop. It is safe to send
+        // again (an OPEN of an existing name, a query, and the CLOSE of that open, run
+        // together), so a lost channel, or none usable while the session comes back, costs a
+        // resend within `failover_wait`, as for any replayable request, not the caller's error.
+        let give_up = std::time::Instant::now() + core.config.failover_wait;
+        let replies = loop {
+            // Built afresh each time: the session and tree ids change when the session is
+            // re-established.
+            let reqs = vec![
+                self.request(&create),
+                self.request(&query),
+                self.request(&close),
+            ];
+            let charge = reqs.iter().map(|r| r.charge().max(1)).sum();
+            let (sent, result) = match core.mc.set.pick(charge, Command::CREATE) {
+                Ok(channel) => (true, channel.call_compound(reqs, true).await),
+                Err(e) => (false, Err(e)),
+            };
+            // The channel's loss shows as the frame's error or as every member's.
+            let is_lost = |r: &Result<Response>| matches!(r, Err(Error::ConnectionLost { .. }));
+            let lost = match &result {
+                Ok(members) => members.iter().any(is_lost),
+                Err(e) => matches!(e, Error::ConnectionLost { .. }),
+            };
+            if !lost || std::time::Instant::now() >= give_up {
+                break result?;
+            }
+            if sent {
+                core.mc.failover.replaying();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
+        let mut replies = replies.into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };

@@ -101,9 +101,11 @@ pub fn judge(o: &Outcome) -> Vec<String> {
         ));
     }
     match &o.open_at_server {
-        Ok(0) => {}
-        Ok(n) => why.push(format!(
-            "{n} handle(s) still open at the server after the run"
+        Ok(open) if open.is_empty() => {}
+        Ok(open) => why.push(format!(
+            "{} handle(s) still open at the server after the run: {}",
+            open.len(),
+            open.join(", ")
         )),
         Err(e) => why.push(format!("cannot list the server's open files: {e}")),
     }

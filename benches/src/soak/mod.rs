@@ -86,8 +86,8 @@ pub struct Outcome {
     pub faults: Arc<FaultLog>,
     /// At rest before the workload and after it.
     pub rest: (AtRest, AtRest),
-    /// Handles the server still listed after everything was closed.
-    pub open_at_server: Result<usize, String>,
+    /// Handles the server still listed after everything was closed (name and lease).
+    pub open_at_server: Result<Vec<String>, String>,
     /// Sessions smbd listed at the end.
     pub sessions_at_server: Result<usize, String>,
     /// The last sample, taken at rest after the run.
@@ -325,12 +325,15 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
 }
 
 /// Handles smbd still lists, after waiting (bounded) for background closes to land.
-fn wait_for_no_open_files(tb: &Testbed) -> Result<usize, String> {
+fn wait_for_no_open_files(tb: &Testbed) -> Result<Vec<String>, String> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let n = tb.open_files()?.len();
-        if n == 0 || Instant::now() > deadline {
-            return Ok(n);
+        let open = tb.open_files()?;
+        if open.is_empty() || Instant::now() > deadline {
+            return Ok(open
+                .into_iter()
+                .map(|o| format!("{} (lease {:?})", o.name, o.lease))
+                .collect());
         }
         std::thread::sleep(Duration::from_millis(250));
     }

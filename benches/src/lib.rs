@@ -15,6 +15,8 @@
 //! once, costs a transfer: the throughput gap after the fault, the bytes lost, when the link
 //! carries traffic again and when every channel is back, from the client-side link counters
 //! sampled every 50 ms, with medians over repetitions (see [`failover`]).
+//!
+//! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 
 pub mod child;
 pub mod data;
@@ -26,6 +28,7 @@ pub mod machine;
 pub mod multichannel;
 pub mod results;
 pub mod server_cpu;
+pub mod soak;
 pub mod stats;
 pub mod svg;
 pub mod table;

@@ -10,6 +10,7 @@ use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::{OpenState, TreeContext};
+use crate::channel::Response;
 use crate::engine::{Call, SessionCore};
 use crate::error::{decode, Result};
 use crate::orphans;
@@ -61,11 +62,9 @@ impl Tree {
 
     /// Close a handle.
     pub(crate) async fn close(&self, file_id: FileId) -> Result<()> {
-        let resp = self
-            .core
-            .send(&CloseRequest::new(file_id), self.call())
-            .await?;
-        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+        let call = self.call().allowing(&[NtStatus::FILE_CLOSED]);
+        let resp = self.core.send(&CloseRequest::new(file_id), call).await?;
+        closed(resp)
     }
 
     /// Close a handle in the background, for owners that cannot wait (a `Drop`). Without a
@@ -98,17 +97,22 @@ impl Tree {
         let body = CloseRequest::new(open.file_id());
         let call = Call::open(open).allowing(&[NtStatus::FILE_CLOSED]);
         let resp = self.core.send(&body, call).await?;
-        if resp.header.status == NtStatus::FILE_CLOSED {
-            // A replayed CLOSE finding the handle closed: the first copy closed it before
-            // its channel was lost. Anything else is the caller's double close.
-            return if resp.resent {
-                Ok(())
-            } else {
-                resp.check(&[]).map(drop)
-            };
-        }
-        decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
+        closed(resp)
     }
+}
+
+/// The reply to a CLOSE sent allowing FILE_CLOSED. A replayed CLOSE that finds the handle
+/// closed means the first copy closed it and only its reply was lost with the channel: that is
+/// a close. Anything else is the caller's double close.
+fn closed(resp: Response) -> Result<()> {
+    if resp.header.status == NtStatus::FILE_CLOSED {
+        return if resp.resent {
+            Ok(())
+        } else {
+            resp.check(&[]).map(drop)
+        };
+    }
+    decode(Command::CLOSE, CloseResponse::decode(&resp.msg)).map(|_| ())
 }
 
 /// A handle opened for one operation (listing, delete, rename, `fs_info`, `create_dir`). Call

@@ -630,3 +630,92 @@ fn a_single_channel_smb302_session_comes_back_and_validates_the_new_connection()
     // 3.0.2: the re-established connection is checked with VALIDATE_NEGOTIATE_INFO.
     single_channel_session_survives_a_cut(smb3_client::Dialect::Smb302, "single-cut-302.bin");
 }
+
+#[test]
+fn listings_and_stats_survive_links_that_drop_their_replies() {
+    // Found by the soak (docs/RELIABILITY.md): `Share::metadata` sent its compound outside the
+    // replay loop, so a lost channel failed it with "connection lost before CREATE"; and the
+    // CLOSE ending a listing, replayed after its first copy ran but its reply was lost, came
+    // back FILE_CLOSED and failed the listing. Replies dropped silently (requests still run)
+    // make both likely: every looping task gets a request stuck on the dropped link.
+    let tb = start(4);
+    let dir = tb.share_path("plain").join("meta");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("f{i}")), vec![b'x'; i * 100]).expect("seed");
+    }
+    let bulk_sha = seed_server_file(&tb, "meta-bulk.bin", 16 << 20);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Two readers keep the other links answering: when every channel stalls at once the
+        // watchdog rightly blames the server, not a link, and nothing is replayed.
+        let mut bulk = Vec::new();
+        for _ in 0..2 {
+            let (share, stop, want) = (share.clone(), stop.clone(), bulk_sha.clone());
+            bulk.push(tokio::spawn(async move {
+                let f = share
+                    .open("meta-bulk.bin", &OpenOptions::new().read(true))
+                    .await
+                    .expect("open");
+                while !stop.load(Ordering::Relaxed) {
+                    let got = f.read_at(0, 16 << 20).await.expect("bulk read");
+                    assert!(sha256(&got) == want, "bulk read differs");
+                }
+                f.close().await.expect("close");
+            }));
+        }
+        let mut loops = Vec::new();
+        for t in 0..8usize {
+            let (share, stop) = (share.clone(), stop.clone());
+            loops.push(tokio::spawn(async move {
+                let (mut rounds, mut listings_lost) = (0u32, 0u32);
+                while !stop.load(Ordering::Relaxed) {
+                    let name = format!("meta/f{}", (rounds as usize + t) % 20);
+                    let m = share.metadata(&name).await.unwrap_or_else(|e| {
+                        panic!("metadata of {name}: {e}");
+                    });
+                    assert_eq!(m.len, ((rounds as u64 + t as u64) % 20) * 100);
+                    match share.read_dir("meta").await {
+                        Ok(l) => assert_eq!(l.len(), 20),
+                        // Documented: a QUERY_DIRECTORY in flight is not replayed.
+                        Err(e @ smb3_client::Error::ConnectionLost { .. })
+                            if e.to_string().contains("QUERY_DIRECTORY") =>
+                        {
+                            listings_lost += 1
+                        }
+                        Err(e) => panic!("listing: {e}"),
+                    }
+                    rounds += 1;
+                }
+                (rounds, listings_lost)
+            }));
+        }
+        for k in [2, 3, 4, 2, 3, 4] {
+            let tb2 = tb.clone();
+            fault("drop", move || tb2.drop_link(k)).await;
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let tb2 = tb.clone();
+            fault("undrop", move || tb2.undrop(k)).await;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for b in bulk {
+            b.await.expect("a bulk reader failed");
+        }
+        let (mut rounds, mut lost) = (0, 0);
+        for l in loops {
+            let (r, x) = l.await.expect("a metadata loop failed");
+            rounds += r;
+            lost += x;
+        }
+        report("metadata under dropped replies", &client, Duration::ZERO);
+        eprintln!("{rounds} rounds, {lost} listings lost (documented)");
+        // The drops were seen: requests went to other channels (whether a suspected
+        // channel is then closed or answers its probe after the undrop is up to timing).
+        let fo = client.multichannel().failover;
+        assert!(fo.replays >= 1, "{fo:#?}");
+        assert!(rounds >= 100, "only {rounds} rounds");
+    });
+}

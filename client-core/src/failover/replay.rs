@@ -127,10 +127,13 @@ pub(crate) async fn call_chain(
             }
         }
         let sent = channel.call_compound(reqs, related).await;
-        // A chain whose first reply was lost with the connection was lost as a whole.
+        // The channel's loss shows as the frame's error or as its replies'; a chain is sent
+        // again as a whole.
         let lost = match &sent {
             Err(Error::ConnectionLost { .. }) => true,
-            Ok(replies) => matches!(replies.first(), Some(Err(Error::ConnectionLost { .. }))),
+            Ok(replies) => replies
+                .iter()
+                .any(|r| matches!(r, Err(Error::ConnectionLost { .. }))),
             Err(_) => false,
         };
         if !lost {

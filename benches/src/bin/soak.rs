@@ -1,0 +1,82 @@
+//! `soak`: an hour (by default) of verified uploads, downloads and listings over four
+//! flapping links with two smbd restarts, sampling the client's RSS, descriptors and tasks
+//! every 10 s; pass or fail at the end (see `smb3_benches::soak` and docs/RELIABILITY.md).
+//! Needs root (network namespaces, smbd). Exit status: 0 passed, 1 failed, 2 could not run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use smb3_benches::soak::{self, checks, Settings};
+
+/// Long-running fault soak of the SMB3 multichannel client.
+#[derive(Parser, Debug)]
+#[command(about)]
+struct Args {
+    /// Minutes of workload (3 is the short mode).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=1440))]
+    minutes: u64,
+    /// Seed of the faults and the workload (default: from the clock; printed either way).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Links of the testbed.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(2..=8))]
+    links: u64,
+    /// Rate of every link, Mbit/s.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(10..))]
+    rate: u32,
+    /// Concurrent uploads.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=16))]
+    uploaders: u64,
+    /// Concurrent downloads.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=16))]
+    downloaders: u64,
+    /// Directory for samples.csv, samples.json, events.csv and summary.json (default
+    /// /tmp/soak-<seed>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let settings = Settings {
+        duration: Duration::from_secs(args.minutes * 60),
+        seed,
+        links: args.links as usize,
+        rate_mbit: args.rate,
+        uploaders: args.uploaders as usize,
+        downloaders: args.downloaders as usize,
+        out_dir: args
+            .out
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/soak-{seed}"))),
+        sample_every: Duration::from_secs(10),
+    };
+    println!(
+        "soak: seed {seed} (repeat with --seed {seed}), {} min, results in {}",
+        args.minutes,
+        settings.out_dir.display()
+    );
+    let outcome = match soak::run(&settings) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("soak: cannot run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let reasons = checks::judge(&outcome);
+    if let Err(e) = checks::write_files(&outcome, &reasons) {
+        eprintln!("soak: {e}");
+    }
+    print!("{}", checks::summary_text(&outcome, &reasons));
+    if reasons.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

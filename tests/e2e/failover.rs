@@ -719,3 +719,69 @@ fn listings_and_stats_survive_links_that_drop_their_replies() {
         assert!(rounds >= 100, "only {rounds} rounds");
     });
 }
+
+#[test]
+fn a_create_held_by_a_link_that_went_down_never_runs_after_its_replay() {
+    // Found by the soak (docs/RELIABILITY.md, finding 3): an upload's CREATE (OVERWRITE_IF)
+    // stuck on a link that went down was replayed elsewhere, the file written and closed;
+    // when the link came back, TCP delivered the original and smbd ran it as a new open,
+    // emptying the file. Writers loop over new files across the link's outage, so CREATEs
+    // are caught on it; every file must still hold its bytes once the link is back and
+    // whatever it queued has had time to arrive.
+    const LEN: usize = 64 << 10;
+    let tb = start(4);
+    in_client(&tb, move |tb, creds| async move {
+        let client = connect(&tb, &creds).await;
+        let share = client.share("plain").await.expect("share");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut writers = Vec::new();
+        for t in 0..8u64 {
+            let (share, stop) = (share.clone(), stop.clone());
+            writers.push(tokio::spawn(async move {
+                let mut written = Vec::new();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let name = format!("late-create-{t}-{i}.bin");
+                    let data = Bytes::from(smb3_tests::pattern(t * 1000 + i, LEN));
+                    let opts = OpenOptions::new().write(true).create(true).truncate(true);
+                    let f = share.open(&name, &opts).await.unwrap_or_else(|e| {
+                        panic!("open {name}: {e}");
+                    });
+                    f.write_at(0, data.clone()).await.expect("write");
+                    f.close().await.expect("close");
+                    written.push((name, sha256(&data)));
+                    i += 1;
+                }
+                written
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let tb2 = tb.clone();
+        fault("link down", move || tb2.link_down(2)).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let tb2 = tb.clone();
+        fault("link up", move || tb2.link_up(2)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut files = Vec::new();
+        for w in writers {
+            files.extend(w.await.expect("a writer failed"));
+        }
+        // Retransmissions of what was queued on the downed link come within seconds of its
+        // return (TCP's backoff after a 3 s outage).
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let emptied: Vec<&str> = files
+            .iter()
+            .filter(|(name, sha)| server_sha(&tb, name) != *sha)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        report("CREATEs across a link outage", &client, Duration::ZERO);
+        eprintln!("{} files written", files.len());
+        assert!(
+            emptied.is_empty(),
+            "changed after their upload completed: {emptied:?}"
+        );
+        let fo = client.multichannel().failover;
+        assert!(fo.replays >= 1, "the downed link held no request: {fo:#?}");
+    });
+}

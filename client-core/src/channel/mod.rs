@@ -338,6 +338,12 @@ impl Channel {
         socket
             .set_nodelay(true)
             .map_err(|e| Error::io(Some(peer), e))?;
+        // Closing a channel aborts it (RST) and discards whatever is still queued: a request
+        // the client gave up on, and replayed elsewhere, must never reach the server later,
+        // when a link that was down comes back (see `failover::watchdog`).
+        socket
+            .set_zero_linger()
+            .map_err(|e| Error::io(Some(peer), e))?;
         let stream = match tokio::time::timeout(opts.connect_timeout, socket.connect(peer)).await {
             Ok(r) => r.map_err(|e| Error::io(Some(peer), e))?,
             Err(_) => {
@@ -479,14 +485,14 @@ impl Channel {
 
     /// Give up on every request outstanding here: their callers get `ConnectionLost` now
     /// (and replay them elsewhere) while the entries stay, so late replies are still matched
-    /// and return their credits if the channel turns out to be alive. Returns how many.
+    /// and return their credits if the channel turns out to be alive. Returns their commands.
     ///
     /// Each handed-back request is also cancelled here, at once if the server has taken it
     /// on asynchronously, or when its interim reply arrives: if the channel is alive after
     /// all, the original must not stay parked at the server beside its replay (a
     /// CHANGE_NOTIFY would swallow the next change; a CREATE waiting on a lease break would
     /// keep its replay answering STATUS_FILE_NOT_AVAILABLE).
-    pub(crate) fn abandon_outstanding(&self) -> usize {
+    pub(crate) fn abandon_outstanding(&self) -> Vec<Command> {
         let shared = &self.inner.shared;
         let mut abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = Vec::new();
         let mut cancels: Vec<CancelTarget> = Vec::new();
@@ -512,11 +518,11 @@ impl Channel {
         for target in cancels {
             shared.send_cancel(target);
         }
-        let n = abandoned.len();
+        let commands = abandoned.iter().map(|(command, _)| *command).collect();
         for (command, reply) in abandoned {
             let _ = reply.send(Err(Error::ConnectionLost { command }));
         }
-        n
+        commands
     }
 
     /// Close the connection now: everything outstanding fails with `ConnectionLost`.

@@ -679,7 +679,7 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
     let silent_req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
 
     // The loss detector hands both back: their callers hear of it at once ...
-    assert_eq!(ch.abandon_outstanding(), 2);
+    assert_eq!(ch.abandon_outstanding().len(), 2);
     for caller in [parked, silent] {
         let e = caller.await.unwrap().unwrap_err();
         assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
@@ -721,5 +721,5 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
         seen.lock().unwrap()
     );
     assert!(ch.dead_reason().is_none());
-    assert_eq!(ch.abandon_outstanding(), 0);
+    assert!(ch.abandon_outstanding().is_empty());
 }

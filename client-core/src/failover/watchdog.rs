@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use smb3_proto::msg::echo::EchoRequest;
+use smb3_proto::Command;
 
 use crate::engine::SessionCore;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
@@ -63,7 +64,10 @@ fn check(core: &Arc<SessionCore>) {
             continue;
         }
         if let Some(why) = suspect {
-            suspect_member(core, member, why);
+            if suspect_member(core, member, why) == Suspected::Closed {
+                member.probing.store(false, Ordering::Release);
+                continue;
+            }
         }
         tokio::spawn(probe(Arc::downgrade(core), member.clone(), suspect));
     }
@@ -77,21 +81,47 @@ fn carrier_of(m: &Member) -> Option<bool> {
     inventory::carrier(&name)
 }
 
+/// What became of a suspected channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Suspected {
+    /// Kept, out of dispatch, to be probed.
+    Probing,
+    /// Closed at once: it held a CREATE.
+    Closed,
+}
+
 /// Out of dispatch, and its outstanding requests back to their callers for replay. The
 /// failover clock starts at the channel's last sign of life.
-fn suspect_member(core: &SessionCore, member: &Member, why: Why) {
+///
+/// A channel that held a CREATE is closed at once rather than probed. Kept open, it would
+/// deliver the CREATE whenever its path came back, after the replay had been answered and
+/// perhaps after the file had been written and closed: the server would then run the stale
+/// copy as a new open, and an OVERWRITE disposition would empty the file. ChannelSequence
+/// protects requests on an open from stale copies (MS-SMB2 3.3.5.2.10), not the CREATE
+/// that makes one. Closing discards what is still queued (the socket has zero linger).
+fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
     member.suspected.store(true, Ordering::Release);
     core.multichannel
         .failover
         .loss_noticed(member.channel.progress().last_progress);
     let handed_back = member.channel.abandon_outstanding();
+    let held_create = handed_back.contains(&Command::CREATE);
     tracing::info!(
         local = %member.channel.local(),
         server = %member.channel.peer(),
         %why,
-        handed_back,
-        "channel suspected lost; replaying its requests elsewhere and probing it"
+        handed_back = handed_back.len(),
+        held_create,
+        "channel suspected lost; replaying its requests elsewhere"
     );
+    if !held_create {
+        return Suspected::Probing;
+    }
+    core.multichannel.failover.count_loss(true);
+    member
+        .channel
+        .close(format!("lost: {why}; closed at once, it held a CREATE"));
+    Suspected::Closed
 }
 
 /// ECHO on the member's own channel. Answered: back into service. Not answered in time:

@@ -638,7 +638,14 @@ impl SmbFs {
         self.writable()?;
         let from = self.child_of(parent, name)?;
         let to = self.child_of(new_parent, new_name)?;
-        self.settle_closes_under(&from).await;
+        // Held until the inode table has the new name: a RELEASE of a file being renamed
+        // (rsync renames its temporary file while the kernel's RELEASE of it is still on its
+        // way) then sets its pending times by the name the server has at that moment.
+        let writers = self.writers_under(&from);
+        let mut closes_held = Vec::with_capacity(writers.len());
+        for h in &writers {
+            closes_held.push(h.closing.lock().await);
+        }
         match self.share.rename(&from, &to, !noreplace).await {
             Ok(()) => {}
             Err(e)
@@ -668,6 +675,7 @@ impl SmbFs {
             .lock()
             .unwrap()
             .renamed(parent, name, new_parent, new_name);
+        drop(closes_held);
         Ok(())
     }
 
@@ -713,26 +721,28 @@ impl SmbFs {
         }
     }
 
-    /// Wait for the closes under way of the handles open for writing on `path` or on
-    /// anything under it, before renaming it: such a close sets pending times again by
-    /// the file's path, which must still be the path the server knows.
-    async fn settle_closes_under(&self, path: &str) {
-        let handles: Vec<_> = self
+    /// The handles open for writing on `path` or on anything under it, in one order (by
+    /// handle number) so that two renames take their close gates without deadlock.
+    fn writers_under(&self, path: &str) -> Vec<Arc<OpenFile>> {
+        let mut handles: Vec<(u64, Arc<OpenFile>)> = self
             .files
             .lock()
             .unwrap()
-            .values()
-            .filter(|h| h.writable)
-            .cloned()
+            .iter()
+            .filter(|(_, h)| h.writable)
+            .map(|(fh, h)| (*fh, h.clone()))
             .collect();
-        for h in handles {
-            let under = self.path_of(h.ino).is_ok_and(|p| {
-                p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
-            });
-            if under {
-                drop(h.closing.lock().await);
-            }
-        }
+        handles.sort_by_key(|(fh, _)| *fh);
+        handles
+            .into_iter()
+            .filter(|(_, h)| {
+                self.path_of(h.ino).is_ok_and(|p| {
+                    p == path
+                        || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
+                })
+            })
+            .map(|(_, h)| h)
+            .collect()
     }
 
     /// Remember `times` on every handle open for writing on `ino` (see `pending_times`).

@@ -181,7 +181,8 @@ impl SessionCore {
 
     /// Send requests made with [`SessionCore::prepare`] as one related compound (MS-SMB2
     /// 3.2.4.1.4), replayed as a whole when `replay` allows; one reply per request, each
-    /// unchecked.
+    /// unchecked. Of `call`, only the target counts (a compound that closes its own handle
+    /// needs no abandon hook).
     pub(crate) async fn send_related(
         &self,
         reqs: Vec<Request>,

@@ -62,7 +62,17 @@ pub(crate) enum Verdict {
     Suspect { id: u64, why: Why },
     /// Idle too long: probe it.
     KeepAlive { id: u64 },
+    /// Stalled together with every other channel for [`POKE_AFTER`] stall limits: nobody is
+    /// blamed (the server may just be slow), but an ECHO goes out. After a long outage the
+    /// server may have dropped the connections while every request of ours had already been
+    /// acknowledged by its TCP: nothing the client sends would then make TCP find out, and
+    /// the requests would wait for their timeout. A dead connection answers the ECHO with a
+    /// reset, which fails the channel and replays its requests.
+    Poke { id: u64 },
 }
+
+/// How many stall limits every channel must be stalled together before each is poked.
+pub(crate) const POKE_AFTER: u32 = 4;
 
 /// How long a channel with this reply pace may go without progress.
 pub(crate) fn stall_limit(cfg: &DetectorConfig, reply_gap: Duration) -> Duration {
@@ -108,6 +118,8 @@ pub(crate) fn judge(cfg: &DetectorConfig, now: Instant, channels: &[Observed]) -
                 id: c.id,
                 why: Why::NoProgress(stalled),
             });
+        } else if stalled >= limit * POKE_AFTER {
+            out.push(Verdict::Poke { id: c.id });
         }
     }
     out
@@ -181,6 +193,15 @@ mod tests {
         assert!(judge(&CFG, now, &chans).is_empty());
         // A lone channel has no sibling to compare with either.
         assert!(judge(&CFG, now, &chans[..1]).is_empty());
+        // Stalled together for four limits (6 s): poked, still not blamed.
+        let long = [
+            chan(1, now, 4, ms(6500), ms(70)),
+            chan(2, now, 4, ms(6000), ms(70)),
+        ];
+        assert_eq!(
+            judge(&CFG, now, &long),
+            vec![Verdict::Poke { id: 1 }, Verdict::Poke { id: 2 }]
+        );
     }
 
     #[test]

@@ -56,6 +56,14 @@ fn check(core: &Arc<SessionCore>) {
         let (id, suspect) = match verdict {
             Verdict::Suspect { id, why } => (id, Some(why)),
             Verdict::KeepAlive { id } => (id, None),
+            Verdict::Poke { id } => {
+                if let Some(member) = members.iter().find(|m| m.id == id) {
+                    if !member.probing.swap(true, Ordering::AcqRel) {
+                        tokio::spawn(poke(Arc::downgrade(core), member.clone()));
+                    }
+                }
+                continue;
+            }
         };
         let Some(member) = members.iter().find(|m| m.id == id) else {
             continue;
@@ -122,6 +130,20 @@ fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
         .channel
         .close(format!("lost: {why}; closed at once, it held a CREATE"));
     Suspected::Closed
+}
+
+/// ECHO on a channel stalled with every other (see `Verdict::Poke`), whatever its answer:
+/// a connection the server dropped answers with a reset, which fails the channel.
+async fn poke(weak: Weak<SessionCore>, member: Arc<Member>) {
+    let Some(core) = weak.upgrade() else { return };
+    let mut req = core.request(&EchoRequest {}, None);
+    req.timeout = core
+        .config
+        .probe_timeout
+        .max(member.channel.progress().reply_gap * 2);
+    drop(core);
+    let _ = member.channel.call(req).await;
+    member.probing.store(false, Ordering::Release);
 }
 
 /// ECHO on the member's own channel. Answered: back into service. Not answered in time:

@@ -50,12 +50,8 @@ pub(crate) async fn dir_to_remote(
     remote: &str,
     source: &std::fs::Metadata,
 ) -> Result<(), String> {
-    let mut times = FileTimes::new();
-    times.modified = source.modified().ok();
-    times.accessed = source.accessed().ok();
-    times.created = source.created().ok();
     share
-        .set_times(remote, &times)
+        .set_times(remote, &remote_times(source))
         .await
         .map_err(|e| format!("setting times: {}", describe(&e)))
 }
@@ -67,6 +63,16 @@ pub(crate) fn dir_to_local(local: &Path, source: &Metadata) -> Result<(), String
         .map_err(|e| format!("setting times: {e}"))
 }
 
+/// A local file's times, to set on the server.
+fn remote_times(source: &std::fs::Metadata) -> FileTimes {
+    let mut times = FileTimes::new();
+    times.modified = source.modified().ok();
+    times.accessed = source.accessed().ok();
+    times.created = source.created().ok();
+    times
+}
+
+/// A remote file's times, to set on a local one (Linux cannot set the creation time).
 fn local_times(source: &Metadata) -> std::fs::FileTimes {
     let mut times = std::fs::FileTimes::new();
     if let Some(t) = source.modified {
@@ -86,12 +92,8 @@ pub(crate) async fn to_remote(
     remote: &str,
     source: &std::fs::Metadata,
 ) -> Result<(), String> {
-    let mut times = FileTimes::new();
-    times.modified = source.modified().ok();
-    times.accessed = source.accessed().ok();
-    times.created = source.created().ok();
     share
-        .set_times(remote, &times)
+        .set_times(remote, &remote_times(source))
         .await
         .map_err(|e| format!("setting times: {}", describe(&e)))?;
     if source.permissions().readonly() {

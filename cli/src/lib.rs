@@ -21,7 +21,7 @@ pub mod status;
 mod transfer;
 mod window;
 
-use smb3_client::{Client, ClientConfig, Error, NtStatus, UserCredentials};
+use smb3_client::{Client, ClientConfig, Error, KeyLog, NtStatus, UserCredentials};
 
 pub use location::{Location, RemotePath};
 
@@ -83,12 +83,23 @@ pub fn credentials(
     })
 }
 
-/// Connect and authenticate, with an error line that names the server.
+/// The environment variable naming a file to append session keys to, for reading a packet
+/// capture of the session (see `smb3_client::KeyLog`).
+pub const KEY_LOG_ENV: &str = "SMB_KEYLOGFILE";
+
+/// Connect and authenticate, with an error line that names the server. With
+/// `SMB_KEYLOGFILE` set, the session's keys are appended to that file.
 pub async fn connect(
     remote: &RemotePath,
     creds: &UserCredentials,
-    config: ClientConfig,
+    mut config: ClientConfig,
 ) -> Result<Client, String> {
+    if let Some(path) = std::env::var_os(KEY_LOG_ENV).filter(|p| !p.is_empty()) {
+        let path = std::path::PathBuf::from(path);
+        let log = KeyLog::append_to(&path)
+            .map_err(|e| format!("{KEY_LOG_ENV}={}: {e}", path.display()))?;
+        config.key_log = Some(log);
+    }
     Client::connect(&remote.server(), creds, config)
         .await
         .map_err(|e| format!("{}: {}", remote.server(), describe(&e)))

@@ -775,3 +775,47 @@ fn smbctl_watch_prints_changes_as_they_happen() {
     child.wait().expect("reap smbctl");
     std::fs::remove_dir_all(src.parent().unwrap()).ok();
 }
+
+#[test]
+fn smb_keylogfile_gets_each_sessions_keys_and_a_bad_path_is_one_clear_line() {
+    let tb = testbed();
+    let local = scratch("keylog");
+    let src = local.join("keyed.txt");
+    std::fs::write(&src, b"keyed").unwrap();
+    let log = local.join("keys.log");
+    let run = |keylog: &Path| {
+        let out = tb
+            .client_command(SMBCP)
+            .env("SMB_PASSWORD", tb.password())
+            .env("SMB_KEYLOGFILE", keylog)
+            .args(["-q", src.to_str().unwrap(), &url(&tb, "plain/keyed.txt")])
+            .output()
+            .expect("run smbcp");
+        eprintln!("status {:?} stderr {}", out.status.code(), stderr(&out));
+        out
+    };
+    let o = run(&log);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).expect("the key log");
+    let first = text.lines().next().expect("one line per session");
+    assert!(first.starts_with("SMB3 session_id="), "{first}");
+    assert!(first.contains("bound_channel=false"), "{first}");
+    let signing_key = first
+        .split(' ')
+        .find_map(|f| f.strip_prefix("signing_key="))
+        .expect("a signing key");
+    assert_eq!(signing_key.len(), 32, "{first}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "only its owner may read the keys");
+
+    let o = run(&local.join("no-such-dir").join("keys.log"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("SMB_KEYLOGFILE=") && err.contains("No such file"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&local).unwrap();
+}

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use smb3_proto::{Cipher, Dialect, SigningAlgorithm};
 
+use crate::key_log::KeyLog;
+
 /// Client settings. `ClientConfig::default()` is what a Windows client would do.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -87,6 +89,9 @@ pub struct ClientConfig {
     /// unreachable, unknown service principal, clock skew) or the server picks NTLM. Off by
     /// default: a Kerberos session never silently becomes an NTLM one.
     pub ntlm_fallback: bool,
+    /// Hand the keys of every session and bound channel to this log, to read a packet
+    /// capture of the traffic ([`KeyLog`]). `None` (the default): keys never leave the client.
+    pub key_log: Option<KeyLog>,
 }
 
 /// How requests are spread over a session's channels.
@@ -186,6 +191,7 @@ impl Default for ClientConfig {
             kerberos_kdc: None,
             kerberos_service_host: None,
             ntlm_fallback: false,
+            key_log: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::io;
 
+use smb3_proto::msg::ioctl::{IoctlRequest, IoctlResponse};
 use smb3_proto::{Command, DecodeError, NtStatus};
 
 /// Result alias of this crate.
@@ -180,6 +181,18 @@ pub enum ProtocolError {
         /// Credits the connection holds.
         held: u32,
     },
+    /// A reply carries more output than its request allowed: an IOCTL's OutputCount above
+    /// the MaxOutputResponse it was sent with, which a server must not exceed (MS-SMB2
+    /// 3.3.5.15).
+    #[error("{command} reply carries {got} bytes of output; the request allowed {allowed}")]
+    TooMuchOutput {
+        /// The command.
+        command: Command,
+        /// Output bytes in the reply.
+        got: usize,
+        /// The most the request allowed.
+        allowed: u32,
+    },
     /// A reply contradicts what was asked or negotiated.
     #[error("{0}")]
     Unexpected(&'static str),
@@ -345,4 +358,19 @@ impl From<ConfigError> for Error {
 /// Map a decode failure to a protocol error naming the command.
 pub(crate) fn decode<T>(command: Command, r: std::result::Result<T, DecodeError>) -> Result<T> {
     r.map_err(|source| Error::Protocol(ProtocolError::Decode { command, source }))
+}
+
+/// Decode an IOCTL reply to `request`, refusing output beyond the request's
+/// MaxOutputResponse: a hostile server could otherwise hand the caller as much as a frame
+/// holds (16 MiB) where it asked for a few bytes.
+pub(crate) fn decode_ioctl(request: &IoctlRequest, reply: &bytes::Bytes) -> Result<IoctlResponse> {
+    let out = decode(Command::IOCTL, IoctlResponse::decode(reply))?;
+    if out.output.len() > request.max_output_response as usize {
+        return Err(Error::Protocol(ProtocolError::TooMuchOutput {
+            command: Command::IOCTL,
+            got: out.output.len(),
+            allowed: request.max_output_response,
+        }));
+    }
+    Ok(out)
 }

@@ -45,6 +45,7 @@ mod file;
 mod fs_ops;
 #[doc(hidden)]
 pub mod fuzzing;
+mod key_log;
 mod lease;
 #[doc(hidden)]
 pub mod microbench;
@@ -67,6 +68,7 @@ pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
 pub use fs_ops::{FileTimes, LockKind};
+pub use key_log::{KeyLog, SessionKeys};
 pub use lease::LeaseCaching;
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,

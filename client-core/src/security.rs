@@ -7,7 +7,7 @@
 use bytes::BytesMut;
 use std::sync::Arc;
 
-use smb3_proto::crypto::keys::{derive_channel_signing_key, derive_session_keys};
+use smb3_proto::crypto::keys::{derive_channel_signing_key, derive_session_keys, session_key_16};
 use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::seal::Sealer;
 use smb3_proto::crypto::signing::Signer;
@@ -15,6 +15,7 @@ use smb3_proto::crypto::{CryptoBackend, CryptoError};
 
 use crate::channel::ChannelCrypto;
 use crate::error::{AuthFailure, Error, ProtocolError, Result};
+use crate::key_log::{KeyLog, SessionKeys};
 use crate::negotiated::Negotiated;
 
 /// What one channel needs to sign, verify, seal and open messages of its session.
@@ -42,10 +43,24 @@ impl SessionSecurity {
         preauth: Option<&PreauthHash>,
         session_id: u64,
         replies_must_be_signed: bool,
+        key_log: Option<&KeyLog>,
     ) -> Result<SessionSecurity> {
         let backend = CryptoBackend::default();
         let keys = derive_session_keys(negotiated.dialect, session_key, negotiated.cipher, preauth)
             .map_err(key_error)?;
+        if let Some(log) = key_log {
+            log.record(&SessionKeys {
+                session_id,
+                dialect: negotiated.dialect,
+                signing_algorithm: negotiated.signing_algorithm,
+                cipher: negotiated.cipher,
+                session_key: session_key_16(session_key).to_vec(),
+                signing_key: keys.signing_key.as_bytes().to_vec(),
+                encryption_key: keys.encryption_key.as_ref().map(|k| k.as_bytes().to_vec()),
+                decryption_key: keys.decryption_key.as_ref().map(|k| k.as_bytes().to_vec()),
+                bound_channel: false,
+            });
+        }
         let signer = Signer::new(
             negotiated.signing_algorithm,
             keys.signing_key.as_bytes(),
@@ -84,10 +99,24 @@ impl SessionSecurity {
         negotiated: &Negotiated,
         binding_session_key: &[u8],
         channel_preauth: Option<&PreauthHash>,
+        key_log: Option<&KeyLog>,
     ) -> Result<SessionSecurity> {
         let key =
             derive_channel_signing_key(negotiated.dialect, binding_session_key, channel_preauth)
                 .map_err(key_error)?;
+        if let Some(log) = key_log {
+            log.record(&SessionKeys {
+                session_id: self.session_id,
+                dialect: negotiated.dialect,
+                signing_algorithm: negotiated.signing_algorithm,
+                cipher: negotiated.cipher,
+                session_key: session_key_16(binding_session_key).to_vec(),
+                signing_key: key.as_bytes().to_vec(),
+                encryption_key: None,
+                decryption_key: None,
+                bound_channel: true,
+            });
+        }
         let signer = Signer::new(
             negotiated.signing_algorithm,
             key.as_bytes(),

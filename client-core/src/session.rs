@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rand::RngCore;
 use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::msg::ioctl::{
-    IoctlRequest, IoctlResponse, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
+    IoctlRequest, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
     FSCTL_VALIDATE_NEGOTIATE_INFO,
 };
 use smb3_proto::msg::negotiate::{Capabilities, NegotiateRequest, NegotiateResponse, SecurityMode};
@@ -20,7 +20,7 @@ use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 use crate::auth::{Authenticator, UserCredentials};
 use crate::channel::{Channel, Request, Response};
 use crate::config::ClientConfig;
-use crate::error::{decode, AuthFailure, ConfigError, Error, ProtocolError, Result};
+use crate::error::{decode, decode_ioctl, AuthFailure, ConfigError, Error, ProtocolError, Result};
 use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;
 
@@ -317,6 +317,7 @@ pub(crate) async fn session_setup(
             ex.preauth.as_ref(),
             ex.session_id,
             must_sign(negotiated, config),
+            config.key_log.as_ref(),
         )?;
         check_final_signature(&sec, &ex.last, false)?;
         Some(Arc::new(sec))
@@ -366,7 +367,12 @@ pub(crate) async fn bind_session(
         });
     }
     let key = ex.auth.session_key()?;
-    let sec = Arc::new(session.for_channel(negotiated, &key, ex.preauth.as_ref())?);
+    let sec = Arc::new(session.for_channel(
+        negotiated,
+        &key,
+        ex.preauth.as_ref(),
+        config.key_log.as_ref(),
+    )?);
     check_final_signature(&sec, &ex.last, true)?;
     channel.set_crypto(sec.clone());
     Ok(sec)
@@ -401,8 +407,12 @@ pub(crate) fn validate_negotiate_request(
 }
 
 /// The server's answer must match what it said in NEGOTIATE.
-pub(crate) fn check_validate_negotiate(n: &Negotiated, resp: &Response) -> Result<()> {
-    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+pub(crate) fn check_validate_negotiate(
+    n: &Negotiated,
+    request: &IoctlRequest,
+    resp: &Response,
+) -> Result<()> {
+    let out = decode_ioctl(request, &resp.msg)?;
     let v = decode(
         Command::IOCTL,
         ValidateNegotiateInfoResponse::decode(&out.output),

@@ -477,7 +477,7 @@ impl Share {
         }
         let request = validate_negotiate_request(&core.config, core.client_guid);
         let resp = self.tree.core.send(&request, self.tree.call()).await?;
-        check_validate_negotiate(&core.negotiated, &resp)
+        check_validate_negotiate(&core.negotiated, &request, &resp)
     }
 }
 

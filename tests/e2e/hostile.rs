@@ -5,16 +5,16 @@
 //! is trusted — and the session is set up again on a new one, in-flight requests replayed),
 //! within a stated time. docs/RELIABILITY.md has the table of cases and outcomes.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use smb3_client::{
     Client, ClientConfig, Error, OpenOptions, ProtocolError, Share, UserCredentials,
 };
-use smb3_tests::mitm::{command, Action, BoxedRule, Direction, Mitm, Smb2};
+use smb3_tests::mitm::{command, Action, BoxedRule, Direction, Mitm, SigningKeys, Smb2};
 use smb3_tests::{client_block_on, Testbed, TestbedConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -580,4 +580,380 @@ fn a_cancel_the_server_never_answers_leaves_the_session_working() {
             assert_eq!(fo.channel_losses, 0, "{fo:#?}");
         },
     );
+}
+
+// ---------------------------------------------------------------- signed replies changed and signed again
+
+/// FSCTL_QUERY_NETWORK_INTERFACE_INFO (MS-SMB2 2.2.31).
+const QUERY_INTERFACES: u32 = 0x0014_01FC;
+/// What the client allows an interface list (its MaxOutputResponse).
+const INTERFACE_LIST_LIMIT: usize = 64 * 1024;
+/// NETWORK_INTERFACE_INFO (MS-SMB2 2.2.32.5) is 152 bytes.
+const INTERFACE_ENTRY: usize = 152;
+
+/// The test user's signed session with its key log feeding `keys`, multichannel on (at most
+/// four channels), the interface poll left at its default so that only the first query and
+/// the test's refreshes ask.
+fn signed_config(keys: &SigningKeys) -> ClientConfig {
+    let mut c = config();
+    c.allow_guest = false;
+    c.multichannel = true;
+    c.max_channels = 4;
+    c.key_log = Some(keys.key_log());
+    c
+}
+
+/// One NETWORK_INTERFACE_INFO entry; `family` 2 (IPv4) or 0x17 (IPv6) with `addr`, anything
+/// else as an unknown family with no address.
+fn interface_entry(last: bool, if_index: u32, rss: bool, speed: u64, addr: IpAddr) -> Vec<u8> {
+    let mut e = Vec::with_capacity(INTERFACE_ENTRY);
+    let next = if last { 0 } else { INTERFACE_ENTRY as u32 };
+    e.extend_from_slice(&next.to_le_bytes());
+    e.extend_from_slice(&if_index.to_le_bytes());
+    e.extend_from_slice(&u32::from(rss).to_le_bytes()); // Capability: RSS_CAPABLE
+    e.extend_from_slice(&0u32.to_le_bytes()); // Reserved
+    e.extend_from_slice(&speed.to_le_bytes());
+    match addr {
+        IpAddr::V4(a) => {
+            e.extend_from_slice(&2u16.to_le_bytes());
+            e.extend_from_slice(&0u16.to_le_bytes()); // Port
+            e.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            e.extend_from_slice(&0x17u16.to_le_bytes());
+            e.extend_from_slice(&0u16.to_le_bytes()); // Port
+            e.extend_from_slice(&0u32.to_le_bytes()); // FlowInfo
+            e.extend_from_slice(&a.octets());
+        }
+    }
+    e.resize(INTERFACE_ENTRY, 0);
+    e
+}
+
+/// An entry of an address family the spec does not know (0x99), zeros for the address.
+fn unknown_family_entry(last: bool) -> Vec<u8> {
+    let mut e = interface_entry(last, 9, false, 1, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    e[24..26].copy_from_slice(&0x99u16.to_le_bytes());
+    e
+}
+
+/// `m`, a successful IOCTL reply to FSCTL_QUERY_NETWORK_INTERFACE_INFO, with its output
+/// replaced by `list` (MS-SMB2 2.2.32: a 48-byte body, the output right behind it).
+fn with_interface_list(m: &Smb2, list: &[u8]) -> Smb2 {
+    let mut out = BytesMut::from(&m.0[..64 + 24]); // header, StructureSize..FileId
+    let output_offset = 64u32 + 48;
+    out.extend_from_slice(&output_offset.to_le_bytes()); // InputOffset
+    out.extend_from_slice(&0u32.to_le_bytes()); // InputCount
+    out.extend_from_slice(&output_offset.to_le_bytes()); // OutputOffset
+    out.extend_from_slice(&(list.len() as u32).to_le_bytes()); // OutputCount
+    out.extend_from_slice(&[0u8; 8]); // Flags, Reserved2
+    out.extend_from_slice(list);
+    let mut changed = Smb2(out);
+    changed.set_next_command(0);
+    changed
+}
+
+/// A proxy rule that answers every interface query with `list` (signed again), while
+/// `spoiling` holds; counts the replies it replaced in `replaced`.
+fn interface_list_rule(
+    list: Arc<Vec<u8>>,
+    keys: SigningKeys,
+    spoiling: Arc<AtomicBool>,
+    replaced: Arc<AtomicU32>,
+) -> impl FnMut(u64) -> Option<BoxedRule> {
+    move |_| {
+        let (list, keys, spoiling, replaced) = (
+            list.clone(),
+            keys.clone(),
+            spoiling.clone(),
+            replaced.clone(),
+        );
+        Some(Box::new(move |dir, frame: Bytes| {
+            let Some(m) = Smb2::of(&frame) else {
+                return forward(frame);
+            };
+            let ctl_code = || u32::from_le_bytes(m.0[68..72].try_into().unwrap());
+            if final_reply(dir, &m, command::IOCTL)
+                && m.status() == 0
+                && m.0.len() >= 64 + 48
+                && ctl_code() == QUERY_INTERFACES
+                && spoiling.load(Ordering::SeqCst)
+            {
+                let mut changed = with_interface_list(&m, &list);
+                assert!(
+                    keys.sign(&mut changed),
+                    "the session's key is in the key log"
+                );
+                replaced.fetch_add(1, Ordering::SeqCst);
+                return forward(changed.frame());
+            }
+            forward(frame)
+        }) as BoxedRule)
+    }
+}
+
+/// Poll `status` until `done` says so, for at most `within`.
+async fn eventually(
+    client: &Client,
+    within: Duration,
+    done: impl Fn(&smb3_client::MultichannelStatus) -> bool,
+) -> smb3_client::MultichannelStatus {
+    let started = Instant::now();
+    loop {
+        let st = client.multichannel();
+        if done(&st) || started.elapsed() > within {
+            return st;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn an_interface_list_longer_than_asked_for_is_refused_and_the_session_goes_on() {
+    // 10,000 entries: 1.52 MB of output where the client allowed 64 KiB.
+    let keys = SigningKeys::default();
+    let spoiling = Arc::new(AtomicBool::new(true));
+    let replaced = Arc::new(AtomicU32::new(0));
+    let tb = Arc::new(testbed());
+    let server = IpAddr::V4(tb.server_addr(1));
+    let list: Vec<u8> = (0..10_000)
+        .flat_map(|i| interface_entry(i == 9_999, i, true, 10_000_000_000, server))
+        .collect();
+    assert!(list.len() > INTERFACE_LIST_LIMIT);
+    let rules = interface_list_rule(
+        Arc::new(list),
+        keys.clone(),
+        spoiling.clone(),
+        replaced.clone(),
+    );
+    let rt = tb.client_runtime();
+    let mitm = client_block_on(&rt, Mitm::start(upstream(&tb), rules));
+    client_block_on(&rt, async move {
+        let started = Instant::now();
+        let client = Client::connect(
+            &mitm.addr().to_string(),
+            &tb.credentials(),
+            signed_config(&keys),
+        )
+        .await
+        .expect("connect");
+        let st = eventually(&client, Duration::from_secs(10), |s| {
+            s.query_error.is_some()
+        })
+        .await;
+        eprintln!(
+            "10,000 interfaces: {:?} after {:?}",
+            st.query_error,
+            started.elapsed()
+        );
+        let error = st.query_error.clone().expect("the query failed");
+        assert!(
+            error.contains("1520000 bytes of output") && error.contains("allowed 65536"),
+            "{error}"
+        );
+        assert!(st.server_interfaces.is_empty(), "{st:#?}");
+        assert_eq!(client.channels().len(), 1);
+        // The session and its channel are unharmed.
+        let share = client.share("plain").await.expect("share");
+        write_file(&share, "after-long-list.txt", b"still here").await;
+        let f = file_to_read(&share, "after-long-list.txt", b"still here").await;
+        assert_eq!(&f.read_at(0, 10).await.expect("read")[..], b"still here");
+        assert_eq!(client.multichannel().failover.channel_losses, 0);
+        // A server that answers within the limit again is used at the next query.
+        spoiling.store(false, Ordering::SeqCst);
+        client.refresh_interfaces();
+        let st = eventually(&client, Duration::from_secs(10), |s| {
+            s.query_error.is_none() && !s.server_interfaces.is_empty()
+        })
+        .await;
+        assert!(st.query_error.is_none(), "{st:#?}");
+        assert!(
+            st.server_interfaces.iter().any(|n| n.address == server),
+            "{st:#?}"
+        );
+        assert_eq!(mitm.connections(), 1);
+    });
+    assert!(replaced.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_bogus_interface_list_plans_only_the_real_distinct_addresses() {
+    // 400 entries (60,800 bytes, within the limit): the server's real address 100 times with
+    // other interface numbers, RSS flags and speeds from 0 to u64::MAX; 100 each of 0.0.0.0,
+    // :: and an unknown address family.
+    let keys = SigningKeys::default();
+    let tb = Arc::new(testbed());
+    let server = IpAddr::V4(tb.server_addr(1));
+    let speeds = [0, 1, 1_000_000_000, u64::MAX];
+    let mut list = Vec::new();
+    for i in 0..100u32 {
+        list.extend(interface_entry(
+            false,
+            i,
+            i % 2 == 0,
+            speeds[i as usize % 4],
+            server,
+        ));
+        list.extend(interface_entry(
+            false,
+            1000 + i,
+            true,
+            u64::MAX,
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        ));
+        list.extend(interface_entry(
+            false,
+            2000 + i,
+            true,
+            1,
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        ));
+        list.extend(unknown_family_entry(i == 99));
+    }
+    assert_eq!(list.len(), 400 * INTERFACE_ENTRY);
+    let replaced = Arc::new(AtomicU32::new(0));
+    let rules = interface_list_rule(
+        Arc::new(list),
+        keys.clone(),
+        Arc::new(AtomicBool::new(true)),
+        replaced.clone(),
+    );
+    let rt = tb.client_runtime();
+    let mitm = client_block_on(&rt, Mitm::start(upstream(&tb), rules));
+    client_block_on(&rt, async move {
+        let client = Client::connect(
+            &mitm.addr().to_string(),
+            &tb.credentials(),
+            signed_config(&keys),
+        )
+        .await
+        .expect("connect");
+        let st = eventually(&client, Duration::from_secs(15), |s| s.settled).await;
+        eprintln!(
+            "bogus list: {} server interfaces, {} planned, {} current, {} notes",
+            st.server_interfaces.len(),
+            st.planned(),
+            st.current(),
+            st.notes.len()
+        );
+        assert!(st.settled && st.query_error.is_none(), "{st:#?}");
+        // The list is shown as the server gave it (unknown families dropped by the decoder);
+        // the plan merges the duplicates into one pair and leaves the unspecified addresses
+        // out, each explained once.
+        assert_eq!(st.server_interfaces.len(), 300, "{st:#?}");
+        let planned: Vec<&smb3_client::PairStatus> =
+            st.pairs.iter().filter(|p| p.planned > 0).collect();
+        assert_eq!(planned.len(), 1, "{st:#?}");
+        assert_eq!(planned[0].server, Some(server));
+        assert!(st.planned() >= 1 && st.planned() <= 4, "{st:#?}");
+        assert_eq!(
+            st.notes[..3],
+            [
+                "server 0.0.0.0 skipped: unspecified address (100 times)".to_string(),
+                "server :: skipped: unspecified address (100 times)".to_string(),
+                format!("server {server} listed twice: merged (99 times)"),
+            ],
+            "{st:#?}"
+        );
+        // The bindings go to the real address on the proxy's port, where nothing listens:
+        // they fail and are retried later; the channel through the proxy carries on.
+        assert!(client.channels().len() <= 4 + 1, "{:#?}", client.channels());
+        // I/O goes on over whatever channels there are.
+        let share = client.share("plain").await.expect("share");
+        let data = smb3_tests::pattern(3, 4 << 20);
+        smb3_tests::write_file(&share, "after-bogus-list.bin", Bytes::from(data.clone())).await;
+        let f = share
+            .open("after-bogus-list.bin", &OpenOptions::new().read(true))
+            .await
+            .expect("open");
+        let mut back = Vec::new();
+        while back.len() < data.len() {
+            let chunk = f.read_at(back.len() as u64, 1 << 20).await.expect("read");
+            assert!(!chunk.is_empty());
+            back.extend_from_slice(&chunk);
+        }
+        assert!(back == data, "the bytes read back differ");
+        assert_eq!(client.multichannel().failover.channel_losses, 0);
+        drop(mitm);
+    });
+    assert!(replaced.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_reclaim_answered_with_another_open_is_refused_and_the_file_opened_again() {
+    // The connection is cut under an upload; the reclaim of its durable handle on the next
+    // connection is answered with another persistent FileId (signed again, so it verifies).
+    // The client must not write through it: it gives it back, opens the file again by path,
+    // checks it is the same file, and replays the writes.
+    let keys = SigningKeys::default();
+    let cut_done = Arc::new(AtomicBool::new(false));
+    let reclaim_changed = Arc::new(AtomicBool::new(false));
+    let rules = {
+        let (keys, cut_done, changed) = (keys.clone(), cut_done.clone(), reclaim_changed.clone());
+        move |n: u64| {
+            let (keys, cut_done, changed) = (keys.clone(), cut_done.clone(), changed.clone());
+            let mut writes = 0u32;
+            Some(Box::new(move |dir, frame: Bytes| {
+                let Some(mut m) = Smb2::of(&frame) else {
+                    return forward(frame);
+                };
+                if n == 0 && dir == Direction::ToServer && m.command() == command::WRITE {
+                    writes += 1;
+                    if writes == 3 && !cut_done.swap(true, Ordering::SeqCst) {
+                        return vec![Action::Close];
+                    }
+                }
+                // On the next connection the first successful CREATE is the reclaim.
+                if n == 1
+                    && final_reply(dir, &m, command::CREATE)
+                    && m.status() == 0
+                    && !changed.swap(true, Ordering::SeqCst)
+                {
+                    // CREATE response body: FileId at 64 (MS-SMB2 2.2.14), Persistent first.
+                    m.0[64 + 64] ^= 0x5A;
+                    assert!(keys.sign(&mut m), "the new session's key is in the key log");
+                    return forward(m.frame());
+                }
+                forward(frame)
+            }) as BoxedRule)
+        }
+    };
+    let tb = Arc::new(testbed());
+    let rt = tb.client_runtime();
+    let mitm = client_block_on(&rt, Mitm::start(upstream(&tb), rules));
+    let on_disk = tb.share_path("plain").join("reclaim-other-id.bin");
+    let data = smb3_tests::pattern(11, 8 << 20);
+    let expected = data.clone();
+    let (fo, took) = client_block_on(&rt, async move {
+        let mut config = signed_config(&keys);
+        config.multichannel = false;
+        let client = Client::connect(&mitm.addr().to_string(), &tb.credentials(), config)
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("share");
+        let started = Instant::now();
+        let f = share
+            .open(
+                "reclaim-other-id.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .await
+            .expect("create");
+        for (i, chunk) in data.chunks(1 << 20).enumerate() {
+            f.write_at((i << 20) as u64, Bytes::copy_from_slice(chunk))
+                .await
+                .unwrap_or_else(|e| panic!("write {i}: {e}"));
+        }
+        f.close().await.expect("close");
+        let took = started.elapsed();
+        assert_eq!(mitm.connections(), 2);
+        (client.multichannel().failover, took)
+    });
+    eprintln!("reclaim answered with another FileId: {took:?}; {fo:#?}");
+    assert!(reclaim_changed.load(Ordering::SeqCst));
+    assert_eq!(fo.opens_reclaimed, 0, "{fo:#?}");
+    assert_eq!(fo.opens_reopened, 1, "{fo:#?}");
+    assert_eq!(fo.opens_lost, 0, "{fo:#?}");
+    let got = std::fs::read(&on_disk).expect("the file on the server's disk");
+    assert!(got == expected, "the file on the server's disk differs");
 }

@@ -9,13 +9,19 @@
 //!
 //! Frames are handed to the mischief whole; [`Smb2`] reads and writes the fields of the first
 //! SMB2 header in one. A test that changes a signed or encrypted frame breaks its signature or
-//! tag, which is the point of some cases; the others use a guest session, which is unsigned.
+//! tag, which is the point of some cases; the others use a guest session, which is unsigned,
+//! or sign the changed reply again with the session's key ([`SigningKeys`], fed by the
+//! client's key log), as a hostile server holding the session would.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
+use smb3_client::{KeyLog, SessionKeys};
+use smb3_proto::crypto::signing::Signer;
+use smb3_proto::crypto::CryptoBackend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -288,6 +294,11 @@ impl Smb2 {
         self
     }
 
+    /// SessionId.
+    pub fn session_id(&self) -> u64 {
+        u64::from_le_bytes(self.0[40..48].try_into().unwrap())
+    }
+
     /// Flip one bit of the signature.
     pub fn spoil_signature(&mut self) -> &mut Self {
         self.0[48] ^= 1;
@@ -305,6 +316,43 @@ impl Smb2 {
     /// The message as a frame to send.
     pub fn frame(&self) -> Bytes {
         Bytes::copy_from_slice(&self.0)
+    }
+}
+
+/// The signing keys of the sessions the client under test sets up, taken from its key log
+/// ([`smb3_client::ClientConfig::key_log`]), so that a mischief can change a signed reply and
+/// sign it again.
+#[derive(Clone, Default)]
+pub struct SigningKeys(Arc<Mutex<HashMap<u64, SessionKeys>>>);
+
+impl SigningKeys {
+    /// The key log to put in the client's configuration. Only the keys of a session's first
+    /// channel are kept: the proxy sits on that one.
+    pub fn key_log(&self) -> KeyLog {
+        let keys = self.0.clone();
+        KeyLog::new(move |k| {
+            if !k.bound_channel {
+                keys.lock().unwrap().insert(k.session_id, k.clone());
+            }
+        })
+    }
+
+    /// Sign `msg` (one whole message, not a compound) as the server would with the key of
+    /// the session its header names. False when that session's key is not known.
+    pub fn sign(&self, msg: &mut Smb2) -> bool {
+        let Some(keys) = self.0.lock().unwrap().get(&msg.session_id()).cloned() else {
+            return false;
+        };
+        let signer = Signer::new(
+            keys.signing_algorithm,
+            &keys.signing_key,
+            CryptoBackend::default(),
+        )
+        .expect("the client's own signing key");
+        signer
+            .sign_in_place(&mut msg.0[..], &[])
+            .expect("a whole message");
+        true
     }
 }
 

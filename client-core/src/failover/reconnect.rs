@@ -349,7 +349,7 @@ impl Direct<'_> {
     async fn validate_negotiate(&self, tree_id: u32, encrypt: bool) -> Result<()> {
         let body = validate_negotiate_request(&self.core.config, self.core.client_guid);
         let resp = self.send(&body, tree_id, encrypt).await?;
-        check_validate_negotiate(&self.core.negotiated, &resp)
+        check_validate_negotiate(&self.core.negotiated, &body, &resp)
     }
 
     /// Get `open` back: reclaim it, or, when the server did not keep it, open the same file
@@ -393,6 +393,25 @@ impl Direct<'_> {
             })?;
         let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
             .map_err(|e| NotReclaimed::Failed(e.to_string()))?;
+        // The server finds the open to reconnect by its persistent FileId and answers with
+        // that open: only the volatile part may be new (MS-SMB2 3.3.5.9.12, 2.2.14.1). Another
+        // persistent FileId is not our open, and writing through it could reach another file:
+        // give back what the server handed us and take the refused-reclaim path, which opens
+        // the file by path and keeps it only if it is provably the same file.
+        let ours = handle.file_id.persistent;
+        if created.file_id.persistent != ours {
+            let close = CloseRequest::new(created.file_id);
+            if let Err(e) = self
+                .send(&close, self.tree_id(open), open.tree.encrypt)
+                .await
+            {
+                tracing::debug!(error = %e, "closing the handle a reclaim answered with failed");
+            }
+            return Err(NotReclaimed::Refused(format!(
+                "the server answered the reclaim with another open (persistent FileId {:#x}, ours {ours:#x})",
+                created.file_id.persistent
+            )));
+        }
         self.record_lease(open, &created);
         open.replace_file_id(created.file_id);
         Ok(())

@@ -196,6 +196,7 @@ fn keys() -> &'static Keys {
                 Some(&preauth),
                 SESSION_ID,
                 must_sign,
+                None,
             );
             Arc::new(s.expect("fixed keys derive"))
         };

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use rand::Rng;
 use smb3_proto::msg::ioctl::{
-    parse_network_interfaces, IoctlRequest, IoctlResponse, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
+    parse_network_interfaces, IoctlRequest, FSCTL_QUERY_NETWORK_INTERFACE_INFO,
 };
 use smb3_proto::msg::tree_connect::TreeConnectRequest;
 use smb3_proto::msg::FileId;
@@ -22,8 +22,8 @@ use tokio::sync::{Notify, Semaphore};
 use crate::addressing::TreeContext;
 use crate::channel::Channel;
 use crate::engine::{Call, SessionCore};
-use crate::error::decode;
 use crate::error::Result;
+use crate::error::{decode, decode_ioctl};
 use crate::multichannel::binding::{bind_channel, BindFailure};
 use crate::multichannel::channel_set::{Member, PathInfo};
 use crate::multichannel::inventory;
@@ -201,7 +201,7 @@ async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface
             return Err(e);
         }
     };
-    let out = decode(Command::IOCTL, IoctlResponse::decode(&resp.msg))?;
+    let out = decode_ioctl(&req, &resp.msg)?;
     let list = decode(Command::IOCTL, parse_network_interfaces(&out.output))?;
     Ok(list.iter().map(ServerInterface::from_wire).collect())
 }

@@ -273,21 +273,42 @@ pub(crate) fn diff(current: &[SlotKey], plan: &Plan) -> (Vec<SlotKey>, Vec<SlotK
 /// known speed kept, the first if_index kept), minus addresses no channel can use.
 fn clean_servers(server: &[ServerInterface], notes: &mut Vec<String>) -> Vec<ServerInterface> {
     let mut out: Vec<ServerInterface> = Vec::new();
+    let mut found = Vec::new();
     for s in server {
         if let Some(seen) = out.iter_mut().find(|o| o.address == s.address) {
             seen.rss |= s.rss;
             seen.rdma |= s.rdma;
             seen.link_speed = seen.link_speed.max(s.link_speed);
-            notes.push(format!("server {} listed twice: merged", s.address));
+            found.push(format!("server {} listed twice: merged", s.address));
             continue;
         }
         if let Some(why) = unusable_server_address(s.address) {
-            notes.push(format!("server {} skipped: {why}", s.address));
+            found.push(format!("server {} skipped: {why}", s.address));
             continue;
         }
         out.push(*s);
     }
+    notes.extend(counted(found));
     out
+}
+
+/// Each distinct note once, in order of first appearance, with how often it came when more
+/// than once: a list repeating one address a hundred times gives one line, not a hundred.
+fn counted(notes: Vec<String>) -> Vec<String> {
+    let mut distinct: Vec<(String, usize)> = Vec::new();
+    for note in notes {
+        match distinct.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, times)) => *times += 1,
+            None => distinct.push((note, 1)),
+        }
+    }
+    distinct
+        .into_iter()
+        .map(|(note, times)| match times {
+            1 => note,
+            n => format!("{note} ({n} times)"),
+        })
+        .collect()
 }
 
 /// Why a server address cannot take a channel, if it cannot.
@@ -1048,6 +1069,28 @@ mod tests {
                 "server fe80::1 skipped: IPv6 link-local address",
                 "server 0.0.0.0 skipped: unspecified address",
                 "local fe80::2 (eth0) skipped: IPv6 link-local address",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_list_repeating_addresses_gives_one_note_per_address_and_one_slot_set() {
+        let mut servers = Vec::new();
+        for i in 0..100 {
+            servers.push(server(i, "10.0.1.1", i % 2 == 0, Some(G10)));
+            servers.push(server(1000 + i, "0.0.0.0", true, Some(G10)));
+        }
+        let p = plan(
+            &servers,
+            &[local("eth0", "10.0.1.2", 24, true, Some(G10))],
+            &cfg(32),
+        );
+        assert_eq!(p.keys().len(), 4, "one RSS pair: four slots");
+        assert_eq!(
+            p.notes,
+            vec![
+                "server 0.0.0.0 skipped: unspecified address (100 times)",
+                "server 10.0.1.1 listed twice: merged (99 times)",
             ]
         );
     }

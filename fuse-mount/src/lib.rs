@@ -13,6 +13,8 @@ pub mod daemon;
 pub mod errno;
 pub mod fs;
 pub mod inode;
+#[cfg(target_os = "linux")]
+pub mod kernel;
 pub mod mount;
 pub mod options;
 #[cfg(unix)]

@@ -6,6 +6,7 @@
 //! only after the kernel's INIT handshake.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,10 @@ use crate::adapter::{FuseAdapter, KernelSettings};
 use crate::daemon;
 use crate::fs::{FsConfig, SmbFs};
 use crate::options::{CacheMode, MountOptions};
+
+/// How long after unmounting on a signal the daemon waits for the kernel to end its FUSE
+/// session before aborting the connection itself.
+const ABORT_AFTER_UNMOUNT: Duration = Duration::from_secs(5);
 
 /// Exit status: mounted, served and unmounted cleanly.
 pub const EXIT_OK: i32 = 0;
@@ -297,7 +302,11 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     };
     tracing::info!(source = %remote.display(), mountpoint = %mountpoint.display(), "mounted");
     #[cfg(target_os = "linux")]
-    set_readahead(&mountpoint, opts.max_readahead);
+    let device = crate::kernel::device_of(&mountpoint);
+    #[cfg(target_os = "linux")]
+    if let Some(dev) = &device {
+        crate::kernel::set_readahead(dev, opts.max_readahead);
+    }
     if daemon_child {
         daemon::ready();
     }
@@ -306,14 +315,28 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         crate::status::serve(rt.handle(), fs.clone(), &mountpoint, remote.display());
     // SIGTERM / SIGINT: unmount, which ends the request loop below like `umount` does.
     let mp = mountpoint.clone();
+    let session_ended = Arc::new(AtomicBool::new(false));
+    let ended = session_ended.clone();
     rt.spawn(async move {
         wait_for_signal().await;
         tracing::info!("signal: unmounting");
         unmount(&mp);
+        // A copy of the mount in another mount namespace keeps the kernel's connection
+        // open after the unmount (see `kernel::abort_connection`): end it, or this daemon
+        // would never exit.
+        tokio::time::sleep(ABORT_AFTER_UNMOUNT).await;
+        #[cfg(target_os = "linux")]
+        if let Some(dev) = device.filter(|_| !ended.load(Ordering::SeqCst)) {
+            crate::kernel::abort_connection(&dev);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = ended;
     });
     if let Err(e) = session.run() {
         tracing::warn!(error = %e, "FUSE session ended with an error");
     }
+    session_ended.store(true, Ordering::SeqCst);
+    tracing::info!(mountpoint = %mountpoint.display(), "unmounted; closing handles and logging off");
     // Unmounted: nothing to report any more (and a new mount there may want the name).
     #[cfg(unix)]
     if let Some(s) = status_socket {
@@ -331,32 +354,6 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
 
     rt.shutdown_timeout(Duration::from_secs(1));
     EXIT_OK
-}
-
-/// The kernel reads ahead at most what its FUSE INIT offered (128 KiB by default), however
-/// much the file system asks for; the window is the backing device's `read_ahead_kb`, which
-/// root may raise. A sequential reader then has several 1 MiB READs in flight, split by the
-/// library over the channels. Found through /proc/self/mountinfo (a stat of the mount point
-/// would wait on this very file system).
-#[cfg(target_os = "linux")]
-fn set_readahead(mp: &Path, bytes: u32) {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return;
-    };
-    let want = mp.to_string_lossy();
-    let Some(dev) = info
-        .lines()
-        .map(|l| l.split(' ').collect::<Vec<_>>())
-        .filter(|f| f.len() > 4 && f[4] == want.as_ref())
-        .map(|f| f[2].to_string())
-        .next_back()
-    else {
-        return;
-    };
-    let path = format!("/sys/class/bdi/{dev}/read_ahead_kb");
-    if let Err(e) = std::fs::write(&path, format!("{}", bytes / 1024)) {
-        tracing::info!(path, error = %e, "cannot set the read-ahead window");
-    }
 }
 
 async fn wait_for_signal() {

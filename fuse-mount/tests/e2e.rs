@@ -175,12 +175,23 @@ impl Drop for Mounted {
                 .status()
                 .is_ok_and(|s| s.success());
             if !ok {
+                eprintln!("umount {} failed: detaching it lazily", self.mp.display());
                 let _ = Command::new("umount").arg("-l").arg(&self.mp).status();
             }
         }
         let mut pids = daemons_of(&self.mp);
         if let Some(c) = &self.child {
             pids.push(c.id());
+        }
+        // A daemon still running after the unmount is kept by a copy of the mount in another
+        // mount namespace (an smbd the test restarted is started in one): SIGTERM makes it
+        // abort its kernel connection and exit cleanly, its status socket removed.
+        if !wait_until(Duration::from_secs(3), || pids.iter().all(|p| !alive(*p))) {
+            for p in &pids {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &p.to_string()])
+                    .status();
+            }
         }
         if !wait_until(Duration::from_secs(20), || pids.iter().all(|p| !alive(*p))) {
             for p in &pids {
@@ -866,7 +877,16 @@ fn connection_cuts_during_large_copies_and_an_idle_restart() {
     assert!(ok, "listing after the restart");
     std::fs::write(m.path("after-restart"), b"fine").unwrap();
     assert_eq!(std::fs::read(m.path("after-restart")).unwrap(), b"fine");
+    // The restarted smbd holds a copy of the mount in its own mount namespace: the daemon
+    // still ends cleanly, and its status socket goes with it.
+    let status_socket = smbcp::mount_status::socket_path(&m.mp);
+    assert!(status_socket.exists(), "{}", status_socket.display());
     drop(m);
+    assert!(
+        !status_socket.exists(),
+        "{} left behind",
+        status_socket.display()
+    );
     no_open_files(&tb);
     let _ = std::fs::remove_dir_all(&local);
 }

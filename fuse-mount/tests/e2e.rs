@@ -890,3 +890,67 @@ fn connection_cuts_during_large_copies_and_an_idle_restart() {
     no_open_files(&tb);
     let _ = std::fs::remove_dir_all(&local);
 }
+
+#[test]
+fn soft_gives_an_error_in_bounded_time_and_hard_waits_for_the_server() {
+    // The only link goes silent (packets dropped, no reset): the server is gone. Under
+    // `soft` (the default) an access returns an error once the library's bounded waits end:
+    // the request in flight times out (request_timeout, 60 s; the silent channel is then
+    // closed), and what follows waits for the session to come back no longer than what is
+    // left of failover_wait (30 s) counted from the start of the outage. Under `hard` it is
+    // tried again until the server is back, and succeeds.
+    const SOFT_BOUND: Duration = Duration::from_secs(60 + 30 + 20);
+    let tb = testbed();
+    std::fs::write(
+        tb.share_path("plain").join("still-there.txt"),
+        b"back again",
+    )
+    .unwrap();
+    let soft = Mounted::foreground(&tb, &source(&tb, "plain"), "soft", &["actimeo=0"]);
+    let hard = Mounted::foreground(&tb, &source(&tb, "plain"), "hard", &["actimeo=0", "hard"]);
+    // Both mounts have their session up before the link goes.
+    assert!(soft.path("still-there.txt").exists() && hard.path("still-there.txt").exists());
+    tb.link_down(1).unwrap();
+    let started = Instant::now();
+    let soft_path = soft.path("still-there.txt");
+    let soft_access = std::thread::spawn(move || std::fs::read(soft_path));
+    let hard_path = hard.path("still-there.txt");
+    let hard_access = std::thread::spawn(move || std::fs::read(hard_path));
+    let soft_result = soft_access.join().unwrap();
+    let soft_took = started.elapsed();
+    eprintln!("soft: {soft_result:?} after {soft_took:?}");
+    let e = soft_result.expect_err("the server is gone: soft must fail");
+    assert!(
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EIO | libc::ETIMEDOUT | libc::ECONNRESET)
+        ),
+        "{e:?}"
+    );
+    assert!(soft_took < SOFT_BOUND, "soft took {soft_took:?}");
+    // The hard access is still waiting; bring the server back.
+    assert!(
+        !hard_access.is_finished(),
+        "hard gave up while the server was gone"
+    );
+    tb.link_up(1).unwrap();
+    let hard_result = hard_access.join().unwrap();
+    eprintln!(
+        "hard: {:?} after {:?}",
+        hard_result.as_ref().map(Vec::len),
+        started.elapsed()
+    );
+    assert_eq!(
+        hard_result.expect("hard waits for the server"),
+        b"back again"
+    );
+    // And the soft mount works again once its session is back (it fails at once, not
+    // after a wait, while the session is still being set up again).
+    let back = wait_until(Duration::from_secs(30), || {
+        std::fs::read(soft.path("still-there.txt")).is_ok_and(|b| b == b"back again")
+    });
+    assert!(back, "the soft mount works again after the server is back");
+    drop(soft);
+    drop(hard);
+    no_open_files(&tb);
+}

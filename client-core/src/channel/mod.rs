@@ -559,7 +559,8 @@ impl Channel {
         // No await between the send and the guard: a drop from here on cancels.
         let mut guard = self.cancel_guard(&sent);
         let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
-        let result = await_reply(rx, command, timeout).await;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let result = await_reply(rx, command, deadline, timeout).await;
         settle(&mut guard, message_id, &result);
         result
     }
@@ -576,8 +577,12 @@ impl Channel {
         let sent = self.send(reqs, related).await?;
         let mut guard = self.cancel_guard(&sent);
         let mut out = Vec::with_capacity(sent.len());
+        // Every member's timeout counts from the send: the replies come together, and
+        // waiting for each in turn with a fresh timeout would make a silent server's
+        // three-member compound take three timeouts to fail.
+        let sent_at = tokio::time::Instant::now();
         for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
-            let result = await_reply(rx, command, timeout).await;
+            let result = await_reply(rx, command, sent_at + timeout, timeout).await;
             settle(&mut guard, message_id, &result);
             out.push(result);
         }
@@ -750,12 +755,15 @@ fn settle(guard: &mut CancelOnDrop, message_id: u64, result: &Result<Response>) 
     }
 }
 
+/// Wait for the reply in `rx` until `deadline`; a timeout is reported as `timeout` (the
+/// request's own, counted from its send).
 async fn await_reply(
     rx: oneshot::Receiver<Result<Response>>,
     command: Command,
+    deadline: tokio::time::Instant,
     timeout: Duration,
 ) -> Result<Response> {
-    match tokio::time::timeout(timeout, rx).await {
+    match tokio::time::timeout_at(deadline, rx).await {
         Ok(Ok(result)) => result,
         Ok(Err(_)) => Err(Error::ConnectionLost { command }),
         Err(_) => Err(Error::Timeout {

@@ -723,3 +723,39 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
     assert!(ch.dead_reason().is_none());
     assert!(ch.abandon_outstanding().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_compound_without_replies_times_out_once_not_once_per_member() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    // One answered request first, for the credits a three-member compound needs.
+    let warm = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    let first = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    write_frame(&mut server, &reply_to(&first, NtStatus::SUCCESS, 8, None)).await;
+    warm.await.unwrap().unwrap();
+
+    let reqs: Vec<Request> = (0..3)
+        .map(|_| {
+            let mut r = probe();
+            r.timeout = Duration::from_secs(60);
+            r
+        })
+        .collect();
+    let started = tokio::time::Instant::now();
+    let replies = ch.call_compound(reqs, false).await.unwrap();
+    assert_eq!(replies.len(), 3);
+    for r in &replies {
+        assert!(
+            matches!(r, Err(crate::Error::Timeout { after, .. }) if *after == Duration::from_secs(60)),
+            "{r:?}"
+        );
+    }
+    // The members' timeouts run together from the send (three in turn would be 180 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(61),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -16,7 +16,7 @@ use smb3_proto::replay::Replay;
 use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::{Addressing, Target};
-use crate::channel::{Request, Response};
+use crate::channel::{Channel, Request, Response};
 use crate::error::{Error, Result};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::ChannelSet;
@@ -96,8 +96,9 @@ pub(crate) async fn call_chain(
             Err(_) => {
                 // No usable channel now (one just failed and the session is coming back):
                 // the request was not sent, so whatever it is it may wait for one.
-                let give_up =
-                    *give_up_at.get_or_insert_with(|| Instant::now() + session.failover_wait);
+                let give_up = *give_up_at.get_or_insert_with(|| {
+                    failover.outage_deadline(Instant::now(), session.failover_wait)
+                });
                 if wait_for_usable_channel(session, give_up).await {
                     continue;
                 }
@@ -126,7 +127,11 @@ pub(crate) async fn call_chain(
                 }
             }
         }
+        let timeout = reqs.iter().map(|r| r.timeout).min().unwrap_or_default();
         let sent = channel.call_compound(reqs, related).await;
+        if timed_out(&sent) {
+            close_if_silent(&channel, timeout);
+        }
         // The channel's loss shows as the frame's error or as its replies'; a chain is sent
         // again as a whole.
         let lost = match &sent {
@@ -137,6 +142,7 @@ pub(crate) async fn call_chain(
             Err(_) => false,
         };
         if !lost {
+            failover.outage_over();
             let mut replies = sent?;
             if resends > 0 {
                 failover.replay_answered(Instant::now());
@@ -159,7 +165,8 @@ pub(crate) async fn call_chain(
         }
         let now = Instant::now();
         failover.loss_noticed(now);
-        let give_up = *give_up_at.get_or_insert(now + session.failover_wait);
+        let give_up =
+            *give_up_at.get_or_insert_with(|| failover.outage_deadline(now, session.failover_wait));
         if let Replay::Unsafe(why) = replay {
             failover.not_replayed();
             tracing::warn!(%command, why, "request lost with its channel; not replayed");
@@ -179,6 +186,38 @@ pub(crate) async fn call_chain(
         failover.replaying();
         resends += 1;
         tracing::debug!(%command, resends, "replaying on another channel");
+    }
+}
+
+/// Whether a request of the frame timed out.
+fn timed_out(sent: &Result<Vec<Result<Response>>>) -> bool {
+    match sent {
+        Err(Error::Timeout { .. }) => true,
+        Ok(replies) => replies
+            .iter()
+            .any(|r| matches!(r, Err(Error::Timeout { .. }))),
+        Err(_) => false,
+    }
+}
+
+/// A request timed out after `timeout` on `channel`: if nothing at all came back on the
+/// channel for that long (no reply, not even an interim one), the server was not slow, the
+/// path or the server is gone. Close the channel, so its other requests are replayed and the
+/// session is set up again, instead of each later request waiting out its own timeout on a
+/// connection that is dead. (The watchdog blames no channel when every one stalls at once,
+/// as a lone channel's stall always does: only time tells a slow server from a gone one.)
+fn close_if_silent(channel: &Channel, timeout: Duration) {
+    let silent = Instant::now().saturating_duration_since(channel.progress().last_reply);
+    if silent >= timeout && !channel.is_dead() {
+        tracing::warn!(
+            peer = %channel.peer(),
+            silent_s = silent.as_secs(),
+            "no reply on this channel for the whole request timeout; closing it"
+        );
+        channel.close(format!(
+            "no reply for {} s (the request timeout): taken for dead",
+            silent.as_secs()
+        ));
     }
 }
 

@@ -1,6 +1,6 @@
 //! Failover counters of one session, and the session's ChannelSequence.
 
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,10 @@ pub(crate) struct FailoverState {
     opens_reopened: AtomicU64,
     opens_lost: AtomicU64,
     times: Mutex<Times>,
+    /// When requests first found no channel to go on in the outage under way (`None` when
+    /// there is none), so that every request of one outage gives up at the same time.
+    outage_since: Mutex<Option<Instant>>,
+    in_outage: AtomicBool,
 }
 
 impl FailoverState {
@@ -118,6 +122,24 @@ impl FailoverState {
         t.loss_at = Some(t.loss_at.map_or(at, |old| old.min(at)));
     }
 
+    /// When a request that finds no usable channel at `now` gives up waiting for one: the
+    /// outage's start plus `wait`. The first request of an outage starts it; requests made
+    /// later in the same outage get what is left of it, not a whole `wait` each, so an
+    /// application doing many small operations against a server that is gone sees its
+    /// errors within `wait`, not `wait` per operation.
+    pub(crate) fn outage_deadline(&self, now: Instant, wait: Duration) -> Instant {
+        let mut since = self.outage_since.lock().unwrap_or_else(|e| e.into_inner());
+        self.in_outage.store(true, Ordering::Release);
+        *since.get_or_insert(now) + wait
+    }
+
+    /// A request was answered, or the session has a channel again: the outage is over.
+    pub(crate) fn outage_over(&self) {
+        if self.in_outage.swap(false, Ordering::AcqRel) {
+            *self.outage_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
     /// A suspected channel answered its probe.
     pub(crate) fn false_alarm(&self) {
         self.false_alarms.fetch_add(1, Ordering::Relaxed);
@@ -146,6 +168,7 @@ impl FailoverState {
 
     /// A slot lost at `lost_at` has a channel again.
     pub(crate) fn reconnected(&self, lost_at: Instant, now: Instant) {
+        self.outage_over();
         self.reconnects.fetch_add(1, Ordering::Relaxed);
         let took = now.saturating_duration_since(lost_at);
         let mut t = self.times();
@@ -156,6 +179,7 @@ impl FailoverState {
     /// The session was re-established after `took`; `reclaimed` opens came back, `reopened`
     /// were opened again by path, `lost` did not come back.
     pub(crate) fn reestablished(&self, took: Duration, reclaimed: u64, reopened: u64, lost: u64) {
+        self.outage_over();
         self.sessions_reestablished.fetch_add(1, Ordering::Relaxed);
         self.opens_reclaimed.fetch_add(reclaimed, Ordering::Relaxed);
         self.opens_reopened.fetch_add(reopened, Ordering::Relaxed);

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags};
@@ -30,6 +30,8 @@ enum Peer {
     DiesAfterOne,
     /// Answer each request with the next status of the list (the last one repeats).
     Answers(&'static [NtStatus]),
+    /// Read requests and never answer, keeping the connection open (a path that went silent).
+    Silent,
 }
 
 /// The requests one peer received: header and whole message.
@@ -68,6 +70,7 @@ async fn serve(mut io: DuplexStream, peer: Peer, seen: Seen) {
         seen.lock().unwrap().push((header.clone(), frame.clone()));
         match peer {
             Peer::DiesAfterOne => return,
+            Peer::Silent => continue,
             Peer::Answers(statuses) => {
                 let status = statuses[answered.min(statuses.len() - 1)];
                 answered += 1;
@@ -347,4 +350,69 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
         "{err}"
     );
     assert_eq!(seen_b.lock().unwrap().len(), 1, "nothing more was sent");
+}
+
+#[tokio::test]
+async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
+    let (a, seen_a) = channel(1, Peer::Silent);
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    let failover = FailoverState::default();
+    let mut request = Request::new(&EchoRequest {});
+    request.timeout = Duration::from_millis(50);
+    let e = call(
+        &session(&set, &failover, true),
+        request,
+        &Target::default(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(seen_a.lock().unwrap().len(), 1);
+    // The channel is closed: the next request does not wait out another timeout there.
+    assert!(!set.any_usable());
+    let started = Instant::now();
+    let e = send_echo(&set, &failover, false, Replay::Safe)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
+    assert!(started.elapsed() < Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn requests_made_later_in_one_outage_give_up_with_its_first() {
+    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    let failover = FailoverState::default();
+    // The first request waits the whole failover wait (300 ms) for a channel.
+    let started = Instant::now();
+    let e = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    // The outage goes on: later requests do not wait 300 ms each.
+    for _ in 0..3 {
+        let started = Instant::now();
+        let e = send_echo(&set, &failover, true, Replay::Safe)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
+        assert!(
+            started.elapsed() < Duration::from_millis(150),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    // A channel back ends the outage: the next one that goes waits the whole wait again.
+    let (b, _seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    set.add(b, None, PathInfo::default(), false);
+    send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap();
+    assert!(
+        failover.outage_deadline(Instant::now(), Duration::ZERO) > started,
+        "a new outage starts now"
+    );
 }

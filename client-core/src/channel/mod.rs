@@ -559,7 +559,7 @@ impl Channel {
         // No await between the send and the guard: a drop from here on cancels.
         let mut guard = self.cancel_guard(&sent);
         let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = deadline(tokio::time::Instant::now(), timeout);
         let result = await_reply(rx, command, deadline, timeout).await;
         settle(&mut guard, message_id, &result);
         result
@@ -582,7 +582,7 @@ impl Channel {
         // three-member compound take three timeouts to fail.
         let sent_at = tokio::time::Instant::now();
         for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
-            let result = await_reply(rx, command, sent_at + timeout, timeout).await;
+            let result = await_reply(rx, command, deadline(sent_at, timeout), timeout).await;
             settle(&mut guard, message_id, &result);
             out.push(result);
         }
@@ -753,6 +753,14 @@ fn settle(guard: &mut CancelOnDrop, message_id: u64, result: &Result<Response>) 
     if !matches!(result, Err(Error::Timeout { .. })) {
         guard.disarm(message_id);
     }
+}
+
+/// `timeout` after `start`; a timeout too long to add (a CHANGE_NOTIFY waits without end,
+/// `Duration::MAX`) is a year, which no request outlives.
+fn deadline(start: tokio::time::Instant, timeout: Duration) -> tokio::time::Instant {
+    start
+        .checked_add(timeout)
+        .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600))
 }
 
 /// Wait for the reply in `rx` until `deadline`; a timeout is reported as `timeout` (the

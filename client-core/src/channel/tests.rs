@@ -759,3 +759,25 @@ async fn a_compound_without_replies_times_out_once_not_once_per_member() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_request_that_waits_without_end_is_answered_like_any_other() {
+    // CHANGE_NOTIFY's timeout is Duration::MAX: no deadline may overflow.
+    let (ch, mut server) = start(ChannelOptions::default());
+    let answer = tokio::spawn(async move {
+        let f = read_frame(&mut server).await.unwrap();
+        let h = Header::decode(&f).unwrap();
+        write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 8, None)).await;
+        server
+    });
+    let mut req = probe();
+    req.timeout = Duration::MAX;
+    ch.call(req).await.unwrap();
+    answer.await.unwrap();
+    let now = tokio::time::Instant::now();
+    assert!(super::deadline(now, Duration::MAX) > now + Duration::from_secs(300 * 24 * 3600));
+    assert_eq!(
+        super::deadline(now, Duration::from_secs(60)),
+        now + Duration::from_secs(60)
+    );
+}

@@ -130,7 +130,10 @@ impl FailoverState {
     pub(crate) fn outage_deadline(&self, now: Instant, wait: Duration) -> Instant {
         let mut since = self.outage_since.lock().unwrap_or_else(|e| e.into_inner());
         self.in_outage.store(true, Ordering::Release);
-        *since.get_or_insert(now) + wait
+        let since = *since.get_or_insert(now);
+        since
+            .checked_add(wait)
+            .unwrap_or(since + Duration::from_secs(365 * 24 * 3600))
     }
 
     /// A request was answered, or the session has a channel again: the outage is over.

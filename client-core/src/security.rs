@@ -11,7 +11,7 @@ use smb3_proto::crypto::keys::{derive_channel_signing_key, derive_session_keys, 
 use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::seal::Sealer;
 use smb3_proto::crypto::signing::Signer;
-use smb3_proto::crypto::{CryptoBackend, CryptoError};
+use smb3_proto::crypto::{CryptoBackend, CryptoError, SecretKey};
 
 use crate::channel::ChannelCrypto;
 use crate::error::{AuthFailure, Error, ProtocolError, Result};
@@ -26,6 +26,27 @@ pub(crate) struct SessionSecurity {
     encryptor: Option<Arc<Sealer>>,
     decryptor: Option<Arc<Sealer>>,
     replies_must_be_signed: bool,
+}
+
+/// What the key log gets for a channel signing with `signing_key` after an authentication
+/// that produced `session_key`; the encryption keys and `bound_channel` are the caller's.
+fn keys_of(
+    negotiated: &Negotiated,
+    session_id: u64,
+    session_key: &[u8],
+    signing_key: &SecretKey,
+) -> SessionKeys {
+    SessionKeys {
+        session_id,
+        dialect: negotiated.dialect,
+        signing_algorithm: negotiated.signing_algorithm,
+        cipher: negotiated.cipher,
+        session_key: session_key_16(session_key).to_vec(),
+        signing_key: signing_key.as_bytes().to_vec(),
+        encryption_key: None,
+        decryption_key: None,
+        bound_channel: false,
+    }
 }
 
 fn key_error(e: CryptoError) -> Error {
@@ -49,17 +70,10 @@ impl SessionSecurity {
         let keys = derive_session_keys(negotiated.dialect, session_key, negotiated.cipher, preauth)
             .map_err(key_error)?;
         if let Some(log) = key_log {
-            log.record(&SessionKeys {
-                session_id,
-                dialect: negotiated.dialect,
-                signing_algorithm: negotiated.signing_algorithm,
-                cipher: negotiated.cipher,
-                session_key: session_key_16(session_key).to_vec(),
-                signing_key: keys.signing_key.as_bytes().to_vec(),
-                encryption_key: keys.encryption_key.as_ref().map(|k| k.as_bytes().to_vec()),
-                decryption_key: keys.decryption_key.as_ref().map(|k| k.as_bytes().to_vec()),
-                bound_channel: false,
-            });
+            let mut record = keys_of(negotiated, session_id, session_key, &keys.signing_key);
+            record.encryption_key = keys.encryption_key.as_ref().map(|k| k.as_bytes().to_vec());
+            record.decryption_key = keys.decryption_key.as_ref().map(|k| k.as_bytes().to_vec());
+            log.record(&record);
         }
         let signer = Signer::new(
             negotiated.signing_algorithm,
@@ -105,17 +119,9 @@ impl SessionSecurity {
             derive_channel_signing_key(negotiated.dialect, binding_session_key, channel_preauth)
                 .map_err(key_error)?;
         if let Some(log) = key_log {
-            log.record(&SessionKeys {
-                session_id: self.session_id,
-                dialect: negotiated.dialect,
-                signing_algorithm: negotiated.signing_algorithm,
-                cipher: negotiated.cipher,
-                session_key: session_key_16(binding_session_key).to_vec(),
-                signing_key: key.as_bytes().to_vec(),
-                encryption_key: None,
-                decryption_key: None,
-                bound_channel: true,
-            });
+            let mut record = keys_of(negotiated, self.session_id, binding_session_key, &key);
+            record.bound_channel = true;
+            log.record(&record);
         }
         let signer = Signer::new(
             negotiated.signing_algorithm,

@@ -603,6 +603,13 @@ fn signed_config(keys: &SigningKeys) -> ClientConfig {
     c
 }
 
+/// The test user's session through `mitm` with `config`.
+async fn signed_client(mitm: &Mitm, tb: &Testbed, config: ClientConfig) -> Client {
+    Client::connect(&mitm.addr().to_string(), &tb.credentials(), config)
+        .await
+        .expect("connect")
+}
+
 /// One NETWORK_INTERFACE_INFO entry; `family` 2 (IPv4) or 0x17 (IPv6) with `addr`, anything
 /// else as an unknown family with no address.
 fn interface_entry(last: bool, if_index: u32, rss: bool, speed: u64, addr: IpAddr) -> Vec<u8> {
@@ -730,13 +737,7 @@ fn an_interface_list_longer_than_asked_for_is_refused_and_the_session_goes_on() 
     let mitm = client_block_on(&rt, Mitm::start(upstream(&tb), rules));
     client_block_on(&rt, async move {
         let started = Instant::now();
-        let client = Client::connect(
-            &mitm.addr().to_string(),
-            &tb.credentials(),
-            signed_config(&keys),
-        )
-        .await
-        .expect("connect");
+        let client = signed_client(&mitm, &tb, signed_config(&keys)).await;
         let st = eventually(&client, Duration::from_secs(10), |s| {
             s.query_error.is_some()
         })
@@ -821,13 +822,7 @@ fn a_bogus_interface_list_plans_only_the_real_distinct_addresses() {
     let rt = tb.client_runtime();
     let mitm = client_block_on(&rt, Mitm::start(upstream(&tb), rules));
     client_block_on(&rt, async move {
-        let client = Client::connect(
-            &mitm.addr().to_string(),
-            &tb.credentials(),
-            signed_config(&keys),
-        )
-        .await
-        .expect("connect");
+        let client = signed_client(&mitm, &tb, signed_config(&keys)).await;
         let st = eventually(&client, Duration::from_secs(15), |s| s.settled).await;
         eprintln!(
             "bogus list: {} server interfaces, {} planned, {} current, {} notes",
@@ -927,9 +922,7 @@ fn a_reclaim_answered_with_another_open_is_refused_and_the_file_opened_again() {
     let (fo, took) = client_block_on(&rt, async move {
         let mut config = signed_config(&keys);
         config.multichannel = false;
-        let client = Client::connect(&mitm.addr().to_string(), &tb.credentials(), config)
-            .await
-            .expect("connect");
+        let client = signed_client(&mitm, &tb, config).await;
         let share = client.share("plain").await.expect("share");
         let started = Instant::now();
         let f = share

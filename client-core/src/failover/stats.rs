@@ -138,7 +138,9 @@ impl FailoverState {
 
     /// A request was answered, or the session has a channel again: the outage is over.
     pub(crate) fn outage_over(&self) {
-        if self.in_outage.swap(false, Ordering::AcqRel) {
+        // Called for every answered request: a plain load first, so the common case (no
+        // outage) writes nothing shared between the cores.
+        if self.in_outage.load(Ordering::Acquire) && self.in_outage.swap(false, Ordering::AcqRel) {
             *self.outage_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
     }

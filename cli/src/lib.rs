@@ -32,6 +32,21 @@ pub const EXIT_SOME_FAILED: i32 = 1;
 /// Exit code: usage or configuration error.
 pub const EXIT_USAGE: i32 = 2;
 
+/// Library logs on stderr, only when `RUST_LOG` asks for them (e.g.
+/// `RUST_LOG=smb3_client=info`): the channels lost, requests replayed, sessions set up again.
+/// Without it the tools print only their own lines.
+pub fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_none() {
+        return;
+    }
+    let filter = tracing_subscriber::EnvFilter::from_default_env();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// Credentials from, in order: the URL's user, `--user`, `SMB_USER`; password from
 /// `SMB_PASSWORD` or a `--credentials` file (mount.cifs format). Never from argv.
 pub fn credentials(

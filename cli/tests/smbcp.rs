@@ -37,8 +37,20 @@ fn smbcp(tb: &Testbed, password: &str, args: &[&str]) -> Output {
     out
 }
 
+/// What smbcp itself said on stderr: without the library's log lines, which the fault tests
+/// turn on (`RUST_LOG`) so that a failure shows what the session went through.
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|line| !is_log_line(line))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// A line of the tracing log: it starts with a timestamp like `2026-11-24T07:26:32.062203Z`.
+fn is_log_line(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 20 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[10] == b'T'
 }
 
 /// Every file under `root` with its sha256, relative paths sorted.
@@ -524,6 +536,7 @@ fn copy_through_a_fault(
         .client_command(SMBCP)
         .env("SMB_PASSWORD", tb.password())
         .env_remove("SMB_USER")
+        .env("RUST_LOG", "smb3_client=info")
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -552,7 +565,7 @@ fn copy_through_a_fault(
     }
     let out = waiter.join().unwrap().expect("smbcp output");
     eprintln!(
-        "smbcp {args:?} through a fault\n  status {:?}\n  stderr {}\n  stdout {}",
+        "smbcp {args:?} through a fault\n  status {:?}\n  stderr (with the library's log) {}\n  stdout {}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)

@@ -324,6 +324,69 @@ fn a_reply_for_a_message_id_never_sent_drops_the_connection_and_is_survived() {
     });
 }
 
+/// STATUS_NO_MEMORY, what Samba answers TREE_CONNECT with for a moment after it starts.
+const NO_MEMORY: u32 = 0xC000_0017;
+
+/// A server that has just come back may answer as one not ready yet (Samba says NO_MEMORY to
+/// TREE_CONNECT for a moment after a restart). The re-establishment of the session is then
+/// tried again on a new connection, and the open comes back: taken at its word, that answer
+/// would have lost every open of the share for a moment's delay.
+#[test]
+fn a_server_not_ready_when_the_session_comes_back_is_asked_again_and_no_open_is_lost() {
+    let rules = |n: u64| -> Option<BoxedRule> {
+        match n {
+            // The first connection breaks at its first READ reply (a MessageId never sent).
+            0 => Some(Box::new(spoil_once(command::READ, |m| {
+                let id = m.message_id();
+                m.set_message_id(id + 1_000_000);
+            }))),
+            // The second, where the session is set up again, is refused its TREE_CONNECT.
+            1 => Some(Box::new(spoil_once(command::TREE_CONNECT, |m| {
+                m.set_status(NO_MEMORY);
+            }))),
+            _ => None,
+        }
+    };
+    through_proxy(rules, |_, mitm| async move {
+        let (client, share) = guest_share(&mitm).await;
+        let f = file_to_read(&share, "not-ready.txt", b"still here").await;
+        let got = f
+            .read_at(0, 10)
+            .await
+            .expect("read after the session came back");
+        let fo = client.multichannel().failover;
+        eprintln!("{fo:#?}");
+        assert_eq!(&got[..], b"still here");
+        assert_eq!(
+            mitm.connections(),
+            3,
+            "one attempt refused, the next one good"
+        );
+        assert_eq!(fo.sessions_reestablished, 1, "{fo:#?}");
+        assert_eq!(fo.opens_lost, 0, "{fo:#?}");
+        assert_eq!(fo.opens_reclaimed + fo.opens_reopened, 1, "{fo:#?}");
+    });
+}
+
+/// A rule that applies `spoil` to the first final reply to `which` on its connection.
+fn spoil_once(
+    which: u16,
+    spoil: fn(&mut Smb2),
+) -> impl FnMut(Direction, Bytes) -> Vec<Action> + Send {
+    let mut done = false;
+    move |dir, frame: Bytes| {
+        let Some(mut m) = Smb2::of(&frame) else {
+            return forward(frame);
+        };
+        if !done && final_reply(dir, &m, which) {
+            done = true;
+            spoil(&mut m);
+            return forward(m.frame());
+        }
+        forward(frame)
+    }
+}
+
 #[test]
 fn a_read_whose_data_offset_points_outside_the_frame_is_a_decode_error() {
     through_proxy(

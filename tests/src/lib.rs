@@ -797,6 +797,9 @@ impl Testbed {
     pub fn client_command<S: AsRef<OsStr>>(&self, program: S) -> Command {
         let mut cmd = Command::new(ip_binary());
         cmd.args(["netns", "exec", &self.client_ns]).arg(program);
+        // The tools log to stderr when RUST_LOG is set; tests that check what they print set
+        // it themselves, or not at all.
+        cmd.env_remove("RUST_LOG");
         cmd
     }
 

@@ -222,6 +222,12 @@ impl Smb2 {
         self.u32_at(8)
     }
 
+    /// Set the status of the first message.
+    pub fn set_status(&mut self, status: u32) -> &mut Self {
+        self.0[8..12].copy_from_slice(&status.to_le_bytes());
+        self
+    }
+
     /// The command code.
     pub fn command(&self) -> u16 {
         self.u16_at(12)

@@ -140,6 +140,7 @@ fn keep_freed_buffers() {}
 fn main() -> ExitCode {
     keep_freed_buffers();
     let args = Args::parse();
+    smbcp::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

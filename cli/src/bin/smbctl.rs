@@ -80,6 +80,7 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    smbcp::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -21,6 +21,7 @@ mod cancel;
 pub(crate) mod credits;
 pub(crate) mod frame;
 pub(crate) mod frame_buffers;
+mod socket;
 mod writer;
 
 #[cfg(test)]
@@ -28,7 +29,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -44,6 +45,7 @@ use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarge
 use credits::CreditWindow;
 use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
 pub(crate) use frame_buffers::BufferPool;
+use socket::{QuietWriteHalf, SocketClosed, SocketHalf};
 use writer::{run_writer, OutFrame};
 
 /// MessageId the server uses for oplock and lease break notifications (MS-SMB2 3.3.4.6).
@@ -262,8 +264,16 @@ struct Shared {
     /// The writer's queue, for CANCELs queued by the reader and by dropped callers; weak so
     /// that the writer still ends (and the socket closes) when the last `Channel` goes.
     queue: mpsc::WeakUnboundedSender<OutFrame>,
+    /// The reader and writer tasks, so that whichever finds the connection over stops both
+    /// (and the socket closes). Set right after they are spawned.
+    tasks: OnceLock<Tasks>,
     peer: SocketAddr,
     local: SocketAddr,
+}
+
+struct Tasks {
+    reader: tokio::task::AbortHandle,
+    writer: tokio::task::AbortHandle,
 }
 
 /// A cheap handle on one connection. Clones share the connection; it closes when the last
@@ -276,8 +286,6 @@ pub(crate) struct Channel {
 struct Inner {
     shared: Arc<Shared>,
     queue: mpsc::UnboundedSender<OutFrame>,
-    reader: tokio::task::AbortHandle,
-    writer: tokio::task::AbortHandle,
 }
 
 impl std::fmt::Debug for Channel {
@@ -291,9 +299,12 @@ impl std::fmt::Debug for Channel {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.reader.abort();
-        // Nobody can send on it any more; watchers learn that it is gone.
-        self.shared.fail("channel closed by the client".into());
+        // Nobody can send on it any more; watchers learn that it is gone. The writer still
+        // sends what is queued (a CANCEL of a dropped caller) and ends with the queue.
+        if let Some(tasks) = self.shared.tasks.get() {
+            tasks.reader.abort();
+        }
+        self.shared.mark_dead("channel closed by the client".into());
     }
 }
 
@@ -355,7 +366,13 @@ impl Channel {
         };
         let local_addr = stream.local_addr().map_err(|e| Error::io(Some(peer), e))?;
         let (rd, wr) = stream.into_split();
-        Ok(Self::start(rd, wr, peer, local_addr, opts))
+        Ok(Self::start(
+            rd,
+            QuietWriteHalf::new(wr),
+            peer,
+            local_addr,
+            opts,
+        ))
     }
 
     /// Drive an already-connected byte stream (tests use an in-memory duplex).
@@ -388,9 +405,18 @@ impl Channel {
             died: Notify::new(),
             crypto: RwLock::new(None),
             queue: queue.downgrade(),
+            tasks: OnceLock::new(),
             peer,
             local,
         });
+        // The requests outstanding when the connection ends go back to their callers only
+        // once both halves, and so the socket, are gone (see `socket`).
+        let closed = {
+            let shared = shared.clone();
+            SocketClosed::new(move || shared.release_outstanding())
+        };
+        let rd = SocketHalf::new(rd, closed.clone());
+        let wr = SocketHalf::new(wr, closed);
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let writer_shared = shared.clone();
         let writer = tokio::spawn(async move {
@@ -411,14 +437,10 @@ impl Channel {
             reader_shared.fail(reason);
         })
         .abort_handle();
+        shared.set_tasks(Tasks { reader, writer });
         (
             Channel {
-                inner: Arc::new(Inner {
-                    shared,
-                    queue,
-                    reader,
-                    writer,
-                }),
+                inner: Arc::new(Inner { shared, queue }),
             },
             events_rx,
         )
@@ -492,12 +514,28 @@ impl Channel {
     /// all, the original must not stay parked at the server beside its replay (a
     /// CHANGE_NOTIFY would swallow the next change; a CREATE waiting on a lease break would
     /// keep its replay answering STATUS_FILE_NOT_AVAILABLE).
-    pub(crate) fn abandon_outstanding(&self) -> Vec<Command> {
+    ///
+    /// The channel stays open, so what it holds may still reach the server later. When an
+    /// outstanding request is one that must not (`harmless_if_late` says no), nothing is
+    /// handed back and that request's command is returned: the caller closes the channel
+    /// instead, which hands everything back once the socket is gone. The check and the hand
+    /// back are one step under the channel's lock, so no request slips between them.
+    pub(crate) fn abandon_outstanding(
+        &self,
+        harmless_if_late: impl Fn(Command) -> bool,
+    ) -> std::result::Result<Vec<Command>, Command> {
         let shared = &self.inner.shared;
         let mut abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = Vec::new();
         let mut cancels: Vec<CancelTarget> = Vec::new();
         {
             let mut st = shared.lock();
+            if let Some(p) = st
+                .pending
+                .values()
+                .find(|p| !p.reply.is_closed() && !harmless_if_late(p.command))
+            {
+                return Err(p.command);
+            }
             for (&message_id, p) in st.pending.iter_mut() {
                 if p.reply.is_closed() {
                     continue; // its caller gave up before: already cancelled if need be
@@ -522,15 +560,13 @@ impl Channel {
         for (command, reply) in abandoned {
             let _ = reply.send(Err(Error::ConnectionLost { command }));
         }
-        commands
+        Ok(commands)
     }
 
-    /// Close the connection now: everything outstanding fails with `ConnectionLost`.
+    /// Close the connection now: nothing more is sent on it, and everything outstanding
+    /// fails with `ConnectionLost` as soon as the socket is closed (a moment later, when the
+    /// reader and writer tasks have stopped), never before (see `socket`).
     pub(crate) fn close(&self, reason: String) {
-        // The writer may be blocked on a full send buffer of a dead path: stop it too, so
-        // the socket closes as soon as the last handle goes.
-        self.inner.writer.abort();
-        self.inner.reader.abort();
         self.inner.shared.fail(reason);
     }
 
@@ -861,13 +897,49 @@ impl Shared {
         }
     }
 
-    /// Mark the channel dead and fail everything outstanding.
+    /// The connection is over: nothing more is sent on it, and the reader and writer stop,
+    /// which closes the socket (the writer may be blocked on the full send buffer of a dead
+    /// path, so it is stopped too). What was outstanding goes back to its callers once the
+    /// socket is closed (`release_outstanding`).
     fn fail(&self, reason: String) {
-        let pending = {
+        self.mark_dead(reason);
+        if let Some(tasks) = self.tasks.get() {
+            tasks.writer.abort();
+            tasks.reader.abort();
+        }
+    }
+
+    /// Remember the tasks; a connection that failed before they were known stops them now.
+    fn set_tasks(&self, tasks: Tasks) {
+        let tasks = self.tasks.get_or_init(|| tasks);
+        if self.lock().dead.is_some() {
+            tasks.writer.abort();
+            tasks.reader.abort();
+        }
+    }
+
+    /// Mark the channel dead (keeping the first reason) and wake whoever waits on it:
+    /// callers waiting for credits give up at once (they sent nothing here), watchers learn
+    /// that it died.
+    fn mark_dead(&self, reason: String) {
+        {
             let mut st = self.lock();
             if st.dead.is_none() {
                 tracing::debug!(peer = %self.peer, %reason, "channel closed");
                 st.dead = Some(reason);
+            }
+        }
+        self.credit_granted.notify_waiters();
+        self.died.notify_waiters();
+    }
+
+    /// The socket is closed: every request still outstanding fails with `ConnectionLost`,
+    /// so its caller may replay it elsewhere.
+    fn release_outstanding(&self) {
+        let pending = {
+            let mut st = self.lock();
+            if st.dead.is_none() {
+                st.dead = Some("connection closed".into());
             }
             std::mem::take(&mut st.pending)
         };

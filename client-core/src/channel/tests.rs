@@ -679,7 +679,7 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
     let silent_req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
 
     // The loss detector hands both back: their callers hear of it at once ...
-    assert_eq!(ch.abandon_outstanding().len(), 2);
+    assert_eq!(ch.abandon_outstanding(|_| true).unwrap().len(), 2);
     for caller in [parked, silent] {
         let e = caller.await.unwrap().unwrap_err();
         assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
@@ -721,7 +721,49 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
         seen.lock().unwrap()
     );
     assert!(ch.dead_reason().is_none());
-    assert!(ch.abandon_outstanding().is_empty());
+    assert!(ch.abandon_outstanding(|_| true).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_channel_holding_a_request_that_must_not_arrive_late_hands_nothing_back() {
+    let (ch, mut server) = start(ChannelOptions::default());
+    let caller = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    let req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
+    // The probe is an ECHO; say ECHO must not arrive late: nothing is handed back.
+    let refused = ch.abandon_outstanding(|c| c != Command::ECHO);
+    assert_eq!(refused, Err(Command::ECHO));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!caller.is_finished(), "its caller was told nothing");
+    write_frame(&mut server, &reply_to(&req, NtStatus::SUCCESS, 1, None)).await;
+    caller.await.unwrap().expect("answered where it was sent");
+    assert_eq!(ch.cancels_sent(), 0);
+}
+
+#[tokio::test]
+async fn a_closed_channel_hands_its_requests_back_only_once_the_connection_is_closed() {
+    use futures_util::FutureExt;
+    let (ch, mut server) = start(ChannelOptions::default());
+    let caller = tokio::spawn({
+        let ch = ch.clone();
+        async move { ch.call(probe()).await }
+    });
+    read_frame(&mut server).await.unwrap();
+    ch.close("taken for dead".into());
+    assert!(ch.is_dead(), "nothing more is sent on it");
+    let e = caller.await.unwrap().unwrap_err();
+    assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
+    // By the time the caller hears of the loss (and could replay the request elsewhere),
+    // the connection is closed: nothing it held can reach the server any more.
+    let mut byte = [0u8; 1];
+    let read = server.read(&mut byte).now_or_never();
+    assert!(
+        matches!(read, Some(Ok(0))),
+        "the connection is still open: {read:?}"
+    );
+    assert_eq!(ch.dead_reason().as_deref(), Some("taken for dead"));
 }
 
 #[tokio::test(start_paused = true)]

@@ -140,6 +140,28 @@ enum NotReclaimed {
     Refused(String),
     /// The request itself failed (connection, malformed reply).
     Failed(String),
+    /// The server is not ready yet (see [`server_not_ready`]).
+    NotReady(String),
+}
+
+/// Why an open did not come back.
+enum Unrestored {
+    /// For good: the open is lost.
+    Lost(String),
+    /// The server answered as one still starting does: the whole re-establishment is tried
+    /// again, as after a lost connection.
+    NotReady(String),
+}
+
+/// Whether a refusal says the server is not ready yet rather than no. Right after it starts,
+/// Samba answers TREE_CONNECT with STATUS_NO_MEMORY for a moment (its notify daemon is not up
+/// yet); a server short of resources or connections says so with the other two. Taken at its
+/// word, such an answer would lose every open of the share for a moment's delay.
+fn server_not_ready(status: NtStatus) -> bool {
+    matches!(
+        status,
+        NtStatus::NO_MEMORY | NtStatus::INSUFFICIENT_RESOURCES | NtStatus::REQUEST_NOT_ACCEPTED
+    )
 }
 
 /// Connect, set the session up again, reconnect trees, reclaim opens, and put the new
@@ -246,21 +268,23 @@ async fn restore(
             }
             // The server answered, so the connection is good; the share is not. Its opens
             // are lost; other trees may still come back.
-            Err(Error::Status { status, .. }) => failed_trees.push((handle, status)),
+            Err(Error::Status { status, .. }) if !server_not_ready(status) => {
+                failed_trees.push((handle, status))
+            }
             Err(e) => return Err(format!("reconnecting share {share}: {e}")),
         }
     }
     let opens = core.durable.live();
-    let results: Vec<(Arc<OpenState>, std::result::Result<Restored, String>)> =
+    let results: Vec<(Arc<OpenState>, std::result::Result<Restored, Unrestored>)> =
         futures_util::stream::iter(opens)
             .map(|open| {
                 let failed_trees = &failed_trees;
                 let direct = &direct;
                 async move {
                     let result = match failed_trees.iter().find(|(h, _)| *h == open.tree.handle) {
-                        Some((_, status)) => {
-                            Err(format!("its share could not be reconnected: {status}"))
-                        }
+                        Some((_, status)) => Err(Unrestored::Lost(format!(
+                            "its share could not be reconnected: {status}"
+                        ))),
                         None => direct.restore_open(&open).await,
                     };
                     (open, result)
@@ -269,6 +293,17 @@ async fn restore(
             .buffer_unordered(RECLAIMS_IN_FLIGHT)
             .collect()
             .await;
+    // The connection itself failed, or the server is not ready: try the whole
+    // re-establishment again, before any open is marked lost.
+    for (open, result) in &results {
+        match result {
+            Err(Unrestored::NotReady(reason)) => {
+                return Err(format!("{}: {reason}", open.params.display_path()))
+            }
+            Err(Unrestored::Lost(reason)) if channel.is_dead() => return Err(reason.clone()),
+            _ => {}
+        }
+    }
     let mut outcome = Outcome {
         reclaimed: 0,
         reopened: 0,
@@ -281,9 +316,7 @@ async fn restore(
                 tracing::info!(path = %open.params.display_path(), "open reclaim refused; the same file was opened again");
                 outcome.reopened += 1;
             }
-            // The connection itself failed: try the whole re-establishment again.
-            Err(reason) if channel.is_dead() => return Err(reason),
-            Err(reason) => {
+            Err(Unrestored::NotReady(reason) | Unrestored::Lost(reason)) => {
                 tracing::warn!(path = %open.params.display_path(), %reason, "open not reclaimed");
                 open.mark_lost(reason);
                 outcome.lost += 1;
@@ -354,16 +387,22 @@ impl Direct<'_> {
 
     /// Get `open` back: reclaim it, or, when the server did not keep it, open the same file
     /// again by path.
-    async fn restore_open(&self, open: &OpenState) -> std::result::Result<Restored, String> {
+    async fn restore_open(&self, open: &OpenState) -> std::result::Result<Restored, Unrestored> {
         let refused = match self.reclaim(open).await {
             Ok(()) => return Ok(Restored::Reclaimed),
-            Err(NotReclaimed::Failed(why)) => return Err(why),
+            Err(NotReclaimed::Failed(why)) => return Err(Unrestored::Lost(why)),
+            Err(NotReclaimed::NotReady(why)) => return Err(Unrestored::NotReady(why)),
             Err(NotReclaimed::Refused(why)) => why,
         };
         self.reopen(open)
             .await
             .map(|()| Restored::Reopened)
-            .map_err(|e| format!("{refused}; opening it again by path: {e}"))
+            .map_err(|e| match e {
+                Unrestored::Lost(e) => {
+                    Unrestored::Lost(format!("{refused}; opening it again by path: {e}"))
+                }
+                not_ready => not_ready,
+            })
     }
 
     /// The server's TreeId now for the tree `open` belongs to.
@@ -388,6 +427,9 @@ impl Direct<'_> {
             .send(&body, self.tree_id(open), open.tree.encrypt)
             .await
             .map_err(|e| match e {
+                Error::Status { status, .. } if server_not_ready(status) => {
+                    NotReclaimed::NotReady(format!("reclaiming it: {status}"))
+                }
                 Error::Status { status, .. } => NotReclaimed::Refused(describe_refusal(status)),
                 other => NotReclaimed::Failed(other.to_string()),
             })?;
@@ -421,7 +463,7 @@ impl Direct<'_> {
     /// access, options, lease key and caching) and with a new durable handle, and take the
     /// new handle only if it is the same file. The disposition is OPEN whatever the original
     /// was: the file must not be truncated or created again.
-    async fn reopen(&self, open: &OpenState) -> std::result::Result<(), String> {
+    async fn reopen(&self, open: &OpenState) -> std::result::Result<(), Unrestored> {
         let tree_id = self.tree_id(open);
         let (mut body, create_guid) = reopen_request(open);
         let resp = match self.send(&body, tree_id, open.tree.encrypt).await {
@@ -437,9 +479,14 @@ impl Direct<'_> {
             }
             sent => sent,
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            Error::Status { status, .. } if server_not_ready(status) => {
+                Unrestored::NotReady(format!("opening it again by path: {status}"))
+            }
+            other => Unrestored::Lost(other.to_string()),
+        })?;
         let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Unrestored::Lost(e.to_string()))?;
         let found = FileIdentity {
             creation_time: created.creation_time,
             disk_id: created.on_disk_id(),
@@ -450,7 +497,9 @@ impl Direct<'_> {
             if let Err(e) = self.send(&close, tree_id, open.tree.encrypt).await {
                 tracing::debug!(error = %e, "closing the handle of another file failed");
             }
-            return Err(format!("the file now at its path is another one ({why})"));
+            return Err(Unrestored::Lost(format!(
+                "the file now at its path is another one ({why})"
+            )));
         }
         self.record_lease(open, &created);
         open.replace_handle(ServerHandle {

@@ -27,9 +27,12 @@ mod tests;
 
 /// Most times one request is sent again before its error is returned.
 const MAX_RESENDS: u32 = 16;
-/// Pause before resending a request the server refused as stale; doubles up to the cap.
-const STALE_PAUSE_MIN: Duration = Duration::from_millis(5);
-const STALE_PAUSE_MAX: Duration = Duration::from_millis(500);
+/// Pause before resending a request the server refused as stale, or one lost again right
+/// after its replay; doubles up to the cap. Losses in quick succession (channels dying one
+/// after another as a server goes down) then cannot use up `MAX_RESENDS` in a moment, before
+/// the session has had the time to come back.
+const PAUSE_MIN: Duration = Duration::from_millis(5);
+const PAUSE_MAX: Duration = Duration::from_millis(500);
 /// How often a request waiting for a usable channel looks again.
 const WAIT_STEP: Duration = Duration::from_millis(10);
 /// Longest a waiting request holds back, once a channel is usable, for the others to be
@@ -85,7 +88,7 @@ pub(crate) async fn call_chain(
     let smb3 = session.smb3;
     let related = templates.len() > 1;
     let mut resends = 0u32;
-    let mut stale_pause = STALE_PAUSE_MIN;
+    let mut pause = PAUSE_MIN;
     // Set at the first loss: the request gives up when no channel is usable by then.
     let mut give_up_at: Option<Instant> = None;
     let charge = templates.iter().map(|r| r.charge().max(1)).sum::<u16>();
@@ -157,8 +160,8 @@ pub(crate) async fn call_chain(
                 // or is still outstanding at the server: wait for it, then replay.
                 failover.replaying();
                 resends += 1;
-                tokio::time::sleep(stale_pause).await;
-                stale_pause = (stale_pause * 2).min(STALE_PAUSE_MAX);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(PAUSE_MAX);
                 continue;
             }
             return Ok(replies);
@@ -172,11 +175,31 @@ pub(crate) async fn call_chain(
             tracing::warn!(%command, why, "request lost with its channel; not replayed");
             return Err(Error::ConnectionLost { command });
         }
-        if resends >= MAX_RESENDS || !wait_for_usable_channel(session, give_up).await {
+        if resends > 0 {
+            // Lost again after a replay: give the session a moment before the next try.
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(PAUSE_MAX);
+        }
+        let gave_up = if resends >= MAX_RESENDS {
+            Some("sent too many times")
+        } else if !wait_for_usable_channel(session, give_up).await {
+            Some("no channel came back in time")
+        } else {
+            None
+        };
+        if let Some(why) = gave_up {
             // The manager asks its own requests again at its next round; only
             // callers' requests count as not replayed.
             if !session.internal {
                 failover.not_replayed();
+                tracing::warn!(
+                    %command,
+                    resends,
+                    why,
+                    waited_ms = now.elapsed().as_millis() as u64,
+                    any_usable = session.channels.any_usable(),
+                    "request lost with its channel; giving up"
+                );
             }
             return Err(Error::ConnectionLost { command });
         }

@@ -94,42 +94,74 @@ fn carrier_of(m: &Member) -> Option<bool> {
 enum Suspected {
     /// Kept, out of dispatch, to be probed.
     Probing,
-    /// Closed at once: it held a CREATE.
+    /// Closed at once: it held a request that must not reach the server late.
     Closed,
 }
 
 /// Out of dispatch, and its outstanding requests back to their callers for replay. The
 /// failover clock starts at the channel's last sign of life.
 ///
-/// A channel that held a CREATE is closed at once rather than probed. Kept open, it would
-/// deliver the CREATE whenever its path came back, after the replay had been answered and
-/// perhaps after the file had been written and closed: the server would then run the stale
-/// copy as a new open, and an OVERWRITE disposition would empty the file. ChannelSequence
-/// protects requests on an open from stale copies (MS-SMB2 3.3.5.2.10), not the CREATE
-/// that makes one. Closing discards what is still queued (the socket has zero linger).
+/// A suspected channel stays open while it is probed, so what it holds may still reach the
+/// server when its path comes back, after the callers were told it was lost. For most
+/// requests that is harmless (see [`harmless_if_late`]); a channel holding any other is
+/// closed at once instead of probed, and its requests go back to their callers only once
+/// its socket, with whatever it still queues, is gone (see `channel::socket`).
 fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
     member.suspected.store(true, Ordering::Release);
     core.multichannel
         .failover
         .loss_noticed(member.channel.progress().last_progress);
-    let handed_back = member.channel.abandon_outstanding();
-    let held_create = handed_back.contains(&Command::CREATE);
-    tracing::info!(
-        local = %member.channel.local(),
-        server = %member.channel.peer(),
-        %why,
-        handed_back = handed_back.len(),
-        held_create,
-        "channel suspected lost; replaying its requests elsewhere"
-    );
-    if !held_create {
-        return Suspected::Probing;
+    match member.channel.abandon_outstanding(harmless_if_late) {
+        Ok(handed_back) => {
+            tracing::info!(
+                local = %member.channel.local(),
+                server = %member.channel.peer(),
+                %why,
+                handed_back = handed_back.len(),
+                "channel suspected lost; replaying its requests elsewhere"
+            );
+            Suspected::Probing
+        }
+        Err(held) => {
+            tracing::info!(
+                local = %member.channel.local(),
+                server = %member.channel.peer(),
+                %why,
+                %held,
+                "channel suspected lost; closing it at once, it held a request that must not arrive late"
+            );
+            core.multichannel.failover.count_loss(true);
+            member
+                .channel
+                .close(format!("lost: {why}; closed at once, it held a {held}"));
+            Suspected::Closed
+        }
     }
-    core.multichannel.failover.count_loss(true);
-    member
-        .channel
-        .close(format!("lost: {why}; closed at once, it held a CREATE"));
-    Suspected::Closed
+}
+
+/// Whether a request may still reach the server after its caller was told it was lost (and
+/// replayed it, or gave up). Requests on an open are refused by the server once a replay
+/// moved the open's ChannelSequence past theirs (MS-SMB2 3.3.5.2.10), or repeat what the
+/// replay did; ECHO, TREE_CONNECT and a second CLOSE change nothing that matters. Not so a
+/// CREATE (nothing guards it: a stale OVERWRITE empties a file written since), a LOCK (the
+/// lock would be held with nobody knowing), QUERY_DIRECTORY (it moves the enumeration of a
+/// handle the caller goes on using), or a session's own setup and logoff.
+fn harmless_if_late(command: Command) -> bool {
+    matches!(
+        command,
+        Command::READ
+            | Command::WRITE
+            | Command::FLUSH
+            | Command::QUERY_INFO
+            | Command::SET_INFO
+            | Command::IOCTL
+            | Command::ECHO
+            | Command::CLOSE
+            | Command::TREE_CONNECT
+            | Command::TREE_DISCONNECT
+            | Command::CHANGE_NOTIFY
+            | Command::OPLOCK_BREAK
+    )
 }
 
 /// ECHO on a channel stalled with every other (see `Verdict::Poke`), whatever its answer:

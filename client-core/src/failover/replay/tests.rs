@@ -416,3 +416,47 @@ async fn requests_made_later_in_one_outage_give_up_with_its_first() {
         "a new outage starts now"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn losses_in_quick_succession_leave_the_session_time_to_come_back() {
+    // A server still going down or coming up: whenever the session has no channel, one comes
+    // back (a reconnect) and dies with the first request it takes. After a second the server
+    // is itself again. Resent at once each time, the request would use up its resends in
+    // milliseconds and fail; paced, it is still there when a good channel comes.
+    let (first, _) = channel(1, Peer::DiesAfterOne);
+    let set = Arc::new(ChannelSet::new(first, Dispatch::RoundRobin));
+    let server = tokio::spawn({
+        let set = set.clone();
+        async move {
+            let started = tokio::time::Instant::now();
+            let mut port = 2;
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                if set.any_usable() {
+                    continue;
+                }
+                if started.elapsed() < Duration::from_secs(1) {
+                    let (dying, _) = channel(port, Peer::DiesAfterOne);
+                    set.add(dying, None, PathInfo::default(), false);
+                    port += 1;
+                } else {
+                    let (good, seen) = channel(port, Peer::Answers(&[NtStatus::SUCCESS]));
+                    set.add(good, None, PathInfo::default(), false);
+                    return seen;
+                }
+            }
+        }
+    });
+    let failover = FailoverState::default();
+
+    let resp = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .expect("answered once the server is itself again");
+
+    assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    let seen = server.await.unwrap();
+    assert_eq!(headers(&seen).len(), 1, "the good channel got it");
+    let c = failover.snapshot();
+    assert_eq!(c.not_replayed, 0);
+    assert!(c.replays <= 16, "{c:?}");
+}

@@ -26,7 +26,7 @@ use crate::durable::DurableRegistration;
 use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
-use crate::lease::{LeaseCaching, LeaseRef};
+use crate::lease::{LeaseCaching, LeaseRef, LeaseWatch};
 use crate::tree::Tree;
 use crate::types::{metadata_from_reply, Metadata};
 
@@ -124,6 +124,14 @@ impl File {
     pub fn lease(&self) -> Option<LeaseCaching> {
         let lease = self.inner.holds.as_ref()?.lease.as_ref()?;
         lease.state().map(LeaseCaching::from_state)
+    }
+
+    /// Follow this file's lease from now on: each grant or break the server sends (see
+    /// [`LeaseWatch`]). `None` when no lease was asked for or granted.
+    pub fn lease_changes(&self) -> Option<LeaseWatch> {
+        let lease = self.inner.holds.as_ref()?.lease.as_ref()?;
+        lease.state()?;
+        lease.watch()
     }
 
     fn chunk_sizes(&self) -> (u32, u32, usize) {

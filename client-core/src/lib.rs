@@ -69,7 +69,7 @@ pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
 pub use fs_ops::{FileTimes, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
-pub use lease::LeaseCaching;
+pub use lease::{LeaseCaching, LeaseWatch};
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };

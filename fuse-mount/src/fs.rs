@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -269,7 +269,12 @@ pub struct SmbFs {
     next_fh: AtomicU64,
     /// Write-behind's memory budget; `None` when it is off.
     budget: Option<Budget>,
+    /// Drops the kernel's cached pages of a node (see [`SmbFs::on_lease_break`]).
+    drop_pages: OnceLock<PageDropper>,
 }
+
+/// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
+type PageDropper = Arc<dyn Fn(u64) + Send + Sync>;
 
 impl std::fmt::Debug for SmbFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -353,8 +358,38 @@ impl SmbFs {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
+            drop_pages: OnceLock::new(),
             cfg,
         }
+    }
+
+    /// Keep the kernel's page cache true to the server: from now on, every file opened with
+    /// a lease that grants Read caching is followed, and when the server takes that away (a
+    /// break: another client opened the file to change it, or wrote it), `drop_pages` is
+    /// called with the file's node at once, so the next read comes from the server. Set once,
+    /// by the mount when the page cache is on (`cache=strict`).
+    pub fn on_lease_break(&self, drop_pages: impl Fn(u64) + Send + Sync + 'static) {
+        let _ = self.drop_pages.set(Arc::new(drop_pages));
+    }
+
+    /// Follow `file`'s lease and drop `ino`'s cached pages when it stops granting Read
+    /// caching. The task ends with the session's last open of the file.
+    fn follow_lease(&self, ino: u64, file: &File) {
+        let (Some(drop_pages), Some(mut lease)) = (self.drop_pages.get(), file.lease_changes())
+        else {
+            return;
+        };
+        let drop_pages = drop_pages.clone();
+        tokio::spawn(async move {
+            let mut read = lease.current().read;
+            while let Some(now) = lease.changed().await {
+                if read && !now.read {
+                    tracing::debug!(ino, lease = %now, "lease break: dropping cached pages");
+                    drop_pages(ino);
+                }
+                read = now.read;
+            }
+        });
     }
 
     /// The share served.
@@ -689,6 +724,7 @@ impl SmbFs {
     }
 
     fn add_handle(&self, ino: u64, file: File, writable: bool) -> u64 {
+        self.follow_lease(ino, &file);
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let h = OpenFile {
             file,

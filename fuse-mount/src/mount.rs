@@ -300,6 +300,21 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
             return EXIT_MOUNT_FAILED;
         }
     };
+    if opts.cache == CacheMode::Strict {
+        // Invalidation writes to /dev/fuse and may wait for the kernel, which may wait for
+        // a request of ours: never on a runtime thread, never inside a request.
+        let notifier = session.notifier();
+        let rt_handle = rt.handle().clone();
+        fs.on_lease_break(move |ino| {
+            let notifier = notifier.clone();
+            rt_handle.spawn_blocking(move || {
+                if let Err(e) = notifier.inval_inode(fuser::INodeNo(ino), 0, 0) {
+                    // ENOENT: the kernel has forgotten the node, and its pages with it.
+                    tracing::debug!(ino, error = %e, "dropping cached pages");
+                }
+            });
+        });
+    }
     tracing::info!(source = %remote.display(), mountpoint = %mountpoint.display(), "mounted");
     #[cfg(target_os = "linux")]
     let device = crate::kernel::device_of(&mountpoint);

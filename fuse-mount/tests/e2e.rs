@@ -828,6 +828,50 @@ fn sqlite_from_two_clients_is_safe() {
     no_open_files(&tb);
 }
 
+/// Two mounts are two SMB clients. A file kept open on one, its pages in the kernel's cache,
+/// is rewritten through the other: the server breaks the first client's lease, which drops
+/// those pages at once, so the next read of the still-open file sees the new bytes
+/// (`cache=strict`, the default). Without that, the open file would go on showing the old
+/// bytes until it is closed.
+#[test]
+fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
+    use std::os::unix::fs::FileExt;
+    let tb = testbed();
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "lease-a", &[]);
+    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "lease-b", &[]);
+    let old = smb3_tests::pattern(1, 1 << 20);
+    let new = smb3_tests::pattern(2, 1 << 20);
+    std::fs::write(a.path("coherent.bin"), &old).unwrap();
+
+    let held = std::fs::File::open(a.path("coherent.bin")).unwrap();
+    let read_all = |f: &std::fs::File| {
+        let mut buf = vec![0u8; 1 << 20];
+        f.read_exact_at(&mut buf, 0).unwrap();
+        buf
+    };
+    assert!(read_all(&held) == old, "the first read");
+    assert!(
+        read_all(&held) == old,
+        "the second read, from the page cache"
+    );
+
+    // The other client rewrites it in place (same size, so no attribute change helps).
+    let other = std::fs::OpenOptions::new()
+        .write(true)
+        .open(b.path("coherent.bin"))
+        .unwrap();
+    other.write_all_at(&new, 0).unwrap();
+    other.sync_all().unwrap();
+    let written = Instant::now();
+    let fresh = wait_until(Duration::from_secs(5), || read_all(&held) == new);
+    let took = written.elapsed();
+    eprintln!("the open file showed the new bytes {took:?} after the other client's write");
+    assert!(fresh, "the open file still shows the old bytes after 5 s");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    drop((held, other));
+    let _ = std::fs::remove_file(a.path("coherent.bin"));
+}
+
 #[test]
 fn connection_cuts_during_large_copies_and_an_idle_restart() {
     let tb = testbed();

@@ -250,6 +250,10 @@ async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> boo
     let mut usable_since: Option<Instant> = None;
     loop {
         if session.channels.any_usable() {
+            // The session has a channel again, however it came back (a rebind, a first bind
+            // of a new slot, a re-established session): this outage is over, and the next
+            // one gets a whole wait of its own.
+            session.failover.outage_over();
             // A session re-established on one channel: every request that waited would
             // queue on it (all of a reader's window on one link) while the manager binds the
             // rest. Hold back briefly so they spread.

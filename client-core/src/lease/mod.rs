@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use rand::RngCore;
 use smb3_proto::msg::create::LeaseState;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::addressing::TreeContext;
 use crate::channel::Unsolicited;
@@ -88,6 +88,8 @@ struct LeaseEntry {
     state: Option<LeaseState>,
     /// The v2 lease epoch that went with `state` (MS-SMB2 2.2.14.2.11).
     epoch: Option<u16>,
+    /// Tells [`LeaseWatch`]es each new state; dropped with the entry, which ends them.
+    changes: watch::Sender<Option<LeaseState>>,
 }
 
 #[derive(Debug, Default)]
@@ -141,6 +143,7 @@ impl LeaseTable {
                         tree,
                         state: None,
                         epoch: None,
+                        changes: watch::channel(None).0,
                     },
                 );
                 key
@@ -187,6 +190,13 @@ impl LeaseTable {
         if epoch.is_some() {
             entry.epoch = epoch;
         }
+        entry.changes.send_replace(Some(state));
+    }
+
+    fn watch(&self, file: &FileKey) -> Option<LeaseWatch> {
+        self.lock().by_file.get(file).map(|e| LeaseWatch {
+            changes: e.changes.subscribe(),
+        })
     }
 
     fn state(&self, file: &FileKey) -> Option<LeaseState> {
@@ -241,6 +251,37 @@ impl LeaseRef {
     /// Record the lease the CREATE reply granted.
     pub(crate) fn record_grant(&self, state: LeaseState, epoch: Option<u16>) {
         self.table.record_state(&self.key, state, epoch);
+    }
+
+    /// Follow the file's lease from now on.
+    pub(crate) fn watch(&self) -> Option<LeaseWatch> {
+        self.table.watch(&self.file)
+    }
+}
+
+/// Follows one file's lease as the server changes it: the grant of an open, a break when
+/// another client opens or writes the file, a reclaim after a reconnect. A cache of the file's
+/// data kept beside an open (a FUSE mount's page cache) is valid only while the lease grants
+/// Read caching; this says when that stops. Made by [`File::lease_changes`](crate::File::lease_changes).
+#[derive(Debug)]
+pub struct LeaseWatch {
+    changes: watch::Receiver<Option<LeaseState>>,
+}
+
+impl LeaseWatch {
+    /// The caching the lease grants now.
+    pub fn current(&self) -> LeaseCaching {
+        (*self.changes.borrow())
+            .map(LeaseCaching::from_state)
+            .unwrap_or_default()
+    }
+
+    /// Wait until the server changes the lease, and return what it grants then. `None` once
+    /// this session's last open of the file is closed: the lease is gone, and with it any
+    /// promise about the file.
+    pub async fn changed(&mut self) -> Option<LeaseCaching> {
+        self.changes.changed().await.ok()?;
+        Some(self.current())
     }
 }
 
@@ -383,6 +424,29 @@ mod tests {
         // Unknown keys are ignored.
         table.record_state(&[9; 16], LeaseState(RWH), None);
         assert_eq!(table.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_watch_sees_each_break_and_ends_with_the_last_open() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(1), "f");
+        let b = table.acquire(tree(1), "F");
+        a.record_grant(LeaseState(RWH), Some(1));
+        let mut watch = a.watch().expect("the file has an entry");
+        assert_eq!(watch.current().to_string(), "RWH");
+        table.record_state(&a.key(), LeaseState(RH), Some(2));
+        assert_eq!(
+            watch.changed().await.map(|c| c.to_string()).as_deref(),
+            Some("RH")
+        );
+        table.record_state(&a.key(), LeaseState(0), Some(3));
+        let now = watch.changed().await.expect("still open");
+        assert!(!now.read, "Read caching is gone: {now}");
+        drop(a);
+        table.record_state(&b.key(), LeaseState(RH), Some(4));
+        assert!(watch.changed().await.is_some(), "one open is left");
+        drop(b);
+        assert_eq!(watch.changed().await, None, "the last open closed");
     }
 
     fn notification(body: &[u8]) -> Bytes {

@@ -377,7 +377,7 @@ fn partial_local(target: &Path) -> PathBuf {
     target.with_file_name(format!(".{name}.smbcp-partial"))
 }
 
-fn partial_remote(target: &str) -> String {
+pub(crate) fn partial_remote(target: &str) -> String {
     match target.rsplit_once('/') {
         Some((dir, name)) => format!("{dir}/.{name}.smbcp-partial"),
         None => format!(".{target}.smbcp-partial"),

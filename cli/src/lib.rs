@@ -13,6 +13,7 @@ mod hashing;
 pub mod location;
 #[cfg(unix)]
 pub mod mount_status;
+pub mod on_server;
 mod plan;
 mod preserve;
 mod progress;

@@ -292,6 +292,87 @@ fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
 }
 
+/// Bytes every channel of the run sent and received, from `--json`.
+fn wire_bytes(summary: &serde_json::Value) -> u64 {
+    summary["channels"]
+        .as_array()
+        .expect("channels")
+        .iter()
+        .map(|c| c["bytes_sent"].as_u64().unwrap() + c["bytes_received"].as_u64().unwrap())
+        .sum()
+}
+
+/// Both ends on one server: the server copies the file itself (the channels carry next to
+/// nothing), within a share and into a directory of another share; `--no-server-copy` moves
+/// the bytes through this machine with the same result; a directory or an option the mode
+/// does not take is refused with one line.
+#[test]
+fn copies_within_a_server_are_made_by_the_server() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let len = 24 << 20;
+    let data = smb3_tests::pattern(11, len);
+    std::fs::write(tb.share_path("plain").join("orig.bin"), &data).unwrap();
+    let into = tb.share_path("public").join("into");
+    std::fs::create_dir(&into).unwrap();
+    // Made here as root: open it to the share's users.
+    std::fs::set_permissions(&into, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::fs::create_dir(tb.share_path("plain").join("adir")).unwrap();
+    let pw = tb.password();
+    let orig = url(&tb, "plain/orig.bin");
+
+    let o = smbcp(
+        &tb,
+        pw,
+        &["-q", "--json", &orig, &url(&tb, "plain/copy.bin")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = json(&o);
+    assert_eq!(summary["bytes"], len as u64, "{summary}");
+    let moved = wire_bytes(&summary);
+    eprintln!("server-side copy of {len} bytes: {moved} bytes on the wire");
+    assert!(moved < 1 << 20, "{moved} bytes on the wire");
+    assert!(std::fs::read(tb.share_path("plain").join("copy.bin")).unwrap() == data);
+
+    let o = smbcp(&tb, pw, &["-q", "--json", &orig, &url(&tb, "public/into/")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read(tb.share_path("public").join("into/orig.bin")).unwrap() == data);
+
+    let o = smbcp(
+        &tb,
+        pw,
+        &[
+            "-q",
+            "--json",
+            "--no-server-copy",
+            &orig,
+            &url(&tb, "plain/through.bin"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let moved = wire_bytes(&json(&o));
+    assert!(
+        moved > 2 * len as u64,
+        "through this machine: {moved} bytes"
+    );
+    assert!(std::fs::read(tb.share_path("plain").join("through.bin")).unwrap() == data);
+    assert!(!tb
+        .share_path("plain")
+        .join(".through.bin.smbcp-partial")
+        .exists());
+
+    let o = smbcp(&tb, pw, &[&url(&tb, "plain/adir"), &url(&tb, "plain/bdir")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // One line for the file, then the run's summary line.
+    let e = stderr(&o);
+    let lines: Vec<&str> = e.trim().lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(lines[0].contains("plain/adir: is a directory"), "{e}");
+    assert!(lines[1].contains("0 copied, 0 skipped, 1 failed"), "{e}");
+    let o = smbcp(&tb, pw, &["-r", &orig, &url(&tb, "plain/r.bin")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("files only"), "{}", stderr(&o));
+}
+
 #[test]
 fn copies_over_every_channel_and_reports_them() {
     let tb = Testbed::start(TestbedConfig::unshaped(2)).unwrap_or_else(|e| panic!("testbed: {e}"));

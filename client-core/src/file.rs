@@ -148,17 +148,17 @@ impl File {
         )
     }
 
-    fn core(&self) -> &SessionCore {
+    pub(crate) fn core(&self) -> &SessionCore {
         &self.inner.tree.core
     }
 
     /// How a request about this open is sent: its FileId is stamped afresh before each send,
     /// so it follows the open through a reconnect.
-    fn on_open<'a>(&self) -> Call<'a> {
+    pub(crate) fn on_open<'a>(&self) -> Call<'a> {
         Call::open(&self.inner.state)
     }
 
-    fn err(&self, e: Error) -> Error {
+    pub(crate) fn err(&self, e: Error) -> Error {
         e.with_path(&self.inner.path)
     }
 

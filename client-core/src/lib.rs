@@ -53,6 +53,7 @@ mod multichannel;
 mod negotiated;
 mod orphans;
 mod security;
+mod server_copy;
 mod session;
 mod share;
 mod tree;

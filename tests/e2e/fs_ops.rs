@@ -235,3 +235,86 @@ fn dos_attributes_as_a_typed_set() {
         client.logoff().await.unwrap();
     });
 }
+
+/// Bytes the session's channels have sent and received so far.
+fn wire_bytes(client: &Client) -> u64 {
+    client
+        .channels()
+        .iter()
+        .map(|c| c.bytes_sent + c.bytes_received)
+        .sum()
+}
+
+/// Server-side copy (FSCTL_SRV_COPYCHUNK_WRITE, MS-SMB2 3.3.5.15.6): a whole file within a
+/// share and to another share of the same server, and a range at offsets, byte-exact on the
+/// server's disk while only requests cross the network; a range past the source's end is
+/// refused with the server's status and copies nothing.
+#[test]
+fn server_side_copy_within_and_between_shares() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let (plain, public) = (tb.share_path("plain"), tb.share_path("public"));
+    let len = (40 << 20) + 12_345;
+    let data = smb3_tests::pattern(7, len);
+    let want = data.clone();
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("plain");
+        let other = client.share("public").await.expect("public");
+        smb3_tests::write_file(&share, "src.bin", Bytes::from(data)).await;
+
+        let before = wire_bytes(&client);
+        let n = share
+            .copy_file_on_server("src.bin", &share, "copy.bin")
+            .await
+            .expect("copy within the share");
+        let moved = wire_bytes(&client) - before;
+        eprintln!("copied {n} bytes on the server; {moved} bytes crossed the network");
+        assert_eq!(n, len as u64);
+        assert!(
+            moved < 256 << 10,
+            "{moved} bytes on the wire for a server-side copy"
+        );
+        let n = share
+            .copy_file_on_server("src.bin", &other, "across.bin")
+            .await
+            .expect("copy to another share");
+        assert_eq!(n, len as u64);
+
+        // A range, to an offset of another file.
+        let src = share
+            .open("src.bin", &OpenOptions::new().read(true))
+            .await
+            .unwrap();
+        let dst = share
+            .open(
+                "range.bin",
+                &OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .await
+            .unwrap();
+        let n = dst
+            .copy_range_from(&src, 3 << 20, 5, 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(n, 1 << 20);
+        // Past the source's end: refused, nothing copied.
+        let e = dst
+            .copy_range_from(&src, len as u64 - 10, 0, 100)
+            .await
+            .expect_err("a range past the end of the source");
+        eprintln!("past the end: {e}");
+        // MS-SMB2 3.3.5.15.6: a chunk past the source's end is STATUS_INVALID_VIEW_SIZE.
+        assert_eq!(e.status(), Some(NtStatus::INVALID_VIEW_SIZE), "{e:?}");
+        dst.close().await.unwrap();
+        src.close().await.unwrap();
+        client.logoff().await.unwrap();
+    });
+    assert!(std::fs::read(plain.join("copy.bin")).unwrap() == want);
+    assert!(std::fs::read(public.join("across.bin")).unwrap() == want);
+    let range = std::fs::read(plain.join("range.bin")).unwrap();
+    assert_eq!(range.len(), 5 + (1 << 20));
+    assert!(range[..5].iter().all(|&b| b == 0));
+    assert!(range[5..] == want[3 << 20..4 << 20]);
+}

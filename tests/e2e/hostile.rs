@@ -1013,3 +1013,108 @@ fn a_reclaim_answered_with_another_open_is_refused_and_the_file_opened_again() {
     let got = std::fs::read(&on_disk).expect("the file on the server's disk");
     assert!(got == expected, "the file on the server's disk differs");
 }
+
+// ---------------------------------------------------------------- server-side copy limits
+
+/// FSCTL_SRV_COPYCHUNK_WRITE (MS-SMB2 2.2.31).
+const FSCTL_SRV_COPYCHUNK_WRITE: u32 = 0x0014_80F2;
+
+/// The CtlCode of an IOCTL request or response (the same place in both bodies).
+fn ctl_code(m: &Smb2) -> u32 {
+    u32::from_le_bytes(m.0[68..72].try_into().unwrap())
+}
+
+/// An IOCTL response refusing a copy with STATUS_INVALID_PARAMETER and the server's limits
+/// in its SRV_COPYCHUNK_RESPONSE (MS-SMB2 3.3.5.15.6): `chunks` per request, `chunk` bytes
+/// each, `total` bytes per request. Built on the header of the server's own reply.
+fn copy_limits_reply(reply: &Smb2, chunks: u32, chunk: u32, total: u32) -> Bytes {
+    let mut out = BytesMut::from(&reply.0[..64]);
+    out[8..12].copy_from_slice(&0xC000_000Du32.to_le_bytes()); // STATUS_INVALID_PARAMETER
+    out[20..24].copy_from_slice(&[0; 4]); // NextCommand
+    out.extend_from_slice(&49u16.to_le_bytes()); // StructureSize
+    out.extend_from_slice(&[0; 2]);
+    out.extend_from_slice(&reply.0[68..88]); // CtlCode and FileId, as the server sent them
+    out.extend_from_slice(&0u32.to_le_bytes()); // InputOffset
+    out.extend_from_slice(&0u32.to_le_bytes()); // InputCount
+    out.extend_from_slice(&112u32.to_le_bytes()); // OutputOffset: header + fixed body
+    out.extend_from_slice(&12u32.to_le_bytes()); // OutputCount
+    out.extend_from_slice(&[0; 8]); // Flags, Reserved2
+    for v in [chunks, chunk, total] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.freeze()
+}
+
+/// A server whose copy limits are smaller than MS-SMB2's defaults refuses the first copy
+/// request with them; the copy goes on in requests within those limits and every byte
+/// arrives. (Samba has the defaults, so the proxy plays the smaller server.)
+#[test]
+fn a_server_with_smaller_copy_limits_gets_requests_within_them() {
+    const LEN: usize = 3 << 20;
+    // (chunks in the request, its largest chunk, its total) for every copy request seen.
+    let seen: Arc<std::sync::Mutex<Vec<(u32, u32, u64)>>> = Arc::default();
+    let record = seen.clone();
+    let refused = Arc::new(AtomicBool::new(false));
+    let rules = move |n: u64| -> Option<BoxedRule> {
+        if n != 0 {
+            return None;
+        }
+        let (record, refused) = (record.clone(), refused.clone());
+        Some(Box::new(move |dir, frame: Bytes| {
+            let Some(m) = Smb2::of(&frame) else {
+                return forward(frame);
+            };
+            if m.command() != command::IOCTL
+                || m.0.len() < 120
+                || ctl_code(&m) != FSCTL_SRV_COPYCHUNK_WRITE
+            {
+                return forward(frame);
+            }
+            if dir == Direction::ToServer {
+                let input = u32::from_le_bytes(m.0[88..92].try_into().unwrap()) as usize;
+                let count = u32::from_le_bytes(m.0[input + 24..input + 28].try_into().unwrap());
+                let (mut largest, mut total) = (0u32, 0u64);
+                for i in 0..count as usize {
+                    let at = input + 32 + 24 * i + 16;
+                    let len = u32::from_le_bytes(m.0[at..at + 4].try_into().unwrap());
+                    largest = largest.max(len);
+                    total += u64::from(len);
+                }
+                record.lock().unwrap().push((count, largest, total));
+                return forward(frame);
+            }
+            if final_reply(dir, &m, command::IOCTL) && !refused.swap(true, Ordering::SeqCst) {
+                return forward(copy_limits_reply(&m, 4, 64 << 10, 256 << 10));
+            }
+            forward(frame)
+        }))
+    };
+    through_proxy(rules, move |tb, mitm| async move {
+        let (client, share) = guest_share(&mitm).await;
+        let data = smb3_tests::pattern(5, LEN);
+        smb3_tests::write_file(&share, "limits-src.bin", Bytes::from(data.clone())).await;
+        let n = share
+            .copy_file_on_server("limits-src.bin", &share, "limits-dst.bin")
+            .await
+            .expect("the copy within the smaller limits");
+        assert_eq!(n, LEN as u64);
+        let requests = seen.lock().unwrap().clone();
+        eprintln!("copy requests (chunks, largest, total): {requests:?}");
+        assert_eq!(
+            requests[0],
+            (3, 1 << 20, LEN as u64),
+            "the first at the defaults"
+        );
+        let after = &requests[1..];
+        assert_eq!(after.len(), LEN / (256 << 10), "{after:?}");
+        assert!(
+            after
+                .iter()
+                .all(|&(c, l, t)| c <= 4 && l <= 64 << 10 && t <= 256 << 10),
+            "{after:?}"
+        );
+        let on_disk = std::fs::read(tb.share_path("public").join("limits-dst.bin")).unwrap();
+        assert!(on_disk == data, "the copy differs from its source");
+        client.logoff().await.unwrap();
+    });
+}

@@ -10,6 +10,7 @@ use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
 use smbcp::glob::Excludes;
+use smbcp::on_server::{copy_on_server, OnServerOptions};
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// Copy files to or from an SMB share, many chunks and files in flight at once.
@@ -19,9 +20,14 @@ use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Sources (all remote, or all local), then the destination.
+    /// Sources (all remote, or all local), then the destination. Remote sources with a
+    /// remote destination on the same server are copied by the server itself.
     #[arg(required = true, num_args = 2..)]
     paths: Vec<String>,
+    /// Copies within one server go through this machine instead of being made by the server
+    /// (FSCTL_SRV_COPYCHUNK).
+    #[arg(long)]
+    no_server_copy: bool,
     /// Copy directories recursively.
     #[arg(short, long)]
     recursive: bool,
@@ -211,11 +217,32 @@ async fn run(args: Args) -> i32 {
             Location::Remote(r) => (r.clone(), Direction::Down),
             Location::Local(_) => unreachable!("all remote"),
         },
+        (Location::Remote(d), _, true) => match &locations[0] {
+            Location::Remote(r) if r.host == d.host && r.port == d.port => {
+                (r.clone(), Direction::OnServer)
+            }
+            _ => {
+                eprintln!("smbcp: a copy between shares needs both on the same server");
+                return EXIT_USAGE;
+            }
+        },
         _ => {
-            eprintln!("smbcp: copy either local files to one share, or files of one share to a local destination");
+            eprintln!("smbcp: copy local files to one share, files of one share to a local destination, or files of one server to a share of it");
             return EXIT_USAGE;
         }
     };
+    if matches!(direction, Direction::OnServer)
+        && (opts.recursive
+            || opts.preserve
+            || opts.verify
+            || opts.verify_only
+            || opts.update
+            || opts.dry_run
+            || opts.resume)
+    {
+        eprintln!("smbcp: a copy within a server takes files only, without -r, -a, -p, --verify, --verify-only, --update, --dry-run or --resume (not yet)");
+        return EXIT_USAGE;
+    }
     for l in &locations {
         if let Location::Remote(r) = l {
             if r.host != remote.host || r.share != remote.share || r.port != remote.port {
@@ -284,6 +311,30 @@ async fn run(args: Args) -> i32 {
                 .collect();
             download(&share, &sources, p, &opts).await
         }
+        (Direction::OnServer, Location::Remote(d)) => {
+            let dest_share = if d.share == remote.share {
+                share.clone()
+            } else {
+                match client.share(&d.share).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("smbcp: //{}/{}: {}", d.host, d.share, smbcp::describe(&e));
+                        return EXIT_SOME_FAILED;
+                    }
+                }
+            };
+            let sources: Vec<String> = locations
+                .iter()
+                .filter_map(|l| match l {
+                    Location::Remote(r) => Some(r.path.clone()),
+                    Location::Local(_) => None,
+                })
+                .collect();
+            let on_server = OnServerOptions {
+                server_copy: !args.no_server_copy,
+            };
+            copy_on_server(&d.host, &share, &sources, &dest_share, &d.path, on_server).await
+        }
         _ => unreachable!("direction matches destination"),
     };
     finish(&client, &report, &args)
@@ -296,6 +347,8 @@ const CHANNEL_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 enum Direction {
     Up,
     Down,
+    /// Remote to remote on one server.
+    OnServer,
 }
 
 fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32 {

@@ -237,8 +237,9 @@ fn query_info_body(msg: &Bytes, class: u8) {
     }
 }
 
-/// IOCTL response (MS-SMB2 2.2.32) and the two FSCTL outputs the client reads:
-/// VALIDATE_NEGOTIATE_INFO (2.2.32.6) and NETWORK_INTERFACE_INFO (2.2.32.5).
+/// IOCTL response (MS-SMB2 2.2.32) and the FSCTL outputs the client reads:
+/// VALIDATE_NEGOTIATE_INFO (2.2.32.6), NETWORK_INTERFACE_INFO (2.2.32.5), the resume key
+/// (2.2.32.3) and SRV_COPYCHUNK_RESPONSE (2.2.32.1).
 pub fn ioctl(data: &[u8]) {
     ioctl_body(&Bytes::copy_from_slice(data));
 }
@@ -249,6 +250,8 @@ fn ioctl_body(msg: &Bytes) {
         assert_within(&r.output, msg);
         let _ = ioctl::ValidateNegotiateInfoResponse::decode(&r.output);
         let _ = ioctl::parse_network_interfaces(&r.output);
+        let _ = copychunk::ResumeKey::decode(&r.output);
+        let _ = copychunk::CopyChunkResponse::decode(&r.output);
     }
 }
 

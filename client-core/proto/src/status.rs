@@ -54,6 +54,7 @@ statuses! {
     END_OF_FILE = 0xC000_0011, "end of file";
     MORE_PROCESSING_REQUIRED = 0xC000_0016, "more processing required";
     NO_MEMORY = 0xC000_0017, "server out of memory";
+    INVALID_VIEW_SIZE = 0xC000_001F, "range past the end of the file";
     ACCESS_DENIED = 0xC000_0022, "access denied";
     BUFFER_TOO_SMALL = 0xC000_0023, "buffer too small";
     OBJECT_NAME_INVALID = 0xC000_0033, "object name invalid";

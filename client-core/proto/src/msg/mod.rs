@@ -103,6 +103,7 @@ pub mod cancel;
 pub mod change_notify;
 pub mod close;
 pub mod compound;
+pub mod copychunk;
 pub mod create;
 pub mod echo;
 pub mod error;

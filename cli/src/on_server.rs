@@ -1,0 +1,185 @@
+//! Copies whose source and destination are both on one server: the server copies the bytes
+//! itself (`Share::copy_file_on_server`), so they never cross the network. When the server
+//! does not copy on its side, or `--no-server-copy` says not to, the bytes go through this
+//! machine instead (read from the source, written to the destination). Files only, for now.
+//!
+//! As for uploads, a file is copied to a partial file beside its destination
+//! (`.NAME.smbcp-partial`) and renamed over it once complete, so a copy that fails leaves the
+//! destination as it was.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use smb3_client::{Error, NtStatus, OpenOptions, Share};
+
+use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
+use crate::describe;
+
+/// How a server-side copy run goes.
+#[derive(Clone, Copy, Debug)]
+pub struct OnServerOptions {
+    /// Ask the server to copy (false: always through this machine).
+    pub server_copy: bool,
+}
+
+/// Bytes read and written at a time when the copy goes through this machine.
+const THROUGH_CLIENT_STEP: usize = 16 << 20;
+
+/// Copy the files `sources` of `from` to `dest` on `to` (a directory, or with one source a
+/// file name). `to` may be `from` or another share of the same session; `host` is the
+/// server's name as the user gave it, for messages.
+pub async fn copy_on_server(
+    host: &str,
+    from: &Share,
+    sources: &[String],
+    to: &Share,
+    dest: &str,
+    opts: OnServerOptions,
+) -> CopyReport {
+    let started = Instant::now();
+    let mut report = CopyReport::default();
+    let dest = dest.trim_end_matches('/');
+    let into_dir =
+        sources.len() > 1 || dest.is_empty() || to.metadata(dest).await.is_ok_and(|m| m.is_dir());
+    let mut server_copy = opts.server_copy;
+    for source in sources {
+        let source = source.trim_end_matches('/');
+        let name = source.rsplit('/').next().unwrap_or(source);
+        let target = match (into_dir, dest.is_empty()) {
+            (true, true) => name.to_string(),
+            (true, false) => format!("{dest}/{name}"),
+            (false, _) => dest.to_string(),
+        };
+        let shown_source = format!("//{host}/{}/{source}", from.name());
+        let shown_dest = format!("//{host}/{}/{target}", to.name());
+        let outcome = copy_one(from, source, to, &target, &mut server_copy).await;
+        let (status, size, error) = match outcome {
+            Ok(size) => {
+                report.files += 1;
+                report.bytes += size;
+                (FileStatus::Copied, size, None)
+            }
+            Err(why) => {
+                report.failures.push(format!(
+                    "{shown_source}: {why}; {shown_dest} was not written"
+                ));
+                (FileStatus::Failed, 0, Some(why))
+            }
+        };
+        report.per_file.push(FileResult {
+            source: shown_source,
+            dest: shown_dest,
+            size,
+            status,
+            bytes: if server_copy { 0 } else { size },
+            resumed_from: 0,
+            sha256: None,
+            error,
+        });
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// Copy one file to its partial name, then rename it over `target`. `server_copy` turns off
+/// (for the rest of the run, said once on stderr) when the server does not copy.
+async fn copy_one(
+    from: &Share,
+    source: &str,
+    to: &Share,
+    target: &str,
+    server_copy: &mut bool,
+) -> Result<u64, String> {
+    let meta = from.metadata(source).await.map_err(|e| describe(&e))?;
+    if meta.is_dir() {
+        return Err(
+            "is a directory (copies within a server take files, not trees, for now)".into(),
+        );
+    }
+    let partial = partial_remote(target);
+    let copied = if *server_copy {
+        match from.copy_file_on_server(source, to, &partial).await {
+            Err(e) if server_does_not_copy(&e) => {
+                eprintln!(
+                    "smbcp: the server does not copy on its side ({}); copying through this machine",
+                    describe(&e)
+                );
+                *server_copy = false;
+                through_client(from, source, to, &partial).await
+            }
+            other => other,
+        }
+    } else {
+        through_client(from, source, to, &partial).await
+    };
+    let size = copied.map_err(|e| describe(&e))?;
+    if let Err(e) = to.rename(&partial, target, true).await {
+        let _ = to.remove_file(&partial).await;
+        return Err(describe(&e));
+    }
+    Ok(size)
+}
+
+/// The answers of a server that has no server-side copy.
+fn server_does_not_copy(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::NOT_SUPPORTED | NtStatus::INVALID_DEVICE_REQUEST)
+    )
+}
+
+/// Copy `source` to `target` by reading it here and writing it back; `target` is removed
+/// again if that fails.
+async fn through_client(
+    from: &Share,
+    source: &str,
+    to: &Share,
+    target: &str,
+) -> smb3_client::Result<u64> {
+    let src = from.open(source, &OpenOptions::new().read(true)).await?;
+    let dst = match to
+        .open(
+            target,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = src.close().await;
+            return Err(e);
+        }
+    };
+    let len = src.size_at_open();
+    let mut copied = Ok(0u64);
+    let mut at = 0u64;
+    while at < len {
+        let step = (len - at).min(THROUGH_CLIENT_STEP as u64) as usize;
+        let chunk: smb3_client::Result<Bytes> = src.read_at(at, step).await;
+        match chunk {
+            Ok(data) if data.is_empty() => break,
+            Ok(data) => {
+                let n = data.len() as u64;
+                if let Err(e) = dst.write_at(at, data).await {
+                    copied = Err(e);
+                    break;
+                }
+                at += n;
+                copied = Ok(at);
+            }
+            Err(e) => {
+                copied = Err(e);
+                break;
+            }
+        }
+    }
+    let closed = dst.close().await;
+    let _ = src.close().await;
+    match copied.and_then(|n| closed.map(|()| n)) {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            let _ = to.remove_file(target).await;
+            Err(e)
+        }
+    }
+}

@@ -302,14 +302,7 @@ async fn run(args: Args) -> i32 {
             upload(&share, &sources, &r.path, &opts).await
         }
         (Direction::Down, Location::Local(p)) => {
-            let sources: Vec<String> = locations
-                .iter()
-                .filter_map(|l| match l {
-                    Location::Remote(r) => Some(r.path.clone()),
-                    Location::Local(_) => None,
-                })
-                .collect();
-            download(&share, &sources, p, &opts).await
+            download(&share, &remote_paths(&locations), p, &opts).await
         }
         (Direction::OnServer, Location::Remote(d)) => {
             let dest_share = if d.share == remote.share {
@@ -323,21 +316,26 @@ async fn run(args: Args) -> i32 {
                     }
                 }
             };
-            let sources: Vec<String> = locations
-                .iter()
-                .filter_map(|l| match l {
-                    Location::Remote(r) => Some(r.path.clone()),
-                    Location::Local(_) => None,
-                })
-                .collect();
             let on_server = OnServerOptions {
                 server_copy: !args.no_server_copy,
             };
+            let sources = remote_paths(&locations);
             copy_on_server(&d.host, &share, &sources, &dest_share, &d.path, on_server).await
         }
         _ => unreachable!("direction matches destination"),
     };
     finish(&client, &report, &args)
+}
+
+/// The share-relative paths of the remote locations among `locations`.
+fn remote_paths(locations: &[Location]) -> Vec<String> {
+    locations
+        .iter()
+        .filter_map(|l| match l {
+            Location::Remote(r) => Some(r.path.clone()),
+            Location::Local(_) => None,
+        })
+        .collect()
 }
 
 /// How long smbcp waits for extra channels before it starts copying.

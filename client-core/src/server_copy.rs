@@ -50,8 +50,9 @@ impl File {
     /// Copy `len` bytes of `source`, from `source_offset`, into this file at `offset`, on the
     /// server (see the module docs): nothing crosses the network but the requests. `source`
     /// must be open for reading and this file for writing, in the same session (any shares of
-    /// the server). The range must lie within `source`; this file grows as needed. Returns
-    /// the bytes copied, `len` on success; a server that does not copy
+    /// the server). The range must lie within `source` (else the server's
+    /// `STATUS_INVALID_VIEW_SIZE`); this file grows as needed. Returns `len`: a server that
+    /// copies less than asked is an error. A server that does not copy
     /// (`STATUS_NOT_SUPPORTED`, `INVALID_DEVICE_REQUEST`) answers with that status in
     /// [`Error::Status`], and the caller copies through the client instead.
     pub async fn copy_range_from(
@@ -88,8 +89,8 @@ impl File {
                 }
             }
         };
-        if first < first_len {
-            return Ok(first);
+        if first != first_len {
+            return Err(ProtocolError::Unexpected("the server copied less than asked").into());
         }
         let request_bytes = per_request(limits);
         let requests: Vec<(u64, u64)> = (first_len..len)
@@ -104,7 +105,7 @@ impl File {
                     match self.copy_chunks(&key, &pieces).await? {
                         Copied::Done(got) if got == n => Ok(got),
                         Copied::Done(_) => Err(Error::from(ProtocolError::Unexpected(
-                            "the server copied less than asked within the file",
+                            "the server copied less than asked",
                         ))),
                         Copied::Limits(_) => Err(ProtocolError::Unexpected(
                             "the server changed its copy limits during a copy",
@@ -209,11 +210,7 @@ impl Share {
         let closed = target.close().await;
         let _ = source.close().await;
         match copied.and_then(|n| closed.map(|()| n)) {
-            Ok(n) if n == len => Ok(n),
-            Ok(_) => {
-                let _ = dest.remove_file(to).await;
-                Err(ProtocolError::Unexpected("the server copied less than the whole file").into())
-            }
+            Ok(n) => Ok(n),
             Err(e) => {
                 let _ = dest.remove_file(to).await;
                 Err(e)

@@ -872,6 +872,52 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
 
+/// Four links, so the mount's session has channels on each: one link goes down in the
+/// middle of a large write through the mount and comes back, then another in the middle of a
+/// large read. The library replays what the lost channels held on the others; `cp` sees no
+/// error and every byte is right.
+#[test]
+fn a_link_lost_during_large_copies_through_the_mount_costs_no_byte() {
+    let tb =
+        Testbed::start(TestbedConfig::shaped(4, 400)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "links", &[]);
+    let local = scratch("links-local");
+    let big = local.join("big.bin");
+    std::fs::write(&big, smb3_tests::pattern(43, 192 << 20)).unwrap();
+    for (what, link, from, to) in [
+        ("write", 2, big.clone(), m.path("big.bin")),
+        ("read", 3, m.path("big.bin"), local.join("back.bin")),
+    ] {
+        if what == "read" {
+            // Nothing from the page cache: the bytes come over the wire.
+            std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
+        }
+        let mut cp = Command::new("cp")
+            .arg(&from)
+            .arg(&to)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = wait_until(Duration::from_secs(60), || {
+            std::fs::metadata(&to)
+                .map(|m| m.len() > 32 << 20)
+                .unwrap_or(false)
+        });
+        assert!(started, "{what}: copy did not start");
+        tb.link_down(link).unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+        tb.link_up(link).unwrap();
+        let status = cp.wait().unwrap();
+        eprintln!("{what}: link {link} down for 3 s during the copy; cp {status}");
+        assert!(status.success(), "{what}: cp failed across the link loss");
+    }
+    run(Command::new("cmp").arg(&big).arg(m.path("big.bin")));
+    run(Command::new("cmp").arg(&big).arg(local.join("back.bin")));
+    drop(m);
+    no_open_files(&tb);
+    let _ = std::fs::remove_dir_all(&local);
+}
+
 #[test]
 fn connection_cuts_during_large_copies_and_an_idle_restart() {
     let tb = testbed();

@@ -1,7 +1,7 @@
 //! Copies whose source and destination are both on one server: the server copies the bytes
 //! itself (`Share::copy_file_on_server`), so they never cross the network. When the server
 //! does not copy on its side, or `--no-server-copy` says not to, the bytes go through this
-//! machine instead (read from the source, written to the destination). Files only, for now.
+//! machine instead (read from the source, written to the destination). Directories with `-r`.
 //!
 //! As for uploads, a file is copied to a partial file beside its destination
 //! (`.NAME.smbcp-partial`) and renamed over it once complete, so a copy that fails leaves the
@@ -20,14 +20,17 @@ use crate::describe;
 pub struct OnServerOptions {
     /// Ask the server to copy (false: always through this machine).
     pub server_copy: bool,
+    /// Copy directories and everything in them (`-r`).
+    pub recursive: bool,
 }
 
 /// Bytes read and written at a time when the copy goes through this machine.
 const THROUGH_CLIENT_STEP: usize = 16 << 20;
 
-/// Copy the files `sources` of `from` to `dest` on `to` (a directory, or with one source a
-/// file name). `to` may be `from` or another share of the same session; `host` is the
-/// server's name as the user gave it, for messages.
+/// Copy `sources` of `from` to `dest` on `to`: into `dest` when it is an existing directory
+/// (or the share's root), else to `dest` itself (one source only). `to` may be `from` or
+/// another share of the same session; `host` is the server's name as the user gave it, for
+/// messages.
 pub async fn copy_on_server(
     host: &str,
     from: &Share,
@@ -37,65 +40,134 @@ pub async fn copy_on_server(
     opts: OnServerOptions,
 ) -> CopyReport {
     let started = Instant::now();
-    let mut report = CopyReport::default();
+    let mut run = Run {
+        host,
+        from,
+        to,
+        server_copy: opts.server_copy,
+        report: CopyReport::default(),
+    };
     let dest = dest.trim_end_matches('/');
-    let into_dir =
-        sources.len() > 1 || dest.is_empty() || to.metadata(dest).await.is_ok_and(|m| m.is_dir());
-    let mut server_copy = opts.server_copy;
+    let dest_is_dir = dest.is_empty() || to.metadata(dest).await.is_ok_and(|m| m.is_dir());
+    if sources.len() > 1 && !dest_is_dir {
+        run.report.failures.push(format!(
+            "{}: destination must be an existing directory for several sources",
+            run.shown(to, dest)
+        ));
+        return run.report;
+    }
     for source in sources {
         let source = source.trim_end_matches('/');
         let name = source.rsplit('/').next().unwrap_or(source);
-        let target = match (into_dir, dest.is_empty()) {
+        let target = match (dest_is_dir, dest.is_empty()) {
             (true, true) => name.to_string(),
             (true, false) => format!("{dest}/{name}"),
             (false, _) => dest.to_string(),
         };
-        let shown_source = format!("//{host}/{}/{source}", from.name());
-        let shown_dest = format!("//{host}/{}/{target}", to.name());
-        let outcome = copy_one(from, source, to, &target, &mut server_copy).await;
-        let (status, size, error) = match outcome {
-            Ok(size) => {
-                report.files += 1;
-                report.bytes += size;
-                (FileStatus::Copied, size, None)
+        match from.metadata(source).await {
+            Err(e) => run.failed(source, &target, describe(&e)),
+            Ok(m) if m.is_dir() && !opts.recursive => {
+                run.failed(source, &target, "is a directory (use -r)".into())
             }
-            Err(why) => {
-                report.failures.push(format!(
-                    "{shown_source}: {why}; {shown_dest} was not written"
-                ));
-                (FileStatus::Failed, 0, Some(why))
-            }
-        };
-        report.per_file.push(FileResult {
+            Ok(m) if m.is_dir() => run.tree(source, &target).await,
+            Ok(_) => run.file(source, &target).await,
+        }
+    }
+    run.report.seconds = started.elapsed().as_secs_f64();
+    run.report
+}
+
+/// One run's shares, mode and report.
+struct Run<'a> {
+    host: &'a str,
+    from: &'a Share,
+    to: &'a Share,
+    /// Off for the rest of the run once the server said it does not copy.
+    server_copy: bool,
+    report: CopyReport,
+}
+
+impl Run<'_> {
+    fn shown(&self, share: &Share, path: &str) -> String {
+        format!("//{}/{}/{path}", self.host, share.name())
+    }
+
+    fn failed(&mut self, source: &str, target: &str, why: String) {
+        let (shown_source, shown_dest) =
+            (self.shown(self.from, source), self.shown(self.to, target));
+        self.report.failures.push(format!(
+            "{shown_source}: {why}; {shown_dest} was not written"
+        ));
+        self.report.per_file.push(FileResult {
             source: shown_source,
             dest: shown_dest,
-            size,
-            status,
-            bytes: if server_copy { 0 } else { size },
+            size: 0,
+            status: FileStatus::Failed,
+            bytes: 0,
             resumed_from: 0,
             sha256: None,
-            error,
+            error: Some(why),
         });
     }
-    report.seconds = started.elapsed().as_secs_f64();
-    report
+
+    /// Copy the directory `source` to `target` (created, with its subdirectories), files
+    /// one after another; a directory that cannot be listed or made fails with its files.
+    async fn tree(&mut self, source: &str, target: &str) {
+        let mut stack = vec![(source.to_string(), target.to_string())];
+        while let Some((dir, into)) = stack.pop() {
+            if let Err(e) = self.to.create_dir_all(&into).await {
+                self.failed(&dir, &into, describe(&e));
+                continue;
+            }
+            let entries = match self.from.read_dir(&dir).await {
+                Ok(entries) => entries,
+                Err(e) => {
+                    self.failed(&dir, &into, describe(&e));
+                    continue;
+                }
+            };
+            for e in entries {
+                let (s, t) = (format!("{dir}/{}", e.name), format!("{into}/{}", e.name));
+                if e.metadata.is_dir() {
+                    stack.push((s, t));
+                } else {
+                    self.file(&s, &t).await;
+                }
+            }
+        }
+    }
+
+    async fn file(&mut self, source: &str, target: &str) {
+        let outcome = copy_file(self.from, source, self.to, target, &mut self.server_copy).await;
+        match outcome {
+            Ok(size) => {
+                self.report.files += 1;
+                self.report.bytes += size;
+                self.report.per_file.push(FileResult {
+                    source: self.shown(self.from, source),
+                    dest: self.shown(self.to, target),
+                    size,
+                    status: FileStatus::Copied,
+                    bytes: if self.server_copy { 0 } else { size },
+                    resumed_from: 0,
+                    sha256: None,
+                    error: None,
+                });
+            }
+            Err(why) => self.failed(source, target, why),
+        }
+    }
 }
 
 /// Copy one file to its partial name, then rename it over `target`. `server_copy` turns off
 /// (for the rest of the run, said once on stderr) when the server does not copy.
-async fn copy_one(
+async fn copy_file(
     from: &Share,
     source: &str,
     to: &Share,
     target: &str,
     server_copy: &mut bool,
 ) -> Result<u64, String> {
-    let meta = from.metadata(source).await.map_err(|e| describe(&e))?;
-    if meta.is_dir() {
-        return Err(
-            "is a directory (copies within a server take files, not trees, for now)".into(),
-        );
-    }
     let partial = partial_remote(target);
     let copied = if *server_copy {
         match from.copy_file_on_server(source, to, &partial).await {

@@ -360,17 +360,59 @@ fn copies_within_a_server_are_made_by_the_server() {
         .join(".through.bin.smbcp-partial")
         .exists());
 
+    // A directory needs -r, as everywhere.
     let o = smbcp(&tb, pw, &[&url(&tb, "plain/adir"), &url(&tb, "plain/bdir")]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    // One line for the file, then the run's summary line.
+    // One line for the directory, then the run's summary line.
     let e = stderr(&o);
     let lines: Vec<&str> = e.trim().lines().collect();
     assert_eq!(lines.len(), 2, "{e}");
-    assert!(lines[0].contains("plain/adir: is a directory"), "{e}");
+    assert!(
+        lines[0].contains("plain/adir: is a directory (use -r)"),
+        "{e}"
+    );
     assert!(lines[1].contains("0 copied, 0 skipped, 1 failed"), "{e}");
-    let o = smbcp(&tb, pw, &["-r", &orig, &url(&tb, "plain/r.bin")]);
+
+    // A tree, into a directory of the other share.
+    let tree = tb.share_path("plain").join("adir");
+    std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
+    std::fs::write(tree.join("one.bin"), &data[..1 << 20]).unwrap();
+    std::fs::write(tree.join("sub/two.bin"), &data[1 << 20..3 << 20]).unwrap();
+    std::fs::write(tree.join("sub/deeper/three.bin"), b"three").unwrap();
+    std::fs::write(tree.join("sub/empty.bin"), b"").unwrap();
+    let o = smbcp(
+        &tb,
+        pw,
+        &[
+            "-r",
+            "--json",
+            &url(&tb, "plain/adir"),
+            &url(&tb, "public/into/"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&o)["files"], 4, "{}", json(&o));
+    let copied = tb.share_path("public").join("into/adir");
+    for rel in [
+        "one.bin",
+        "sub/two.bin",
+        "sub/deeper/three.bin",
+        "sub/empty.bin",
+    ] {
+        assert!(
+            std::fs::read(copied.join(rel)).unwrap() == std::fs::read(tree.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+
+    // What this mode does not do yet is refused with one line.
+    let o = smbcp(&tb, pw, &["-p", &orig, &url(&tb, "plain/p.bin")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("files only"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a copy within a server takes none of"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -232,15 +232,15 @@ async fn run(args: Args) -> i32 {
         }
     };
     if matches!(direction, Direction::OnServer)
-        && (opts.recursive
-            || opts.preserve
+        && (opts.preserve
             || opts.verify
             || opts.verify_only
             || opts.update
             || opts.dry_run
-            || opts.resume)
+            || opts.resume
+            || !args.excludes.is_empty())
     {
-        eprintln!("smbcp: a copy within a server takes files only, without -r, -a, -p, --verify, --verify-only, --update, --dry-run or --resume (not yet)");
+        eprintln!("smbcp: a copy within a server takes none of -a, -p, --verify, --verify-only, --update, --dry-run, --resume, --exclude (not yet)");
         return EXIT_USAGE;
     }
     for l in &locations {
@@ -318,6 +318,7 @@ async fn run(args: Args) -> i32 {
             };
             let on_server = OnServerOptions {
                 server_copy: !args.no_server_copy,
+                recursive: opts.recursive,
             };
             let sources = remote_paths(&locations);
             copy_on_server(&d.host, &share, &sources, &dest_share, &d.path, on_server).await

@@ -872,6 +872,38 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
 
+/// `cp from to`, with `fault` run once `to` has grown past `started` bytes; `cp` must succeed.
+/// A read (`what`) starts with the page cache dropped, so its bytes come over the wire.
+fn copy_through_a_fault(
+    what: &str,
+    from: &Path,
+    to: &Path,
+    started: u64,
+    fault: impl FnOnce() -> String,
+) {
+    if what == "read" {
+        std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
+    }
+    let mut cp = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Bounded wait for the first bytes to land.
+    let under_way = wait_until(Duration::from_secs(60), || {
+        std::fs::metadata(to).is_ok_and(|m| m.len() > started)
+    });
+    assert!(under_way, "{what}: copy did not start");
+    let done = fault();
+    let status = cp.wait().unwrap();
+    eprintln!("{what}: {done} during the copy; cp {status}");
+    assert!(
+        status.success(),
+        "{what}: cp failed across the fault ({done})"
+    );
+}
+
 /// Four links, so the mount's session has channels on each: one link goes down in the
 /// middle of a large write through the mount and comes back, then another in the middle of a
 /// large read. The library replays what the lost channels held on the others; `cp` sees no
@@ -888,28 +920,12 @@ fn a_link_lost_during_large_copies_through_the_mount_costs_no_byte() {
         ("write", 2, big.clone(), m.path("big.bin")),
         ("read", 3, m.path("big.bin"), local.join("back.bin")),
     ] {
-        if what == "read" {
-            // Nothing from the page cache: the bytes come over the wire.
-            std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
-        }
-        let mut cp = Command::new("cp")
-            .arg(&from)
-            .arg(&to)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = wait_until(Duration::from_secs(60), || {
-            std::fs::metadata(&to)
-                .map(|m| m.len() > 32 << 20)
-                .unwrap_or(false)
+        copy_through_a_fault(what, &from, &to, 32 << 20, || {
+            tb.link_down(link).unwrap();
+            std::thread::sleep(Duration::from_secs(3));
+            tb.link_up(link).unwrap();
+            format!("link {link} down for 3 s")
         });
-        assert!(started, "{what}: copy did not start");
-        tb.link_down(link).unwrap();
-        std::thread::sleep(Duration::from_secs(3));
-        tb.link_up(link).unwrap();
-        let status = cp.wait().unwrap();
-        eprintln!("{what}: link {link} down for 3 s during the copy; cp {status}");
-        assert!(status.success(), "{what}: cp failed across the link loss");
     }
     run(Command::new("cmp").arg(&big).arg(m.path("big.bin")));
     run(Command::new("cmp").arg(&big).arg(local.join("back.bin")));
@@ -932,27 +948,9 @@ fn connection_cuts_during_large_copies_and_an_idle_restart() {
         ("write", big.clone(), m.path("big.bin")),
         ("read", m.path("big.bin"), local.join("back.bin")),
     ] {
-        if what == "read" {
-            // Nothing from the page cache: the bytes come over the wire.
-            std::fs::write("/proc/sys/vm/drop_caches", b"3").unwrap();
-        }
-        let mut cp = Command::new("cp")
-            .arg(&from)
-            .arg(&to)
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Cut once the copy is under way (bounded wait for the first bytes to land).
-        let started = wait_until(Duration::from_secs(30), || {
-            std::fs::metadata(&to)
-                .map(|m| m.len() > 16 << 20)
-                .unwrap_or(false)
+        copy_through_a_fault(what, &from, &to, 16 << 20, || {
+            format!("cut {} connection(s)", tb.cut(None).unwrap())
         });
-        assert!(started, "{what}: copy did not start");
-        let cut = tb.cut(None).unwrap();
-        eprintln!("{what}: cut {cut} connection(s)");
-        let status = cp.wait().unwrap();
-        assert!(status.success(), "{what}: cp failed after the cut");
     }
     run(Command::new("cmp").arg(&big).arg(m.path("big.bin")));
     run(Command::new("cmp").arg(&big).arg(local.join("back.bin")));

@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use smb3_proto::msg::echo::EchoRequest;
-use smb3_proto::Command;
+use smb3_proto::replay::harmless_if_late;
 
 use crate::engine::SessionCore;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
@@ -137,31 +137,6 @@ fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
             Suspected::Closed
         }
     }
-}
-
-/// Whether a request may still reach the server after its caller was told it was lost (and
-/// replayed it, or gave up). Requests on an open are refused by the server once a replay
-/// moved the open's ChannelSequence past theirs (MS-SMB2 3.3.5.2.10), or repeat what the
-/// replay did; ECHO, TREE_CONNECT and a second CLOSE change nothing that matters. Not so a
-/// CREATE (nothing guards it: a stale OVERWRITE empties a file written since), a LOCK (the
-/// lock would be held with nobody knowing), QUERY_DIRECTORY (it moves the enumeration of a
-/// handle the caller goes on using), or a session's own setup and logoff.
-fn harmless_if_late(command: Command) -> bool {
-    matches!(
-        command,
-        Command::READ
-            | Command::WRITE
-            | Command::FLUSH
-            | Command::QUERY_INFO
-            | Command::SET_INFO
-            | Command::IOCTL
-            | Command::ECHO
-            | Command::CLOSE
-            | Command::TREE_CONNECT
-            | Command::TREE_DISCONNECT
-            | Command::CHANGE_NOTIFY
-            | Command::OPLOCK_BREAK
-    )
 }
 
 /// ECHO on a channel stalled with every other (see `Verdict::Poke`), whatever its answer:

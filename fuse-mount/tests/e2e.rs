@@ -890,11 +890,17 @@ fn copy_through_a_fault(
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    // Bounded wait for the first bytes to land.
+    // Bounded wait for the first bytes to land; a cp that ended already says why.
+    let mut ended = None;
     let under_way = wait_until(Duration::from_secs(60), || {
-        std::fs::metadata(to).is_ok_and(|m| m.len() > started)
+        ended = cp.try_wait().unwrap();
+        ended.is_some() || std::fs::metadata(to).is_ok_and(|m| m.len() > started)
     });
-    assert!(under_way, "{what}: copy did not start");
+    assert!(
+        ended.is_none_or(|status| status.success()),
+        "{what}: cp failed before the fault: {ended:?}"
+    );
+    assert!(under_way, "{what}: copy did not get past {started} bytes");
     let done = fault();
     let status = cp.wait().unwrap();
     eprintln!("{what}: {done} during the copy; cp {status}");

@@ -467,6 +467,9 @@ struct CutOffUpload {
     /// What was uploaded.
     data: Bytes,
     failover: smb3_client::FailoverCounters,
+    /// How long the same client then took to open the file again and read its first bytes,
+    /// or why it could not (bounded at 20 s).
+    opened_again: Result<Duration, String>,
 }
 
 /// Upload 256 MiB over four links; at 30 % cut the client off and run `meanwhile` on the
@@ -474,7 +477,7 @@ struct CutOffUpload {
 fn upload_cut_off(name: &'static str, meanwhile: Meanwhile) -> CutOffUpload {
     let tb = start(4);
     let len = GIB / 4;
-    let (outcome, data, failover) = client_block_on(&tb.client_runtime(), {
+    let (outcome, data, failover, opened_again) = client_block_on(&tb.client_runtime(), {
         let (tb, creds) = (tb.clone(), tb.credentials());
         async move {
             let client = connect(&tb, &creds).await;
@@ -490,7 +493,8 @@ fn upload_cut_off(name: &'static str, meanwhile: Meanwhile) -> CutOffUpload {
             .await;
             let outcome = up.finish_or_error().await.map(drop);
             report(name, &client, Duration::ZERO);
-            (outcome, data, client.multichannel().failover)
+            let opened_again = open_and_read_again(&share, name).await;
+            (outcome, data, client.multichannel().failover, opened_again)
         }
     });
     CutOffUpload {
@@ -498,6 +502,22 @@ fn upload_cut_off(name: &'static str, meanwhile: Meanwhile) -> CutOffUpload {
         outcome,
         data,
         failover,
+        opened_again,
+    }
+}
+
+/// Open `name` for reading, read its first 64 KiB and close it, within 20 s.
+async fn open_and_read_again(share: &Share, name: &str) -> Result<Duration, String> {
+    let started = Instant::now();
+    let attempt = async {
+        let f = share.open(name, &OpenOptions::new().read(true)).await?;
+        f.read_at(0, 64 << 10).await?;
+        f.close().await
+    };
+    match tokio::time::timeout(Duration::from_secs(20), attempt).await {
+        Ok(Ok(())) => Ok(started.elapsed()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 20 s".into()),
     }
 }
 
@@ -515,6 +535,14 @@ fn a_refused_reclaim_of_a_file_being_written_reopens_it_and_loses_nothing() {
     // WRITEs were in flight at the cut and went to the new handle.
     assert!(fo.replays >= 1, "{fo:#?}");
     assert_eq!(fo.not_replayed, 0, "{fo:#?}");
+    // The refused open stays on the server, disconnected, until its durable timeout; the
+    // client must still open the file again at once (smbd defers any open that would break
+    // that open's lease until the timeout).
+    let took = up.opened_again.expect("the file opens again");
+    assert!(
+        took < Duration::from_secs(5),
+        "opening it again took {took:?}"
+    );
 }
 
 #[test]

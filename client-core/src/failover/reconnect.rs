@@ -61,6 +61,11 @@ const RETRY_MIN: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(2);
 /// Reclaim CREATEs in flight at once.
 const RECLAIMS_IN_FLIGHT: usize = 16;
+/// How long a server keeps a disconnected durable open whose grant named no timeout (Windows
+/// keeps one 2 minutes, Samba 1 minute; MS-SMB2 3.3.5.9.10 leaves it to the server).
+const SERVER_DEFAULT_DURABLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Added to a durable timeout for the server's scavenger, which runs a little after it.
+const LINGER_MARGIN: Duration = Duration::from_secs(5);
 
 /// Start watching a session for the loss of its last channel; the task ends with the session.
 pub(crate) fn start(core: &Arc<SessionCore>) {
@@ -394,6 +399,7 @@ impl Direct<'_> {
             Err(NotReclaimed::NotReady(why)) => return Err(Unrestored::NotReady(why)),
             Err(NotReclaimed::Refused(why)) => why,
         };
+        self.keep_lease_key_while_the_old_open_lingers(open);
         self.reopen(open)
             .await
             .map(|()| Restored::Reopened)
@@ -403,6 +409,30 @@ impl Direct<'_> {
                 }
                 not_ready => not_ready,
             })
+    }
+
+    /// A refused reclaim does not end the old open on the server: Samba keeps it, disconnected
+    /// and with its lease, until its durable timeout, and defers any other open of the file
+    /// that would break that lease until then (it cannot deliver the break). Our own opens of
+    /// the file under the same lease key share that lease and are not held up, so the key
+    /// stays tied to the file until the old open's timeout has passed, even once our last
+    /// open of it is closed.
+    fn keep_lease_key_while_the_old_open_lingers(&self, open: &OpenState) {
+        let Some(hold) = open.lease_key.and_then(|key| self.core.leases.hold(&key)) else {
+            return;
+        };
+        let lingers = open
+            .handle()
+            .durable
+            .map(|grant| grant.timeout_ms)
+            .filter(|&ms| ms > 0)
+            .map_or(SERVER_DEFAULT_DURABLE_TIMEOUT, |ms| {
+                Duration::from_millis(u64::from(ms))
+            });
+        tokio::spawn(async move {
+            tokio::time::sleep(lingers + LINGER_MARGIN).await;
+            drop(hold);
+        });
     }
 
     /// The server's TreeId now for the tree `open` belongs to.

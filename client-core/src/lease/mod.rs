@@ -156,6 +156,19 @@ impl LeaseTable {
         }
     }
 
+    /// One more hold on the file `key` is the lease key of, without an open of ours behind
+    /// it; `None` when no file of ours has this key.
+    pub(crate) fn hold(self: &Arc<Self>, key: &LeaseKey) -> Option<LeaseRef> {
+        let mut t = self.lock();
+        let file = t.by_key.get(key)?.clone();
+        t.by_file.get_mut(&file)?.opens += 1;
+        Some(LeaseRef {
+            table: Arc::clone(self),
+            file,
+            key: *key,
+        })
+    }
+
     fn release(&self, file: &FileKey) {
         let mut t = self.lock();
         let Some(entry) = t.by_file.get_mut(file) else {
@@ -382,6 +395,26 @@ mod tests {
 
         let fresh = table.acquire(tree(1), "dir\\file.bin");
         assert_ne!(fresh.key(), key, "a new key once the file was fully closed");
+    }
+
+    #[test]
+    fn a_hold_keeps_the_key_of_a_file_after_its_last_open() {
+        let table = Arc::new(LeaseTable::default());
+        let open = table.acquire(tree(1), "big.bin");
+        let key = open.key();
+        let hold = table.hold(&key).expect("a key in use");
+        drop(open);
+        assert!(table.is_known(&key));
+        let again = table.acquire(tree(1), "BIG.bin");
+        assert_eq!(again.key(), key, "a new open takes the held key");
+        drop(hold);
+        assert!(table.is_known(&key), "held by the new open");
+        drop(again);
+        assert!(!table.is_known(&key));
+        assert!(
+            table.hold(&key).is_none(),
+            "nothing to hold once the file is gone"
+        );
     }
 
     #[test]

@@ -560,6 +560,10 @@ fn a_file_replaced_while_its_writer_was_cut_off_is_not_written_and_the_error_nam
         std::fs::read(up.tb.share_path("plain").join("replaced-up.bin")).unwrap(),
         b"another file"
     );
+    // The other file opens at once: the lost open's lease key is not offered for it (the
+    // server refuses a key still tied to another file).
+    let took = up.opened_again.expect("the other file opens");
+    assert!(took < Duration::from_secs(5), "opening it took {took:?}");
 }
 
 #[test]

@@ -324,6 +324,12 @@ async fn restore(
             Err(Unrestored::NotReady(reason) | Unrestored::Lost(reason)) => {
                 tracing::warn!(path = %open.params.display_path(), %reason, "open not reclaimed");
                 open.mark_lost(reason);
+                // The server may still tie the lost open's lease key to the file it had (or
+                // to a file since deleted) and refuses that key for any other file: the next
+                // open of the path takes a fresh key, even while the lost File lives on.
+                if let Some(key) = open.lease_key {
+                    core.leases.retire(&key);
+                }
                 outcome.lost += 1;
             }
         }
@@ -399,10 +405,13 @@ impl Direct<'_> {
             Err(NotReclaimed::NotReady(why)) => return Err(Unrestored::NotReady(why)),
             Err(NotReclaimed::Refused(why)) => why,
         };
-        self.keep_lease_key_while_the_old_open_lingers(open);
+        let old_open_lingers = lingers(open);
         self.reopen(open)
             .await
-            .map(|()| Restored::Reopened)
+            .map(|()| {
+                self.keep_lease_key_for(open, old_open_lingers);
+                Restored::Reopened
+            })
             .map_err(|e| match e {
                 Unrestored::Lost(e) => {
                     Unrestored::Lost(format!("{refused}; opening it again by path: {e}"))
@@ -412,23 +421,16 @@ impl Direct<'_> {
     }
 
     /// A refused reclaim does not end the old open on the server: Samba keeps it, disconnected
-    /// and with its lease, until its durable timeout, and defers any other open of the file
-    /// that would break that lease until then (it cannot deliver the break). Our own opens of
-    /// the file under the same lease key share that lease and are not held up, so the key
-    /// stays tied to the file until the old open's timeout has passed, even once our last
-    /// open of it is closed.
-    fn keep_lease_key_while_the_old_open_lingers(&self, open: &OpenState) {
+    /// and with its lease, until its durable timeout (`lingers`), and defers any other open of
+    /// the file that would break that lease until then (it cannot deliver the break). Our own
+    /// opens of the file under the same lease key share that lease and are not held up, so
+    /// once `open` is reopened on the same file its key stays tied to the file until the old
+    /// open is gone, even after our last open of it is closed. (Not when the file at the path
+    /// is another one: the server refuses a key already in use for another file.)
+    fn keep_lease_key_for(&self, open: &OpenState, lingers: Duration) {
         let Some(hold) = open.lease_key.and_then(|key| self.core.leases.hold(&key)) else {
             return;
         };
-        let lingers = open
-            .handle()
-            .durable
-            .map(|grant| grant.timeout_ms)
-            .filter(|&ms| ms > 0)
-            .map_or(SERVER_DEFAULT_DURABLE_TIMEOUT, |ms| {
-                Duration::from_millis(u64::from(ms))
-            });
         tokio::spawn(async move {
             tokio::time::sleep(lingers + LINGER_MARGIN).await;
             drop(hold);
@@ -556,6 +558,18 @@ impl Direct<'_> {
             None => self.core.leases.record_state(&key, LeaseState(0), None),
         }
     }
+}
+
+/// How long the server keeps `open` after a disconnect: its durable grant's timeout, or the
+/// usual default when the grant named none.
+fn lingers(open: &OpenState) -> Duration {
+    open.handle()
+        .durable
+        .map(|grant| grant.timeout_ms)
+        .filter(|&ms| ms > 0)
+        .map_or(SERVER_DEFAULT_DURABLE_TIMEOUT, |ms| {
+            Duration::from_millis(u64::from(ms))
+        })
 }
 
 /// The reclaim CREATE: [`create_again`] with DH2C naming the old FileId and the CreateGuid

@@ -169,10 +169,23 @@ impl LeaseTable {
         })
     }
 
-    fn release(&self, file: &FileKey) {
+    /// Stop offering `key` for its file: the next open of the path gets a fresh key. The
+    /// holds still on `key` keep it and let go of nothing else when dropped.
+    pub(crate) fn retire(&self, key: &LeaseKey) {
         let mut t = self.lock();
-        let Some(entry) = t.by_file.get_mut(file) else {
+        let Some(file) = t.by_key.remove(key) else {
             return;
+        };
+        if t.by_file.get(&file).is_some_and(|entry| entry.key == *key) {
+            t.by_file.remove(&file);
+        }
+    }
+
+    /// Drop one hold on `key`, the key of `file`.
+    fn release(&self, file: &FileKey, key: &LeaseKey) {
+        let mut t = self.lock();
+        let Some(entry) = t.by_file.get_mut(file).filter(|entry| entry.key == *key) else {
+            return; // a retired key
         };
         entry.opens = entry.opens.saturating_sub(1);
         if entry.opens == 0 {
@@ -300,7 +313,7 @@ impl LeaseWatch {
 
 impl Drop for LeaseRef {
     fn drop(&mut self) {
-        self.table.release(&self.file);
+        self.table.release(&self.file, &self.key);
     }
 }
 
@@ -415,6 +428,26 @@ mod tests {
             table.hold(&key).is_none(),
             "nothing to hold once the file is gone"
         );
+    }
+
+    #[test]
+    fn a_retired_key_is_not_offered_again_and_its_holds_touch_nothing() {
+        let table = Arc::new(LeaseTable::default());
+        let lost = table.acquire(tree(1), "f.bin");
+        let old = lost.key();
+        table.retire(&old);
+        assert!(!table.is_known(&old));
+        let fresh = table.acquire(tree(1), "f.bin");
+        assert_ne!(fresh.key(), old, "a fresh key for the path");
+        drop(lost);
+        assert!(
+            table.is_known(&fresh.key()),
+            "the lost open's drop leaves the new entry"
+        );
+        let again = table.acquire(tree(1), "f.bin");
+        assert_eq!(again.key(), fresh.key());
+        drop((fresh, again));
+        assert_eq!(table.len(), 0);
     }
 
     #[test]

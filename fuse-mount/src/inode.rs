@@ -20,12 +20,18 @@ const MAX_DEPTH: usize = 4096;
 
 #[derive(Debug)]
 struct Node {
-    parent: u64,
-    name: String,
+    /// The names the node is known by, as (parent node, name); more than one for a file with
+    /// hard links. The last is the latest seen, the one paths are built from. Empty once
+    /// every name was unlinked or replaced: the node is then unreachable by path.
+    names: Vec<(u64, String)>,
     /// Lookups the kernel holds (each entry reply adds one; FORGET takes them back).
     lookups: u64,
-    /// Still reachable by its name (false once unlinked or replaced by a rename).
-    linked: bool,
+}
+
+impl Node {
+    fn drop_name(&mut self, parent: u64, name: &str) {
+        self.names.retain(|(p, n)| !(*p == parent && n == name));
+    }
 }
 
 /// Node id ↔ (parent, name), with lookup counts.
@@ -49,10 +55,8 @@ impl InodeTable {
         nodes.insert(
             ROOT,
             Node {
-                parent: ROOT,
-                name: String::new(),
+                names: vec![(ROOT, String::new())],
                 lookups: 1,
-                linked: true,
             },
         );
         InodeTable {
@@ -82,12 +86,9 @@ impl InodeTable {
                 parts.reverse();
                 return Some(parts.join("/"));
             }
-            let node = self.nodes.get(&at)?;
-            if !node.linked {
-                return None;
-            }
-            parts.push(node.name.as_str());
-            at = node.parent;
+            let (parent, name) = self.nodes.get(&at)?.names.last()?;
+            parts.push(name.as_str());
+            at = *parent;
         }
         None
     }
@@ -132,26 +133,17 @@ impl InodeTable {
         if let Some(old) = existing.filter(|old| *old != ino) {
             // The name now holds another file (replaced behind our back).
             if let Some(n) = self.nodes.get_mut(&old) {
-                n.linked = false;
+                n.drop_name(parent, name);
             }
         }
         let node = self.nodes.entry(ino).or_insert_with(|| Node {
-            parent,
-            name: name.to_string(),
+            names: Vec::new(),
             lookups: 0,
-            linked: true,
         });
-        if node.parent != parent || node.name != name {
-            // Another name of the same file (a hard link), or the file moved: the latest
-            // name is the one paths are built from.
-            let old_key = (node.parent, std::mem::take(&mut node.name));
-            if self.children.get(&old_key) == Some(&ino) {
-                self.children.remove(&old_key);
-            }
-            node.parent = parent;
-            node.name = name.to_string();
-        }
-        node.linked = true;
+        // Another name of the same file (a hard link), or the file moved: the latest name is
+        // the one paths are built from; the others stay until unlinked.
+        node.drop_name(parent, name);
+        node.names.push(key.clone());
         node.lookups += 1;
         self.children.insert(key, ino);
         ino
@@ -167,21 +159,20 @@ impl InodeTable {
         };
         node.lookups = node.lookups.saturating_sub(n);
         if node.lookups == 0 {
-            let key = (node.parent, std::mem::take(&mut node.name));
-            if self.children.get(&key) == Some(&ino) {
-                self.children.remove(&key);
+            for key in std::mem::take(&mut node.names) {
+                if self.children.get(&key) == Some(&ino) {
+                    self.children.remove(&key);
+                }
             }
             self.nodes.remove(&ino);
         }
     }
 
-    /// `(parent, name)` was removed on the server.
+    /// `(parent, name)` was removed on the server; the node's other names (hard links) stay.
     pub fn unlinked(&mut self, parent: u64, name: &str) {
         if let Some(ino) = self.children.remove(&(parent, name.to_string())) {
             if let Some(n) = self.nodes.get_mut(&ino) {
-                if n.parent == parent && n.name == name {
-                    n.linked = false;
-                }
+                n.drop_name(parent, name);
             }
         }
     }
@@ -192,9 +183,8 @@ impl InodeTable {
         self.unlinked(new_parent, new_name);
         if let Some(ino) = self.children.remove(&(parent, name.to_string())) {
             if let Some(n) = self.nodes.get_mut(&ino) {
-                n.parent = new_parent;
-                n.name = new_name.to_string();
-                n.linked = true;
+                n.drop_name(parent, name);
+                n.names.push((new_parent, new_name.to_string()));
             }
             self.children
                 .insert((new_parent, new_name.to_string()), ino);
@@ -266,5 +256,17 @@ mod tests {
         assert_eq!(x, y);
         assert_eq!(t.path(x).as_deref(), Some("y"));
         assert_eq!(t.lookups(x), 2);
+        // Unlinking one name leaves the file reachable by the other (link, unlink, link
+        // again: pjdfstest link/10.t).
+        t.unlinked(ROOT, "y");
+        assert_eq!(t.path(x).as_deref(), Some("x"));
+        let z = t.remember(ROOT, "z", 20);
+        assert_eq!(t.path(z).as_deref(), Some("z"));
+        t.unlinked(ROOT, "z");
+        t.unlinked(ROOT, "x");
+        assert_eq!(t.path(x), None, "no name left");
+        // Forgetting the node drops every name it had.
+        t.forget(x, 3);
+        assert_eq!(t.peek(ROOT, "x", 0), SYNTHETIC_BASE - 1);
     }
 }

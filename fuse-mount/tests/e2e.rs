@@ -1048,3 +1048,47 @@ fn soft_gives_an_error_in_bounded_time_and_hard_waits_for_the_server() {
     drop(hard);
     no_open_files(&tb);
 }
+
+/// Where pjdfstest's source is: `PJDFSTEST_SRC`, or the machine's shared third-party folder
+/// beside the repository (`../shared/third_party/pjdfstest`, as `pjdfstest.sh` assumes).
+fn pjdfstest_source() -> Option<PathBuf> {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/third_party/pjdfstest");
+    std::env::var_os("PJDFSTEST_SRC")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([beside])
+        .find(|p| p.join("tests").is_dir())
+}
+
+/// pjdfstest's groups that apply to SMB (open, truncate, ftruncate, mkdir, rmdir, unlink,
+/// rename, link, utimensat, posix_fallocate) against the mount, compared both ways with
+/// `tests/pjdfstest-expected-failures.txt`: a new failure fails, and so does a listed one that
+/// passes now.
+#[test]
+fn pjdfstest_fails_only_where_expected() {
+    let src = pjdfstest_source().unwrap_or_else(|| {
+        panic!(
+            "pjdfstest's source not found: set PJDFSTEST_SRC or put it at \
+             ../shared/third_party/pjdfstest beside the repository"
+        )
+    });
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "pjdfstest", &[]);
+    let started = Instant::now();
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pjdfstest.sh"))
+        .arg(&m.mp)
+        .env("PJDFSTEST_SRC", &src)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pjdfstest.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "{stdout}{}(pjdfstest took {:.0?})",
+        String::from_utf8_lossy(&out.stderr),
+        started.elapsed()
+    );
+    assert!(out.status.success(), "pjdfstest: {}\n{stdout}", out.status);
+    drop(m);
+    no_open_files(&tb);
+}

@@ -16,6 +16,10 @@
 //! carries traffic again and when every channel is back, from the client-side link counters
 //! sampled every 50 ms, with medians over repetitions (see [`failover`]).
 //!
+//! With `--mount` it measures smbfuse: `fio` sequential reads and writes through a mount
+//! against smbcp on the same links, and listing a 10,000-entry directory through the mount
+//! against the library's `read_dir` (see [`mount`]).
+//!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 
 pub mod child;
@@ -25,6 +29,7 @@ pub mod failover;
 pub mod iperf;
 pub mod latency;
 pub mod machine;
+pub mod mount;
 pub mod multichannel;
 pub mod results;
 pub mod server_cpu;

@@ -71,6 +71,12 @@ fn tree_ticks(pid: u32) -> Result<u64, String> {
     Ok(total)
 }
 
+/// CPU time (user and system, all threads, reaped children included) process `pid` has used
+/// so far; `None` once it is gone.
+pub fn process_cpu(pid: u32) -> Option<Duration> {
+    process_ticks(pid).map(|t| Duration::from_millis(t * 1000 / TICKS_PER_SECOND))
+}
+
 fn process_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat_ticks(&stat)

@@ -65,6 +65,15 @@ pub fn print_status(v: &serde_json::Value) {
         v["open_files"],
         v["nodes"],
     );
+    for (kind, name) in [("read", "READ"), ("write", "WRITE")] {
+        let r = &v["fuse_io"][kind];
+        if let Some(requests) = r["requests"].as_u64().filter(|&n| n > 0) {
+            println!(
+                "{name}s from the kernel: {requests}, {} of them full size (1 MiB), {} bytes",
+                r["full_size"], r["bytes"]
+            );
+        }
+    }
     let channels = v["channels"].as_array().cloned().unwrap_or_default();
     println!(
         "{:<22} {:<22} {:>8} {:>12} {:>9}  STATE",

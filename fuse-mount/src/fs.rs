@@ -16,6 +16,7 @@ use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOpti
 
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
+use crate::io_stats::IoStats;
 use crate::write_behind::{Budget, WriteBehind};
 
 /// How the file system presents itself.
@@ -271,6 +272,8 @@ pub struct SmbFs {
     budget: Option<Budget>,
     /// Drops the kernel's cached pages of a node (see [`SmbFs::on_lease_break`]).
     drop_pages: OnceLock<PageDropper>,
+    /// Sizes of the kernel's READs and WRITEs.
+    io: IoStats,
 }
 
 /// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
@@ -359,6 +362,7 @@ impl SmbFs {
             next_fh: AtomicU64::new(1),
             budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
             drop_pages: OnceLock::new(),
+            io: IoStats::default(),
             cfg,
         }
     }
@@ -400,6 +404,11 @@ impl SmbFs {
     /// The settings.
     pub fn config(&self) -> &FsConfig {
         &self.cfg
+    }
+
+    /// Sizes of the kernel's READ and WRITE requests so far.
+    pub fn io_stats(&self) -> &IoStats {
+        &self.io
     }
 
     /// Files open through the mount now.
@@ -838,6 +847,7 @@ impl SmbFs {
 
     /// READ up to `size` bytes at `offset` (fewer only at end of file).
     pub async fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Bytes> {
+        self.io.reads.count(size);
         let h = self.handle(fh)?;
         Ok(self.retry(|| h.file.read_at(offset, size as usize)).await?)
     }
@@ -849,6 +859,7 @@ impl SmbFs {
             return Err(FsError::new(libc::EBADF));
         }
         let len = data.len() as u32;
+        self.io.writes.count(len);
         h.pending_times.lock().unwrap().take();
         match &self.budget {
             Some(budget) => h.wb.write(&h.file, budget, offset, data).await?,

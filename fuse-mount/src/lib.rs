@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod errno;
 pub mod fs;
 pub mod inode;
+pub mod io_stats;
 #[cfg(target_os = "linux")]
 pub mod kernel;
 pub mod mount;

@@ -28,6 +28,7 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "hard": cfg.hard,
         "read_only": cfg.read_only,
         "write_behind_bytes": cfg.write_behind,
+        "fuse_io": fs.io_stats().json(),
         "channels": client.channels().iter().map(channel_json).collect::<Vec<_>>(),
         "multichannel": multichannel_json(&client.multichannel()),
     })

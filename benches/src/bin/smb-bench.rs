@@ -14,6 +14,10 @@
 //! from the client's link counters, the failover gap, the bytes lost, when the link carries
 //! traffic again and when every channel is back, as medians; a failing or hanging smbcp is
 //! reported, not fatal.
+//! `--mount` instead measures smbfuse: on 1 link at 1 Gbit/s, 4 links at 1 Gbit/s and 1
+//! unshaped link, fio sequential reads and writes (1 MiB blocks, 1 and 4 jobs) through a mount
+//! against smbcp and raw TCP, and on the first one listing and stat of a 10,000-entry
+//! directory through the mount against the library's `read_dir`.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -28,6 +32,7 @@ use smb3_benches::failover::{self, Fault};
 use smb3_benches::iperf;
 use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
 use smb3_benches::machine::{wait_until_quiet, Facts};
+use smb3_benches::mount::{self as fuse_mount, FioJob, FioSeries, FioSetup, Listing, Mount};
 use smb3_benches::multichannel::{self, LinkSetup};
 use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
 use smb3_benches::transfer::{
@@ -57,6 +62,10 @@ struct Args {
     /// links (one number, default 4) and measure the failover gap (see docs/PERFORMANCE.md).
     #[arg(long)]
     failover: bool,
+    /// Instead of the main benchmark, measure the smbfuse mount with fio against smbcp (see
+    /// docs/PERFORMANCE.md, "smbfuse").
+    #[arg(long)]
+    mount: bool,
     /// Rate of every link in Mbit/s for --links (default 500) and --failover (default 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     rate: Option<u32>,
@@ -155,6 +164,9 @@ impl Args {
 impl Plan {
     /// The plan of the run; fails on arguments the mode cannot use.
     fn from_args(a: &Args) -> Result<Plan, String> {
+        if a.mount && (a.failover || a.sweep || !a.links.is_empty()) {
+            return Err("--mount is a run of its own: drop --failover, --sweep and --links".into());
+        }
         let default_mib = match (a.quick, a.links.is_empty()) {
             _ if a.failover => {
                 failover::default_size_mib(a.failover_links()?, a.rate(), a.down_for(), a.quick)
@@ -320,6 +332,9 @@ fn run(args: &Args) -> Result<(), String> {
         return failover_run(&bench, &settings);
     }
     let mut results = Results::default();
+    if args.mount {
+        return mount_run(&bench, &mut results);
+    }
     if !args.links.is_empty() {
         return multichannel_run(&bench, &mut results);
     }
@@ -987,4 +1002,141 @@ fn write_output(path: &Path, contents: &str) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::write(path, contents).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+// ---------------------------------------------------------------------------------- mount
+
+/// The `--mount` run: per setup, raw TCP (shaped links), smbcp both ways, then fio through a
+/// smbfuse mount of the same share; on the first setup also the listing measurements.
+fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
+    let Bench {
+        args, plan, smbcp, ..
+    } = bench;
+    let smbfuse = sibling(smbcp, "smbfuse")?;
+    let smbctl = sibling(smbcp, "smbctl")?;
+    let setups = [
+        LinkSetup {
+            links: 1,
+            rate_mbit: Some(1000),
+        },
+        LinkSetup {
+            links: 4,
+            rate_mbit: Some(1000),
+        },
+        LinkSetup {
+            links: 1,
+            rate_mbit: None,
+        },
+    ];
+    let jobs: Vec<FioJob> = [Direction::Download, Direction::Upload]
+        .into_iter()
+        .flat_map(|direction| [1, 4].map(|jobs| FioJob { direction, jobs }))
+        .collect();
+    let mut quiet = Vec::new();
+    let mut fio: Vec<FioSeries> = Vec::new();
+    let mut listing = Listing::default();
+    let listing_link = setups[0].label();
+    for (n, setup) in setups.iter().enumerate() {
+        let label = setup.label();
+        quiet.push(wait_until_quiet(QUIET, plan.wait_quiet));
+        let tb = start_setup(setup, plan.tmpfs_size(), "")?;
+        stage_big(&tb, bench)?;
+        if setup.rate_mbit.is_some() {
+            aggregate_raw_tcp(&tb, setup, plan, results)?;
+        }
+        wait_until_quiet(QUIET, plan.wait_quiet);
+        bench.both_directions(
+            &tb,
+            &label,
+            ShareKind::Plain,
+            &[Tool::smbcp(smbcp)],
+            results,
+        )?;
+
+        let mount = Mount::start(&tb, &smbfuse, "fio", &[])?;
+        let fs = FioSetup {
+            tb: &tb,
+            mount: &mount,
+            smbctl: &smbctl,
+            file: REMOTE_BIG,
+            size: plan.size,
+        };
+        let mut series: Vec<FioSeries> = jobs
+            .iter()
+            .map(|&job| FioSeries {
+                link: label.clone(),
+                job,
+                samples: Vec::new(),
+            })
+            .collect();
+        for rep in 1..=plan.reps {
+            for s in &mut series {
+                let sample = fuse_mount::run_fio(&fs, s.job)?;
+                eprintln!(
+                    "  {label} {} {} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
+                    s.job.direction,
+                    s.job.label(),
+                    sample.mb_per_s(),
+                    sample.client_cpu.as_secs_f64(),
+                    sample.server_cpu.as_secs_f64(),
+                    sample.full_requests,
+                    sample.requests,
+                );
+                s.samples.push(sample);
+            }
+        }
+        fio.extend(series);
+        drop(mount);
+
+        if n == 0 {
+            fuse_mount::stage_listing(&tb)?;
+            let mount = Mount::start(&tb, &smbfuse, "ls", &[])?;
+            fuse_mount::time_ls(&mount, plan.reps, &mut listing)?;
+            drop(mount);
+            for _ in 0..plan.reps {
+                // A fresh mount each time: nothing cached; a long attribute timeout so the
+                // second pass comes from the cache.
+                let mount = Mount::start(&tb, &smbfuse, "stat", &["actimeo=600"])?;
+                fuse_mount::time_stats(&mount, &mut listing)?;
+            }
+            fuse_mount::time_read_dir(&tb, plan.reps, &mut listing)?;
+            eprintln!("  {label} listing: {listing:?}");
+        }
+    }
+    let mut body = header(bench, &quiet, results);
+    body.push_str(
+        "fio through `smbfuse` (default options) against smbcp's median on the same testbed; \
+         MB/s over the fio process's wall time, as for smbcp (start-up included); writes end \
+         with an fsync; client CPU is fio's plus the daemon's.\n\n",
+    );
+    body.push_str(&fuse_mount::throughput_table(&fio, results).markdown());
+    body.push_str(&format!(
+        "\nsmbcp and raw TCP on the same testbeds:\n\n{}",
+        multichannel::shaped_table(results, &setups).markdown()
+    ));
+    body.push_str(&format!(
+        "\nA directory of {} empty files ({listing_link}), median of {} repetition(s):\n\n{}",
+        fuse_mount::LISTED,
+        plan.reps,
+        fuse_mount::listing_table(&listing_link, &listing).markdown()
+    ));
+    publish(
+        args,
+        "mount",
+        Some("## smbfuse: fio through the mount against smbcp"),
+        &body,
+    )
+}
+
+/// The program `name` built next to `smbcp`.
+fn sibling(smbcp: &Path, name: &str) -> Result<PathBuf, String> {
+    let path = smbcp.with_file_name(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} not found: build it first (cargo build --release -p smbfuse -p smbcp)",
+            path.display()
+        ))
+    }
 }

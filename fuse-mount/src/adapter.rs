@@ -71,6 +71,13 @@ impl FuseAdapter {
     }
 }
 
+/// Asynchronous FUSE requests the kernel may keep in flight for a read-ahead window of
+/// `readahead` bytes: two readers' windows of 1 MiB READs plus a few for other work.
+fn background_requests(readahead: u32) -> u16 {
+    let window = readahead.div_ceil(crate::options::MAX_FUSE_IO);
+    u16::try_from(2 * window + 4).unwrap_or(u16::MAX).max(12)
+}
+
 fn errno(e: &FsError) -> Errno {
     if let Some(err) = &e.error {
         tracing::debug!(error = %err, errno = e.errno, "request failed");
@@ -148,6 +155,12 @@ impl Filesystem for FuseAdapter {
         // The kernel's offer caps this (see `mount::set_readahead` for the real window).
         if let Err(max) = config.set_max_readahead(self.kernel.max_readahead) {
             let _ = config.set_max_readahead(max);
+        }
+        // The kernel keeps at most `max_background` asynchronous requests in flight (12 by
+        // default, and read-ahead is among them): room for two readers' whole windows.
+        let background = background_requests(self.kernel.max_readahead);
+        if let Err(min) = config.set_max_background(background) {
+            let _ = config.set_max_background(min);
         }
         // READDIRPLUS: `ls -l` gets every entry's attributes with the names, in one listing.
         let mut caps = vec![
@@ -648,5 +661,22 @@ fn listing_dir_attr() -> Attr {
         uid: 0,
         gid: 0,
         blksize: 4096,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::background_requests;
+
+    #[test]
+    fn background_requests_cover_two_read_ahead_windows() {
+        assert_eq!(background_requests(32 << 20), 68);
+        assert_eq!(background_requests(64 << 20), 132);
+        assert_eq!(
+            background_requests(128 << 10),
+            12,
+            "never below the kernel's default"
+        );
+        assert_eq!(background_requests(u32::MAX), 8196);
     }
 }

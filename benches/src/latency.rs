@@ -18,10 +18,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use smb3_client::{Client, ClientConfig, OpenOptions, Share, UserCredentials};
+use smb3_client::{ClientConfig, OpenOptions, Share};
 use smb3_tests::{client_block_on, Testbed};
 
 use crate::data::Pattern;
+use crate::session::Login;
 use crate::stats::{median, percentile};
 
 /// Size of every read.
@@ -78,21 +79,10 @@ pub fn library(
     seed: u64,
 ) -> Result<Vec<Latency>, String> {
     let rt = tb.client_runtime();
-    let server = format!("{}:445", tb.server_addr(1));
-    let creds = UserCredentials {
-        user: tb.user().to_string(),
-        domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
-    };
+    let login = Login::to(tb);
     let files_owned = files.clone();
     let result = client_block_on(&rt, async move {
-        let client = Client::connect(&server, &creds, ClientConfig::default())
-            .await
-            .map_err(|e| format!("connect {server}: {e}"))?;
-        let share = client
-            .share("plain")
-            .await
-            .map_err(|e| format!("tree connect: {e}"))?;
+        let (client, share) = login.plain_share(ClientConfig::default()).await?;
         let reads = random_reads(&share, &files_owned, ops, seed).await?;
         let gets = small_gets(&share, &files_owned, ops).await?;
         let _ = client.logoff().await;

@@ -33,6 +33,7 @@ pub mod mount;
 pub mod multichannel;
 pub mod results;
 pub mod server_cpu;
+pub mod session;
 pub mod soak;
 pub mod stats;
 pub mod svg;

@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smb3_client::{Client, ClientConfig, UserCredentials};
+use smb3_client::ClientConfig;
 use smb3_tests::{client_block_on, Testbed};
 
 use crate::child::run_measured;
 use crate::results::{f1, f2, ratio, Results};
 use crate::server_cpu::{process_cpu, ServerMeter};
+use crate::session::Login;
 use crate::stats::{median, min_max};
 use crate::table::Table;
 use crate::transfer::Direction;
@@ -470,20 +471,9 @@ pub fn time_stats(mount: &Mount, listing: &mut Listing) -> Result<(), String> {
 /// The library's own listing of the directory, `reps` times over one session.
 pub fn time_read_dir(tb: &Testbed, reps: usize, listing: &mut Listing) -> Result<(), String> {
     let rt = tb.client_runtime();
-    let server = format!("{}:445", tb.server_addr(1));
-    let creds = UserCredentials {
-        user: tb.user().to_string(),
-        domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
-    };
+    let login = Login::to(tb);
     let times = client_block_on(&rt, async move {
-        let client = Client::connect(&server, &creds, ClientConfig::default())
-            .await
-            .map_err(|e| format!("connect {server}: {e}"))?;
-        let share = client
-            .share("plain")
-            .await
-            .map_err(|e| format!("tree connect: {e}"))?;
+        let (client, share) = login.plain_share(ClientConfig::default()).await?;
         let mut times = Vec::new();
         for _ in 0..reps {
             let started = Instant::now();

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use smb3_client::{ChannelState, Client, ClientConfig};
 use smb3_tests::{client_block_on, Testbed, TestbedConfig};
 
+use crate::session::Login;
 use faults::{FaultLog, Schedule};
 use sampler::{Sample, Sources};
 use workload::{Ctx, Tally};
@@ -177,19 +178,9 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
     on_signal(&rt, stop.clone(), interrupted.clone());
 
     let (client, share, rest_before) = client_block_on(&rt, {
-        let (addr, creds, cfg) = (
-            format!("{}:445", tb.server_addr(1)),
-            tb.credentials(),
-            client_config(s),
-        );
+        let (login, cfg) = (Login::to(&tb), client_config(s));
         async move {
-            let client = Client::connect(&addr, &creds, cfg)
-                .await
-                .map_err(|e| format!("connect: {e}"))?;
-            let share = client
-                .share("plain")
-                .await
-                .map_err(|e| format!("share: {e}"))?;
+            let (client, share) = login.plain_share(cfg).await?;
             let rest = at_rest(&client, Duration::from_secs(30)).await;
             Ok::<_, String>((client, share, rest))
         }

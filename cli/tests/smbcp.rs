@@ -886,30 +886,51 @@ fn smbctl_watch_prints_changes_as_they_happen() {
     let (stream, line) = next("'watching' line");
     assert_eq!(stream, "err", "{line}");
     assert!(line.starts_with("watching "), "{line}");
-    // The first CHANGE_NOTIFY is sent right after that line; give it time to reach smbd.
-    std::thread::sleep(Duration::from_millis(300));
 
-    // Another client (smbcp) puts a file into the directory.
-    let src = scratch("watch").join("née.txt");
-    std::fs::write(&src, b"hello").unwrap();
-    let up = smbcp(
-        &tb,
-        tb.password(),
-        &[src.to_str().unwrap(), &url(&tb, "plain/watched/")],
-    );
-    assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+    // Another client (smbcp) puts files into the directory.
+    let local = scratch("watch");
+    let upload = |name: &str| {
+        let src = local.join(name);
+        std::fs::write(&src, b"hello").unwrap();
+        let up = smbcp(
+            &tb,
+            tb.password(),
+            &[src.to_str().unwrap(), &url(&tb, "plain/watched/")],
+        );
+        assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
+    };
+    // The first CHANGE_NOTIFY reaches smbd a moment after the 'watching' line (on a busy
+    // machine, seconds later), and a change before that is not reported: upload until the
+    // watch reports one (bounded), so it is known to be armed.
+    let armed = (0..8).any(|attempt| {
+        upload(&format!("early-{attempt}.txt"));
+        match rx.recv_timeout(Duration::from_secs(2)) {
+            Ok((stream, line)) => {
+                assert_eq!(stream, "out", "{line}");
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(armed, "no change line after 8 uploads");
 
-    // smbcp writes a partial file and renames it into place: the final name must show up.
+    // Armed now: a new file shows up as added and, since smbcp writes a partial file and
+    // renames it into place, under its final name.
+    upload("née.txt");
     let mut seen = Vec::new();
     while !seen.iter().any(|l: &String| l == "renamed to née.txt") {
         let (stream, line) = next("change line");
         assert_eq!(stream, "out", "{line}; so far {seen:?}");
         seen.push(line);
     }
-    assert!(seen.iter().any(|l| l.starts_with("added ")), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("added ") && l.contains("née.txt")),
+        "{seen:?}"
+    );
     child.kill().expect("stop smbctl watch");
     child.wait().expect("reap smbctl");
-    std::fs::remove_dir_all(src.parent().unwrap()).ok();
+    std::fs::remove_dir_all(&local).ok();
 }
 
 #[test]

@@ -65,29 +65,16 @@ impl Replay {
 }
 
 /// Whether a request may still reach the server after its caller was told it was lost (and
-/// replayed it, or gave up): the rule beside [`Replay::by_command`] for a channel kept open
-/// after its requests were handed back (the client's loss watchdog). Requests on an open are refused by the server once a replay
-/// moved the open's ChannelSequence past theirs (MS-SMB2 3.3.5.2.10), or repeat what the
-/// replay did; ECHO, TREE_CONNECT and a second CLOSE change nothing that matters. Not so a
-/// CREATE (nothing guards it: a stale OVERWRITE empties a file written since), a LOCK (the
-/// lock would be held with nobody knowing), QUERY_DIRECTORY (it moves the enumeration of a
-/// handle the caller goes on using), or a session's own setup and logoff.
+/// replayed it, or gave up): the rule for a channel kept open after its requests were handed
+/// back (the client's loss watchdog). It is [`Replay::by_command`]'s rule, for the same
+/// reasons: requests on an open are refused by the server once a replay moved the open's
+/// ChannelSequence past theirs (MS-SMB2 3.3.5.2.10), or repeat what the replay did; ECHO,
+/// TREE_CONNECT and a second CLOSE change nothing that matters. Not so a CREATE (nothing
+/// guards it: a stale OVERWRITE empties a file written since), a LOCK (the lock would be held
+/// with nobody knowing), QUERY_DIRECTORY (it moves the enumeration of a handle the caller
+/// goes on using), or a session's own setup and logoff.
 pub fn harmless_if_late(command: Command) -> bool {
-    matches!(
-        command,
-        Command::READ
-            | Command::WRITE
-            | Command::FLUSH
-            | Command::QUERY_INFO
-            | Command::SET_INFO
-            | Command::IOCTL
-            | Command::ECHO
-            | Command::CLOSE
-            | Command::TREE_CONNECT
-            | Command::TREE_DISCONNECT
-            | Command::CHANGE_NOTIFY
-            | Command::OPLOCK_BREAK
-    )
+    Replay::by_command(command).is_safe()
 }
 
 #[cfg(test)]

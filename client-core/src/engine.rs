@@ -37,6 +37,9 @@ pub(crate) struct Call<'a> {
     /// back (bringing channels back is that machinery's job, so waiting would stall the very
     /// thing it waits for), and its loss is not counted as a caller's.
     pub(crate) internal: bool,
+    /// Told when the server answers with an interim STATUS_PENDING (see
+    /// [`Request::on_interim`]).
+    pub(crate) on_interim: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl<'a> Call<'a> {
@@ -79,6 +82,12 @@ impl<'a> Call<'a> {
     /// Hand a reply nobody waits for any more to `hook`.
     pub(crate) fn on_abandoned(mut self, hook: OnAbandoned) -> Call<'a> {
         self.on_abandoned = Some(hook);
+        self
+    }
+
+    /// Notify `told` when the server answers with an interim STATUS_PENDING.
+    pub(crate) fn telling_interim(mut self, told: Arc<tokio::sync::Notify>) -> Call<'a> {
+        self.on_interim = Some(told);
         self
     }
 }
@@ -169,6 +178,7 @@ impl SessionCore {
     pub(crate) async fn send<B: RequestBody>(&self, body: &B, call: Call<'_>) -> Result<Response> {
         let mut req = self.prepare(body, call.target.tree);
         req.on_abandoned = call.on_abandoned;
+        req.on_interim = call.on_interim;
         let mut session = self.replay_session();
         if call.internal {
             session.channels_return = false;

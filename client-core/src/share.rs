@@ -317,7 +317,8 @@ impl Share {
     }
 
     /// Watch the directory `path` for changes of the kinds in `filter` (in its
-    /// subdirectories too when `recursive`). The directory is opened now; each
+    /// subdirectories too when `recursive`). The directory is opened and the server is
+    /// watching when this returns: every change made afterwards is reported. Each
     /// [`DirWatch::next`] waits for the next batch of changes. Dropping a `next()` future
     /// cancels the wait on the server; dropping the watch closes the directory.
     pub async fn watch(
@@ -337,13 +338,14 @@ impl Share {
         // stop anyone renaming or deleting in it.
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         let created = self.tree.create(&req, path).await?;
-        Ok(DirWatch::new(
+        DirWatch::start(
             self.tree.clone(),
             path.to_string(),
             created.file_id,
             filter,
             recursive,
-        ))
+        )
+        .await
     }
 
     /// Create a directory. Fails if it exists.

@@ -1,12 +1,19 @@
 //! `DirWatch`: changes in a directory, one SMB2 CHANGE_NOTIFY round trip at a time
 //! (MS-SMB2 3.2.4.14 / 3.3.5.19).
 //!
-//! The directory is opened once; each [`DirWatch::next`] sends a CHANGE_NOTIFY on it and waits
-//! for the server to complete it. Between two calls the server keeps collecting changes on the
-//! open, so nothing is missed while the caller works on the last batch. The wait has no
-//! timeout. Dropping a `next()` future sends a CANCEL for the outstanding request (see the
-//! channel); dropping the watch also closes the directory, in the background.
+//! The directory is opened once, and the first CHANGE_NOTIFY goes out before
+//! [`Share::watch`](crate::Share::watch) returns: the call waits until the server has taken
+//! the request on (its interim STATUS_PENDING reply), so a change made after `watch` returned
+//! is reported. Servers start collecting changes on an open only with its first
+//! CHANGE_NOTIFY; a watch that returned before that point would silently miss what happened in
+//! between. Each [`DirWatch::next`] then waits for that request (or sends the next one).
+//! Between two calls the server keeps collecting changes on the open, so nothing is missed
+//! while the caller works on the last batch. The wait has no timeout. Dropping a `next()`
+//! future sends a CANCEL for the outstanding request (see the channel); dropping the watch
+//! also closes the directory, in the background.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -17,6 +24,7 @@ use smb3_proto::msg::change_notify::{
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
+use crate::channel::Response;
 use crate::error::{decode, Result};
 use crate::tree::Tree;
 
@@ -149,7 +157,7 @@ impl std::fmt::Display for Change {
 }
 
 /// The changes of one CHANGE_NOTIFY reply.
-fn changes_of(resp: &crate::channel::Response) -> Result<Vec<Change>> {
+fn changes_of(resp: &Response) -> Result<Vec<Change>> {
     // STATUS_NOTIFY_ENUM_DIR, or success with nothing in it (what a server sends when its
     // buffer overflowed): the changes are lost, the caller must look again.
     if resp.header.status == NtStatus::NOTIFY_ENUM_DIR {
@@ -168,6 +176,9 @@ fn changes_of(resp: &crate::channel::Response) -> Result<Vec<Change>> {
 /// Largest change list asked for per round trip (one credit).
 const NOTIFY_BUFFER: u32 = 64 * 1024;
 
+/// A CHANGE_NOTIFY on its way: the future that ends with its final reply.
+type InFlight = Pin<Box<dyn Future<Output = Result<Response>> + Send>>;
+
 /// A watch on one directory, from [`Share::watch`]. Call [`DirWatch::next`] in a loop.
 ///
 /// Dropping a pending `next()` future cancels that CHANGE_NOTIFY on the server (SMB2 CANCEL);
@@ -180,24 +191,64 @@ pub struct DirWatch {
     filter: WatchFilter,
     recursive: bool,
     closed: AtomicBool,
+    /// The request `Share::watch` sent, until the first `next()` takes it.
+    first: Option<InFlight>,
 }
 
 impl DirWatch {
-    pub(crate) fn new(
+    /// A watch on the open directory `file_id`, with its first CHANGE_NOTIFY already held by
+    /// the server (or answered) when this returns; see the module notes for why.
+    pub(crate) async fn start(
         tree: Arc<Tree>,
         path: String,
         file_id: FileId,
         filter: WatchFilter,
         recursive: bool,
-    ) -> DirWatch {
-        DirWatch {
+    ) -> Result<DirWatch> {
+        let mut watch = DirWatch {
             tree,
             path,
             file_id,
             filter,
             recursive,
             closed: AtomicBool::new(false),
+            first: None,
+        };
+        let taken_on = Arc::new(tokio::sync::Notify::new());
+        let mut first = watch.request(Some(taken_on.clone()));
+        // A server that never sends the interim reply (MS-SMB2 3.3.4.2 says it SHOULD for a
+        // request that may block indefinitely) is given as long as any small request.
+        let patience = watch.tree.core.config.timeout_for(0);
+        tokio::select! {
+            biased;
+            _ = taken_on.notified() => watch.first = Some(first),
+            // Answered at once (a change already): keep the answer for the first `next()`.
+            done = &mut first => watch.first = Some(Box::pin(std::future::ready(done))),
+            _ = tokio::time::sleep(patience) => {
+                tracing::debug!(path = %watch.path, "no interim reply to CHANGE_NOTIFY; watching anyway");
+                watch.first = Some(first);
+            }
         }
+        Ok(watch)
+    }
+
+    /// A CHANGE_NOTIFY on the directory, to be awaited; `taken_on` hears of its interim reply.
+    fn request(&self, taken_on: Option<Arc<tokio::sync::Notify>>) -> InFlight {
+        let tree = self.tree.clone();
+        let buffer = NOTIFY_BUFFER.min(tree.core.negotiated.max_transact.max(4096));
+        let req = ChangeNotifyRequest::new(
+            self.file_id,
+            CompletionFilter(self.filter.0),
+            self.recursive,
+            buffer,
+        );
+        Box::pin(async move {
+            let mut call = tree.call().allowing(&[NtStatus::NOTIFY_ENUM_DIR]);
+            if let Some(told) = taken_on {
+                call = call.telling_interim(told);
+            }
+            tree.core.send(&req, call).await
+        })
     }
 
     /// The watched directory, as given to [`Share::watch`].
@@ -212,31 +263,28 @@ impl DirWatch {
     /// CANCEL); changes that happen afterwards are reported by the next call. A reply that was
     /// already on its way when the future was dropped is discarded with what it carried.
     pub async fn next(&mut self) -> Result<Vec<Change>> {
-        let core = &self.tree.core;
-        let buffer = NOTIFY_BUFFER.min(core.negotiated.max_transact.max(4096));
-        let req = ChangeNotifyRequest::new(
-            self.file_id,
-            CompletionFilter(self.filter.0),
-            self.recursive,
-            buffer,
-        );
-        let resp = core
-            .send(
-                &req,
-                self.tree.call().allowing(&[NtStatus::NOTIFY_ENUM_DIR]),
-            )
-            .await
-            .map_err(|e| e.with_path(&self.path))?;
+        let in_flight = match self.first.take() {
+            Some(first) => first,
+            None => self.request(None),
+        };
+        let resp = in_flight.await.map_err(|e| e.with_path(&self.path))?;
         changes_of(&resp)
     }
 
     /// Close the directory. A `next()` still pending elsewhere ends with STATUS_NOTIFY_CLEANUP.
-    pub async fn close(self) -> Result<()> {
+    pub async fn close(mut self) -> Result<()> {
         self.closed.store(true, Ordering::Release);
-        self.tree
+        // Closing the directory completes the request the server holds for it
+        // (STATUS_NOTIFY_CLEANUP), so the first one need not be cancelled: keep it until the
+        // CLOSE is answered, then let it go.
+        let first = self.first.take();
+        let closed = self
+            .tree
             .close(self.file_id)
             .await
-            .map_err(|e| e.with_path(&self.path))
+            .map_err(|e| e.with_path(&self.path));
+        drop(first);
+        closed
     }
 }
 

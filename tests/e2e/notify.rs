@@ -88,6 +88,14 @@ fn changes_made_by_another_session_arrive_with_names_and_actions() {
                 .await
                 .expect("watch");
 
+            // `watch` returns once the server holds the first CHANGE_NOTIFY: changes made
+            // from now on are reported, with no pause for the request to arrive.
+            assert_eq!(
+                total(&watcher, |c| c.outstanding as u64),
+                1,
+                "{label}: the first CHANGE_NOTIFY is out"
+            );
+
             // Collect batches in a task, so the next CHANGE_NOTIFY is always in flight.
             let (tx, mut rx) = mpsc::unbounded_channel::<Vec<Change>>();
             let collector = tokio::spawn(async move {
@@ -98,15 +106,6 @@ fn changes_made_by_another_session_arrive_with_names_and_actions() {
                     }
                 }
             });
-            // The server records changes from the first CHANGE_NOTIFY on; let it arrive.
-            until(
-                "the first CHANGE_NOTIFY is out",
-                Duration::from_secs(5),
-                || total(&watcher, |c| c.outstanding as u64) >= 1,
-            )
-            .await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-
             // Another session creates, renames (to a non-ASCII name) and deletes a file.
             let actor = connect(&server, &creds, dialect, false).await;
             let other = actor.share(share_name).await.expect("tree connect");
@@ -201,12 +200,18 @@ fn a_watch_dropped_mid_wait_is_cancelled_and_the_channel_carries_on() {
             let (client, share) = single_channel(&server, &creds, dialect, share_name).await;
             let dir = format!("cancel-{}", dialect.to_string().replace('.', ""));
             share.create_dir(&dir).await.expect("mkdir");
+            let before = channel(&client);
             let mut watch = share
                 .watch(&dir, WatchFilter::ALL, true)
                 .await
                 .expect("watch");
-            let before = channel(&client);
-            assert_eq!((before.outstanding, before.cancels_sent), (0, 0), "{label}");
+            // The server holds the watch's first CHANGE_NOTIFY (interim reply received).
+            let watching = channel(&client);
+            assert_eq!(
+                (watching.outstanding, watching.cancels_sent),
+                (1, 0),
+                "{label}"
+            );
 
             // 1. Dropped while the server holds it (long after its interim reply).
             let waited = tokio::time::timeout(Duration::from_millis(300), watch.next()).await;
@@ -308,6 +313,7 @@ fn dropping_a_watch_closes_its_directory() {
             .watch("gone", WatchFilter::NAMES, false)
             .await
             .expect("watch");
+        assert_eq!(channel(&client).outstanding, 1, "the first CHANGE_NOTIFY");
         let requests = channel(&client).requests;
         drop(watch);
         // The CLOSE goes out in the background and is answered.
@@ -326,8 +332,8 @@ fn dropping_a_watch_closes_its_directory() {
         assert_eq!(channel(&client).outstanding, 0);
         assert_eq!(
             channel(&client).cancels_sent,
-            0,
-            "never waited, nothing to cancel"
+            1,
+            "the first CHANGE_NOTIFY, never waited for, is cancelled"
         );
     });
 }

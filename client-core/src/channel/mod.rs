@@ -90,6 +90,10 @@ pub(crate) struct Request {
     /// Called with the final reply when it arrives after the caller gave up on it (dropped
     /// its future or timed out), so a CREATE the server carried out anyway can be closed.
     pub(crate) on_abandoned: Option<OnAbandoned>,
+    /// Told when the server answers with an interim STATUS_PENDING: it has taken the request
+    /// on and will complete it later (how a CHANGE_NOTIFY's caller learns the server is
+    /// watching).
+    pub(crate) on_interim: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// What to do with a reply nobody waits for any more (see [`Request::on_abandoned`]). It runs
@@ -141,6 +145,7 @@ impl Request {
             keep_sent: false,
             timeout: Duration::from_secs(60),
             on_abandoned: None,
+            on_interim: None,
         }
     }
 }
@@ -207,6 +212,8 @@ struct Pending {
     /// The request's [`Request::on_abandoned`]; dropped when the request is handed back for
     /// replay, since the replay (not this copy) then decides what the caller gets.
     on_abandoned: Option<OnAbandoned>,
+    /// The request's [`Request::on_interim`].
+    on_interim: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl Pending {
@@ -689,6 +696,7 @@ impl Channel {
                                 },
                                 cancel: CancelState::None,
                                 on_abandoned: req.on_abandoned.clone(),
+                                on_interim: req.on_interim.clone(),
                             },
                         );
                         st.requests += 1;
@@ -1108,6 +1116,10 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
     let charge = p.charge;
     if interim {
         p.async_id = Some(header.async_id);
+        if let Some(told) = &p.on_interim {
+            // `notify_one` keeps a permit: a caller that looks only later still learns it.
+            told.notify_one();
+        }
         // The caller gave up before this interim reply: now the request can be named.
         let cancel = (p.cancel == CancelState::Wanted).then(|| {
             p.cancel = CancelState::Sent;

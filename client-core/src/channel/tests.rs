@@ -427,6 +427,8 @@ async fn a_dropped_async_request_sends_exactly_one_cancel_and_its_late_reply_ret
 
     let mut req = probe();
     req.sign = true;
+    let taken_on = Arc::new(tokio::sync::Notify::new());
+    req.on_interim = Some(taken_on.clone());
     let mut call = Box::pin(ch.call(req));
     let watched = tokio::select! {
         r = &mut call => panic!("answered early: {:?}", r.map(|r| r.header.status)),
@@ -445,6 +447,10 @@ async fn a_dropped_async_request_sends_exactly_one_cancel_and_its_late_reply_ret
     }
     assert_eq!(ch.outstanding(), 1, "still waiting for the final reply");
     assert_eq!(ch.credits_total(), 13);
+    // Whoever asked hears that the server took the request on.
+    tokio::time::timeout(Duration::from_secs(2), taken_on.notified())
+        .await
+        .expect("told of the interim reply");
     drop(call);
 
     let cancel = next_frame_within(&mut server, 2000)

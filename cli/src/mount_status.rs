@@ -65,6 +65,12 @@ pub fn print_status(v: &serde_json::Value) {
         v["open_files"],
         v["nodes"],
     );
+    if let Some(max) = v["watch_dirs_max"].as_u64() {
+        println!(
+            "directories watched for other clients' changes: {} (at most {max})",
+            v["watched_dirs"]
+        );
+    }
     for (kind, name) in [("read", "READ"), ("write", "WRITE")] {
         let r = &v["fuse_io"][kind];
         if let Some(requests) = r["requests"].as_u64().filter(|&n| n > 0) {

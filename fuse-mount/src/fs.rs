@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOptions, Share};
 
+use crate::dir_watch::{DirWatches, StaleSink};
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
 use crate::io_stats::IoStats;
@@ -39,6 +40,9 @@ pub struct FsConfig {
     /// Bytes of writes kept in flight behind the applications, for the whole mount
     /// (`write_behind=`); 0 sends each write before answering it.
     pub write_behind: u64,
+    /// Directories watched for changes made by other clients at most (`watch_dirs=`; 0:
+    /// none), see [`crate::dir_watch`].
+    pub watch_dirs: usize,
 }
 
 impl Default for FsConfig {
@@ -52,6 +56,7 @@ impl Default for FsConfig {
             read_only: false,
             hard: false,
             write_behind: 64 << 20,
+            watch_dirs: 32,
         }
     }
 }
@@ -264,7 +269,10 @@ pub struct SmbFs {
     /// The mounted directory inside the share ("" for its root), `/`-separated.
     prefix: String,
     cfg: FsConfig,
-    inodes: Mutex<InodeTable>,
+    inodes: Arc<Mutex<InodeTable>>,
+    /// Watches on directories in use, which drop what the kernel caches of them when the
+    /// server says they changed.
+    watches: DirWatches,
     files: Mutex<HashMap<u64, Arc<OpenFile>>>,
     dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
@@ -287,6 +295,9 @@ impl std::fmt::Debug for SmbFs {
             .finish()
     }
 }
+
+/// How long a directory nobody uses stays watched.
+const WATCH_IDLE: Duration = Duration::from_secs(60);
 
 /// Attempts of one operation under `hard` before the error is returned after all (about an
 /// hour with the library's own timeouts in between).
@@ -353,10 +364,12 @@ impl SmbFs {
             .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join("/");
+        let inodes = Arc::new(Mutex::new(InodeTable::new()));
         SmbFs {
+            watches: DirWatches::new(share.clone(), inodes.clone(), cfg.watch_dirs, WATCH_IDLE),
             share,
             prefix,
-            inodes: Mutex::new(InodeTable::new()),
+            inodes,
             files: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -394,6 +407,27 @@ impl SmbFs {
                 read = now.read;
             }
         });
+    }
+
+    /// Keep the kernel's cached names and attributes true to the server: from now on, the
+    /// directories in use are watched, and what the server says changed in them is sent to
+    /// `sink` to be forgotten. Set once, by the mount.
+    pub fn on_server_change(&self, sink: StaleSink) {
+        self.watches.deliver_to(sink);
+    }
+
+    /// Directories watched now.
+    pub fn watched_dirs(&self) -> usize {
+        self.watches.count()
+    }
+
+    /// `dir` is in use: make sure it is watched (in the background).
+    fn keep_watching(&self, dir: u64) {
+        if self.watches.wants(dir) {
+            if let Ok(path) = self.path_of(dir) {
+                self.watches.start(dir, path);
+            }
+        }
     }
 
     /// The share served.
@@ -532,7 +566,11 @@ impl SmbFs {
     /// LOOKUP: the entry `name` in directory `parent`.
     pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
         let path = self.child_of(parent, name)?;
-        self.entry(parent, name, &path).await
+        let found = self.entry(parent, name, &path).await;
+        if found.is_ok() {
+            self.keep_watching(parent);
+        }
+        found
     }
 
     /// FORGET: the kernel dropped `n` lookups of `ino`.
@@ -1053,6 +1091,7 @@ impl SmbFs {
             .collect();
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.dirs.lock().unwrap().insert(fh, Arc::new(listed));
+        self.keep_watching(ino);
         Ok(fh)
     }
 
@@ -1106,6 +1145,7 @@ impl SmbFs {
             }
         }
         self.dirs.lock().unwrap().clear();
+        self.watches.stop_all();
         if let Err(e) = self.share.client().logoff().await {
             tracing::debug!(error = %e, "logoff at unmount failed");
         }

@@ -191,6 +191,20 @@ impl InodeTable {
         }
     }
 
+    /// The node known as `name` in `parent`, if the kernel holds one.
+    pub fn child(&self, parent: u64, name: &str) -> Option<u64> {
+        self.children.get(&(parent, name.to_string())).copied()
+    }
+
+    /// The names known in `parent`, with their nodes.
+    pub fn children_of(&self, parent: u64) -> Vec<(String, u64)> {
+        self.children
+            .iter()
+            .filter(|((p, _), _)| *p == parent)
+            .map(|((_, name), &ino)| (name.clone(), ino))
+            .collect()
+    }
+
     /// Lookups held on `ino` (0 when unknown).
     pub fn lookups(&self, ino: u64) -> u64 {
         self.nodes.get(&ino).map_or(0, |n| n.lookups)

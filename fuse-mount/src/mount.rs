@@ -5,6 +5,7 @@
 //! checked before the kernel mount; the mount is the last step, and readiness is reported
 //! only after the kernel's INIT handshake.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use smbcp::location::{Location, RemotePath};
 
 use crate::adapter::{FuseAdapter, KernelSettings};
 use crate::daemon;
+use crate::dir_watch::{Stale, StaleSink};
 use crate::fs::{FsConfig, SmbFs};
 use crate::options::{CacheMode, MountOptions};
 
@@ -40,7 +42,7 @@ pub const EXIT_USAGE: i32 = 2;
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1, seal, actimeo=SECONDS, cache=strict|none, rsize=, wsize=,\n  \
-        hard|soft, nobrl, write_behind=, max_channels=, channels_per_nic=,\n  \
+        hard|soft, nobrl, write_behind=, watch_dirs=, max_channels=, channels_per_nic=,\n  \
         nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=, ntlm_fallback, allow_other, allow_root,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
         and the generic nodev, nosuid, noexec, noatime, _netdev, nofail, ...\n\
@@ -219,6 +221,7 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
         read_only: opts.read_only,
         hard: opts.hard,
         write_behind: opts.write_behind,
+        watch_dirs: opts.watch_dirs,
     };
     let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
     Ok(Prepared {
@@ -228,6 +231,35 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
         opts,
         remote,
     })
+}
+
+/// Where the directory watches' findings go: one thread of its own tells the kernel to forget
+/// them. An invalidation writes to /dev/fuse and may wait for the kernel, which may be waiting
+/// for a reply of ours: never on a runtime thread, never inside a request.
+fn kernel_forgetter(notifier: fuser::Notifier) -> std::io::Result<StaleSink> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Stale>>();
+    std::thread::Builder::new()
+        .name("smbfuse-forget".into())
+        .spawn(move || {
+            for batch in rx {
+                for stale in batch {
+                    let done = match &stale {
+                        Stale::Entry { parent, name } => {
+                            notifier.inval_entry(fuser::INodeNo(*parent), OsStr::new(name))
+                        }
+                        // A negative offset: the attributes only. Cached pages follow the
+                        // file's lease (see `SmbFs::on_lease_break`).
+                        Stale::Attrs(ino) => notifier.inval_inode(fuser::INodeNo(*ino), -1, 0),
+                    };
+                    if let Err(e) = done {
+                        tracing::debug!(?stale, error = %e, "the kernel refused to forget");
+                    }
+                }
+            }
+        })?;
+    Ok(Arc::new(move |batch| {
+        let _ = tx.send(batch);
+    }))
 }
 
 fn fuse_config(opts: &MountOptions, remote: &RemotePath) -> fuser::Config {
@@ -314,6 +346,12 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
                 }
             });
         });
+    }
+    match kernel_forgetter(session.notifier()) {
+        Ok(sink) => fs.on_server_change(sink),
+        Err(e) => {
+            tracing::warn!(error = %e, "no thread for directory watches: only actimeo bounds how stale names are")
+        }
     }
     tracing::info!(source = %remote.display(), mountpoint = %mountpoint.display(), "mounted");
     #[cfg(target_os = "linux")]

@@ -85,9 +85,16 @@ pub struct MountOptions {
     /// `write_behind=`: bytes of writes in flight behind the applications, per mount
     /// (default 64M; 0 answers each write only once the server has it).
     pub write_behind: u64,
+    /// `watch_dirs=`: directories in use watched for other clients' changes at once
+    /// (CHANGE_NOTIFY; default 32, 0 turns watching off and leaves `actimeo` alone).
+    pub watch_dirs: usize,
     /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
     pub kernel_flags: Vec<String>,
 }
+
+/// Most directories watched at once: each holds an open handle and a pending request (one
+/// credit) at the server.
+pub const MAX_WATCH_DIRS: usize = 256;
 
 /// 1 MiB: the largest FUSE request the kernel sends (256 pages).
 pub const MAX_FUSE_IO: u32 = 1 << 20;
@@ -133,6 +140,7 @@ impl Default for MountOptions {
             max_write: MAX_FUSE_IO,
             threads: 4,
             write_behind: 64 << 20,
+            watch_dirs: 32,
             server_locks: true,
             kernel_flags: Vec::new(),
         }
@@ -292,6 +300,13 @@ impl MountOptions {
             "allow_other" => self.allow_other = true,
             "allow_root" => self.allow_root = true,
             "default_permissions" => self.default_permissions = true,
+            "watch_dirs" => {
+                let n: usize = number(name, need()?)?;
+                if n > MAX_WATCH_DIRS {
+                    return Err(format!("option watch_dirs={n}: 0 to {MAX_WATCH_DIRS}"));
+                }
+                self.watch_dirs = n;
+            }
             "ro" => self.read_only = true,
             "rw" => self.read_only = false,
             "max_readahead" => self.max_readahead = size(name, need()?)?.min(MAX_READAHEAD),

@@ -28,6 +28,8 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "hard": cfg.hard,
         "read_only": cfg.read_only,
         "write_behind_bytes": cfg.write_behind,
+        "watched_dirs": fs.watched_dirs(),
+        "watch_dirs_max": cfg.watch_dirs,
         "fuse_io": fs.io_stats().json(),
         "channels": client.channels().iter().map(channel_json).collect::<Vec<_>>(),
         "multichannel": multichannel_json(&client.multichannel()),

@@ -872,6 +872,101 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
 
+/// How many directories `m` watches, from its status socket.
+fn watched_dirs(m: &Mounted) -> u64 {
+    smbcp::mount_status::read_status(&m.mp)
+        .map(|v| v["watched_dirs"].as_u64().unwrap_or(0))
+        .unwrap_or(0)
+}
+
+#[test]
+fn another_clients_changes_show_at_once_in_a_watched_directory() {
+    let tb = testbed();
+    // Names and attributes cached for a minute: within this test, only the directory watch
+    // can make mount `a` see what the other client does. `b`, the other client, watches
+    // nothing, and shows what a minute of caching does without a watch.
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "watch-a", &["actimeo=60"]);
+    let b = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "watch-b",
+        &["actimeo=60", "watch_dirs=0"],
+    );
+    std::fs::create_dir(a.path("w")).unwrap();
+    for name in ["keep.txt", "gone.txt", "old.txt", "b-caches.txt"] {
+        std::fs::write(a.path(&format!("w/{name}")), b"hello").unwrap();
+    }
+    // Both mounts cache the directory's names and the files' attributes.
+    for m in [&a, &b] {
+        let names = std::fs::read_dir(m.path("w")).unwrap().count();
+        assert_eq!(names, 4);
+        for name in ["keep.txt", "gone.txt", "old.txt", "b-caches.txt"] {
+            assert_eq!(
+                std::fs::metadata(m.path(&format!("w/{name}")))
+                    .unwrap()
+                    .len(),
+                5
+            );
+        }
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || watched_dirs(&a) >= 1),
+        "mount a never reported its watch on w/"
+    );
+    assert_eq!(watched_dirs(&b), 0, "watch_dirs=0 watches nothing");
+
+    // The other client deletes, renames, grows a file and adds one.
+    let changed = Instant::now();
+    std::fs::remove_file(b.path("w/gone.txt")).unwrap();
+    std::fs::rename(b.path("w/old.txt"), b.path("w/new.txt")).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(b.path("w/keep.txt"))
+        .unwrap();
+    f.write_all(b" world").unwrap();
+    drop(f);
+    std::fs::write(b.path("w/added.txt"), b"new").unwrap();
+    let seen = |rel: &str| std::fs::metadata(a.path(rel)).ok().map(|m| m.len());
+    let fresh = wait_until(Duration::from_secs(10), || {
+        seen("w/gone.txt").is_none()
+            && seen("w/old.txt").is_none()
+            && seen("w/new.txt") == Some(5)
+            && seen("w/keep.txt") == Some(11)
+            && seen("w/added.txt") == Some(3)
+    });
+    let took = changed.elapsed();
+    eprintln!("mount a showed the other client's changes {took:?} after they began");
+    assert!(
+        fresh,
+        "after 10 s mount a shows gone.txt {:?}, old.txt {:?}, new.txt {:?}, keep.txt {:?}, \
+         added.txt {:?}",
+        seen("w/gone.txt"),
+        seen("w/old.txt"),
+        seen("w/new.txt"),
+        seen("w/keep.txt"),
+        seen("w/added.txt")
+    );
+    let mut names: Vec<String> = std::fs::read_dir(a.path("w"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["added.txt", "b-caches.txt", "keep.txt", "new.txt"]);
+
+    // The control: mount a deletes a file b has cached; b, watching nothing, still shows it
+    // (for up to its minute), which is what a would show without its watch.
+    std::fs::remove_file(a.path("w/b-caches.txt")).unwrap();
+    assert_eq!(
+        std::fs::metadata(b.path("w/b-caches.txt"))
+            .map(|m| m.len())
+            .ok(),
+        Some(5),
+        "without a watch the cached entry stays"
+    );
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(tb.share_path("plain").join("w"));
+}
+
 /// `cp from to`, with `fault` run once `to` has grown past `started` bytes; `cp` must succeed.
 /// A read (`what`) starts with the page cache dropped, so its bytes come over the wire.
 fn copy_through_a_fault(

@@ -58,11 +58,12 @@ pub fn print_status(v: &serde_json::Value) {
     let s = |k: &str| v[k].as_str().unwrap_or("-").to_string();
     println!("{} on {}", s("source"), s("mountpoint"));
     println!(
-        "SMB {}, signing {}, encryption {}; {} open file(s), {} node(s) known",
+        "SMB {}, signing {}, encryption {}; {} open file(s), {} parked after close, {} node(s) known",
         s("dialect"),
         s("signing"),
         s("cipher"),
         v["open_files"],
+        v["parked_handles"],
         v["nodes"],
     );
     if let Some(max) = v["watch_dirs_max"].as_u64() {

@@ -361,7 +361,10 @@ impl Filesystem for FuseAdapter {
         let fopen = self.open_flags();
         self.spawn(move |fs| async move {
             match fs.open(ino.0, mode).await {
-                Ok(fh) => reply.opened(FileHandle(fh), fopen),
+                Ok(o) if o.keep_cache => {
+                    reply.opened(FileHandle(o.fh), fopen | FopenFlags::FOPEN_KEEP_CACHE)
+                }
+                Ok(o) => reply.opened(FileHandle(o.fh), fopen),
                 Err(e) => reply.error(errno(&e)),
             }
         });

@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOptions, Share};
 
+use crate::deferred_close::{DeferredCloses, DEFERRED_CLOSE};
 use crate::dir_watch::{DirWatches, StaleSink};
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
@@ -43,6 +44,9 @@ pub struct FsConfig {
     /// Directories watched for changes made by other clients at most (`watch_dirs=`; 0:
     /// none), see [`crate::dir_watch`].
     pub watch_dirs: usize,
+    /// How long a read-only handle is kept open after its last close (`closetimeo=`; 0:
+    /// closed at once), see [`crate::deferred_close`].
+    pub close_delay: Duration,
 }
 
 impl Default for FsConfig {
@@ -57,6 +61,7 @@ impl Default for FsConfig {
             hard: false,
             write_behind: 64 << 20,
             watch_dirs: 32,
+            close_delay: DEFERRED_CLOSE,
         }
     }
 }
@@ -68,6 +73,15 @@ pub enum Kind {
     File,
     /// A directory.
     Directory,
+}
+
+/// An open handle, as OPEN returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// The handle number.
+    pub fh: u64,
+    /// The kernel may keep the pages it cached of the file (FOPEN_KEEP_CACHE).
+    pub keep_cache: bool,
 }
 
 /// What `stat` shows for a node.
@@ -280,6 +294,8 @@ pub struct SmbFs {
     budget: Option<Budget>,
     /// Drops the kernel's cached pages of a node (see [`SmbFs::on_lease_break`]).
     drop_pages: OnceLock<PageDropper>,
+    /// Read-only handles kept open a moment after their last close (with the page cache on).
+    deferred: Arc<DeferredCloses>,
     /// Sizes of the kernel's READs and WRITEs.
     io: IoStats,
 }
@@ -375,6 +391,7 @@ impl SmbFs {
             next_fh: AtomicU64::new(1),
             budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
             drop_pages: OnceLock::new(),
+            deferred: Arc::new(DeferredCloses::new(cfg.close_delay)),
             io: IoStats::default(),
             cfg,
         }
@@ -397,6 +414,7 @@ impl SmbFs {
             return;
         };
         let drop_pages = drop_pages.clone();
+        let deferred = self.deferred.clone();
         tokio::spawn(async move {
             let mut read = lease.current().read;
             while let Some(now) = lease.changed().await {
@@ -405,6 +423,11 @@ impl SmbFs {
                     drop_pages(ino);
                 }
                 read = now.read;
+                if !(now.read && now.handle) {
+                    // A parked handle needs both: without Handle caching another client waits
+                    // for it to go, without Read caching its pages are no longer vouched for.
+                    deferred.close_now(ino).await;
+                }
             }
         });
     }
@@ -443,6 +466,12 @@ impl SmbFs {
     /// Sizes of the kernel's READ and WRITE requests so far.
     pub fn io_stats(&self) -> &IoStats {
         &self.io
+    }
+
+    /// Read-only handles parked after their last close, to be reused (see
+    /// [`crate::deferred_close`]).
+    pub fn parked_handles(&self) -> usize {
+        self.deferred.count()
     }
 
     /// Files open through the mount now.
@@ -687,6 +716,8 @@ impl SmbFs {
     pub async fn unlink(&self, parent: u64, name: &str) -> FsResult<()> {
         self.writable()?;
         let path = self.child_of(parent, name)?;
+        let node = self.inodes.lock().unwrap().child(parent, name);
+        self.close_parked_at(&path).await;
         match self.share.remove_file(&path).await {
             Err(e) if e.status() == Some(NtStatus::CANNOT_DELETE) => {
                 self.share.set_readonly(&path, false).await?;
@@ -695,6 +726,11 @@ impl SmbFs {
             r => r?,
         }
         self.inodes.lock().unwrap().unlinked(parent, name);
+        if let Some(ino) = node {
+            // A handle of the file parked while it was being deleted (see
+            // `DeferredCloses::park`): the name is gone on the server only once it is closed.
+            self.deferred.close_now(ino).await;
+        }
         Ok(())
     }
 
@@ -702,6 +738,7 @@ impl SmbFs {
     pub async fn rmdir(&self, parent: u64, name: &str) -> FsResult<()> {
         self.writable()?;
         let path = self.child_of(parent, name)?;
+        self.close_parked_at(&path).await;
         self.share.remove_dir(&path).await?;
         self.inodes.lock().unwrap().unlinked(parent, name);
         Ok(())
@@ -723,6 +760,8 @@ impl SmbFs {
         // Held until the inode table has the new name: a RELEASE of a file being renamed
         // (rsync renames its temporary file while the kernel's RELEASE of it is still on its
         // way) then sets its pending times by the name the server has at that moment.
+        self.close_parked_at(&from).await;
+        self.close_parked_at(&to).await;
         let writers = self.writers_under(&from);
         let mut closes_held = Vec::with_capacity(writers.len());
         for h in &writers {
@@ -772,6 +811,12 @@ impl SmbFs {
 
     fn add_handle(&self, ino: u64, file: File, writable: bool) -> u64 {
         self.follow_lease(ino, &file);
+        self.insert_handle(ino, file, writable)
+    }
+
+    /// A handle in the table; its lease is followed already (a new one) or still (a parked
+    /// one taken back).
+    fn insert_handle(&self, ino: u64, file: File, writable: bool) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         let h = OpenFile {
             file,
@@ -841,10 +886,20 @@ impl SmbFs {
         }
     }
 
-    /// OPEN: a handle on the server for the file `ino`.
-    pub async fn open(&self, ino: u64, mode: OpenMode) -> FsResult<u64> {
+    /// OPEN: a handle on the server for the file `ino`. A read-only open takes back a handle
+    /// parked for the file, and then keeps the kernel's cached pages: the lease that vouches
+    /// for them has been held without a gap (see [`crate::deferred_close`]).
+    pub async fn open(&self, ino: u64, mode: OpenMode) -> FsResult<Opened> {
         if mode.write || mode.truncate {
             self.writable()?;
+        }
+        if !mode.write && !mode.truncate {
+            if let Some(file) = self.deferred.take(ino) {
+                return Ok(Opened {
+                    fh: self.insert_handle(ino, file, false),
+                    keep_cache: true,
+                });
+            }
         }
         let path = self.path_of(ino)?;
         let opts = OpenOptions::new()
@@ -854,7 +909,10 @@ impl SmbFs {
         let file = self
             .retry(|| until_deleted(|| self.share.open(&path, &opts)))
             .await?;
-        Ok(self.add_handle(ino, file, mode.write))
+        Ok(Opened {
+            fh: self.add_handle(ino, file, mode.write),
+            keep_cache: false,
+        })
     }
 
     /// CREATE: create (or open, without `exclusive`) `name` in `parent` and open it.
@@ -1049,6 +1107,14 @@ impl SmbFs {
         };
         let mut closing = h.closing.lock().await;
         *closing = true;
+        if self.parks(&h).await {
+            self.files.lock().unwrap().remove(&fh);
+            let still_named = || self.path_of(h.ino).is_ok();
+            if let Some(not_parked) = self.deferred.park(h.ino, h.file.clone(), still_named) {
+                not_parked.close().await?;
+            }
+            return Ok(());
+        }
         let written = h.wb.settle().await;
         let closed = h.file.clone().close().await;
         // Out of the table and its pending times taken in one step under the table's lock,
@@ -1071,6 +1137,33 @@ impl SmbFs {
             }
         }
         Ok(())
+    }
+
+    /// Whether the released handle `h` is parked rather than closed: only read from, no lock
+    /// left on it, the page cache on, and a lease granting Read and Handle caching.
+    async fn parks(&self, h: &OpenFile) -> bool {
+        !h.writable
+            && !self.cfg.close_delay.is_zero()
+            && self.drop_pages.get().is_some()
+            && DeferredCloses::may_park(&h.file)
+            && h.locks.lock().await.is_empty()
+    }
+
+    /// Close the parked handles of what a rename or delete of `path` touches: the node itself
+    /// and, for a directory, every node below it (Samba refuses to rename a directory with
+    /// open files below it, and a file deleted while a handle is open stays until it closes).
+    async fn close_parked_at(&self, path: &str) {
+        if self.deferred.count() == 0 {
+            return;
+        }
+        self.deferred
+            .close_where(|ino| {
+                self.path_of(ino).is_ok_and(|p| {
+                    p == path
+                        || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
+                })
+            })
+            .await;
     }
 
     /// OPENDIR: list the directory now (all of it); READDIR then pages through the list.
@@ -1145,6 +1238,7 @@ impl SmbFs {
             }
         }
         self.dirs.lock().unwrap().clear();
+        self.deferred.close_all().await;
         self.watches.stop_all();
         if let Err(e) = self.share.client().logoff().await {
             tracing::debug!(error = %e, "logoff at unmount failed");

@@ -10,6 +10,7 @@
 
 pub mod adapter;
 pub mod daemon;
+pub mod deferred_close;
 pub mod dir_watch;
 pub mod errno;
 pub mod fs;

@@ -42,8 +42,9 @@ pub const EXIT_USAGE: i32 = 2;
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1, seal, actimeo=SECONDS, cache=strict|none, rsize=, wsize=,\n  \
-        hard|soft, nobrl, write_behind=, watch_dirs=, max_channels=, channels_per_nic=,\n  \
-        nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=, ntlm_fallback, allow_other, allow_root,\n  \
+        hard|soft, nobrl, write_behind=, watch_dirs=, closetimeo=, max_channels=,\n  \
+        channels_per_nic=, nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=,\n  \
+        ntlm_fallback, allow_other, allow_root,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
         and the generic nodev, nosuid, noexec, noatime, _netdev, nofail, ...\n\
         The password comes from SMB_PASSWORD or the credentials file, never the command line."
@@ -222,6 +223,7 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
         hard: opts.hard,
         write_behind: opts.write_behind,
         watch_dirs: opts.watch_dirs,
+        close_delay: opts.closetimeo,
     };
     let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
     Ok(Prepared {

@@ -23,6 +23,7 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "cipher": client.cipher().map_or("-".to_string(), |c| format!("{c:?}")),
         "encrypts_everything": client.encrypts_everything(),
         "open_files": fs.open_files(),
+        "parked_handles": fs.parked_handles(),
         "nodes": fs.known_nodes(),
         "actimeo_seconds": cfg.ttl.as_secs_f64(),
         "hard": cfg.hard,

@@ -874,9 +874,7 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
 
 /// How many directories `m` watches, from its status socket.
 fn watched_dirs(m: &Mounted) -> u64 {
-    smbcp::mount_status::read_status(&m.mp)
-        .map(|v| v["watched_dirs"].as_u64().unwrap_or(0))
-        .unwrap_or(0)
+    status_number(m, &["watched_dirs"])
 }
 
 #[test]
@@ -965,6 +963,89 @@ fn another_clients_changes_show_at_once_in_a_watched_directory() {
     );
     drop((a, b));
     let _ = std::fs::remove_dir_all(tb.share_path("plain").join("w"));
+}
+
+/// A number from `m`'s status: `keys` walk into the JSON.
+fn status_number(m: &Mounted, keys: &[&str]) -> u64 {
+    let mut v = smbcp::mount_status::read_status(&m.mp).unwrap_or_else(|e| panic!("status: {e}"));
+    for k in keys {
+        v = v[*k].take();
+    }
+    v.as_u64()
+        .unwrap_or_else(|| panic!("no number at {keys:?}"))
+}
+
+#[test]
+fn a_file_read_again_is_served_from_its_parked_handle_and_cached_pages() {
+    let tb = testbed();
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "park-a", &[]);
+    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "park-b", &[]);
+    let old = smb3_tests::pattern(3, 4 << 20);
+    let new = smb3_tests::pattern(4, 4 << 20);
+    std::fs::create_dir(a.path("pk")).unwrap();
+    std::fs::write(a.path("pk/f.bin"), &old).unwrap();
+    let parked = || status_number(&a, &["parked_handles"]);
+    let reads = || status_number(&a, &["fuse_io", "read", "requests"]);
+
+    // Read and closed: the read-only handle is parked, not closed.
+    assert!(std::fs::read(a.path("pk/f.bin")).unwrap() == old);
+    assert!(
+        wait_until(Duration::from_secs(5), || parked() == 1),
+        "parked handles: {}",
+        parked()
+    );
+    // Read again: the parked handle serves the open and the pages come from the kernel's
+    // cache, no READ reaches the daemon.
+    let before = reads();
+    assert!(before > 0);
+    assert!(std::fs::read(a.path("pk/f.bin")).unwrap() == old);
+    assert_eq!(reads(), before, "the second read came from the page cache");
+
+    // Another client rewrites it: the lease break closes the parked handle and drops the
+    // pages, so the next read gets the new bytes.
+    assert!(wait_until(Duration::from_secs(5), || parked() == 1));
+    std::fs::write(b.path("pk/f.bin"), &new).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || parked() == 0),
+        "the break did not close the parked handle"
+    );
+    assert!(
+        std::fs::read(a.path("pk/f.bin")).unwrap() == new,
+        "stale bytes"
+    );
+    assert!(reads() > before);
+
+    // Deleting a file whose handle is parked frees its name at once.
+    assert!(wait_until(Duration::from_secs(5), || parked() == 1));
+    let started = Instant::now();
+    std::fs::remove_file(a.path("pk/f.bin")).unwrap();
+    std::fs::write(a.path("pk/f.bin"), b"again").unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "delete and create took {took:?}"
+    );
+    assert_eq!(std::fs::read(a.path("pk/f.bin")).unwrap(), b"again");
+
+    // A directory with a parked handle below it can be renamed.
+    assert!(wait_until(Duration::from_secs(5), || parked() == 1));
+    std::fs::rename(a.path("pk"), a.path("pk2")).unwrap();
+    assert_eq!(std::fs::read(a.path("pk2/f.bin")).unwrap(), b"again");
+
+    // Left alone, a parked handle is closed after a few seconds (RELEASE comes after
+    // close(2) returns: wait for it to park first).
+    assert!(wait_until(Duration::from_secs(5), || parked() == 1));
+    assert!(
+        wait_until(Duration::from_secs(15), || parked() == 0),
+        "still parked: {}",
+        parked()
+    );
+    // At the server, only the directory watches hold handles now.
+    let open = tb.open_files().unwrap();
+    assert!(open.iter().all(|o| !o.name.ends_with("f.bin")), "{open:?}");
+    drop((a, b));
+    no_open_files(&tb);
+    let _ = std::fs::remove_dir_all(tb.share_path("plain").join("pk2"));
 }
 
 /// `cp from to`, with `fault` run once `to` has grown past `started` bytes; `cp` must succeed.

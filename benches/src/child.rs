@@ -42,6 +42,7 @@ impl Finished {
 
 /// Runs `cmd` to completion with stdin empty and stdout/stderr captured.
 pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
+    crate::interrupt::check()?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -49,13 +50,17 @@ pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let marked = crate::interrupt::running(child.id());
     // Drain both pipes on threads so a chatty child can never block on a full pipe.
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let (status, usage) = wait4(child.id()).map_err(|e| format!("wait4: {e}"))?;
     let wall = started.elapsed();
     // The child is reaped; `Child` must not wait for it again (dropping it does not).
+    drop(marked);
     drop(child);
+    // A child the signal ended did not measure anything.
+    crate::interrupt::check()?;
     Ok(Finished {
         wall,
         user: timeval(usage.ru_utime),

@@ -26,6 +26,7 @@ pub mod child;
 pub mod data;
 pub mod doc;
 pub mod failover;
+pub mod interrupt;
 pub mod iperf;
 pub mod latency;
 pub mod machine;

@@ -337,11 +337,13 @@ impl FioSeries {
     }
 }
 
-/// smbcp's median MB/s and raw TCP's for a setup and direction, to compare with.
+/// smbcp's, smbclient's and raw TCP's median MB/s for a setup and direction, to compare with.
 #[derive(Debug, Clone, Copy)]
 struct Yardsticks {
     /// smbcp, default settings, same testbed and file.
     smbcp: f64,
+    /// smbclient, same testbed and file (`NAN` when not measured).
+    smbclient: f64,
     /// Aggregate raw TCP over the links (`None` when not measured: unshaped, where the CPUs
     /// are the limit).
     raw_tcp: Option<f64>,
@@ -349,13 +351,16 @@ struct Yardsticks {
 
 impl Yardsticks {
     fn from(results: &Results, link: &str, direction: Direction) -> Yardsticks {
-        let smbcp = results
-            .series
-            .iter()
-            .find(|s| s.tool == "smbcp" && s.link == link && s.direction == direction)
-            .map_or(f64::NAN, |s| s.mb_per_s());
+        let median_of = |tool: &str| {
+            results
+                .series
+                .iter()
+                .find(|s| s.tool == tool && s.link == link && s.direction == direction)
+                .map_or(f64::NAN, |s| s.mb_per_s())
+        };
         Yardsticks {
-            smbcp,
+            smbcp: median_of("smbcp"),
+            smbclient: median_of("smbclient"),
             raw_tcp: results.raw_for(link, direction).map(|r| r.mb_per_s()),
         }
     }
@@ -371,6 +376,7 @@ pub fn throughput_table(series: &[FioSeries], results: &Results) -> Table {
         ">MB/s",
         ">min-max",
         ">x smbcp",
+        ">x smbclient",
         ">x raw TCP",
         ">1 MiB requests %",
         ">client CPU s/GiB",
@@ -389,6 +395,11 @@ pub fn throughput_table(series: &[FioSeries], results: &Results) -> Table {
             f1(mb),
             format!("{}-{}", f1(lo), f1(hi)),
             ratio(mb, y.smbcp),
+            if y.smbclient.is_nan() {
+                "-".into()
+            } else {
+                ratio(mb, y.smbclient)
+            },
             y.raw_tcp.map_or("-".into(), |r| ratio(mb, r)),
             if requests == 0 {
                 "-".into()

@@ -900,6 +900,8 @@ impl SmbFs {
                     keep_cache: true,
                 });
             }
+        } else {
+            self.retire_parked(ino);
         }
         let path = self.path_of(ino)?;
         let opts = OpenOptions::new()
@@ -938,6 +940,7 @@ impl SmbFs {
             .lock()
             .unwrap()
             .remember(parent, name, m.file_id);
+        self.retire_parked(ino);
         Ok((self.attr(ino, &m), self.add_handle(ino, file, true)))
     }
 
@@ -1147,6 +1150,17 @@ impl SmbFs {
             && self.drop_pages.get().is_some()
             && DeferredCloses::may_park(&h.file)
             && h.locks.lock().await.is_empty()
+    }
+
+    /// The file `ino` is opened for writing: its parked handle, if any, may no longer serve
+    /// a later open with the cached pages (a write the server refused would live on in
+    /// them), so it is closed, in the background.
+    fn retire_parked(&self, ino: u64) {
+        if let Some(file) = self.deferred.take(ino) {
+            tokio::spawn(async move {
+                let _ = file.close().await;
+            });
+        }
     }
 
     /// Close the parked handles of what a rename or delete of `path` touches: the node itself

@@ -29,6 +29,7 @@ use clap::Parser;
 use smb3_benches::data::{self, Fingerprint, BIG_SEED, SMALL_SEED};
 use smb3_benches::doc;
 use smb3_benches::failover::{self, Fault};
+use smb3_benches::interrupt;
 use smb3_benches::iperf;
 use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
 use smb3_benches::machine::{wait_until_quiet, Facts};
@@ -291,11 +292,16 @@ impl Bench<'_> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    interrupt::install();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("smb-bench: {e}");
-            ExitCode::FAILURE
+            if interrupt::interrupted() {
+                ExitCode::from(interrupt::EXIT_INTERRUPTED)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -508,6 +514,7 @@ fn repeat(
         .collect();
     for rep in 1..=plan.reps {
         for (tool, s) in tools.iter().zip(&mut series) {
+            interrupt::check()?;
             let (sample, report) = measure_undisturbed(tool, job, plan, retried)?;
             eprintln!(
                 "  {} [{}] {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, machine {:.2} CPUs busy ({:.2} not client or smbd){}",
@@ -1006,8 +1013,9 @@ fn write_output(path: &Path, contents: &str) -> Result<(), String> {
 
 // ---------------------------------------------------------------------------------- mount
 
-/// The `--mount` run: per setup, raw TCP (shaped links), smbcp both ways, then fio through a
-/// smbfuse mount of the same share; on the first setup also the listing measurements.
+/// The `--mount` run: per setup, raw TCP (shaped links), smbcp and smbclient both ways, then
+/// fio through a smbfuse mount of the same share; on the first setup also the listing
+/// measurements.
 fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
     let Bench {
         args, plan, smbcp, ..
@@ -1049,7 +1057,7 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
             &tb,
             &label,
             ShareKind::Plain,
-            &[Tool::smbcp(smbcp)],
+            &[Tool::smbcp(smbcp), Tool::Smbclient],
             results,
         )?;
 
@@ -1105,7 +1113,8 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
     }
     let mut body = header(bench, &quiet, results);
     body.push_str(
-        "fio through `smbfuse` (default options) against smbcp's median on the same testbed; \
+        "fio through `smbfuse` (default options) against smbcp's and smbclient's medians on the \
+         same testbed; \
          MB/s over the fio process's wall time, as for smbcp (start-up included); writes end \
          with an fsync; client CPU is fio's plus the daemon's.\n\n",
     );

@@ -222,8 +222,12 @@ impl DirWatch {
         tokio::select! {
             biased;
             _ = taken_on.notified() => watch.first = Some(first),
-            // Answered at once (a change already): keep the answer for the first `next()`.
-            done = &mut first => watch.first = Some(Box::pin(std::future::ready(done))),
+            // Answered at once: a refusal fails the watch now (dropping it closes the
+            // directory); changes are kept for the first `next()`.
+            done = &mut first => {
+                let done = done.map_err(|e| e.with_path(&watch.path))?;
+                watch.first = Some(Box::pin(std::future::ready(Ok(done))));
+            }
             _ = tokio::time::sleep(patience) => {
                 tracing::debug!(path = %watch.path, "no interim reply to CHANGE_NOTIFY; watching anyway");
                 watch.first = Some(first);

@@ -757,11 +757,11 @@ impl SmbFs {
         self.writable()?;
         let from = self.child_of(parent, name)?;
         let to = self.child_of(new_parent, new_name)?;
+        self.close_parked_at(&from).await;
+        self.close_parked_at(&to).await;
         // Held until the inode table has the new name: a RELEASE of a file being renamed
         // (rsync renames its temporary file while the kernel's RELEASE of it is still on its
         // way) then sets its pending times by the name the server has at that moment.
-        self.close_parked_at(&from).await;
-        self.close_parked_at(&to).await;
         let writers = self.writers_under(&from);
         let mut closes_held = Vec::with_capacity(writers.len());
         for h in &writers {
@@ -894,11 +894,20 @@ impl SmbFs {
             self.writable()?;
         }
         if !mode.write && !mode.truncate {
-            if let Some(file) = self.deferred.take(ino) {
-                return Ok(Opened {
-                    fh: self.insert_handle(ino, file, false),
-                    keep_cache: true,
-                });
+            match self.deferred.take(ino) {
+                // Checked again: a break may be on its way to closing it.
+                Some(file) if DeferredCloses::may_park(&file) => {
+                    return Ok(Opened {
+                        fh: self.insert_handle(ino, file, false),
+                        keep_cache: true,
+                    });
+                }
+                Some(file) => {
+                    tokio::spawn(async move {
+                        let _ = file.close().await;
+                    });
+                }
+                None => {}
             }
         } else {
             self.retire_parked(ino);

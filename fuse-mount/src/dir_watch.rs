@@ -330,14 +330,8 @@ pub fn stale_of(dir: u64, changes: &[Change], inodes: &InodeTable) -> Vec<Stale>
                     push(Stale::Attrs(child));
                 }
             }
-            Change::Rescan => {
-                push(Stale::Attrs(dir));
-                for (name, child) in inodes.children_of(dir) {
-                    push(Stale::Entry { parent: dir, name });
-                    push(Stale::Attrs(child));
-                }
-            }
-            // `Change` may grow: forget the whole directory for a kind not known here.
+            // `Rescan` (the server lost track), or a kind of change not known here (`Change`
+            // may grow): forget everything known in the directory.
             _ => {
                 push(Stale::Attrs(dir));
                 for (name, child) in inodes.children_of(dir) {

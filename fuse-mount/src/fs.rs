@@ -364,6 +364,11 @@ where
     }
 }
 
+/// Whether share path `p` is `path` or below it.
+fn at_or_below(p: &str, path: &str) -> bool {
+    p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
+}
+
 fn erofs() -> FsError {
     FsError::new(libc::EROFS)
 }
@@ -863,12 +868,7 @@ impl SmbFs {
         handles.sort_by_key(|(fh, _)| *fh);
         handles
             .into_iter()
-            .filter(|(_, h)| {
-                self.path_of(h.ino).is_ok_and(|p| {
-                    p == path
-                        || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
-                })
-            })
+            .filter(|(_, h)| self.path_of(h.ino).is_ok_and(|p| at_or_below(&p, path)))
             .map(|(_, h)| h)
             .collect()
     }
@@ -1180,12 +1180,7 @@ impl SmbFs {
             return;
         }
         self.deferred
-            .close_where(|ino| {
-                self.path_of(ino).is_ok_and(|p| {
-                    p == path
-                        || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
-                })
-            })
+            .close_where(|ino| self.path_of(ino).is_ok_and(|p| at_or_below(&p, path)))
             .await;
     }
 
@@ -1281,6 +1276,15 @@ mod tests {
         assert!(!m.read && m.write && m.truncate && m.exclusive);
         let m = OpenMode::from_flags(libc::O_RDWR);
         assert!(m.read && m.write);
+    }
+
+    #[test]
+    fn below_means_a_whole_path_component_further() {
+        assert!(at_or_below("d", "d"));
+        assert!(at_or_below("d/x", "d"));
+        assert!(at_or_below("d/x/y", "d/x"));
+        assert!(!at_or_below("dx", "d"));
+        assert!(!at_or_below("e/d", "d"));
     }
 
     #[test]

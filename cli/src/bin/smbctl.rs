@@ -233,9 +233,18 @@ async fn watch(
         .watch(&r.path, smb3_client::WatchFilter::ALL, recursive)
         .await?;
     eprintln!("watching {} (Ctrl-C to stop)", r.display());
+    use std::io::Write;
+    let mut out = std::io::stdout();
     loop {
-        for change in watch.next().await? {
-            println!("{change}");
+        let batch = watch.next().await?;
+        let mut printed = batch
+            .iter()
+            .try_for_each(|change| writeln!(out, "{change}"));
+        // Each batch as it comes, also into a pipe (a reader waits for it; stdout need not be
+        // line-buffered when it is not a terminal).
+        printed = printed.and_then(|()| out.flush());
+        if printed.is_err() {
+            return Ok(()); // whoever read our output is gone: nothing left to watch for
         }
     }
 }

@@ -891,10 +891,12 @@ fn smbctl_watch_prints_changes_as_they_happen() {
     });
     let mut seen: Vec<String> = Vec::new();
     let next = |what: &str, seen: &[String]| {
-        rx.recv_timeout(Duration::from_secs(15))
+        // Generous: a machine running two test suites at once has been seen to need more
+        // than 15 s here.
+        rx.recv_timeout(Duration::from_secs(45))
             .unwrap_or_else(|_| {
                 panic!(
-                    "no {what} within 15 s; lines so far {seen:?}; smbctl's log:\n{}",
+                    "no {what} within 45 s; lines so far {seen:?}; smbctl's log:\n{}",
                     log.lock().unwrap().join("\n")
                 )
             })

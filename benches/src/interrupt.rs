@@ -9,14 +9,13 @@
 //! children are signalled, never the process group: smb-bench may share one with the script
 //! that started it. A second signal exits at once, cleanup or not.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Children measured now, by PID.
-static RUNNING: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// Marks a running child: it is sent SIGINT if a signal stops the run. Unmarked when dropped
 /// (after the child was reaped).
@@ -24,19 +23,16 @@ pub struct Running(u32);
 
 /// Mark child `pid` as running (see [`Running`]).
 pub fn running(pid: u32) -> Running {
-    RUNNING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(HashSet::new)
-        .insert(pid);
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
     Running(pid)
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(set) = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            set.remove(&self.0);
-        }
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&pid| pid != self.0);
     }
 }
 
@@ -88,13 +84,7 @@ pub fn install() {
 /// SIGINT to the children measured now: the step under way ends.
 #[allow(unsafe_code)]
 fn forward_to_children() {
-    let pids: Vec<u32> = RUNNING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .flatten()
-        .copied()
-        .collect();
+    let pids = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for pid in pids {
         // SAFETY: kill(2) takes no pointers. The PID is a child of ours that is running or
         // was reaped a moment ago (it leaves the set right after wait4); PIDs are handed out

@@ -93,9 +93,29 @@ impl DeferredCloses {
         None
     }
 
-    /// Take back the handle parked for `ino`, to serve a new open with it.
-    pub fn take(&self, ino: u64) -> Option<File> {
+    fn take(&self, ino: u64) -> Option<File> {
         self.parked.lock().unwrap().remove(&ino).map(|p| p.file)
+    }
+
+    /// Take back the handle parked for `ino`, to serve a read-only open with it, if its lease
+    /// still grants RH (checked again: a break may be on its way to closing it; a handle
+    /// that lost it is closed in the background).
+    pub fn reuse(&self, ino: u64) -> Option<File> {
+        let file = self.take(ino)?;
+        if Self::may_park(&file) {
+            return Some(file);
+        }
+        tokio::spawn(close(file));
+        None
+    }
+
+    /// The file `ino` is opened for writing: its parked handle may no longer serve a later
+    /// open with the cached pages (a write the server refused would live on in them), so it
+    /// is closed, in the background.
+    pub fn retire(&self, ino: u64) {
+        if let Some(file) = self.take(ino) {
+            tokio::spawn(close(file));
+        }
     }
 
     /// Close the handle parked for `ino` now, if there is one (the lease lost Read or Handle
@@ -130,11 +150,6 @@ impl DeferredCloses {
     /// Handles parked now.
     pub fn count(&self) -> usize {
         self.parked.lock().unwrap().len()
-    }
-
-    /// Whether a handle is parked for `ino`.
-    pub fn holds(&self, ino: u64) -> bool {
-        self.parked.lock().unwrap().contains_key(&ino)
     }
 }
 

@@ -33,6 +33,8 @@ pub enum Stale {
     /// The cached attributes of a node (its data, size, times or attributes changed; for a
     /// directory, its entries).
     Attrs(u64),
+    /// A file's cached pages and attributes (a lease break took Read caching away).
+    Pages(u64),
 }
 
 /// Where [`Stale`] batches go: the mount hands them to the kernel.
@@ -99,11 +101,6 @@ impl DirWatches {
     /// goes to `sink`. Set once.
     pub fn deliver_to(&self, sink: StaleSink) {
         let _ = self.sink.set(sink);
-    }
-
-    /// How long an unused directory stays watched.
-    pub fn idle(&self) -> Duration {
-        self.idle
     }
 
     /// Directories watched now (the server holds their requests).

@@ -894,23 +894,14 @@ impl SmbFs {
             self.writable()?;
         }
         if !mode.write && !mode.truncate {
-            match self.deferred.take(ino) {
-                // Checked again: a break may be on its way to closing it.
-                Some(file) if DeferredCloses::may_park(&file) => {
-                    return Ok(Opened {
-                        fh: self.insert_handle(ino, file, false),
-                        keep_cache: true,
-                    });
-                }
-                Some(file) => {
-                    tokio::spawn(async move {
-                        let _ = file.close().await;
-                    });
-                }
-                None => {}
+            if let Some(file) = self.deferred.reuse(ino) {
+                return Ok(Opened {
+                    fh: self.insert_handle(ino, file, false),
+                    keep_cache: true,
+                });
             }
         } else {
-            self.retire_parked(ino);
+            self.deferred.retire(ino);
         }
         let path = self.path_of(ino)?;
         let opts = OpenOptions::new()
@@ -949,7 +940,7 @@ impl SmbFs {
             .lock()
             .unwrap()
             .remember(parent, name, m.file_id);
-        self.retire_parked(ino);
+        self.deferred.retire(ino);
         Ok((self.attr(ino, &m), self.add_handle(ino, file, true)))
     }
 
@@ -1159,17 +1150,6 @@ impl SmbFs {
             && self.drop_pages.get().is_some()
             && DeferredCloses::may_park(&h.file)
             && h.locks.lock().await.is_empty()
-    }
-
-    /// The file `ino` is opened for writing: its parked handle, if any, may no longer serve
-    /// a later open with the cached pages (a write the server refused would live on in
-    /// them), so it is closed, in the background.
-    fn retire_parked(&self, ino: u64) {
-        if let Some(file) = self.deferred.take(ino) {
-            tokio::spawn(async move {
-                let _ = file.close().await;
-            });
-        }
     }
 
     /// Close the parked handles of what a rename or delete of `path` touches: the node itself

@@ -235,9 +235,10 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
     })
 }
 
-/// Where the directory watches' findings go: one thread of its own tells the kernel to forget
-/// them. An invalidation writes to /dev/fuse and may wait for the kernel, which may be waiting
-/// for a reply of ours: never on a runtime thread, never inside a request.
+/// Where lease breaks and the directory watches' findings go: one thread of its own tells the
+/// kernel to forget them. An invalidation writes to /dev/fuse and may wait for the kernel,
+/// which may be waiting for a reply of ours: never on a runtime thread, never inside a
+/// request.
 fn kernel_forgetter(notifier: fuser::Notifier) -> std::io::Result<StaleSink> {
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Stale>>();
     std::thread::Builder::new()
@@ -252,6 +253,7 @@ fn kernel_forgetter(notifier: fuser::Notifier) -> std::io::Result<StaleSink> {
                         // A negative offset: the attributes only. Cached pages follow the
                         // file's lease (see `SmbFs::on_lease_break`).
                         Stale::Attrs(ino) => notifier.inval_inode(fuser::INodeNo(*ino), -1, 0),
+                        Stale::Pages(ino) => notifier.inval_inode(fuser::INodeNo(*ino), 0, 0),
                     };
                     if let Err(e) = done {
                         tracing::debug!(?stale, error = %e, "the kernel refused to forget");
@@ -334,27 +336,20 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
             return EXIT_MOUNT_FAILED;
         }
     };
-    if opts.cache == CacheMode::Strict {
-        // Invalidation writes to /dev/fuse and may wait for the kernel, which may wait for
-        // a request of ours: never on a runtime thread, never inside a request.
-        let notifier = session.notifier();
-        let rt_handle = rt.handle().clone();
-        fs.on_lease_break(move |ino| {
-            let notifier = notifier.clone();
-            rt_handle.spawn_blocking(move || {
-                if let Err(e) = notifier.inval_inode(fuser::INodeNo(ino), 0, 0) {
-                    // ENOENT: the kernel has forgotten the node, and its pages with it.
-                    tracing::debug!(ino, error = %e, "dropping cached pages");
-                }
-            });
-        });
-    }
-    match kernel_forgetter(session.notifier()) {
-        Ok(sink) => fs.on_server_change(sink),
+    let forget = match kernel_forgetter(session.notifier()) {
+        Ok(sink) => sink,
         Err(e) => {
-            tracing::warn!(error = %e, "no thread for directory watches: only actimeo bounds how stale names are")
+            eprintln!("smbfuse: cannot start the thread that keeps the kernel's cache true: {e}");
+            drop(session);
+            rt.block_on(fs.shutdown());
+            return EXIT_MOUNT_FAILED;
         }
+    };
+    if opts.cache == CacheMode::Strict {
+        let forget = forget.clone();
+        fs.on_lease_break(move |ino| forget(vec![Stale::Pages(ino)]));
     }
+    fs.on_server_change(forget);
     tracing::info!(source = %remote.display(), mountpoint = %mountpoint.display(), "mounted");
     #[cfg(target_os = "linux")]
     let device = crate::kernel::device_of(&mountpoint);

@@ -396,6 +396,22 @@ EOF
   path = $shares/public
   read only = no
   guest ok = yes
+
+# What backup software needs from a server, made real: alternate data streams kept in
+# xattrs (streams_xattr), NT security descriptors kept in xattrs (acl_xattr), and
+# "previous versions" served from @GMT-YYYY.MM.DD-HH.MM.SS directories under .snapshots
+# in the share's root (shadow_copy2). A share of its own, so [plain] stays what the
+# benchmarks measure.
+[backup]
+  path = $shares/backup
+  read only = no
+  valid users = $S_user
+  vfs objects = shadow_copy2 acl_xattr streams_xattr
+  shadow:mountpoint = $shares/backup
+  shadow:snapdir = .snapshots
+  shadow:format = @GMT-%Y.%m.%d-%H.%M.%S
+  shadow:sort = desc
+  shadow:localtime = no
 EOF
     } >"$conf"
 }
@@ -908,8 +924,8 @@ cmd_up() {
     chmod 0755 "$dir"
     mount -t tmpfs -o "size=$size,mode=0755" "smbtb-$id" "$dir/shares"
     state_set mount "$dir/shares"
-    local share shares=(plain encrypted public)
-    [[ $signing == mandatory ]] && shares=(plain encrypted signed public)
+    local share shares=(plain encrypted public backup)
+    [[ $signing == mandatory ]] && shares=(plain encrypted signed public backup)
     for share in "${shares[@]}"; do
         mkdir "$dir/shares/$share"
         if [[ $share == public ]]; then

@@ -323,6 +323,8 @@ pub struct FioSeries {
     pub link: String,
     /// The job.
     pub job: FioJob,
+    /// The mount's `-o` options when not the defaults (`--mount-compare`).
+    pub options: Option<String>,
     /// One sample per repetition.
     pub samples: Vec<FioSample>,
 }
@@ -391,7 +393,10 @@ pub fn throughput_table(series: &[FioSeries], results: &Results) -> Table {
         t.row(vec![
             s.link.clone(),
             s.job.direction.to_string(),
-            s.job.label(),
+            match &s.options {
+                Some(o) => format!("{} ({o})", s.job.label()),
+                None => s.job.label(),
+            },
             f1(mb),
             format!("{}-{}", f1(lo), f1(hi)),
             ratio(mb, y.smbcp),

@@ -81,6 +81,13 @@ pub fn print_status(v: &serde_json::Value) {
             );
         }
     }
+    let p = &v["prefetch"];
+    if let Some(fetched) = p["fetched_bytes"].as_u64().filter(|&n| n > 0) {
+        println!(
+            "read ahead by the daemon: {} streak(s), {fetched} bytes fetched, {} served, {} dropped unread",
+            p["streaks"], p["served_bytes"], p["dropped_bytes"]
+        );
+    }
     let channels = v["channels"].as_array().cloned().unwrap_or_default();
     println!(
         "{:<22} {:<22} {:>8} {:>12} {:>9}  STATE",

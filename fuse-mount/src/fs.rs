@@ -19,6 +19,7 @@ use crate::dir_watch::{DirWatches, StaleSink};
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
 use crate::io_stats::IoStats;
+use crate::prefetch::{Limits, PrefetchBudget, PrefetchStats, Prefetcher};
 use crate::write_behind::{Budget, WriteBehind};
 
 /// How the file system presents itself.
@@ -47,6 +48,14 @@ pub struct FsConfig {
     /// How long a read-only handle is kept open after its last close (`closetimeo=`; 0:
     /// closed at once), see [`crate::deferred_close`].
     pub close_delay: Duration,
+    /// The largest read-ahead window of one sequential reader in the daemon (`prefetch=`;
+    /// 0: none), see [`crate::prefetch`]. The mount as a whole keeps at most four such
+    /// windows fetched.
+    pub prefetch: u64,
+    /// Bytes per READ the library sends (its I/O size): the size of a prefetched part.
+    pub io_size: u32,
+    /// The kernel's read-ahead window (`max_readahead=`; 0 with `cache=none`).
+    pub kernel_readahead: u64,
 }
 
 impl Default for FsConfig {
@@ -62,6 +71,9 @@ impl Default for FsConfig {
             write_behind: 64 << 20,
             watch_dirs: 32,
             close_delay: DEFERRED_CLOSE,
+            prefetch: 64 << 20,
+            io_size: 1 << 20,
+            kernel_readahead: 0,
         }
     }
 }
@@ -240,6 +252,8 @@ struct OpenFile {
     closing: tokio::sync::Mutex<bool>,
     /// Its writes in flight (write-behind).
     wb: Arc<WriteBehind>,
+    /// Its read-ahead (`None` with `prefetch=0`).
+    prefetch: Option<Prefetcher>,
     /// Byte-range locks held through this handle, by lock owner; the async mutex also puts
     /// the handle's lock requests in order.
     locks: tokio::sync::Mutex<Vec<Held>>,
@@ -287,7 +301,8 @@ pub struct SmbFs {
     /// Watches on directories in use, which drop what the kernel caches of them when the
     /// server says they changed.
     watches: DirWatches,
-    files: Mutex<HashMap<u64, Arc<OpenFile>>>,
+    /// Open handles by FUSE handle number (shared with the lease-following tasks).
+    files: Arc<Mutex<HashMap<u64, Arc<OpenFile>>>>,
     dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
     next_fh: AtomicU64,
     /// Write-behind's memory budget; `None` when it is off.
@@ -298,6 +313,9 @@ pub struct SmbFs {
     deferred: Arc<DeferredCloses>,
     /// Sizes of the kernel's READs and WRITEs.
     io: IoStats,
+    /// What the prefetchers may hold, for the whole mount.
+    prefetch_budget: PrefetchBudget,
+    prefetch_stats: Arc<PrefetchStats>,
 }
 
 /// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
@@ -329,6 +347,16 @@ fn unreachable(e: &Error) -> bool {
 
 /// A name whose file is being deleted (unlinked while some handle, often ours before the
 /// kernel's asynchronous RELEASE, still has it open) is gone for POSIX.
+/// Drop what was fetched ahead for every handle of `ino`: its bytes changed, or may have.
+fn drop_prefetched(files: &Mutex<HashMap<u64, Arc<OpenFile>>>, ino: u64) {
+    let files = files.lock().unwrap();
+    for h in files.values().filter(|h| h.ino == ino) {
+        if let Some(p) = &h.prefetch {
+            p.drop_streak();
+        }
+    }
+}
+
 fn gone_if_deleted(e: Error) -> FsError {
     if e.status() == Some(NtStatus::DELETE_PENDING) {
         FsError::new(libc::ENOENT)
@@ -391,13 +419,15 @@ impl SmbFs {
             share,
             prefix,
             inodes,
-            files: Mutex::new(HashMap::new()),
+            files: Arc::new(Mutex::new(HashMap::new())),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             budget: (cfg.write_behind > 0).then(|| Budget::new(cfg.write_behind)),
             drop_pages: OnceLock::new(),
             deferred: Arc::new(DeferredCloses::new(cfg.close_delay)),
             io: IoStats::default(),
+            prefetch_budget: PrefetchBudget::new(cfg.prefetch.saturating_mul(4)),
+            prefetch_stats: Arc::new(PrefetchStats::default()),
             cfg,
         }
     }
@@ -413,19 +443,24 @@ impl SmbFs {
 
     /// Follow `file`'s lease and drop `ino`'s cached pages when it stops granting Read
     /// caching. The task ends with the session's last open of the file.
+    /// Also drops what the daemon fetched ahead of `ino`'s readers (with or without the
+    /// page cache).
     fn follow_lease(&self, ino: u64, file: &File) {
-        let (Some(drop_pages), Some(mut lease)) = (self.drop_pages.get(), file.lease_changes())
-        else {
+        let Some(mut lease) = file.lease_changes() else {
             return;
         };
-        let drop_pages = drop_pages.clone();
+        let drop_pages = self.drop_pages.get().cloned();
         let deferred = self.deferred.clone();
+        let files = self.files.clone();
         tokio::spawn(async move {
             let mut read = lease.current().read;
             while let Some(now) = lease.changed().await {
                 if read && !now.read {
                     tracing::debug!(ino, lease = %now, "lease break: dropping cached pages");
-                    drop_pages(ino);
+                    drop_prefetched(&files, ino);
+                    if let Some(drop_pages) = &drop_pages {
+                        drop_pages(ino);
+                    }
                 }
                 read = now.read;
                 if !(now.read && now.handle) {
@@ -647,6 +682,7 @@ impl SmbFs {
             .and_then(|fh| self.handle(fh).ok())
             .filter(|h| h.writable);
         if let Some(size) = set.size {
+            drop_prefetched(&self.files, ino);
             match &handle {
                 Some(h) => self.retry(|| h.file.set_len(size)).await?,
                 None => {
@@ -831,6 +867,9 @@ impl SmbFs {
             closing: tokio::sync::Mutex::new(false),
             wb: Arc::new(WriteBehind::default()),
             locks: tokio::sync::Mutex::new(Vec::new()),
+            prefetch: (self.cfg.prefetch > 0).then(|| {
+                Prefetcher::new(self.prefetch_budget.clone(), self.prefetch_stats.clone())
+            }),
         };
         self.files.lock().unwrap().insert(fh, Arc::new(h));
         fh
@@ -839,7 +878,8 @@ impl SmbFs {
     /// Wait for the writes in flight and the closes under way on every handle open for
     /// writing on `ino` (before reading the file or its size from the server, or setting
     /// its times: Samba moves the write time of a written file when it is closed).
-    async fn drain_ino(&self, ino: u64) {
+    /// Returns how many such handles there were.
+    async fn drain_ino(&self, ino: u64) -> usize {
         let handles: Vec<_> = self
             .files
             .lock()
@@ -848,10 +888,12 @@ impl SmbFs {
             .filter(|h| h.ino == ino && h.writable)
             .cloned()
             .collect();
+        let writers = handles.len();
         for h in handles {
             h.wb.drain().await;
             drop(h.closing.lock().await);
         }
+        writers
     }
 
     /// The handles open for writing on `path` or on anything under it, in one order (by
@@ -948,7 +990,40 @@ impl SmbFs {
     pub async fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Bytes> {
         self.io.reads.count(size);
         let h = self.handle(fh)?;
+        // The server must have this mount's writes before it is asked for the bytes (the
+        // writes may be in flight on other channels); and while the file is open for
+        // writing here nothing is fetched ahead, as those bytes could be overwritten.
+        let epoch = h.prefetch.as_ref().map(Prefetcher::epoch);
+        if self.drain_ino(h.ino).await == 0 {
+            if let (Some(prefetcher), Some(epoch)) = (&h.prefetch, epoch) {
+                let limits = Limits {
+                    part: self.cfg.io_size,
+                    size_hint: h.file.size_at_open(),
+                    ttl: self.cfg.ttl,
+                    kernel_window: self.cfg.kernel_readahead,
+                };
+                let cap = || self.prefetch_cap();
+                let read = prefetcher.read(&h.file, epoch, offset, size, &limits, cap);
+                if let Some(data) = read.await {
+                    return Ok(data);
+                }
+            }
+        }
         Ok(self.retry(|| h.file.read_at(offset, size as usize)).await?)
+    }
+
+    /// The largest read-ahead window now: `prefetch=`, and no more than four READs per
+    /// channel (enough to keep each busy; more would only queue at the server).
+    fn prefetch_cap(&self) -> u64 {
+        let channels = self.share.client().channels().len().max(1) as u64;
+        self.cfg
+            .prefetch
+            .min(channels * 4 * u64::from(self.cfg.io_size))
+    }
+
+    /// What the daemon's read-ahead did, for the status socket.
+    pub fn prefetch_stats(&self) -> &PrefetchStats {
+        &self.prefetch_stats
     }
 
     /// WRITE all of `data` at `offset`; returns the bytes written once the server has them.
@@ -959,6 +1034,7 @@ impl SmbFs {
         }
         let len = data.len() as u32;
         self.io.writes.count(len);
+        drop_prefetched(&self.files, h.ino);
         h.pending_times.lock().unwrap().take();
         match &self.budget {
             Some(budget) => h.wb.write(&h.file, budget, offset, data).await?,
@@ -1005,6 +1081,10 @@ impl SmbFs {
         sleep: bool,
     ) -> FsResult<()> {
         let h = self.handle(fh)?;
+        if typ != LockType::Unlock {
+            // A program that takes a lock expects to read what the last holder wrote.
+            drop_prefetched(&self.files, h.ino);
+        }
         let end = end.saturating_add(1).max(start + 1);
         let mut held = h.locks.lock().await;
         h.wb.settle().await?;

@@ -20,6 +20,7 @@ pub mod io_stats;
 pub mod kernel;
 pub mod mount;
 pub mod options;
+pub mod prefetch;
 #[cfg(unix)]
 pub mod status;
 pub mod write_behind;

@@ -42,7 +42,7 @@ pub const EXIT_USAGE: i32 = 2;
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1, seal, actimeo=SECONDS, cache=strict|none, rsize=, wsize=,\n  \
-        hard|soft, nobrl, write_behind=, watch_dirs=, closetimeo=, max_channels=,\n  \
+        hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
         channels_per_nic=, nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=,\n  \
         ntlm_fallback, allow_other, allow_root,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
@@ -224,6 +224,19 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
         write_behind: opts.write_behind,
         watch_dirs: opts.watch_dirs,
         close_delay: opts.closetimeo,
+        prefetch: opts.prefetch,
+        kernel_readahead: match opts.cache {
+            CacheMode::Strict => u64::from(opts.max_readahead),
+            CacheMode::None => 0,
+        },
+        // What the library sends per READ: its I/O size, within what the server allows.
+        io_size: opts
+            .rsize
+            .into_iter()
+            .chain(opts.wsize)
+            .max()
+            .unwrap_or(ClientConfig::default().io_size)
+            .min(share.client().max_io().0),
     };
     let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
     Ok(Prepared {

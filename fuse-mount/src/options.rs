@@ -82,6 +82,9 @@ pub struct MountOptions {
     /// `nobrl`: keep fcntl/flock locks on this machine only (`brl`, the default, sends them
     /// to the server as SMB2 LOCKs).
     pub server_locks: bool,
+    /// `prefetch=`: the largest read-ahead window of one sequential reader in the daemon
+    /// (default 64M; 0 turns it off; the mount keeps at most four such windows fetched).
+    pub prefetch: u64,
     /// `write_behind=`: bytes of writes in flight behind the applications, per mount
     /// (default 64M; 0 answers each write only once the server has it).
     pub write_behind: u64,
@@ -109,6 +112,9 @@ pub const MAX_READAHEAD: u32 = 64 << 20;
 /// Default read-ahead window: 32 MiB, up to 32 1 MiB READs in flight for a sequential
 /// reader, enough to keep four 1 Gbit/s links busy (8 MiB filled about half of them).
 pub const DEFAULT_READAHEAD: u32 = 32 << 20;
+
+/// Largest `prefetch=`: more than enough to keep 32 channels busy with 1 MiB READs.
+pub const MAX_PREFETCH: u64 = 256 << 20;
 
 impl Default for MountOptions {
     fn default() -> Self {
@@ -144,6 +150,7 @@ impl Default for MountOptions {
             max_write: MAX_FUSE_IO,
             threads: 4,
             write_behind: 64 << 20,
+            prefetch: 64 << 20,
             watch_dirs: 32,
             closetimeo: Duration::from_secs(5),
             server_locks: true,
@@ -324,6 +331,14 @@ impl MountOptions {
                     u64::from(size(name, v)?)
                 };
             }
+            "prefetch" => {
+                let v = need()?;
+                self.prefetch = if v == "0" {
+                    0
+                } else {
+                    u64::from(size(name, v)?).min(MAX_PREFETCH)
+                };
+            }
             "max_write" => self.max_write = size(name, need()?)?.min(MAX_FUSE_IO),
             "threads" => {
                 let n: usize = number(name, need()?)?;
@@ -451,6 +466,11 @@ mod tests {
         assert_eq!(o.write_behind, 64 << 20);
         let o = MountOptions::parse(&["write_behind=0,max_readahead=16M"]).unwrap();
         assert_eq!((o.write_behind, o.max_readahead), (0, 16 << 20));
+        assert_eq!(o.prefetch, 64 << 20);
+        let o = MountOptions::parse(&["prefetch=0"]).unwrap();
+        assert_eq!(o.prefetch, 0);
+        let o = MountOptions::parse(&["prefetch=4000M"]).unwrap();
+        assert_eq!(o.prefetch, MAX_PREFETCH);
         assert!(!o.hard && o.multichannel && !o.read_only);
     }
 }

@@ -32,6 +32,7 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "watched_dirs": fs.watched_dirs(),
         "watch_dirs_max": cfg.watch_dirs,
         "fuse_io": fs.io_stats().json(),
+        "prefetch": fs.prefetch_stats().json(),
         "channels": client.channels().iter().map(channel_json).collect::<Vec<_>>(),
         "multichannel": multichannel_json(&client.multichannel()),
     })

@@ -1050,6 +1050,121 @@ fn a_file_read_again_is_served_from_its_parked_handle_and_cached_pages() {
     let _ = std::fs::remove_dir_all(tb.share_path("plain").join("pk2"));
 }
 
+/// Read `len` bytes of `f` from `offset` in `step`-byte `read(2)`s (with `cache=none` each
+/// one is a READ to the daemon).
+fn read_in_steps(f: &std::fs::File, offset: u64, len: usize, step: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut out = vec![0u8; len];
+    for (i, chunk) in out.chunks_mut(step).enumerate() {
+        f.read_exact_at(chunk, offset + (i * step) as u64).unwrap();
+    }
+    out
+}
+
+#[test]
+fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
+    use std::os::unix::fs::FileExt;
+    const MIB: usize = 1 << 20;
+    let tb = testbed();
+    // No page cache, so every read(2) reaches the daemon; attributes cached for a minute,
+    // so only a write or a lease break can make the daemon drop what it fetched.
+    let a = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "ahead-a",
+        &["cache=none,actimeo=60"],
+    );
+    let b = Mounted::foreground(&tb, &source(&tb, "plain"), "ahead-b", &["cache=none"]);
+    let off = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "ahead-off",
+        &["cache=none,prefetch=0"],
+    );
+    let old = smb3_tests::pattern(5, 32 * MIB);
+    let new = smb3_tests::pattern(6, 32 * MIB);
+    std::fs::write(a.path("seq.bin"), &old).unwrap();
+    let fetched = |m: &Mounted| status_number(m, &["prefetch", "fetched_bytes"]);
+    let served = |m: &Mounted| status_number(m, &["prefetch", "served_bytes"]);
+
+    // A whole sequential read in 64 KiB steps: the bytes are right and almost all of them
+    // came from parts fetched ahead.
+    let f = std::fs::File::open(a.path("seq.bin")).unwrap();
+    assert!(
+        read_in_steps(&f, 0, 32 * MIB, 64 << 10) == old,
+        "sequential read"
+    );
+    eprintln!(
+        "prefetch after one read: {}",
+        smbcp::mount_status::read_status(&a.mp).unwrap()["prefetch"]
+    );
+    assert!(
+        served(&a) >= 30 * MIB as u64,
+        "served ahead: {}",
+        served(&a)
+    );
+    drop(f);
+    // The same read with prefetch=0 fetches nothing ahead (the control).
+    let f = std::fs::File::open(off.path("seq.bin")).unwrap();
+    assert!(read_in_steps(&f, 0, 4 * MIB, 64 << 10) == old[..4 * MIB]);
+    assert_eq!(fetched(&off), 0);
+    drop(f);
+
+    // This mount writes the middle of a file being read: the reader sees the new bytes.
+    let reader = std::fs::File::open(a.path("seq.bin")).unwrap();
+    assert!(read_in_steps(&reader, 0, 4 * MIB, 64 << 10) == old[..4 * MIB]);
+    let before = fetched(&a);
+    {
+        let w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(a.path("seq.bin"))
+            .unwrap();
+        w.write_all_at(&new[6 * MIB..7 * MIB], 6 * MIB as u64)
+            .unwrap();
+    }
+    let mut expect = old.clone();
+    expect[6 * MIB..7 * MIB].copy_from_slice(&new[6 * MIB..7 * MIB]);
+    assert!(
+        read_in_steps(&reader, 4 * MIB as u64, 8 * MIB, 64 << 10) == expect[4 * MIB..12 * MIB],
+        "stale bytes after this mount's own write"
+    );
+    assert!(
+        fetched(&a) > before,
+        "the reader was not served ahead again"
+    );
+
+    // Another client rewrites the file while the reader is in a streak: its lease break
+    // makes the daemon drop what it fetched, so the next reads show the new bytes.
+    assert!(
+        read_in_steps(&reader, 12 * MIB as u64, 4 * MIB, 64 << 10) == expect[12 * MIB..16 * MIB]
+    );
+    {
+        let w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(b.path("seq.bin"))
+            .unwrap();
+        w.write_all_at(&new, 0).unwrap();
+        w.sync_all().unwrap();
+    }
+    let written = Instant::now();
+    let mut chunk = vec![0u8; 64 << 10];
+    let fresh = wait_until(Duration::from_secs(5), || {
+        reader.read_exact_at(&mut chunk, 16 * MIB as u64).unwrap();
+        chunk[..] == new[16 * MIB..16 * MIB + (64 << 10)]
+    });
+    let took = written.elapsed();
+    eprintln!("the reader saw the other client's bytes {took:?} after its write");
+    assert!(
+        fresh,
+        "the reader still sees old bytes 5 s after another client's write"
+    );
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(read_in_steps(&reader, 16 * MIB as u64, 16 * MIB, 64 << 10) == new[16 * MIB..]);
+    drop(reader);
+    drop((a, b, off));
+    let _ = std::fs::remove_file(tb.share_path("plain").join("seq.bin"));
+}
+
 /// `cp from to`, with `fault` run once `to` has grown past `started` bytes; `cp` must succeed.
 /// A read (`what`) starts with the page cache dropped, so its bytes come over the wire.
 fn copy_through_a_fault(

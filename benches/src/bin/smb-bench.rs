@@ -67,6 +67,10 @@ struct Args {
     /// docs/PERFORMANCE.md, "smbfuse").
     #[arg(long)]
     mount: bool,
+    /// With --mount: also read through a second mount with these `-o` options (e.g.
+    /// `prefetch=0`), in the same repetitions, as rows of their own.
+    #[arg(long, value_name = "OPTIONS", requires = "mount")]
+    mount_compare: Option<String>,
     /// Rate of every link in Mbit/s for --links (default 500) and --failover (default 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     rate: Option<u32>,
@@ -1062,9 +1066,13 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         )?;
 
         let mount = Mount::start(&tb, &smbfuse, "fio", &[])?;
-        let fs = FioSetup {
+        let compared = match &args.mount_compare {
+            Some(o) => Some((o.clone(), Mount::start(&tb, &smbfuse, "fio-cmp", &[o])?)),
+            None => None,
+        };
+        let setup_of = |m| FioSetup {
             tb: &tb,
-            mount: &mount,
+            mount: m,
             smbctl: &smbctl,
             file: REMOTE_BIG,
             size: plan.size,
@@ -1074,16 +1082,32 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
             .map(|&job| FioSeries {
                 link: label.clone(),
                 job,
+                options: None,
                 samples: Vec::new(),
             })
             .collect();
+        if let Some((o, _)) = &compared {
+            // Reads only: the options compared so far are read-side ones.
+            let reads = jobs.iter().filter(|j| j.direction == Direction::Download);
+            series.extend(reads.map(|&job| FioSeries {
+                link: label.clone(),
+                job,
+                options: Some(o.clone()),
+                samples: Vec::new(),
+            }));
+        }
         for rep in 1..=plan.reps {
             for s in &mut series {
-                let sample = fuse_mount::run_fio(&fs, s.job)?;
+                let m = match (&s.options, &compared) {
+                    (Some(_), Some((_, m))) => m,
+                    _ => &mount,
+                };
+                let sample = fuse_mount::run_fio(&setup_of(m), s.job)?;
                 eprintln!(
-                    "  {label} {} {} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
+                    "  {label} {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
                     s.job.direction,
                     s.job.label(),
+                    s.options.as_ref().map_or(String::new(), |o| format!(" ({o})")),
                     sample.mb_per_s(),
                     sample.client_cpu.as_secs_f64(),
                     sample.server_cpu.as_secs_f64(),
@@ -1094,6 +1118,7 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
             }
         }
         fio.extend(series);
+        drop(compared);
         drop(mount);
 
         if n == 0 {

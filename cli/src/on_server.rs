@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use smb3_client::{Error, NtStatus, OpenOptions, Share};
+use smb3_client::{Error, NtStatus, OpenOptions, Share, WalkOptions};
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
 use crate::describe;
@@ -110,29 +110,39 @@ impl Run<'_> {
         });
     }
 
-    /// Copy the directory `source` to `target` (created, with its subdirectories), files
-    /// one after another; a directory that cannot be listed or made fails with its files.
+    /// Copy the directory `source` to `target` (created, with its subdirectories), walked
+    /// breadth-first by the library, files one after another; a directory that cannot be
+    /// listed or made fails with its files.
     async fn tree(&mut self, source: &str, target: &str) {
-        let mut stack = vec![(source.to_string(), target.to_string())];
-        while let Some((dir, into)) = stack.pop() {
-            if let Err(e) = self.to.create_dir_all(&into).await {
-                self.failed(&dir, &into, describe(&e));
-                continue;
-            }
-            let entries = match self.from.read_dir(&dir).await {
-                Ok(entries) => entries,
-                Err(e) => {
-                    self.failed(&dir, &into, describe(&e));
+        if let Err(e) = self.to.create_dir_all(target).await {
+            self.failed(source, target, describe(&e));
+            return;
+        }
+        let prefix = format!("{}/", source.trim_end_matches('/'));
+        let into = |path: &str| format!("{target}/{}", path.strip_prefix(&prefix).unwrap_or(path));
+        // Directories that could not be made: what they hold fails with them.
+        let mut unmade: Vec<String> = Vec::new();
+        let mut walk = self.from.walk(source, WalkOptions::default());
+        while let Some(item) = walk.next().await {
+            let e = match item {
+                Ok(e) => e,
+                Err(err) => {
+                    let t = into(&err.path);
+                    self.failed(&err.path, &t, describe(&err.error));
                     continue;
                 }
             };
-            for e in entries {
-                let (s, t) = (format!("{dir}/{}", e.name), format!("{into}/{}", e.name));
-                if e.metadata.is_dir() {
-                    stack.push((s, t));
-                } else {
-                    self.file(&s, &t).await;
+            let t = into(&e.path);
+            if unmade.iter().any(|d| e.path.starts_with(&format!("{d}/"))) {
+                continue;
+            }
+            if e.entry.metadata.is_dir() {
+                if let Err(err) = self.to.create_dir_all(&t).await {
+                    self.failed(&e.path, &t, describe(&err));
+                    unmade.push(e.path);
                 }
+            } else {
+                self.file(&e.path, &t).await;
             }
         }
     }

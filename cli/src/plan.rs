@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use smb3_client::{Metadata, Share};
+use smb3_client::{Metadata, Share, WalkOptions};
 
 use crate::describe;
 use crate::glob::Excludes;
@@ -163,8 +163,9 @@ pub(crate) async fn download(
     plan
 }
 
-/// Walk a remote directory, creating local directories and listing files to fetch. Paths
-/// matched against `--exclude` are relative to `dir`.
+/// Walk a remote directory (the library's breadth-first walk), creating local directories
+/// and listing files to fetch. Paths matched against `--exclude` are relative to `dir`; a
+/// directory that cannot be listed is a failure of its own and the rest is copied.
 async fn remote_tree(
     share: &Share,
     dir: &str,
@@ -172,36 +173,61 @@ async fn remote_tree(
     opts: &PlanOptions<'_>,
     plan: &mut Plan,
 ) -> Result<(), String> {
-    let mut stack = vec![(dir.to_string(), local.to_path_buf(), String::new())];
-    while let Some((rdir, ldir, rel_dir)) = stack.pop() {
-        if opts.create_dirs {
-            std::fs::create_dir_all(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
-        }
-        let entries = share
-            .read_dir(&rdir)
-            .await
-            .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
-        for e in entries {
-            let rel = join_rel(&rel_dir, &e.name);
-            if opts.excludes.excludes(&rel) {
-                plan.excluded += 1;
+    if opts.create_dirs {
+        std::fs::create_dir_all(local).map_err(|e| format!("{}: {e}", local.display()))?;
+    }
+    let root = dir.trim_end_matches('/');
+    let prefix = if root.is_empty() {
+        String::new()
+    } else {
+        format!("{root}/")
+    };
+    // Excluded directories: the walk still lists them, their entries are left out here.
+    let mut excluded_dirs = std::collections::HashSet::new();
+    let mut walk = share.walk(root, WalkOptions::default());
+    while let Some(item) = walk.next().await {
+        let e = match item {
+            Ok(e) => e,
+            Err(err) => {
+                plan.failures.push(format!(
+                    "{}: {}",
+                    remote_name(share, &err.path),
+                    describe(&err.error)
+                ));
                 continue;
             }
-            let r = join_remote(&rdir, &e.name);
-            let l = ldir.join(&e.name);
-            if e.metadata.is_dir() {
-                plan.dirs.push(DirJob::Local {
-                    local: l.clone(),
-                    meta: e.metadata.clone(),
-                });
-                stack.push((r, l, rel));
-            } else {
-                plan.jobs.push(Job::Download {
-                    remote: r,
-                    local: l,
-                    meta: e.metadata,
-                });
+        };
+        let rel = e.path.strip_prefix(&prefix).unwrap_or(&e.path).to_string();
+        let is_dir = e.entry.metadata.is_dir();
+        let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
+        if excluded_dirs.contains(parent) {
+            if is_dir {
+                excluded_dirs.insert(rel);
             }
+            continue;
+        }
+        if opts.excludes.excludes(&rel) {
+            plan.excluded += 1;
+            if is_dir {
+                excluded_dirs.insert(rel);
+            }
+            continue;
+        }
+        let l = local.join(&rel);
+        if is_dir {
+            if opts.create_dirs {
+                std::fs::create_dir_all(&l).map_err(|err| format!("{}: {err}", l.display()))?;
+            }
+            plan.dirs.push(DirJob::Local {
+                local: l,
+                meta: e.entry.metadata,
+            });
+        } else {
+            plan.jobs.push(Job::Download {
+                remote: e.path,
+                local: l,
+                meta: e.entry.metadata,
+            });
         }
     }
     Ok(())

@@ -47,6 +47,7 @@ mod fs_ops;
 pub mod fuzzing;
 mod key_log;
 mod lease;
+mod listing;
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;
@@ -71,6 +72,7 @@ pub use file::{File, FileReader, FileWriter};
 pub use fs_ops::{FileTimes, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
+pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };

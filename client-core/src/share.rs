@@ -11,7 +11,6 @@ use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
     FileRenameInformation,
 };
-use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
@@ -86,7 +85,7 @@ impl Client {
 }
 
 /// Output buffer per QUERY_DIRECTORY: 64 KiB holds several hundred entries per round trip.
-const DIR_BUFFER: u32 = 64 * 1024;
+pub(crate) const DIR_BUFFER: u32 = 64 * 1024;
 
 impl Share {
     /// The share's name.
@@ -208,7 +207,7 @@ impl Share {
     }
 
     /// Open `path` with `access` and `options` for a metadata operation.
-    async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
+    pub(crate) async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options);
         Ok(self.tree.create(&req, path).await?.file_id)
@@ -277,43 +276,15 @@ impl Share {
         }
     }
 
-    /// List a directory completely (all QUERY_DIRECTORY pages), without `.` and `..`.
+    /// List a directory completely (all QUERY_DIRECTORY pages), without `.` and `..`. For
+    /// a directory too large to hold, [`Share::list`] hands the entries over page by page.
     pub async fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
-        self.with_handle(
-            path,
-            AccessMask::FILE_LIST_DIRECTORY
-                | AccessMask::FILE_READ_ATTRIBUTES
-                | AccessMask::SYNCHRONIZE,
-            CreateOptions::DIRECTORY_FILE,
-            |id| async move {
-                let mut out = Vec::new();
-                loop {
-                    let req = QueryDirectoryRequest::new(id, "*", DIR_BUFFER);
-                    let resp = self
-                        .tree
-                        .core
-                        .send(&req, self.tree.call().allowing(&[NtStatus::NO_MORE_FILES]))
-                        .await?;
-                    if resp.header.status == NtStatus::NO_MORE_FILES {
-                        break;
-                    }
-                    let page = decode(
-                        Command::QUERY_DIRECTORY,
-                        QueryDirectoryResponse::decode(&resp.msg).and_then(|r| r.id_both_entries()),
-                    )?;
-                    if page.is_empty() {
-                        break;
-                    }
-                    out.extend(
-                        page.into_iter()
-                            .filter(|e| e.file_name != "." && e.file_name != "..")
-                            .map(DirEntry::from),
-                    );
-                }
-                Ok(out)
-            },
-        )
-        .await
+        let mut listing = self.list(path).await?;
+        let mut out = Vec::new();
+        while let Some(page) = listing.next_page().await? {
+            out.extend(page);
+        }
+        Ok(out)
     }
 
     /// Watch the directory `path` for changes of the kinds in `filter` (in its

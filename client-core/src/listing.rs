@@ -1,0 +1,367 @@
+//! Directory listings that arrive page by page ([`ReadDir`]), and a breadth-first walk of a
+//! whole tree ([`Walk`]).
+//!
+//! A directory of a million entries is never held whole: each QUERY_DIRECTORY reply (at most
+//! 64 KiB of entries, a few hundred names) is handed over before the next is asked for, and
+//! the walk's entries pass through a bounded queue, so a walker that stops reading stops the
+//! listing too. What a walk holds besides that is the paths of the directories it has found
+//! and not yet listed.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use smb3_proto::msg::create::{AccessMask, CreateOptions};
+use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
+use smb3_proto::msg::FileId;
+use smb3_proto::{Command, NtStatus};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::attributes::DosAttributes;
+use crate::error::{decode, Error, Result};
+use crate::share::{Share, DIR_BUFFER};
+use crate::tree::Tree;
+use crate::types::DirEntry;
+
+/// An open directory whose entries are read a page (one QUERY_DIRECTORY) at a time, from
+/// [`Share::list`]. The handle is closed at the end of the listing, by [`ReadDir::close`], or
+/// in the background when the `ReadDir` is dropped.
+pub struct ReadDir {
+    path: String,
+    handle: Option<DirHandle>,
+    page: std::vec::IntoIter<DirEntry>,
+}
+
+impl std::fmt::Debug for ReadDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadDir")
+            .field("path", &self.path)
+            .field("open", &self.handle.is_some())
+            .finish()
+    }
+}
+
+/// The open directory; closed in the background if dropped open.
+struct DirHandle {
+    tree: Arc<Tree>,
+    id: FileId,
+    open: bool,
+}
+
+impl Drop for DirHandle {
+    fn drop(&mut self) {
+        if self.open {
+            self.tree.close_later(self.id);
+        }
+    }
+}
+
+impl DirHandle {
+    async fn close(mut self) -> Result<()> {
+        self.open = false;
+        self.tree.close(self.id).await
+    }
+}
+
+impl Share {
+    /// Open the directory `path` for a listing that arrives page by page: memory stays
+    /// bounded whatever the directory's size (see [`ReadDir`]). `.` and `..` are left out.
+    pub async fn list(&self, path: &str) -> Result<ReadDir> {
+        let id = self
+            .open_for(
+                path,
+                AccessMask::FILE_LIST_DIRECTORY
+                    | AccessMask::FILE_READ_ATTRIBUTES
+                    | AccessMask::SYNCHRONIZE,
+                CreateOptions::DIRECTORY_FILE,
+            )
+            .await
+            .map_err(|e| e.with_path(path))?;
+        Ok(ReadDir {
+            path: path.to_string(),
+            handle: Some(DirHandle {
+                tree: self.tree.clone(),
+                id,
+                open: true,
+            }),
+            page: Vec::new().into_iter(),
+        })
+    }
+
+    /// Walk the tree below `root` breadth-first (see [`Walk`]).
+    pub fn walk(&self, root: &str, options: WalkOptions) -> Walk {
+        let (tx, rx) = mpsc::channel(WALK_QUEUE);
+        let driver = tokio::spawn(drive(self.clone(), root.to_string(), options, tx));
+        Walk { rx, driver }
+    }
+}
+
+impl ReadDir {
+    /// The directory listed.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The next page of entries (one QUERY_DIRECTORY reply); `None` once the directory is
+    /// exhausted, when the handle has been closed. A page may be empty only in name: entries
+    /// `.` and `..` are dropped, so a page of just those is skipped.
+    pub async fn next_page(&mut self) -> Result<Option<Vec<DirEntry>>> {
+        loop {
+            let rest: Vec<DirEntry> = self.page.by_ref().collect();
+            if !rest.is_empty() {
+                return Ok(Some(rest));
+            }
+            let Some(handle) = &self.handle else {
+                return Ok(None);
+            };
+            let req = QueryDirectoryRequest::new(handle.id, "*", DIR_BUFFER);
+            let tree = handle.tree.clone();
+            let resp = tree
+                .core
+                .send(&req, tree.call().allowing(&[NtStatus::NO_MORE_FILES]))
+                .await
+                .map_err(|e| e.with_path(&self.path))?;
+            let page = if resp.header.status == NtStatus::NO_MORE_FILES {
+                Vec::new()
+            } else {
+                decode(
+                    Command::QUERY_DIRECTORY,
+                    QueryDirectoryResponse::decode(&resp.msg).and_then(|r| r.id_both_entries()),
+                )?
+            };
+            if page.is_empty() {
+                self.close_handle().await?;
+                return Ok(None);
+            }
+            self.page = page
+                .into_iter()
+                .filter(|e| e.file_name != "." && e.file_name != "..")
+                .map(DirEntry::from)
+                .collect::<Vec<_>>()
+                .into_iter();
+        }
+    }
+
+    /// The next entry; `None` at the end.
+    pub async fn next_entry(&mut self) -> Result<Option<DirEntry>> {
+        loop {
+            if let Some(e) = self.page.next() {
+                return Ok(Some(e));
+            }
+            match self.next_page().await? {
+                Some(page) => self.page = page.into_iter(),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Stop listing and close the directory, waiting for the server's answer.
+    pub async fn close(mut self) -> Result<()> {
+        self.close_handle().await
+    }
+
+    async fn close_handle(&mut self) -> Result<()> {
+        match self.handle.take() {
+            Some(h) => h.close().await.map_err(|e| e.with_path(&self.path)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Entries a walk keeps ready for its reader; listings wait while it is full.
+const WALK_QUEUE: usize = 1024;
+
+/// How a [`Walk`] goes.
+#[derive(Clone, Copy, Debug)]
+pub struct WalkOptions {
+    /// Directories listed at the same time (at least 1).
+    pub concurrency: usize,
+    /// Levels below the root to go into: 1 lists only the root, `None` has no limit.
+    pub max_depth: Option<usize>,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            concurrency: 4,
+            max_depth: None,
+        }
+    }
+}
+
+/// An entry found by a [`Walk`].
+#[derive(Clone, Debug)]
+pub struct WalkEntry {
+    /// Its path in the share (`root/dir/name`).
+    pub path: String,
+    /// 1 for an entry of the root, 2 below that, and so on.
+    pub depth: usize,
+    /// The entry as the listing gave it.
+    pub entry: DirEntry,
+}
+
+/// A directory a [`Walk`] could not list (whole or in part); the walk goes on without it.
+#[derive(Debug)]
+pub struct WalkError {
+    /// The directory.
+    pub path: String,
+    /// Why.
+    pub error: Error,
+}
+
+impl std::fmt::Display for WalkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.error)
+    }
+}
+
+impl std::error::Error for WalkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// A breadth-first walk of a tree, from [`Share::walk`]: directories are listed in the order
+/// they were found, `concurrency` at a time, and every entry below the root (directories
+/// included, before what they hold) comes out of [`Walk::next`]. A directory that cannot be
+/// listed gives one [`WalkError`] and the walk goes on. Nothing leads the walk in a circle:
+/// reparse points (symbolic links, junctions, as Windows reports them) are reported but not
+/// entered, and a directory whose file id was already walked is reported but not entered
+/// again (a server such as Samba shows a symbolic link to a directory as that directory,
+/// with its id). Dropping the walk stops it and closes what it had open.
+pub struct Walk {
+    rx: mpsc::Receiver<std::result::Result<WalkEntry, WalkError>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Walk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Walk").finish_non_exhaustive()
+    }
+}
+
+impl Walk {
+    /// The next entry or error; `None` once the whole tree was listed.
+    pub async fn next(&mut self) -> Option<std::result::Result<WalkEntry, WalkError>> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Walk {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+type WalkSender = mpsc::Sender<std::result::Result<WalkEntry, WalkError>>;
+
+/// Hand out directories to list, `concurrency` at a time, queueing the subdirectories each
+/// listing finds, until none is left or the reader is gone.
+async fn drive(share: Share, root: String, options: WalkOptions, tx: WalkSender) {
+    // Directories entered, by the server's file id (0: the server gave none).
+    let mut entered = HashSet::new();
+    match share.metadata(&root).await {
+        Ok(m) => {
+            entered.insert(m.file_id);
+        }
+        Err(error) => {
+            let _ = tx.send(Err(WalkError { path: root, error })).await;
+            return;
+        }
+    }
+    let mut queue = VecDeque::from([(root, 0usize)]);
+    let mut listings = JoinSet::new();
+    loop {
+        while listings.len() < options.concurrency.max(1) {
+            let Some((dir, depth)) = queue.pop_front() else {
+                break;
+            };
+            listings.spawn(list_one(share.clone(), dir, depth, options, tx.clone()));
+        }
+        match listings.join_next().await {
+            Some(Ok(Some(found))) => queue.extend(
+                found
+                    .into_iter()
+                    .filter(|(_, _, id)| *id == 0 || entered.insert(*id))
+                    .map(|(path, depth, _)| (path, depth)),
+            ),
+            Some(Ok(None)) => return, // the reader is gone
+            Some(Err(e)) => tracing::debug!(error = %e, "a walk's listing ended early"),
+            None => return,
+        }
+    }
+}
+
+/// List `dir` (at `depth`) into `tx`; returns the subdirectories to go into (path, depth,
+/// file id), or `None` when the reader is gone.
+async fn list_one(
+    share: Share,
+    dir: String,
+    depth: usize,
+    options: WalkOptions,
+    tx: WalkSender,
+) -> Option<Vec<(String, usize, u64)>> {
+    let mut found = Vec::new();
+    let fail = |error| {
+        Err(WalkError {
+            path: dir.clone(),
+            error,
+        })
+    };
+    let mut listing = match share.list(&dir).await {
+        Ok(l) => l,
+        Err(e) => {
+            tx.send(fail(e)).await.ok()?;
+            return Some(found);
+        }
+    };
+    let deeper = options.max_depth.is_none_or(|max| depth + 1 < max);
+    loop {
+        match listing.next_page().await {
+            Ok(Some(page)) => {
+                for entry in page {
+                    let path = join(&dir, &entry.name);
+                    let reparse = DosAttributes::from_bits(entry.metadata.attributes)
+                        .contains(DosAttributes::REPARSE_POINT);
+                    if deeper && entry.metadata.is_dir() && !reparse {
+                        found.push((path.clone(), depth + 1, entry.file_id));
+                    }
+                    let item = WalkEntry {
+                        path,
+                        depth: depth + 1,
+                        entry,
+                    };
+                    tx.send(Ok(item)).await.ok()?;
+                }
+            }
+            Ok(None) => return Some(found),
+            Err(e) => {
+                tx.send(fail(e)).await.ok()?;
+                return Some(found);
+            }
+        }
+    }
+}
+
+/// `dir/name`, with no leading slash for the share's root (`""`).
+fn join(dir: &str, name: &str) -> String {
+    let dir = dir.trim_end_matches(['/', '\\']);
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn paths_join_without_doubled_or_leading_slashes() {
+        assert_eq!(join("", "a"), "a");
+        assert_eq!(join("/", "a"), "a");
+        assert_eq!(join("d", "a"), "d/a");
+        assert_eq!(join("d/", "a"), "d/a");
+    }
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
-use smb3_client::{BufferPool, Share};
+use smb3_client::{BufferPool, IfExists, Share};
 
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
@@ -419,11 +419,11 @@ async fn copy_with_retries(
 /// file) refuses to be replaced; as `cp` over a file whose write bits are off, it is
 /// replaced anyway: its read-only attribute is cleared first (`-p` sets it again after).
 async fn rename_over(share: &Share, from: &str, to: &str) -> smb3_client::Result<()> {
-    match share.rename(from, to, true).await {
+    match share.rename(from, to, IfExists::Replace).await {
         Err(e) if e.to_errno() == libc::EACCES => match share.metadata(to).await {
             Ok(md) if md.is_readonly() => {
                 share.set_readonly(to, false).await?;
-                share.rename(from, to, true).await
+                share.rename(from, to, IfExists::Replace).await
             }
             _ => Err(e),
         },

@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use smb3_client::{Error, NtStatus, OpenOptions, Share, WalkOptions};
+use smb3_client::{Error, IfExists, NtStatus, OpenOptions, Share, WalkOptions};
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
 use crate::describe;
@@ -195,7 +195,7 @@ async fn copy_file(
         through_client(from, source, to, &partial).await
     };
     let size = copied.map_err(|e| describe(&e))?;
-    if let Err(e) = to.rename(&partial, target, true).await {
+    if let Err(e) = to.rename(&partial, target, IfExists::Replace).await {
         let _ = to.remove_file(&partial).await;
         return Err(describe(&e));
     }

@@ -23,6 +23,7 @@ use crate::multichannel::state::Multichannel;
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
 use crate::orphans::OrphanCount;
 use crate::session;
+use crate::types::{MaxIo, TrafficCounters};
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.
 ///
@@ -120,9 +121,13 @@ impl Client {
     }
 
     /// Largest READ, WRITE and IOCTL/QUERY payload the server accepts.
-    pub fn max_io(&self) -> (u32, u32, u32) {
+    pub fn max_io(&self) -> MaxIo {
         let n = &self.core.negotiated;
-        (n.max_read, n.max_write, n.max_transact)
+        MaxIo {
+            read: n.max_read,
+            write: n.max_write,
+            transact: n.max_transact,
+        }
     }
 
     /// The address the session was set up on.
@@ -131,14 +136,14 @@ impl Client {
     }
 
     /// Requests, bytes sent and bytes received over all channels so far.
-    pub fn counters(&self) -> (u64, u64, u64) {
-        self.channels().iter().fold((0, 0, 0), |acc, c| {
-            (
-                acc.0 + c.requests,
-                acc.1 + c.bytes_sent,
-                acc.2 + c.bytes_received,
-            )
-        })
+    pub fn counters(&self) -> TrafficCounters {
+        self.channels()
+            .iter()
+            .fold(TrafficCounters::default(), |acc, c| TrafficCounters {
+                requests: acc.requests + c.requests,
+                bytes_sent: acc.bytes_sent + c.bytes_sent,
+                bytes_received: acc.bytes_received + c.bytes_received,
+            })
     }
 
     /// The session's channels (active, draining, failed) and their counters.

@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::file::File;
 use crate::share::Share;
 use crate::tree::ScopedHandle;
-use crate::types::wire_path;
+use crate::types::{wire_path, IfExists};
 
 /// Times to set on a file; `None` leaves that time as it is.
 ///
@@ -197,11 +197,11 @@ impl Share {
     }
 
     /// Make `new` another name (hard link) of the existing file `existing`, both
-    /// share-relative. With `replace`, an existing file named `new` is replaced. Directories
-    /// cannot be linked. Servers without hard links answer NOT_SUPPORTED.
-    pub async fn hard_link(&self, existing: &str, new: &str, replace: bool) -> Result<()> {
+    /// share-relative; `if_exists` says whether an existing file named `new` is replaced.
+    /// Directories cannot be linked. Servers without hard links answer NOT_SUPPORTED.
+    pub async fn hard_link(&self, existing: &str, new: &str, if_exists: IfExists) -> Result<()> {
         let info = FileLinkInformation {
-            replace_if_exists: replace,
+            replace_if_exists: if_exists == IfExists::Replace,
             file_name: wire_path(new)?,
         };
         self.on_path(
@@ -211,6 +211,15 @@ impl Share {
         )
         .await
     }
+}
+
+/// What [`File::lock`] does when another open holds the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfLocked {
+    /// Fail at once with `LOCK_NOT_GRANTED`.
+    Fail,
+    /// Wait until the range is free (within the request timeout).
+    Wait,
 }
 
 /// The kind of a byte-range lock.
@@ -223,21 +232,27 @@ pub enum LockKind {
 }
 
 impl File {
-    /// Lock `len` bytes at `offset` for this handle (SMB2 LOCK, MS-SMB2 2.2.26). Without
-    /// `wait`, a range another open holds fails at once with `LOCK_NOT_GRANTED`; with it, the
-    /// server queues the request until the range is free (answering STATUS_PENDING first),
+    /// Lock `len` bytes at `offset` for this handle (SMB2 LOCK, MS-SMB2 2.2.26). With
+    /// [`IfLocked::Fail`], a range another open holds fails at once with `LOCK_NOT_GRANTED`;
+    /// with [`IfLocked::Wait`], the server queues the request until the range is free (answering STATUS_PENDING first),
     /// within the request timeout (the request is then cancelled and `Error::Timeout`
     /// returned). SMB locks are mandatory for other opens: their reads and writes of a
     /// locked range fail with `FILE_LOCK_CONFLICT`. A lock is released by [`File::unlock`]
     /// of exactly the same range, or when the handle is closed. Lock requests are never
     /// replayed on another channel (the first may have been granted): a lost channel fails
     /// them with `ConnectionLost`.
-    pub async fn lock(&self, offset: u64, len: u64, kind: LockKind, wait: bool) -> Result<()> {
+    pub async fn lock(
+        &self,
+        offset: u64,
+        len: u64,
+        kind: LockKind,
+        if_locked: IfLocked,
+    ) -> Result<()> {
         let mut flags = match kind {
             LockKind::Shared => LockFlags::SHARED,
             LockKind::Exclusive => LockFlags::EXCLUSIVE,
         };
-        if !wait {
+        if if_locked == IfLocked::Fail {
             flags |= LockFlags::FAIL_IMMEDIATELY;
         }
         self.lock_request(offset, len, flags).await

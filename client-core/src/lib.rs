@@ -69,7 +69,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
-pub use fs_ops::{FileTimes, LockKind};
+pub use fs_ops::{FileTimes, IfLocked, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
@@ -78,5 +78,7 @@ pub use multichannel::status::{
 };
 pub use share::Share;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
-pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions};
-pub use watch::{Change, DirWatch, WatchFilter};
+pub use types::{
+    DirEntry, FileType, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, TrafficCounters,
+};
+pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

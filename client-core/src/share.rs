@@ -28,8 +28,10 @@ use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
 use crate::tree::{ScopedHandle, Tree};
-use crate::types::{metadata_from_reply, wire_path, DirEntry, FsInfo, Metadata, OpenOptions};
-use crate::watch::{DirWatch, WatchFilter};
+use crate::types::{
+    metadata_from_reply, wire_path, DirEntry, FsInfo, IfExists, Metadata, OpenOptions,
+};
+use crate::watch::{DirWatch, WatchFilter, WatchScope};
 
 /// A connected share. Cheap to clone.
 ///
@@ -288,7 +290,7 @@ impl Share {
     }
 
     /// Watch the directory `path` for changes of the kinds in `filter` (in its
-    /// subdirectories too when `recursive`). The directory is opened and the server is
+    /// subdirectories too with [`WatchScope::Subtree`]). The directory is opened and the server is
     /// watching when this returns: every change made afterwards is reported. Each
     /// [`DirWatch::next`] waits for the next batch of changes. Dropping a `next()` future
     /// cancels the wait on the server; dropping the watch closes the directory.
@@ -296,8 +298,9 @@ impl Share {
         &self,
         path: &str,
         filter: WatchFilter,
-        recursive: bool,
+        scope: WatchScope,
     ) -> Result<DirWatch> {
+        let recursive = scope == WatchScope::Subtree;
         let mut req = CreateRequest::new(
             wire_path(path)?,
             AccessMask::FILE_LIST_DIRECTORY
@@ -383,9 +386,10 @@ impl Share {
         .await
     }
 
-    /// Rename or move `from` to `to` (both share-relative). With `replace`, an existing
-    /// target file is overwritten.
-    pub async fn rename(&self, from: &str, to: &str, replace: bool) -> Result<()> {
+    /// Rename or move `from` to `to` (both share-relative); `if_exists` says whether an
+    /// existing target file is overwritten.
+    pub async fn rename(&self, from: &str, to: &str, if_exists: IfExists) -> Result<()> {
+        let replace = if_exists == IfExists::Replace;
         let target = wire_path(to)?;
         self.with_handle(
             from,

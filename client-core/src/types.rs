@@ -237,3 +237,34 @@ mod tests {
         assert!(wire_path("a/../b").is_err());
     }
 }
+
+/// What a rename or a new hard link does when its target name exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfExists {
+    /// Fail with `OBJECT_NAME_COLLISION`.
+    Fail,
+    /// Replace the file that has the name (never a directory).
+    Replace,
+}
+
+/// The largest payloads the server accepts, as negotiated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxIo {
+    /// Bytes of one READ.
+    pub read: u32,
+    /// Bytes of one WRITE.
+    pub write: u32,
+    /// Bytes of one IOCTL or QUERY_INFO/QUERY_DIRECTORY reply.
+    pub transact: u32,
+}
+
+/// What a session has moved so far, over all its channels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrafficCounters {
+    /// Requests sent.
+    pub requests: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+}

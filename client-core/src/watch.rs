@@ -28,6 +28,15 @@ use crate::channel::Response;
 use crate::error::{decode, Result};
 use crate::tree::Tree;
 
+/// How much of the tree a watch covers (SMB2_WATCH_TREE, MS-SMB2 2.2.35).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchScope {
+    /// The directory's own entries.
+    Directory,
+    /// The directory and everything below it.
+    Subtree,
+}
+
 /// Which changes complete a watch (CompletionFilter, MS-SMB2 2.2.35). Combine with `|`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WatchFilter(u32);

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use smb3_client::{Change, Share, WatchFilter};
+use smb3_client::{Change, Share, WatchFilter, WatchScope};
 
 use crate::inode::InodeTable;
 
@@ -255,7 +255,11 @@ impl Watch {
 /// Run one watch until it fails or is aborted (eviction, idleness, unmount: dropping the
 /// `DirWatch` cancels its request and closes the directory).
 async fn run(w: Watch) {
-    let mut watch = match w.share.watch(&w.path, filter(), false).await {
+    let mut watch = match w
+        .share
+        .watch(&w.path, filter(), WatchScope::Directory)
+        .await
+    {
         Ok(watch) => watch,
         Err(e) => {
             // Kept as failed, so lookups do not retry it until it has been unused a while.

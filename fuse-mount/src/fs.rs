@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use smb3_client::{Error, File, FileTimes, LockKind, Metadata, NtStatus, OpenOptions, Share};
+use smb3_client::{
+    Error, File, FileTimes, IfExists, IfLocked, LockKind, Metadata, NtStatus, OpenOptions, Share,
+};
 
 use crate::deferred_close::{DeferredCloses, DEFERRED_CLOSE};
 use crate::dir_watch::{DirWatches, StaleSink};
@@ -808,7 +810,19 @@ impl SmbFs {
         for h in &writers {
             closes_held.push(h.closing.lock().await);
         }
-        match self.share.rename(&from, &to, !noreplace).await {
+        match self
+            .share
+            .rename(
+                &from,
+                &to,
+                if noreplace {
+                    IfExists::Fail
+                } else {
+                    IfExists::Replace
+                },
+            )
+            .await
+        {
             Ok(()) => {}
             Err(e)
                 if !noreplace
@@ -824,7 +838,7 @@ impl SmbFs {
                 match dst {
                     Ok(dst) if dst.is_dir() && src.is_dir() => {
                         self.share.remove_dir(&to).await?;
-                        self.share.rename(&from, &to, false).await?;
+                        self.share.rename(&from, &to, IfExists::Fail).await?;
                     }
                     Ok(dst) if dst.is_dir() => return Err(FsError::new(libc::EISDIR)),
                     Ok(_) if src.is_dir() => return Err(FsError::new(libc::ENOTDIR)),
@@ -846,7 +860,9 @@ impl SmbFs {
         self.writable()?;
         let existing = self.path_of(ino)?;
         let new = self.child_of(new_parent, new_name)?;
-        self.share.hard_link(&existing, &new, false).await?;
+        self.share
+            .hard_link(&existing, &new, IfExists::Fail)
+            .await?;
         self.entry(new_parent, new_name, &new).await
     }
 
@@ -1106,7 +1122,11 @@ impl SmbFs {
             }
         }
         for r in relock {
-            match h.file.lock(r.start, r.end - r.start, r.kind, false).await {
+            match h
+                .file
+                .lock(r.start, r.end - r.start, r.kind, IfLocked::Fail)
+                .await
+            {
                 Ok(()) => keep.push(r),
                 Err(e) => tracing::warn!(error = %e, "re-locking the rest of a range failed"),
             }
@@ -1120,7 +1140,20 @@ impl SmbFs {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match h.file.lock(start, end - start, kind, sleep).await {
+            match h
+                .file
+                .lock(
+                    start,
+                    end - start,
+                    kind,
+                    if sleep {
+                        IfLocked::Wait
+                    } else {
+                        IfLocked::Fail
+                    },
+                )
+                .await
+            {
                 Ok(()) => {
                     held.push(Held {
                         start,
@@ -1163,7 +1196,11 @@ impl SmbFs {
             let _ = owner;
             return Ok(None);
         }
-        match h.file.lock(start, end_x - start, kind, false).await {
+        match h
+            .file
+            .lock(start, end_x - start, kind, IfLocked::Fail)
+            .await
+        {
             Ok(()) => {
                 let _ = h.file.unlock(start, end_x - start).await;
                 Ok(None)

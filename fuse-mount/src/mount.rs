@@ -236,7 +236,7 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
             .chain(opts.wsize)
             .max()
             .unwrap_or(ClientConfig::default().io_size)
-            .min(share.client().max_io().0),
+            .min(share.client().max_io().read),
     };
     let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
     Ok(Prepared {

@@ -340,18 +340,26 @@ fn rename_delete_truncate_and_non_ascii_names() {
 
         // rename within and across directories, with and without replace
         share
-            .rename(name, "Ördner/renamed.txt", false)
+            .rename(name, "Ördner/renamed.txt", smb3_client::IfExists::Fail)
             .await
             .expect("rename");
         assert!(!share.exists(name).await.unwrap());
         write_then_read(&share, "other.txt", Bytes::from_static(b"other")).await;
         let e = share
-            .rename("other.txt", "Ördner/renamed.txt", false)
+            .rename(
+                "other.txt",
+                "Ördner/renamed.txt",
+                smb3_client::IfExists::Fail,
+            )
             .await
             .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_COLLISION), "{e}");
         share
-            .rename("other.txt", "Ördner/renamed.txt", true)
+            .rename(
+                "other.txt",
+                "Ördner/renamed.txt",
+                smb3_client::IfExists::Replace,
+            )
             .await
             .expect("replace");
         assert_eq!(share.metadata("Ördner/renamed.txt").await.unwrap().len, 5);

@@ -238,7 +238,7 @@ fn renaming_and_deleting_a_file_we_hold_open_is_not_held_up_by_our_own_lease() {
         // wait for the acknowledgment.
         let started = Instant::now();
         share
-            .rename("before.txt", "after.txt", false)
+            .rename("before.txt", "after.txt", smb3_client::IfExists::Fail)
             .await
             .expect("rename");
         let took = started.elapsed();

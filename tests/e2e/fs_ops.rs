@@ -5,7 +5,7 @@ use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use smb3_client::{Client, ClientConfig, FileTimes, NtStatus, OpenOptions};
+use smb3_client::{Client, ClientConfig, FileTimes, IfExists, IfLocked, NtStatus, OpenOptions};
 use smb3_tests::{Testbed, TestbedConfig};
 
 #[test]
@@ -55,20 +55,23 @@ fn times_readonly_links_and_file_ids() {
         // Hard links: same id, two links; no replacing without `replace`.
         share.create_dir("d").await.unwrap();
         share
-            .hard_link("t.txt", "d/alias.txt", false)
+            .hard_link("t.txt", "d/alias.txt", IfExists::Fail)
             .await
             .unwrap();
         let a = share.metadata("d/alias.txt").await.unwrap();
         assert_eq!((a.file_id, a.links), (m.file_id, 2));
         assert_eq!(share.metadata("t.txt").await.unwrap().links, 2);
         let e = share
-            .hard_link("t.txt", "d/alias.txt", false)
+            .hard_link("t.txt", "d/alias.txt", IfExists::Fail)
             .await
             .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_COLLISION), "{e}");
         share.remove_file("d/alias.txt").await.unwrap();
         assert_eq!(share.metadata("t.txt").await.unwrap().links, 1);
-        let e = share.hard_link("d", "d2", false).await.unwrap_err();
+        let e = share
+            .hard_link("d", "d2", IfExists::Fail)
+            .await
+            .unwrap_err();
         assert!(e.status().is_some(), "linking a directory is refused: {e}");
 
         // The read-only attribute: set, refused writes, cleared again.
@@ -120,15 +123,22 @@ fn byte_range_locks_between_two_sessions() {
         let fb = sb.open("locked.db", &rw).await.unwrap();
 
         // Exclusive on A: B can neither lock nor write the range; outside it, B can.
-        fa.lock(100, 10, LockKind::Exclusive, false).await.unwrap();
-        let e = fb.lock(105, 1, LockKind::Shared, false).await.unwrap_err();
+        fa.lock(100, 10, LockKind::Exclusive, IfLocked::Fail)
+            .await
+            .unwrap();
+        let e = fb
+            .lock(105, 1, LockKind::Shared, IfLocked::Fail)
+            .await
+            .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
         let e = fb
             .write_at(100, Bytes::from_static(b"x"))
             .await
             .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::FILE_LOCK_CONFLICT), "{e}");
-        fb.lock(200, 10, LockKind::Exclusive, false).await.unwrap();
+        fb.lock(200, 10, LockKind::Exclusive, IfLocked::Fail)
+            .await
+            .unwrap();
         fb.unlock(200, 10).await.unwrap();
         assert!(fb.unlock(200, 10).await.is_err(), "unlocking twice");
 
@@ -137,7 +147,7 @@ fn byte_range_locks_between_two_sessions() {
             let fb = fb.clone();
             async move {
                 let t = std::time::Instant::now();
-                fb.lock(100, 10, LockKind::Exclusive, true)
+                fb.lock(100, 10, LockKind::Exclusive, IfLocked::Wait)
                     .await
                     .map(|()| t.elapsed())
             }
@@ -150,14 +160,23 @@ fn byte_range_locks_between_two_sessions() {
 
         // Shared locks stack across sessions; an exclusive one then waits for both.
         fb.unlock(100, 10).await.unwrap();
-        fa.lock(0, 1, LockKind::Shared, false).await.unwrap();
-        fb.lock(0, 1, LockKind::Shared, false).await.unwrap();
-        let e = fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap_err();
+        fa.lock(0, 1, LockKind::Shared, IfLocked::Fail)
+            .await
+            .unwrap();
+        fb.lock(0, 1, LockKind::Shared, IfLocked::Fail)
+            .await
+            .unwrap();
+        let e = fb
+            .lock(0, 1, LockKind::Exclusive, IfLocked::Fail)
+            .await
+            .unwrap_err();
         assert_eq!(e.status(), Some(NtStatus::LOCK_NOT_GRANTED), "{e}");
         // Closing a handle drops its locks.
         fa.close().await.unwrap();
         fb.unlock(0, 1).await.unwrap();
-        fb.lock(0, 1, LockKind::Exclusive, false).await.unwrap();
+        fb.lock(0, 1, LockKind::Exclusive, IfLocked::Fail)
+            .await
+            .unwrap();
         fb.close().await.unwrap();
         a.logoff().await.unwrap();
         b.logoff().await.unwrap();

@@ -615,7 +615,11 @@ fn a_cancel_the_server_never_answers_leaves_the_session_working() {
             let (client, share) = guest_share(&mitm).await;
             share.create_dir("watched").await.expect("mkdir");
             let mut watch = share
-                .watch("watched", smb3_client::WatchFilter::NAMES, false)
+                .watch(
+                    "watched",
+                    smb3_client::WatchFilter::NAMES,
+                    smb3_client::WatchScope::Directory,
+                )
                 .await
                 .expect("watch");
             // Wait until the server parked the request (interim reply), then give up on it.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use smb3_client::{
     Change, ChannelInfo, Client, ClientConfig, Dialect, OpenOptions, Share, UserCredentials,
-    WatchFilter,
+    WatchFilter, WatchScope,
 };
 use smb3_tests::{Testbed, TestbedConfig};
 use tokio::sync::mpsc;
@@ -84,7 +84,7 @@ fn changes_made_by_another_session_arrive_with_names_and_actions() {
             let dir = format!("watched-{}", dialect.to_string().replace('.', ""));
             share.create_dir(&dir).await.expect("mkdir");
             let mut watch = share
-                .watch(&dir, WatchFilter::NAMES, false)
+                .watch(&dir, WatchFilter::NAMES, WatchScope::Directory)
                 .await
                 .expect("watch");
 
@@ -120,7 +120,10 @@ fn changes_made_by_another_session_arrive_with_names_and_actions() {
                 .await
                 .expect("write");
             f.close().await.expect("close");
-            other.rename(&plain, &fancy, false).await.expect("rename");
+            other
+                .rename(&plain, &fancy, smb3_client::IfExists::Fail)
+                .await
+                .expect("rename");
             other.remove_file(&fancy).await.expect("delete");
             other
                 .create_dir(&format!("{dir}/sub"))
@@ -202,7 +205,7 @@ fn a_watch_dropped_mid_wait_is_cancelled_and_the_channel_carries_on() {
             share.create_dir(&dir).await.expect("mkdir");
             let before = channel(&client);
             let mut watch = share
-                .watch(&dir, WatchFilter::ALL, true)
+                .watch(&dir, WatchFilter::ALL, WatchScope::Subtree)
                 .await
                 .expect("watch");
             // The server holds the watch's first CHANGE_NOTIFY (interim reply received).
@@ -310,7 +313,7 @@ fn dropping_a_watch_closes_its_directory() {
         let (client, share) = single_channel(&server, &creds, Dialect::Smb311, "plain").await;
         share.create_dir("gone").await.expect("mkdir");
         let watch = share
-            .watch("gone", WatchFilter::NAMES, false)
+            .watch("gone", WatchFilter::NAMES, WatchScope::Directory)
             .await
             .expect("watch");
         assert_eq!(channel(&client).outstanding, 1, "the first CHANGE_NOTIFY");

@@ -229,8 +229,13 @@ async fn watch(
     r: &RemotePath,
     recursive: bool,
 ) -> smb3_client::Result<()> {
+    let scope = if recursive {
+        smb3_client::WatchScope::Subtree
+    } else {
+        smb3_client::WatchScope::Directory
+    };
     let mut watch = share
-        .watch(&r.path, smb3_client::WatchFilter::ALL, recursive)
+        .watch(&r.path, smb3_client::WatchFilter::ALL, scope)
         .await?;
     eprintln!("watching {} (Ctrl-C to stop)", r.display());
     use std::io::Write;

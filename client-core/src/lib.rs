@@ -56,6 +56,7 @@ mod security;
 mod server_copy;
 mod session;
 mod share;
+mod snapshots;
 mod tree;
 mod types;
 mod watch;
@@ -76,5 +77,6 @@ pub use multichannel::status::{
 };
 pub use share::Share;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
-pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions};
+pub use snapshots::Snapshot;
+pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions, ShareMode};
 pub use watch::{Change, DirWatch, WatchFilter};

@@ -1,0 +1,1 @@
+//! The blocking facade against the testbed (written next).

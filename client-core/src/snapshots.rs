@@ -254,7 +254,7 @@ fn into_snapshots(tokens: Vec<String>) -> Vec<Snapshot> {
             s
         })
         .collect();
-    out.sort_by(|a, b| b.time.cmp(&a.time));
+    out.sort_by_key(|s| std::cmp::Reverse(s.time));
     out.dedup();
     out
 }

@@ -285,3 +285,77 @@ fn open_options_for_backup() {
         client.logoff().await.ok();
     });
 }
+
+#[test]
+fn a_snapshot_open_survives_losing_the_connection_with_its_options() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("backup");
+    std::fs::write(disk.join("f.txt"), "new").unwrap();
+    make_snapshot(&disk, NEWER, &[("f.txt", "old")]);
+    chown_to(&tb, &disk);
+    let tb = std::sync::Arc::new(tb);
+    let tb2 = tb.clone();
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("backup").await.expect("tree connect");
+        let snap = Snapshot::from_token(NEWER).unwrap();
+        let opts = OpenOptions::new()
+            .read(true)
+            .snapshot(&snap)
+            .share_mode(ShareMode::READ)
+            .backup_intent();
+        let old = share.open("f.txt", &opts).await.expect("open in snapshot");
+        assert!(old.is_durable(), "a snapshot's file is opened durable");
+        let scratch = share
+            .open(
+                "scratch.tmp",
+                &OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .delete_on_close(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(&old.read_at(0, 100).await.unwrap()[..], b"old");
+
+        // Every connection reset: the session is set up again and the open reclaimed (or
+        // reopened) as it was asked for: in the snapshot, still sharing only reads.
+        let cut = tb2.clone();
+        tokio::task::spawn_blocking(move || cut.cut(None))
+            .await
+            .unwrap()
+            .expect("cut");
+        assert_eq!(&old.read_at(0, 100).await.unwrap()[..], b"old");
+        let fo = client.multichannel().failover;
+        assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
+        assert!(fo.opens_reclaimed + fo.opens_reopened >= 1, "{fo:#?}");
+        // The reclaimed handle holds the snapshot's file: an exclusive open of it fails, one
+        // of the live file does not.
+        let exclusive = OpenOptions::new().read(true).share_mode(ShareMode::NONE);
+        let e = share
+            .open("f.txt", &exclusive.clone().snapshot(&snap))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::SHARING_VIOLATION), "{e:?}");
+        share
+            .open("f.txt", &exclusive)
+            .await
+            .expect("the live file is not held")
+            .close()
+            .await
+            .unwrap();
+        old.close().await.unwrap();
+
+        // The delete-on-close open was not durable: lost with the connection, and the server
+        // deleted the file when it closed the open.
+        let e = scratch
+            .write_at(0, Bytes::from_static(b"x"))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::HandleLost { .. }), "{e:?}");
+        assert!(!share.exists("scratch.tmp").await.unwrap());
+        client.logoff().await.ok();
+    });
+}

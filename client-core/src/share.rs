@@ -138,12 +138,10 @@ impl Share {
         opts: &OpenOptions,
     ) -> Result<File> {
         let snapshot = opts.snapshot.or(self.snapshot);
-        if let Some(why) = opts.snapshot_misuse().or_else(|| {
-            let writes = opts.write || opts.create || opts.create_new || opts.truncate;
-            (self.snapshot.is_some() && (writes || opts.delete_on_close))
-                .then_some("a snapshot is read-only: open files in it for reading only")
-        }) {
-            return Err(Error::ApiMisuse(why));
+        if snapshot.is_some() && opts.changes_anything() {
+            return Err(Error::ApiMisuse(
+                "a snapshot is read-only: open files in it for reading only",
+            ));
         }
         let mut access = 0;
         if opts.read || !opts.write {

@@ -229,10 +229,13 @@ impl Share {
         }
         let wanted = filetime_to_system_time(filetime);
         match self.snapshots("").await {
-            Ok(list) if !list.iter().any(|s| Some(s.time) == wanted) => Error::SnapshotNotFound {
-                path: Some(path.to_string()),
-                snapshot: token_of(filetime),
-            },
+            Ok(list) if !list.iter().any(|s| Some(s.time) == wanted) => {
+                tracing::debug!(path, status = ?err.status(), "open in a snapshot the server does not list");
+                Error::SnapshotNotFound {
+                    path: Some(path.to_string()),
+                    snapshot: token_of(filetime),
+                }
+            }
             Ok(_) => err,
             Err(e) => {
                 tracing::debug!(error = %e, "listing snapshots to explain a failed open");

@@ -190,6 +190,11 @@ impl Share {
     /// MS-SMB2 2.2.13.2.7). It is read-only: creating, deleting and renaming fail with
     /// [`Error::ApiMisuse`], opening for writing too. A snapshot the server does not have
     /// shows up as [`Error::SnapshotNotFound`] on the first path used.
+    ///
+    /// Seen with Samba 4.17's shadow_copy2: a directory that no longer exists in the live
+    /// share can be listed in the snapshot, but opening a file inside it fails with
+    /// OBJECT_PATH_NOT_FOUND (smbclient fares the same): the server resolves the parent in
+    /// the live tree.
     pub fn at_snapshot(&self, snapshot: &Snapshot) -> Share {
         self.with_snapshot(Some(timewarp_filetime(snapshot.time)))
     }

@@ -109,6 +109,8 @@ mod tests {
                 share_access: 7,
                 create_options: 0x40,
                 file_attributes: 0x80,
+                timewarp: None,
+                file_id_name: None,
             },
             Some([5; 16]),
             FileIdentity {

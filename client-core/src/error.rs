@@ -77,6 +77,32 @@ pub enum Error {
         /// Bytes `start..end` a failed write did not write.
         unwritten: Option<std::ops::Range<u64>>,
     },
+    /// A snapshot ("previous version") was asked for by a time at which the server has
+    /// none: [`Share::snapshots`](crate::Share::snapshots) lists the ones it has.
+    #[error(
+        "{}the server has no snapshot {snapshot} (list them with Share::snapshots)",
+        path_prefix(path)
+    )]
+    SnapshotNotFound {
+        /// The share-relative path being opened in the snapshot.
+        path: Option<String>,
+        /// The snapshot asked for, as its `@GMT-YYYY.MM.DD-HH.MM.SS` token.
+        snapshot: String,
+    },
+    /// The server does not offer something the caller asked for; `status` is how it said
+    /// so.
+    #[error(
+        "{}the server does not support {feature} ({status})",
+        path_prefix(path)
+    )]
+    Unsupported {
+        /// What was asked for, in words.
+        feature: &'static str,
+        /// The server's answer.
+        status: NtStatus,
+        /// The share-relative path concerned, when there is one.
+        path: Option<String>,
+    },
     /// Invalid configuration or URL.
     #[error("configuration error: {0}")]
     Config(ConfigError),
@@ -297,6 +323,8 @@ impl Error {
             Error::ConnectionLost { .. } => ECONNRESET,
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
             Error::Config(_) | Error::ApiMisuse(_) => EINVAL,
+            Error::SnapshotNotFound { .. } => ENOENT,
+            Error::Unsupported { .. } => ENOTSUP,
             Error::Auth { .. } => EACCES,
             Error::Protocol(_) => EIO,
             // The open is gone; what it was doing is lost (an NFS stale handle's EIO).

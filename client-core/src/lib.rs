@@ -34,6 +34,7 @@
 mod addressing;
 mod attributes;
 mod auth;
+pub mod blocking;
 mod channel;
 mod client;
 mod config;
@@ -57,6 +58,7 @@ mod security;
 mod server_copy;
 mod session;
 mod share;
+mod snapshots;
 mod tree;
 mod types;
 mod watch;
@@ -78,7 +80,8 @@ pub use multichannel::status::{
 };
 pub use share::Share;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
+pub use snapshots::Snapshot;
 pub use types::{
-    DirEntry, FileType, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, TrafficCounters,
+    DirEntry, FileType, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, ShareMode, TrafficCounters,
 };
 pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

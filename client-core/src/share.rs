@@ -5,7 +5,7 @@ use std::sync::Arc;
 use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{
     AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
-    CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel,
+    CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
 };
 use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
@@ -27,6 +27,7 @@ use crate::error::{decode, Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
+use crate::snapshots;
 use crate::tree::{ScopedHandle, Tree};
 use crate::types::{
     metadata_from_reply, wire_path, DirEntry, FsInfo, IfExists, Metadata, OpenOptions,
@@ -41,6 +42,8 @@ use crate::watch::{DirWatch, WatchFilter, WatchScope};
 pub struct Share {
     client: Client,
     pub(crate) tree: Arc<Tree>,
+    /// The snapshot this view reads, as the TWrp FILETIME; `None` for the live share.
+    snapshot: Option<u64>,
 }
 
 impl Client {
@@ -75,6 +78,7 @@ impl Client {
                 context: tree,
                 maximal_access: tc.maximal_access,
             }),
+            snapshot: None,
         };
         if matches!(
             self.core.negotiated.dialect,
@@ -107,6 +111,39 @@ impl Share {
 
     /// Open (or create) a file.
     pub async fn open(&self, path: &str, opts: &OpenOptions) -> Result<File> {
+        self.open_target(path, None, opts).await
+    }
+
+    /// Open the file whose 64-bit file id (MS-FSCC 2.1.9, [`Metadata::file_id`]) is
+    /// `file_id`, with FILE_OPEN_BY_FILE_ID (MS-SMB2 2.2.13). Servers need not offer it:
+    /// one that does not answers with [`Error::Unsupported`]. Such an open is not durable.
+    pub async fn open_by_file_id(&self, file_id: u64, opts: &OpenOptions) -> Result<File> {
+        let shown = format!("file id {file_id:#x}");
+        match self.open_target(&shown, Some(file_id), opts).await {
+            Err(Error::Status { status, .. }) if by_id_unsupported(status) => {
+                Err(Error::Unsupported {
+                    feature: "opening a file by its file id",
+                    status,
+                    path: Some(shown),
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Open `path`, or the file `by_id` names (then `path` is only for messages).
+    async fn open_target(
+        &self,
+        path: &str,
+        by_id: Option<u64>,
+        opts: &OpenOptions,
+    ) -> Result<File> {
+        let snapshot = opts.snapshot.or(self.snapshot);
+        if snapshot.is_some() && opts.changes_anything() {
+            return Err(Error::ApiMisuse(
+                "a snapshot is read-only: open files in it for reading only",
+            ));
+        }
         let mut access = 0;
         if opts.read || !opts.write {
             access |= AccessMask::FILE_READ_DATA | AccessMask::FILE_READ_ATTRIBUTES;
@@ -117,6 +154,18 @@ impl Share {
                 | AccessMask::FILE_WRITE_ATTRIBUTES
                 | AccessMask::FILE_READ_ATTRIBUTES;
         }
+        let mut options = CreateOptions::NON_DIRECTORY_FILE;
+        if opts.delete_on_close {
+            // MS-SMB2 2.2.13: FILE_DELETE_ON_CLOSE needs DELETE in DesiredAccess.
+            access |= AccessMask::DELETE;
+            options |= CreateOptions::DELETE_ON_CLOSE;
+        }
+        if opts.backup_intent {
+            options |= CreateOptions::OPEN_FOR_BACKUP_INTENT;
+        }
+        if by_id.is_some() {
+            options |= CreateOptions::OPEN_BY_FILE_ID;
+        }
         let disposition = match (opts.create_new, opts.create, opts.truncate) {
             (true, _, _) => CreateDisposition::CREATE,
             (false, true, true) => CreateDisposition::OVERWRITE_IF,
@@ -124,15 +173,33 @@ impl Share {
             (false, false, true) => CreateDisposition::OVERWRITE,
             (false, false, false) => CreateDisposition::OPEN,
         };
-        let wire = wire_path(path)?;
+        let wire = match by_id {
+            Some(_) => String::new(),
+            None => wire_path(path)?,
+        };
         let mut req = CreateRequest::new(wire.clone(), access, disposition);
-        req.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
+        req.file_id_name = by_id;
+        req.create_options = CreateOptions(options);
         req.file_attributes = FileAttributes(FileAttributes::NORMAL);
+        if let Some(mode) = opts.share_mode {
+            req.share_access = ShareAccess(mode.0);
+        }
+        snapshots::add_timewarp(&mut req, snapshot);
         let core = &self.tree.core;
-        let (create_guid, lease) = if self.wants_durable() {
+        // Not durable: a delete-on-close open (were it reclaimed after its durable timeout,
+        // the file would be gone, and opening it again would need FILE_CREATE semantics we
+        // cannot replay safely), nor an open by file id (no path to reopen it by).
+        let durable = self.wants_durable() && !opts.delete_on_close && by_id.is_none();
+        let (create_guid, lease) = if durable {
+            // A snapshot's file is another file than the live one at the same path: it gets
+            // a lease key of its own (the server refuses one key for two files, 3.3.5.9.8).
+            let lease_name = match snapshot {
+                Some(ft) => format!("{}\\{wire}", snapshots::token_of(ft)),
+                None => wire.clone(),
+            };
             (
                 Some(durable::request_durable(&mut req)),
-                Some(self.request_lease(&mut req, opts.write)),
+                Some(self.request_lease(&mut req, &lease_name, opts.write)),
             )
         } else {
             (None, None)
@@ -140,7 +207,10 @@ impl Share {
         // The on-disk id lets a reconnect whose reclaim is refused recognise the file when
         // it opens it again by path (see `failover::reconnect`).
         req.contexts.push(CreateContextRequest::QueryOnDiskId);
-        let created = self.tree.create(&req, path).await?;
+        let created = match self.tree.create(&req, path).await {
+            Ok(c) => c,
+            Err(e) => return Err(self.explain_snapshot_miss(e, path, snapshot).await),
+        };
         let lease = lease.and_then(|l| keep_granted_lease(l, &created, path));
         let handle = ServerHandle {
             file_id: created.file_id,
@@ -158,6 +228,8 @@ impl Share {
                 share_access: req.share_access.0,
                 create_options: req.create_options.0,
                 file_attributes: req.file_attributes.0,
+                timewarp: snapshot,
+                file_id_name: by_id,
             },
             lease.as_ref().map(LeaseRef::key),
             FileIdentity {
@@ -178,6 +250,20 @@ impl Share {
         ))
     }
 
+    /// This share reading the snapshot at `filetime` (`None`: the live share).
+    pub(crate) fn with_snapshot(&self, filetime: Option<u64>) -> Share {
+        Share {
+            client: self.client.clone(),
+            tree: self.tree.clone(),
+            snapshot: filetime,
+        }
+    }
+
+    /// The TWrp FILETIME of the snapshot this share reads.
+    pub(crate) fn snapshot_filetime(&self) -> Option<u64> {
+        self.snapshot
+    }
+
     /// Whether opens ask for a durable handle: configured, and SMB 3.x (DH2Q needs 3.0).
     fn wants_durable(&self) -> bool {
         let core = &self.tree.core;
@@ -188,9 +274,9 @@ impl Share {
     /// Read and Handle caching, plus Write caching for a writer. Handle caching is what makes
     /// the server grant the durable handle (3.3.5.9.10); nothing is cached on our side, so
     /// the only cost is acknowledging breaks, which the break handler does at once.
-    fn request_lease(&self, req: &mut CreateRequest, write: bool) -> LeaseRef {
+    fn request_lease(&self, req: &mut CreateRequest, name: &str, write: bool) -> LeaseRef {
         let core = &self.tree.core;
-        let lease = core.leases.acquire(self.tree.context, &req.name);
+        let lease = core.leases.acquire(self.tree.context, name);
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if write {
             state |= LeaseState::WRITE_CACHING;
@@ -212,11 +298,21 @@ impl Share {
     pub(crate) async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options);
-        Ok(self.tree.create(&req, path).await?.file_id)
+        snapshots::add_timewarp(&mut req, self.snapshot);
+        match self.tree.create(&req, path).await {
+            Ok(created) => Ok(created.file_id),
+            Err(e) => Err(self.explain_snapshot_miss(e, path, self.snapshot).await),
+        }
     }
 
     /// Run `f` on an open handle, closing it whatever `f` returns.
-    async fn with_handle<T, F, Fut>(&self, path: &str, access: u32, options: u32, f: F) -> Result<T>
+    pub(crate) async fn with_handle<T, F, Fut>(
+        &self,
+        path: &str,
+        access: u32,
+        options: u32,
+        f: F,
+    ) -> Result<T>
     where
         F: FnOnce(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
@@ -238,6 +334,7 @@ impl Share {
             CreateDisposition::OPEN,
         );
         create.create_options = CreateOptions(0);
+        snapshots::add_timewarp(&mut create, self.snapshot);
         let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
         let close = CloseRequest::new(FileId::ANY);
         let core = &self.tree.core;
@@ -255,7 +352,10 @@ impl Share {
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };
-        c?.check(&[]).map_err(|e| e.with_path(path))?;
+        if let Err(e) = c?.check(&[]) {
+            let e = e.with_path(path);
+            return Err(self.explain_snapshot_miss(e, path, self.snapshot).await);
+        }
         let q = q?
             .check(&[NtStatus::BUFFER_OVERFLOW])
             .map_err(|e| e.with_path(path))?;
@@ -311,6 +411,7 @@ impl Share {
         // `CreateRequest::new` shares read, write and delete: watching a directory must not
         // stop anyone renaming or deleting in it.
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
+        snapshots::add_timewarp(&mut req, self.snapshot);
         let created = self.tree.create(&req, path).await?;
         DirWatch::start(
             self.tree.clone(),
@@ -324,6 +425,7 @@ impl Share {
 
     /// Create a directory. Fails if it exists.
     pub async fn create_dir(&self, path: &str) -> Result<()> {
+        self.check_writable()?;
         let mut req = CreateRequest::new(
             wire_path(path)?,
             AccessMask::FILE_READ_ATTRIBUTES,
@@ -371,6 +473,7 @@ impl Share {
     }
 
     async fn delete(&self, path: &str, options: u32) -> Result<()> {
+        self.check_writable()?;
         // Setting the delete disposition (rather than DELETE_ON_CLOSE) makes the server report
         // DIRECTORY_NOT_EMPTY and similar refusals on this request, where they can be shown.
         self.with_handle(path, AccessMask::DELETE, options, |id| async move {
@@ -389,6 +492,7 @@ impl Share {
     /// Rename or move `from` to `to` (both share-relative); `if_exists` says whether an
     /// existing target file is overwritten.
     pub async fn rename(&self, from: &str, to: &str, if_exists: IfExists) -> Result<()> {
+        self.check_writable()?;
         let replace = if_exists == IfExists::Replace;
         let target = wire_path(to)?;
         self.with_handle(
@@ -464,6 +568,7 @@ impl std::fmt::Debug for Share {
             .field("name", &self.tree.name)
             .field("tree", &self.tree.context.handle)
             .field("encrypted", &self.is_encrypted())
+            .field("snapshot", &self.snapshot().map(|s| s.token))
             .finish()
     }
 }
@@ -490,4 +595,20 @@ fn keep_granted_lease(lease: LeaseRef, created: &CreateResponse, path: &str) -> 
     }
     lease.record_grant(granted.state, granted.v2.map(|v| v.epoch));
     Some(lease)
+}
+
+/// Statuses with which a server turns down FILE_OPEN_BY_FILE_ID itself (rather than the id).
+/// Samba (4.17, seen in the testbed) ignores the option and parses the 8-byte id as a file
+/// name, which it finds invalid: OBJECT_NAME_INVALID. Other servers may say NOT_SUPPORTED,
+/// NOT_IMPLEMENTED, INVALID_DEVICE_REQUEST or INVALID_PARAMETER. A stale id on a server that
+/// does open by id is OBJECT_NAME_NOT_FOUND, which stays a plain status error.
+fn by_id_unsupported(status: NtStatus) -> bool {
+    matches!(
+        status,
+        NtStatus::OBJECT_NAME_INVALID
+            | NtStatus::NOT_SUPPORTED
+            | NtStatus::NOT_IMPLEMENTED
+            | NtStatus::INVALID_PARAMETER
+            | NtStatus::INVALID_DEVICE_REQUEST
+    )
 }

@@ -2,6 +2,7 @@
 
 use std::time::SystemTime;
 
+use smb3_proto::msg::create::ShareAccess;
 use smb3_proto::msg::fscc::{
     filetime_to_system_time, DirectoryEntry, FileAllInformation, FileAttributes,
 };
@@ -127,7 +128,9 @@ impl From<DirectoryEntry> for DirEntry {
     }
 }
 
-/// How to open a file, in the spirit of `std::fs::OpenOptions`.
+/// How to open a file, in the spirit of `std::fs::OpenOptions`, plus what backup software
+/// asks of a Windows-style file system: sharing modes, backup intent, delete-on-close and
+/// opening a snapshot ("previous version").
 #[derive(Clone, Debug, Default)]
 pub struct OpenOptions {
     pub(crate) read: bool,
@@ -135,6 +138,12 @@ pub struct OpenOptions {
     pub(crate) create: bool,
     pub(crate) create_new: bool,
     pub(crate) truncate: bool,
+    /// `None`: share read, write and delete (the default, see [`OpenOptions::share_mode`]).
+    pub(crate) share_mode: Option<ShareMode>,
+    pub(crate) delete_on_close: bool,
+    pub(crate) backup_intent: bool,
+    /// The snapshot to open the file in, as a FILETIME (whole seconds).
+    pub(crate) snapshot: Option<u64>,
 }
 
 impl OpenOptions {
@@ -171,6 +180,86 @@ impl OpenOptions {
     pub fn truncate(mut self, yes: bool) -> Self {
         self.truncate = yes;
         self
+    }
+
+    /// What other opens of the file may do while this one is open (ShareAccess, MS-SMB2
+    /// 2.2.13). The default shares everything ([`ShareMode::ALL`]), as a client that does its
+    /// own locking wants; [`ShareMode::NONE`] makes every other open of the file fail with
+    /// `STATUS_SHARING_VIOLATION` until this one is closed, and fails itself if the file is
+    /// already open elsewhere in a way it does not share. A backup reading a file with
+    /// `ShareMode::READ` knows nobody writes it meanwhile.
+    pub fn share_mode(mut self, mode: ShareMode) -> Self {
+        self.share_mode = Some(mode);
+        self
+    }
+
+    /// Delete the file when its last handle is closed (FILE_DELETE_ON_CLOSE, MS-SMB2 2.2.13;
+    /// asks for DELETE access too). For scratch files. Such an open is never made durable: if
+    /// every connection is lost the server closes it and so deletes the file, and the client
+    /// reports the handle lost rather than create the file again.
+    pub fn delete_on_close(mut self) -> Self {
+        self.delete_on_close = true;
+        self
+    }
+
+    /// Open with backup intent (FILE_OPEN_FOR_BACKUP_INTENT, MS-SMB2 2.2.13): a server that
+    /// honours it lets a user holding the backup / restore privileges past the file's
+    /// access checks. Harmless for other users: the normal checks apply.
+    pub fn backup_intent(mut self) -> Self {
+        self.backup_intent = true;
+        self
+    }
+
+    /// Open the file as it was in `snapshot` (a "previous version", from
+    /// [`Share::snapshots`](crate::Share::snapshots)) rather than as it is now, with the
+    /// SMB2_CREATE_TIMEWARP_TOKEN create context (MS-SMB2 2.2.13.2.7). Snapshots are
+    /// read-only: asking to write, create, truncate or delete as well fails with
+    /// [`Error::ApiMisuse`](crate::Error::ApiMisuse) before anything is sent.
+    pub fn snapshot(self, snapshot: &crate::Snapshot) -> Self {
+        self.snapshot_at(snapshot.time)
+    }
+
+    /// Like [`OpenOptions::snapshot`], naming the snapshot by its time (UTC, whole seconds;
+    /// a fraction is dropped). A time at which the server took no snapshot fails the open
+    /// with [`Error::SnapshotNotFound`](crate::Error::SnapshotNotFound).
+    pub fn snapshot_at(mut self, time: SystemTime) -> Self {
+        self.snapshot = Some(crate::snapshots::timewarp_filetime(time));
+        self
+    }
+
+    /// Whether these options change the file or the directory (which a snapshot refuses).
+    pub(crate) fn changes_anything(&self) -> bool {
+        self.write || self.create || self.create_new || self.truncate || self.delete_on_close
+    }
+}
+
+/// Which kinds of access other opens of a file may have while it is open (ShareAccess,
+/// MS-SMB2 2.2.13). Combine with `|`: `ShareMode::READ | ShareMode::WRITE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShareMode(pub(crate) u32);
+
+impl ShareMode {
+    /// Share nothing: no other open of the file while this one is open.
+    pub const NONE: ShareMode = ShareMode(0);
+    /// Others may open the file for reading (FILE_SHARE_READ).
+    pub const READ: ShareMode = ShareMode(ShareAccess::READ);
+    /// Others may open the file for writing (FILE_SHARE_WRITE).
+    pub const WRITE: ShareMode = ShareMode(ShareAccess::WRITE);
+    /// Others may delete or rename the file (FILE_SHARE_DELETE).
+    pub const DELETE: ShareMode = ShareMode(ShareAccess::DELETE);
+    /// Read, write and delete: the default.
+    pub const ALL: ShareMode = ShareMode(ShareAccess::ALL);
+
+    /// Whether every kind in `other` is shared.
+    pub fn contains(self, other: ShareMode) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for ShareMode {
+    type Output = ShareMode;
+    fn bitor(self, rhs: ShareMode) -> ShareMode {
+        ShareMode(self.0 | rhs.0)
     }
 }
 
@@ -235,6 +324,27 @@ mod tests {
         assert_eq!(wire_path("a\\\\b/./c").unwrap(), "a\\b\\c");
         assert_eq!(wire_path("déjà vu/ファイル").unwrap(), "déjà vu\\ファイル");
         assert!(wire_path("a/../b").is_err());
+    }
+
+    #[test]
+    fn share_modes_combine_into_share_access_bits() {
+        let rw = ShareMode::READ | ShareMode::WRITE;
+        assert_eq!(rw.0, 0x3);
+        assert!(rw.contains(ShareMode::READ) && !rw.contains(ShareMode::DELETE));
+        assert_eq!((rw | ShareMode::DELETE), ShareMode::ALL);
+        assert_eq!(ShareMode::NONE.0, 0);
+        assert_eq!(OpenOptions::new().share_mode, None, "default shares all");
+    }
+
+    #[test]
+    fn options_that_change_something_are_told_apart() {
+        let read = OpenOptions::new().read(true);
+        assert!(!read.changes_anything());
+        assert!(read.clone().write(true).changes_anything());
+        assert!(read.clone().create(true).changes_anything());
+        assert!(read.clone().create_new(true).changes_anything());
+        assert!(read.clone().truncate(true).changes_anything());
+        assert!(read.delete_on_close().changes_anything());
     }
 }
 

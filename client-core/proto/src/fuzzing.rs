@@ -239,7 +239,8 @@ fn query_info_body(msg: &Bytes, class: u8) {
 
 /// IOCTL response (MS-SMB2 2.2.32) and the FSCTL outputs the client reads:
 /// VALIDATE_NEGOTIATE_INFO (2.2.32.6), NETWORK_INTERFACE_INFO (2.2.32.5), the resume key
-/// (2.2.32.3) and SRV_COPYCHUNK_RESPONSE (2.2.32.1).
+/// (2.2.32.3), SRV_COPYCHUNK_RESPONSE (2.2.32.1) and SRV_SNAPSHOT_ARRAY (2.2.32.2) with its
+/// `@GMT-` tokens.
 pub fn ioctl(data: &[u8]) {
     ioctl_body(&Bytes::copy_from_slice(data));
 }
@@ -252,6 +253,16 @@ fn ioctl_body(msg: &Bytes) {
         let _ = ioctl::parse_network_interfaces(&r.output);
         let _ = copychunk::ResumeKey::decode(&r.output);
         let _ = copychunk::CopyChunkResponse::decode(&r.output);
+        if let Ok(array) = snapshots::SnapshotArray::decode(&r.output) {
+            for token in &array.tokens {
+                if let Some(t) = snapshots::parse_gmt_token(token) {
+                    assert_eq!(
+                        snapshots::format_gmt_token(t).as_deref(),
+                        Some(token.as_str())
+                    );
+                }
+            }
+        }
     }
 }
 

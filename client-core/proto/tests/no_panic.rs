@@ -153,5 +153,7 @@ fn raw_payload_decoders_never_panic() {
         let _ = fscc::FileFsAttributeInformation::decode(&buf);
         let _ = fscc::FileFsSizeInformation::decode(&buf);
         let _ = ioctl::ValidateNegotiateInfoResponse::decode(&buf);
+        let _ = snapshots::SnapshotArray::decode(&buf);
+        let _ = snapshots::parse_gmt_token(&String::from_utf8_lossy(&buf));
     }
 }

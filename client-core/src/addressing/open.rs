@@ -17,6 +17,10 @@ pub(crate) struct OpenParams {
     pub(crate) share_access: u32,
     pub(crate) create_options: u32,
     pub(crate) file_attributes: u32,
+    /// The snapshot the file was opened in (TWrp FILETIME): a reopen must read the same one.
+    pub(crate) timewarp: Option<u64>,
+    /// The file id the file was opened by (FILE_OPEN_BY_FILE_ID), instead of `wire_path`.
+    pub(crate) file_id_name: Option<u64>,
 }
 
 impl OpenParams {

@@ -613,9 +613,13 @@ fn create_again(open: &OpenState) -> CreateRequest {
         p.desired_access,
         CreateDisposition::OPEN,
     );
+    // Sharing, backup intent and the rest of the options, the file id an open by id named,
+    // and the snapshot a snapshot's file was read from: all as first asked.
     req.share_access = ShareAccess(p.share_access);
     req.create_options = CreateOptions(p.create_options);
     req.file_attributes = FileAttributes(p.file_attributes);
+    req.file_id_name = p.file_id_name;
+    crate::snapshots::add_timewarp(&mut req, p.timewarp);
     if let Some(key) = open.lease_key {
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if p.desired_access & AccessMask::FILE_WRITE_DATA != 0 {
@@ -680,6 +684,8 @@ mod tests {
                 share_access: ShareAccess::ALL,
                 create_options: CreateOptions::NON_DIRECTORY_FILE,
                 file_attributes: FileAttributes::NORMAL,
+                timewarp: None,
+                file_id_name: None,
             },
             Some([5; 16]),
             FileIdentity {
@@ -724,6 +730,27 @@ mod tests {
             .contexts
             .iter()
             .any(|c| matches!(c, CreateContextRequest::DurableHandleReconnectV2 { .. })));
+    }
+
+    #[test]
+    fn reclaim_and_reopen_keep_sharing_options_and_the_snapshot() {
+        // A backup's open: read sharing only, backup intent, in a snapshot.
+        let mut open = writer_open();
+        open.params.share_access = ShareAccess::READ;
+        open.params.create_options =
+            CreateOptions::NON_DIRECTORY_FILE | CreateOptions::OPEN_FOR_BACKUP_INTENT;
+        open.params.timewarp = Some(0x01dd_0000_0000_0000);
+        let (reopen, _) = reopen_request(&open);
+        let reclaim = reclaim_request(&open, 0, [6; 16]);
+        for req in [reopen, reclaim] {
+            assert_eq!(req.share_access.0, ShareAccess::READ);
+            assert_eq!(req.create_options.0, open.params.create_options);
+            assert_eq!(req.file_id_name, None);
+            assert!(req.contexts.iter().any(|c| matches!(
+                c,
+                CreateContextRequest::TimewarpToken { timestamp } if *timestamp == 0x01dd_0000_0000_0000
+            )));
+        }
     }
 
     #[test]

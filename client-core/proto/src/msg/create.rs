@@ -237,6 +237,8 @@ pub mod context_name {
     pub const QUERY_MAXIMAL_ACCESS: [u8; 4] = *b"MxAc";
     /// SMB2_CREATE_QUERY_ON_DISK_ID.
     pub const QUERY_ON_DISK_ID: [u8; 4] = *b"QFid";
+    /// SMB2_CREATE_TIMEWARP_TOKEN.
+    pub const TIMEWARP_TOKEN: [u8; 4] = *b"TWrp";
 }
 
 /// SMB2_DHANDLE_FLAG_PERSISTENT in the DH2Q / DH2C Flags (MS-SMB2 2.2.13.2.11).
@@ -351,6 +353,13 @@ pub enum CreateContextRequest {
     },
     /// QFid, SMB2_CREATE_QUERY_ON_DISK_ID (2.2.13.2.9).
     QueryOnDiskId,
+    /// TWrp, SMB2_CREATE_TIMEWARP_TOKEN (2.2.13.2.7): open the file as it was in the
+    /// snapshot ("previous version") taken at `timestamp`.
+    TimewarpToken {
+        /// The snapshot's time as a FILETIME; the server matches it against its snapshots'
+        /// `@GMT-` tokens (whole seconds, UTC).
+        timestamp: u64,
+    },
     /// Any other context, sent as is.
     Other {
         /// Name (4 ASCII bytes or a 16-byte GUID).
@@ -370,6 +379,7 @@ impl CreateContextRequest {
             Self::Lease(_) => &context_name::LEASE,
             Self::QueryMaximalAccess { .. } => &context_name::QUERY_MAXIMAL_ACCESS,
             Self::QueryOnDiskId => &context_name::QUERY_ON_DISK_ID,
+            Self::TimewarpToken { .. } => &context_name::TIMEWARP_TOKEN,
             Self::Other { name, .. } => name,
         }
     }
@@ -405,6 +415,7 @@ impl CreateContextRequest {
                 }
             }
             Self::QueryOnDiskId => {}
+            Self::TimewarpToken { timestamp } => out.put_u64_le(*timestamp),
             Self::Other { data, .. } => out.put_slice(data),
         }
     }
@@ -475,8 +486,11 @@ pub struct CreateRequest {
     /// CreateOptions.
     pub create_options: CreateOptions,
     /// Path relative to the share root, backslash-separated, without a leading backslash;
-    /// empty for the share root itself.
+    /// empty for the share root itself. Not sent when `file_id_name` is set.
     pub name: String,
+    /// With [`CreateOptions::OPEN_BY_FILE_ID`]: the 8-byte file id the Buffer carries instead
+    /// of a UTF-16 name (MS-SMB2 2.2.13, CreateOptions; MS-FSCC 2.1.9 for the id).
+    pub file_id_name: Option<u64>,
     /// Create contexts, sent in this order.
     pub contexts: Vec<CreateContextRequest>,
 }
@@ -503,6 +517,7 @@ impl CreateRequest {
             create_disposition,
             create_options: CreateOptions(0),
             name: name.into(),
+            file_id_name: None,
             contexts: Vec::new(),
         }
     }
@@ -514,7 +529,10 @@ impl RequestBody for CreateRequest {
     fn encode_body(&self, msg: &mut BytesMut) {
         let body_start = msg.len();
         let name_offset = body_start + Self::FIXED_LEN;
-        let name_len = utf16le_len(&self.name);
+        let name_len = match self.file_id_name {
+            Some(_) => 8,
+            None => utf16le_len(&self.name),
+        };
         // Contexts start at the first 8-byte boundary after the name (2.2.13).
         let contexts_offset = (name_offset + name_len).next_multiple_of(8);
 
@@ -537,7 +555,10 @@ impl RequestBody for CreateRequest {
         msg.put_u32_le(0); // CreateContextsOffset, patched below
         msg.put_u32_le(0); // CreateContextsLength, patched below
 
-        put_utf16le(msg, &self.name);
+        match self.file_id_name {
+            Some(id) => msg.put_u64_le(id),
+            None => put_utf16le(msg, &self.name),
+        }
         if !self.contexts.is_empty() {
             pad_to(msg, 0, 8);
             debug_assert_eq!(msg.len(), contexts_offset);
@@ -995,6 +1016,42 @@ mod tests {
                a0a1a2a3a4a5a6a7a8a9aaabacadaeaf 01000000 00000000 0000000000000000 \
              00000000 1000 0400 0000 1800 08000000 4d784163 00000000 \
                010000000000d001",
+        );
+        assert_eq!(body_hex(&req), expected);
+    }
+
+    #[test]
+    fn timewarp_token_golden() {
+        // 2.2.13.2.7: the data is the snapshot's FILETIME, 8 bytes.
+        let mut req = CreateRequest::new("f", AccessMask::GENERIC_READ, CreateDisposition::OPEN);
+        req.contexts = vec![CreateContextRequest::TimewarpToken {
+            timestamp: 0x01dd_5a0b_2f6c_a000,
+        }];
+        let expected = clean(
+            "3900 00 00 02000000 0000000000000000 0000000000000000 \
+             00000080 00000000 07000000 01000000 00000000 \
+             7800 0200 80000000 20000000 \
+             6600 000000000000 \
+             00000000 1000 0400 0000 1800 08000000 54577270 00000000 \
+               00a06c2f0b5add01",
+        );
+        assert_eq!(body_hex(&req), expected);
+    }
+
+    #[test]
+    fn open_by_file_id_sends_the_id_as_the_name() {
+        let mut req = CreateRequest::new(
+            "ignored",
+            AccessMask::FILE_READ_DATA,
+            CreateDisposition::OPEN,
+        );
+        req.create_options = CreateOptions(CreateOptions::OPEN_BY_FILE_ID);
+        req.file_id_name = Some(0x0102_0304_0506_0708);
+        let expected = clean(
+            "3900 00 00 02000000 0000000000000000 0000000000000000 \
+             01000000 00000000 07000000 01000000 00200000 \
+             7800 0800 00000000 00000000 \
+             0807060504030201",
         );
         assert_eq!(body_hex(&req), expected);
     }

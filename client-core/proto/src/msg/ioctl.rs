@@ -29,6 +29,9 @@ pub const FSCTL_SRV_COPYCHUNK_WRITE: u32 = 0x0014_80F2;
 pub const FSCTL_QUERY_NETWORK_INTERFACE_INFO: u32 = 0x0014_01FC;
 /// FSCTL_VALIDATE_NEGOTIATE_INFO: 3.0/3.0.2 secure dialect negotiation.
 pub const FSCTL_VALIDATE_NEGOTIATE_INFO: u32 = 0x0014_0204;
+/// FSCTL_SRV_ENUMERATE_SNAPSHOTS (MS-SMB2 2.2.31, 3.3.5.15.1): list the share's previous
+/// versions; the output is an SRV_SNAPSHOT_ARRAY (`msg::snapshots`).
+pub const FSCTL_SRV_ENUMERATE_SNAPSHOTS: u32 = 0x0014_4064;
 /// FSCTL_SET_SPARSE (MS-FSCC 2.3.64).
 pub const FSCTL_SET_SPARSE: u32 = 0x0009_00C4;
 

@@ -120,6 +120,7 @@ pub mod query_info;
 pub mod read;
 pub mod session_setup;
 pub mod set_info;
+pub mod snapshots;
 #[cfg(test)]
 mod test_util;
 

@@ -294,6 +294,8 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
             share_access: 0,
             create_options: 0,
             file_attributes: 0,
+            timewarp: None,
+            file_id_name: None,
         },
         None,
         FileIdentity {

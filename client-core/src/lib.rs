@@ -42,9 +42,11 @@ mod engine;
 mod error;
 mod failover;
 mod file;
+mod file_security;
 mod fs_ops;
 #[doc(hidden)]
 pub mod fuzzing;
+mod info_query;
 mod key_log;
 mod lease;
 #[doc(hidden)]
@@ -56,6 +58,8 @@ mod security;
 mod server_copy;
 mod session;
 mod share;
+mod sparse;
+mod streams;
 mod tree;
 mod types;
 mod watch;
@@ -68,6 +72,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
+pub use file_security::{FileSecurity, SecurityParts};
 pub use fs_ops::{FileTimes, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
@@ -75,6 +80,12 @@ pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
 pub use share::Share;
+pub use smb3_proto::msg::security_descriptor::{
+    ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
+    SecurityDescriptorError, Sid,
+};
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
+pub use sparse::AllocatedRange;
+pub use streams::StreamInfo;
 pub use types::{DirEntry, FileType, FsInfo, Metadata, OpenOptions};
 pub use watch::{Change, DirWatch, WatchFilter};

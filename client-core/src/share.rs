@@ -116,6 +116,12 @@ impl Share {
                 | AccessMask::FILE_WRITE_ATTRIBUTES
                 | AccessMask::FILE_READ_ATTRIBUTES;
         }
+        if opts.read_security {
+            access |= AccessMask::READ_CONTROL;
+        }
+        if opts.write_security {
+            access |= AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER;
+        }
         let disposition = match (opts.create_new, opts.create, opts.truncate) {
             (true, _, _) => CreateDisposition::CREATE,
             (false, true, true) => CreateDisposition::OVERWRITE_IF,

@@ -135,6 +135,8 @@ pub struct OpenOptions {
     pub(crate) create: bool,
     pub(crate) create_new: bool,
     pub(crate) truncate: bool,
+    pub(crate) read_security: bool,
+    pub(crate) write_security: bool,
 }
 
 impl OpenOptions {
@@ -170,6 +172,23 @@ impl OpenOptions {
     /// Truncate an existing file to zero length.
     pub fn truncate(mut self, yes: bool) -> Self {
         self.truncate = yes;
+        self
+    }
+
+    /// Also ask for READ_CONTROL, so [`File::security_descriptor`](crate::File::security_descriptor)
+    /// can read the owner, group and DACL through this handle.
+    pub fn read_security(mut self, yes: bool) -> Self {
+        self.read_security = yes;
+        self
+    }
+
+    /// Also ask for WRITE_DAC and WRITE_OWNER, so
+    /// [`File::set_security_descriptor`](crate::File::set_security_descriptor) can change the
+    /// DACL, owner and group through this handle. The open fails when the user lacks either
+    /// right; [`Share::set_security_descriptor`](crate::Share::set_security_descriptor) asks
+    /// for only what the parts being set need.
+    pub fn write_security(mut self, yes: bool) -> Self {
+        self.write_security = yes;
         self
     }
 }

@@ -315,6 +315,12 @@ fn security_descriptors() {
             3
         );
         f.close().await.unwrap();
+        // The deny ACE for Everyone's writes (first, so it decides) refuses this user's.
+        let e = share
+            .open("acl.txt", &OpenOptions::new().write(true))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::ACCESS_DENIED), "{e}");
         // The SACL needs a privilege the test user lacks.
         let e = share
             .security_descriptor("acl.txt", SecurityParts::SACL)

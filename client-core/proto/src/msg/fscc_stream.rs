@@ -76,8 +76,9 @@ mod tests {
     use super::*;
     use crate::msg::test_util::hex;
 
-    /// Two entries as Samba (streams_xattr) returns them for a 6-byte file with a 6-byte
-    /// stream `foo`: the named stream first, then the default stream.
+    /// Two entries laid out by hand after MS-FSCC 2.4.44 (8-byte aligned, the last with
+    /// NextEntryOffset 0), for a 6-byte file with a 6-byte stream `foo`, in the order Samba's
+    /// streams_xattr lists them: the named stream first, then the default stream.
     const TWO: &str = "30000000 14000000 0600000000000000 0000000000000000 \
                        3a0066006f006f003a002400440041005400410000000000 \
                        00000000 0e000000 0600000000000000 0010000000000000 \

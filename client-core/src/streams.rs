@@ -88,8 +88,9 @@ impl Share {
 }
 
 impl File {
-    /// The data streams of this file (see [`Share::streams`]). When this handle is itself a
-    /// named stream, the server still lists all of the file's streams.
+    /// The data streams of this file (see [`Share::streams`]). Ask on a handle to the file
+    /// itself: Samba refuses the query on a handle to one of its named streams
+    /// (STATUS_INVALID_PARAMETER).
     pub async fn streams(&self) -> Result<Vec<StreamInfo>> {
         let max = self.core().negotiated.max_transact;
         let output = query_growing(FIRST_BUFFER, max, |len| async move {

@@ -98,6 +98,20 @@ fn alternate_data_streams() {
         by_handle.sort_by(|a, b| a.name.cmp(&b.name));
         assert_eq!(by_handle, streams);
         f.close().await.unwrap();
+        // On a handle to a named stream, Samba 4.17 refuses the query (INVALID_PARAMETER);
+        // a server that answers must list the file's streams, never something else.
+        let on_stream = share
+            .open("s.txt:meta", &OpenOptions::new().read(true))
+            .await
+            .unwrap();
+        match on_stream.streams().await {
+            Ok(mut from_stream) => {
+                from_stream.sort_by(|a, b| a.name.cmp(&b.name));
+                assert_eq!(from_stream, streams);
+            }
+            Err(e) => assert_eq!(e.status(), Some(NtStatus::INVALID_PARAMETER), "{e}"),
+        }
+        on_stream.close().await.unwrap();
         assert_eq!(
             read(format!("s.txt{}", streams[1].name)).await,
             "stream data 123"
@@ -196,6 +210,8 @@ fn security_descriptors() {
             "{dacl:?}"
         );
         assert_eq!(sd.sacl, None, "not asked for");
+        // The encoder lays a descriptor out as Samba does: the same bytes back.
+        assert_eq!(sd.encode().unwrap(), before.raw);
         // The same through a handle opened with READ_CONTROL; without it the server refuses.
         let f = share
             .open(

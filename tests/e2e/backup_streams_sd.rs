@@ -401,8 +401,9 @@ fn sparse_files_and_allocated_ranges() {
         // The hole reads as zeros.
         assert_eq!(f.read_at(32 * MIB, 4096).await.unwrap(), vec![0u8; 4096]);
 
-        // More ranges than one answer holds (the first asks for 256): 600 4 KiB pieces,
-        // one every 64 KiB, need follow-up queries that start from the last range.
+        // More ranges than the first answer holds (it asks for 256): 600 4 KiB pieces, one
+        // every 64 KiB. Samba answers all or nothing (no ranges when they do not fit), so the
+        // client asks again with a bigger buffer until they do.
         let many = share.open("many.bin", &rw).await.unwrap();
         many.set_sparse(true).await.unwrap();
         let page = Bytes::from(vec![1u8; 4096]);

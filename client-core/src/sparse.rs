@@ -355,7 +355,7 @@ mod tests {
         // "More", for ever, with nothing: stops.
         let mut w = RangeWalk::new(0, u64::MAX / 2, 4096).unwrap();
         let mut result = Ok(());
-        while let Some(_) = w.next_request() {
+        while w.next_request().is_some() {
             result = w.absorb(vec![], true);
             if result.is_err() {
                 break;

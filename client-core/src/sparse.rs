@@ -55,7 +55,8 @@ impl File {
     /// The ranges within `len` bytes at `offset` that hold data, in order (ranges that touch
     /// are joined). A file that is not sparse is reported as one range (servers do not look
     /// for holes in it: MS-FSCC 2.3.48). The handle needs read access. Long lists take
-    /// several requests (see [`RangeWalk`]).
+    /// several requests: from the last range received with a bigger buffer while the answer
+    /// does not fit, over smaller windows when even the largest buffer gets nothing.
     pub async fn allocated_ranges(&self, offset: u64, len: u64) -> Result<Vec<AllocatedRange>> {
         let max = self.core().negotiated.max_transact.max(FIRST_OUTPUT);
         let mut walk = RangeWalk::new(offset, len, max)

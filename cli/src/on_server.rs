@@ -6,11 +6,19 @@
 //! As for uploads, a file is copied to a partial file beside its destination
 //! (`.NAME.smbcp-partial`) and renamed over it once complete, so a copy that fails leaves the
 //! destination as it was.
+//!
+//! With `-p`, each copy then gets its source's times and DOS attributes; with
+//! `--preserve=all` also its named data streams (copied into the partial file, before the
+//! rename) and its security descriptor (owner, group and DACL, set last so a DACL that
+//! keeps the user out cannot stop the steps before it). Directories made by `-r` get their
+//! source's security descriptor once everything in them is copied.
 
 use std::time::Instant;
 
 use bytes::Bytes;
-use smb3_client::{Error, IfExists, NtStatus, OpenOptions, Share, WalkOptions};
+use smb3_client::{
+    Error, FileTimes, IfExists, NtStatus, OpenOptions, SecurityParts, Share, WalkOptions,
+};
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
 use crate::describe;
@@ -22,6 +30,10 @@ pub struct OnServerOptions {
     pub server_copy: bool,
     /// Copy directories and everything in them (`-r`).
     pub recursive: bool,
+    /// Keep times and DOS attributes (`-p`).
+    pub preserve: bool,
+    /// Also keep named data streams and security descriptors (`--preserve=all`).
+    pub preserve_all: bool,
 }
 
 /// Bytes read and written at a time when the copy goes through this machine.
@@ -45,6 +57,10 @@ pub async fn copy_on_server(
         from,
         to,
         server_copy: opts.server_copy,
+        keep: Keep {
+            times: opts.preserve || opts.preserve_all,
+            all: opts.preserve_all,
+        },
         report: CopyReport::default(),
     };
     let dest = dest.trim_end_matches('/');
@@ -84,7 +100,17 @@ struct Run<'a> {
     to: &'a Share,
     /// Off for the rest of the run once the server said it does not copy.
     server_copy: bool,
+    keep: Keep,
     report: CopyReport,
+}
+
+/// What a copy keeps of its source besides the data.
+#[derive(Clone, Copy, Debug)]
+struct Keep {
+    /// Times and DOS attributes.
+    times: bool,
+    /// Named data streams and the security descriptor.
+    all: bool,
 }
 
 impl Run<'_> {
@@ -122,6 +148,8 @@ impl Run<'_> {
         let into = |path: &str| format!("{target}/{}", path.strip_prefix(&prefix).unwrap_or(path));
         // Directories that could not be made: what they hold fails with them.
         let mut unmade: Vec<String> = Vec::new();
+        // Directories made, for their security descriptors once their files are in.
+        let mut made = vec![(source.to_string(), target.to_string())];
         let mut walk = self.from.walk(source, WalkOptions::default());
         while let Some(item) = walk.next().await {
             let e = match item {
@@ -137,18 +165,37 @@ impl Run<'_> {
                 continue;
             }
             if e.entry.metadata.is_dir() {
-                if let Err(err) = self.to.create_dir_all(&t).await {
-                    self.failed(&e.path, &t, describe(&err));
-                    unmade.push(e.path);
+                match self.to.create_dir_all(&t).await {
+                    Ok(()) => made.push((e.path, t)),
+                    Err(err) => {
+                        self.failed(&e.path, &t, describe(&err));
+                        unmade.push(e.path);
+                    }
                 }
             } else {
                 self.file(&e.path, &t).await;
             }
         }
+        if self.keep.all {
+            // Deepest first: a parent's DACL may keep the user out of its children.
+            for (dir, into) in made.iter().rev() {
+                if let Err(why) = copy_security(self.from, dir, self.to, into).await {
+                    self.failed(dir, into, why);
+                }
+            }
+        }
     }
 
     async fn file(&mut self, source: &str, target: &str) {
-        let outcome = copy_file(self.from, source, self.to, target, &mut self.server_copy).await;
+        let outcome = copy_file(
+            self.from,
+            source,
+            self.to,
+            target,
+            &mut self.server_copy,
+            self.keep,
+        )
+        .await;
         match outcome {
             Ok(size) => {
                 self.report.files += 1;
@@ -177,6 +224,7 @@ async fn copy_file(
     to: &Share,
     target: &str,
     server_copy: &mut bool,
+    keep: Keep,
 ) -> Result<u64, String> {
     let partial = partial_remote(target);
     let copied = if *server_copy {
@@ -195,11 +243,101 @@ async fn copy_file(
         through_client(from, source, to, &partial).await
     };
     let size = copied.map_err(|e| describe(&e))?;
+    if keep.all {
+        if let Err(e) = copy_streams(from, source, to, &partial).await {
+            let _ = to.remove_file(&partial).await;
+            return Err(format!("copying streams: {}", describe(&e)));
+        }
+    }
     if let Err(e) = to.rename(&partial, target, IfExists::Replace).await {
         let _ = to.remove_file(&partial).await;
         return Err(describe(&e));
     }
+    if keep.times {
+        copy_times_and_attributes(from, source, to, target).await?;
+    }
+    if keep.all {
+        copy_security(from, source, to, target).await?;
+    }
     Ok(size)
+}
+
+/// Copy every named data stream of `source` into `target` (its default stream, the file's
+/// data, is already there). Streams go through this machine: they are small.
+async fn copy_streams(
+    from: &Share,
+    source: &str,
+    to: &Share,
+    target: &str,
+) -> smb3_client::Result<()> {
+    for stream in from.streams(source).await? {
+        if stream.is_default() {
+            continue;
+        }
+        // The full name (`:name:$DATA`) appended to a path opens the stream.
+        let (s, t) = (
+            format!("{source}{}", stream.name),
+            format!("{target}{}", stream.name),
+        );
+        through_client(from, &s, to, &t).await?;
+    }
+    Ok(())
+}
+
+/// Give `target` the times and DOS attributes of `source`.
+async fn copy_times_and_attributes(
+    from: &Share,
+    source: &str,
+    to: &Share,
+    target: &str,
+) -> Result<(), String> {
+    let m = from
+        .metadata(source)
+        .await
+        .map_err(|e| format!("reading times: {}", describe(&e)))?;
+    let times = FileTimes {
+        created: m.created,
+        accessed: m.accessed,
+        modified: m.modified,
+        changed: None,
+    };
+    to.set_times_and_attributes(target, &times, m.dos_attributes())
+        .await
+        .map_err(|e| format!("setting times and attributes: {}", describe(&e)))
+}
+
+/// Give `target` the owner, group and DACL of `source`, as the bytes the server sent. A
+/// server that will not make the user give the copy that owner (`INVALID_OWNER`: only
+/// privileged users may) gets the DACL alone, and smbcp says so on stderr.
+async fn copy_security(from: &Share, source: &str, to: &Share, target: &str) -> Result<(), String> {
+    let parts = SecurityParts::standard();
+    let sd = from
+        .security_descriptor(source, parts)
+        .await
+        .map_err(|e| format!("reading the security descriptor: {}", describe(&e)))?;
+    match to
+        .set_security_descriptor_raw(target, sd.raw.clone(), parts)
+        .await
+    {
+        Err(e) if owner_refused(&e) => {
+            eprintln!(
+                "smbcp: {target}: owner and group not kept ({}); the DACL is",
+                describe(&e)
+            );
+            to.set_security_descriptor_raw(target, sd.raw, SecurityParts::DACL)
+                .await
+        }
+        other => other,
+    }
+    .map_err(|e| format!("setting the security descriptor: {}", describe(&e)))
+}
+
+/// The answers of a server that will not let this user set that owner or group.
+fn owner_refused(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::INVALID_OWNER | NtStatus::PRIVILEGE_NOT_HELD | NtStatus::ACCESS_DENIED)
+    )
 }
 
 /// The answers of a server that has no server-side copy.

@@ -406,7 +406,7 @@ fn copies_within_a_server_are_made_by_the_server() {
     }
 
     // What this mode does not do yet is refused with one line.
-    let o = smbcp(&tb, pw, &["-p", &orig, &url(&tb, "plain/p.bin")]);
+    let o = smbcp(&tb, pw, &["--update", &orig, &url(&tb, "plain/p.bin")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("a copy within a server takes none of"),

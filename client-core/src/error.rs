@@ -294,7 +294,7 @@ impl Error {
                 | NtStatus::LOGON_FAILURE
                 | NtStatus::NETWORK_ACCESS_DENIED
                 | NtStatus::CANNOT_DELETE => EACCES,
-                NtStatus::PRIVILEGE_NOT_HELD => EPERM,
+                NtStatus::PRIVILEGE_NOT_HELD | NtStatus::INVALID_OWNER => EPERM,
                 NtStatus::OBJECT_NAME_COLLISION => EEXIST,
                 NtStatus::FILE_IS_A_DIRECTORY => EISDIR,
                 NtStatus::NOT_A_DIRECTORY => ENOTDIR,

@@ -81,7 +81,7 @@ impl FileTimes {
 impl Share {
     /// Open `path` (file or directory) with `access` and run `f` on the handle, closing it
     /// whatever `f` returns; errors name the path.
-    async fn on_path<T, F, Fut>(&self, path: &str, access: u32, f: F) -> Result<T>
+    pub(crate) async fn on_path<T, F, Fut>(&self, path: &str, access: u32, f: F) -> Result<T>
     where
         F: FnOnce(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,

@@ -43,9 +43,11 @@ mod engine;
 mod error;
 mod failover;
 mod file;
+mod file_security;
 mod fs_ops;
 #[doc(hidden)]
 pub mod fuzzing;
+mod info_query;
 mod key_log;
 mod lease;
 mod listing;
@@ -59,6 +61,8 @@ mod server_copy;
 mod session;
 mod share;
 mod snapshots;
+mod sparse;
+mod streams;
 mod tree;
 mod types;
 mod watch;
@@ -71,6 +75,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
+pub use file_security::{FileSecurity, SecurityParts};
 pub use fs_ops::{FileTimes, IfLocked, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
@@ -79,8 +84,14 @@ pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
 pub use share::Share;
+pub use smb3_proto::msg::security_descriptor::{
+    ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
+    SecurityDescriptorError, Sid,
+};
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
+pub use sparse::AllocatedRange;
+pub use streams::StreamInfo;
 pub use types::{
     DirEntry, FileType, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, ShareMode, TrafficCounters,
 };

@@ -154,6 +154,12 @@ impl Share {
                 | AccessMask::FILE_WRITE_ATTRIBUTES
                 | AccessMask::FILE_READ_ATTRIBUTES;
         }
+        if opts.read_security {
+            access |= AccessMask::READ_CONTROL;
+        }
+        if opts.write_security {
+            access |= AccessMask::WRITE_DAC | AccessMask::WRITE_OWNER;
+        }
         let mut options = CreateOptions::NON_DIRECTORY_FILE;
         if opts.delete_on_close {
             // MS-SMB2 2.2.13: FILE_DELETE_ON_CLOSE needs DELETE in DesiredAccess.

@@ -144,6 +144,8 @@ pub struct OpenOptions {
     pub(crate) backup_intent: bool,
     /// The snapshot to open the file in, as a FILETIME (whole seconds).
     pub(crate) snapshot: Option<u64>,
+    pub(crate) read_security: bool,
+    pub(crate) write_security: bool,
 }
 
 impl OpenOptions {
@@ -182,6 +184,22 @@ impl OpenOptions {
         self
     }
 
+    /// Also ask for READ_CONTROL, so [`File::security_descriptor`](crate::File::security_descriptor)
+    /// can read the owner, group and DACL through this handle.
+    pub fn read_security(mut self, yes: bool) -> Self {
+        self.read_security = yes;
+        self
+    }
+
+    /// Also ask for WRITE_DAC and WRITE_OWNER, so
+    /// [`File::set_security_descriptor`](crate::File::set_security_descriptor) can change the
+    /// DACL, owner and group through this handle. The open fails when the user lacks either
+    /// right; [`Share::set_security_descriptor`](crate::Share::set_security_descriptor) asks
+    /// for only what the parts being set need.
+    pub fn write_security(mut self, yes: bool) -> Self {
+        self.write_security = yes;
+        self
+    }
     /// What other opens of the file may do while this one is open (ShareAccess, MS-SMB2
     /// 2.2.13). The default shares everything ([`ShareMode::ALL`]), as a client that does its
     /// own locking wants; [`ShareMode::NONE`] makes every other open of the file fail with

@@ -17,6 +17,15 @@ use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 ///
 /// Remote locations are smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH or //HOST/SHARE/PATH.
 /// The password comes from SMB_PASSWORD or --credentials FILE, never from the command line.
+/// What `-p/--preserve` keeps.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Preserve {
+    /// Times and the read-only attribute (DOS attributes between SMB shares).
+    Basic,
+    /// Also alternate data streams and security descriptors, where both ends are SMB.
+    All,
+}
+
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
@@ -35,9 +44,19 @@ struct Args {
     #[arg(short, long)]
     archive: bool,
     /// Keep last-write, last-access and (uploads) creation times, and the read-only
-    /// attribute (the write bits locally).
-    #[arg(short, long)]
-    preserve: bool,
+    /// attribute (the write bits locally). `--preserve=all` also keeps alternate data
+    /// streams and security descriptors (owner, group, DACL) where both ends are SMB (copies
+    /// within a server); `-p` alone is `--preserve=basic`.
+    #[arg(
+        short,
+        long,
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "basic",
+        value_name = "WHAT"
+    )]
+    preserve: Option<Preserve>,
     /// After copying, read each destination back and compare its SHA-256 with the source's;
     /// a difference fails the file. With --resume, also check all of a partial file's kept
     /// bytes, not just its last chunk.
@@ -199,7 +218,7 @@ async fn run(args: Args) -> i32 {
         depth: args.depth,
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
         retries: args.retries,
-        preserve: args.preserve || args.archive,
+        preserve: args.preserve.is_some() || args.archive,
         verify: args.verify,
         verify_only: args.verify_only,
         update: args.update,
@@ -232,15 +251,14 @@ async fn run(args: Args) -> i32 {
         }
     };
     if matches!(direction, Direction::OnServer)
-        && (opts.preserve
-            || opts.verify
+        && (opts.verify
             || opts.verify_only
             || opts.update
             || opts.dry_run
             || opts.resume
             || !args.excludes.is_empty())
     {
-        eprintln!("smbcp: a copy within a server takes none of -a, -p, --verify, --verify-only, --update, --dry-run, --resume, --exclude (not yet)");
+        eprintln!("smbcp: a copy within a server takes none of --verify, --verify-only, --update, --dry-run, --resume, --exclude (not yet)");
         return EXIT_USAGE;
     }
     for l in &locations {
@@ -319,6 +337,8 @@ async fn run(args: Args) -> i32 {
             let on_server = OnServerOptions {
                 server_copy: !args.no_server_copy,
                 recursive: opts.recursive,
+                preserve: opts.preserve,
+                preserve_all: args.preserve == Some(Preserve::All),
             };
             let sources = remote_paths(&locations);
             copy_on_server(&d.host, &share, &sources, &dest_share, &d.path, on_server).await

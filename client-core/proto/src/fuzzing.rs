@@ -263,6 +263,7 @@ fn ioctl_body(msg: &Bytes) {
                 }
             }
         }
+        let _ = sparse::AllocatedRangeBuffer::decode_list(&r.output);
     }
 }
 
@@ -302,11 +303,13 @@ pub fn fscc(data: &[u8]) {
 }
 
 /// How many structures [`info_class`] tells apart.
-const INFO_CLASSES: u8 = 10;
+const INFO_CLASSES: u8 = 12;
 
 /// Decode `buf` as the structure numbered `which` (modulo [`INFO_CLASSES`]): 0 FileAll,
 /// 1 FileBasic, 2 FileStandard, 3 FileInternal, 4 FileNetworkOpen, 5 FileFsSize,
-/// 6 FileFsFullSize, 7 FileFsAttribute, 8 FileIdBothDirectory entries, 9 FILE_NOTIFY records.
+/// 6 FileFsFullSize, 7 FileFsAttribute, 8 FileIdBothDirectory entries, 9 FILE_NOTIFY records,
+/// 10 FileStreamInformation, 11 a security descriptor (which must also encode back to one
+/// that decodes the same).
 fn info_class(which: u8, buf: &[u8]) {
     match which % INFO_CLASSES {
         0 => {
@@ -332,8 +335,34 @@ fn info_class(which: u8, buf: &[u8]) {
         }
         7 => drop(fscc::FileFsAttributeInformation::decode(buf)),
         8 => drop(fscc::decode_id_both_directory_information(buf)),
-        _ => drop(change_notify::decode_file_notify_information(buf)),
+        9 => drop(change_notify::decode_file_notify_information(buf)),
+        10 => drop(fscc_stream::FileStreamInformation::decode(buf)),
+        _ => security_descriptor_round_trip(buf),
     }
+}
+
+/// A security descriptor that decodes encodes again (every ACL and ACE came within 16-bit
+/// sizes), and what it encodes to decodes to the same parts.
+fn security_descriptor_round_trip(buf: &[u8]) {
+    use security_descriptor::{control, SecurityDescriptor};
+    let Ok(sd) = SecurityDescriptor::decode(buf) else {
+        return;
+    };
+    for sid in [&sd.owner, &sd.group].into_iter().flatten() {
+        let s = sid.to_string();
+        assert_eq!(s.parse().as_ref(), Ok(sid), "SID string round trip");
+    }
+    let raw = sd.encode().expect("a decoded descriptor encodes");
+    let back = SecurityDescriptor::decode(&raw).expect("an encoded descriptor decodes");
+    let mut want = sd.clone();
+    want.control |= control::SELF_RELATIVE;
+    if sd.dacl.is_some() {
+        want.control |= control::DACL_PRESENT;
+    }
+    if sd.sacl.is_some() {
+        want.control |= control::SACL_PRESENT;
+    }
+    assert_eq!(back, want, "security descriptor round trip");
 }
 
 /// The FSCTL_QUERY_NETWORK_INTERFACE_INFO output (MS-SMB2 2.2.32.5) on its own: the list that

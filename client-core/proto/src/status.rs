@@ -65,6 +65,7 @@ statuses! {
     OBJECT_PATH_SYNTAX_BAD = 0xC000_003B, "bad path syntax";
     SHARING_VIOLATION = 0xC000_0043, "sharing violation";
     DELETE_PENDING = 0xC000_0056, "delete pending";
+    INVALID_OWNER = 0xC000_005A, "this user may not be made the owner";
     PRIVILEGE_NOT_HELD = 0xC000_0061, "privilege not held";
     LOGON_FAILURE = 0xC000_006D, "logon failure (wrong user name or password)";
     ACCOUNT_RESTRICTION = 0xC000_006E, "account restriction";

@@ -110,6 +110,7 @@ pub mod error;
 pub mod flush;
 pub mod fscc;
 pub mod fscc_link;
+pub mod fscc_stream;
 pub mod ioctl;
 pub mod lock;
 pub mod logoff;
@@ -118,9 +119,11 @@ pub mod oplock_break;
 pub mod query_directory;
 pub mod query_info;
 pub mod read;
+pub mod security_descriptor;
 pub mod session_setup;
 pub mod set_info;
 pub mod snapshots;
+pub mod sparse;
 #[cfg(test)]
 mod test_util;
 

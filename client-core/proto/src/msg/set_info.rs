@@ -42,6 +42,19 @@ impl SetInfoRequest {
             file_id,
         }
     }
+
+    /// Set the parts of the file's security descriptor named by `additional_information`
+    /// ([`security_information`](crate::msg::query_info::security_information) bits) from
+    /// `descriptor`, a self-relative SECURITY_DESCRIPTOR (MS-DTYP 2.4.6).
+    pub fn security(file_id: FileId, additional_information: u32, descriptor: Bytes) -> Self {
+        Self {
+            info_type: InfoType::SECURITY,
+            file_info_class: 0,
+            buffer: descriptor,
+            additional_information,
+            file_id,
+        }
+    }
 }
 
 impl RequestBody for SetInfoRequest {
@@ -129,6 +142,20 @@ mod tests {
             )
         );
         assert_eq!(req.credit_payload(), 38);
+    }
+
+    #[test]
+    fn security_golden() {
+        let sd = Bytes::from_static(&[1, 0, 0, 0x80, 0, 0, 0, 0]);
+        let req = SetInfoRequest::security(FILE_ID, 0x4, sd);
+        assert_eq!(
+            body_hex(&req),
+            clean(
+                "2100 03 00 08000000 6000 0000 04000000 2a00e00100000000 0300000005000000 \
+                 0100008000000000"
+            )
+        );
+        assert_eq!(req.credit_payload(), 8);
     }
 
     #[test]

@@ -5,9 +5,10 @@ set -euo pipefail
 
 # samba-ad-provision, samba-dsdb-modules, winbind: the testbed's Kerberos mode (a Samba AD DC).
 # rsync, git, sqlite3: the programs the smbfuse tests run on the mount; fio: its benchmark;
-# autoconf, automake: building pjdfstest (fuse-mount/tests/pjdfstest.sh).
+# autoconf, automake: building pjdfstest (fuse-mount/tests/pjdfstest.sh). attr: getfattr and
+# setfattr, which the backup tests use to look at streams and NT ACLs in xattrs on the server.
 PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump
-    samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake)
+    samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake attr)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

@@ -63,6 +63,7 @@ mod share;
 mod snapshots;
 mod sparse;
 mod streams;
+mod timewarp;
 mod tree;
 mod types;
 mod watch;

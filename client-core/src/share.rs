@@ -27,7 +27,7 @@ use crate::error::{decode, Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
-use crate::snapshots;
+use crate::timewarp;
 use crate::tree::{ScopedHandle, Tree};
 use crate::types::{
     metadata_from_reply, wire_path, DirEntry, FsInfo, IfExists, Metadata, OpenOptions,
@@ -190,7 +190,7 @@ impl Share {
         if let Some(mode) = opts.share_mode {
             req.share_access = ShareAccess(mode.0);
         }
-        snapshots::add_timewarp(&mut req, snapshot);
+        timewarp::add_timewarp(&mut req, snapshot);
         let core = &self.tree.core;
         // Not durable: a delete-on-close open (were it reclaimed after its durable timeout,
         // the file would be gone, and opening it again would need FILE_CREATE semantics we
@@ -200,7 +200,7 @@ impl Share {
             // A snapshot's file is another file than the live one at the same path: it gets
             // a lease key of its own (the server refuses one key for two files, 3.3.5.9.8).
             let lease_name = match snapshot {
-                Some(ft) => format!("{}\\{wire}", snapshots::token_of(ft)),
+                Some(ft) => format!("{}\\{wire}", timewarp::token_of(ft)),
                 None => wire.clone(),
             };
             (
@@ -304,7 +304,7 @@ impl Share {
     pub(crate) async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options);
-        snapshots::add_timewarp(&mut req, self.snapshot);
+        timewarp::add_timewarp(&mut req, self.snapshot);
         match self.tree.create(&req, path).await {
             Ok(created) => Ok(created.file_id),
             Err(e) => Err(self.explain_snapshot_miss(e, path, self.snapshot).await),
@@ -340,7 +340,7 @@ impl Share {
             CreateDisposition::OPEN,
         );
         create.create_options = CreateOptions(0);
-        snapshots::add_timewarp(&mut create, self.snapshot);
+        timewarp::add_timewarp(&mut create, self.snapshot);
         let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
         let close = CloseRequest::new(FileId::ANY);
         let core = &self.tree.core;
@@ -417,7 +417,7 @@ impl Share {
         // `CreateRequest::new` shares read, write and delete: watching a directory must not
         // stop anyone renaming or deleting in it.
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
-        snapshots::add_timewarp(&mut req, self.snapshot);
+        timewarp::add_timewarp(&mut req, self.snapshot);
         let created = self.tree.create(&req, path).await?;
         DirWatch::start(
             self.tree.clone(),

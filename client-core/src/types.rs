@@ -241,7 +241,7 @@ impl OpenOptions {
     /// a fraction is dropped). A time at which the server took no snapshot fails the open
     /// with [`Error::SnapshotNotFound`](crate::Error::SnapshotNotFound).
     pub fn snapshot_at(mut self, time: SystemTime) -> Self {
-        self.snapshot = Some(crate::snapshots::timewarp_filetime(time));
+        self.snapshot = Some(crate::timewarp::timewarp_filetime(time));
         self
     }
 

@@ -17,15 +17,16 @@ use smb3_tests::{Testbed, TestbedConfig};
 const MIB: u64 = 1 << 20;
 
 /// The extended attributes of a file on the server's disk, as `getfattr -d -m - -e hex`
-/// prints them (`name=0xHEX` lines); `None` when getfattr is not installed.
-fn xattrs(path: &Path) -> Option<String> {
+/// prints them (`name=0xHEX` lines). getfattr comes with the `attr` package, which
+/// `scripts/install-deps.sh` installs.
+fn xattrs(path: &Path) -> String {
     let out = Command::new("getfattr")
         .args(["-d", "-m", "-", "-e", "hex"])
         .arg(path)
         .output()
-        .ok()?;
+        .unwrap_or_else(|e| panic!("getfattr (package attr): {e}"));
     assert!(out.status.success(), "getfattr {}: {out:?}", path.display());
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The value of one xattr from [`xattrs`] output.
@@ -162,14 +163,13 @@ fn alternate_data_streams() {
     // appends a NUL byte to the value), and the file's own data is only the main stream.
     let file = disk.join("s.txt");
     assert_eq!(std::fs::read(&file).unwrap(), b"main data");
-    if let Some(x) = xattrs(&file) {
-        let v = xattr_value(&x, "user.DosStream.meta:$DATA").unwrap_or_else(|| panic!("{x}"));
-        assert!(v.starts_with("0x73747265616d2064617461"), "{v}"); // "stream data"
-        assert!(
-            !x.contains("extra_stream_number"),
-            "removed streams are gone: {x}"
-        );
-    }
+    let x = xattrs(&file);
+    let v = xattr_value(&x, "user.DosStream.meta:$DATA").unwrap_or_else(|| panic!("{x}"));
+    assert!(v.starts_with("0x73747265616d2064617461"), "{v}"); // "stream data"
+    assert!(
+        !x.contains("extra_stream_number"),
+        "removed streams are gone: {x}"
+    );
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn security_descriptors() {
     let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
     let disk = tb.share_path("backup");
     let file = disk.join("acl.txt");
-    let ntacl = move || xattrs(&file).and_then(|x| xattr_value(&x, "security.NTACL"));
+    let ntacl = move || xattr_value(&xattrs(&file), "security.NTACL");
     tb.run_as_client(|server, creds| async move {
         let client = Client::connect(&server, &creds, ClientConfig::default())
             .await

@@ -619,7 +619,7 @@ fn create_again(open: &OpenState) -> CreateRequest {
     req.create_options = CreateOptions(p.create_options);
     req.file_attributes = FileAttributes(p.file_attributes);
     req.file_id_name = p.file_id_name;
-    crate::snapshots::add_timewarp(&mut req, p.timewarp);
+    crate::timewarp::add_timewarp(&mut req, p.timewarp);
     if let Some(key) = open.lease_key {
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if p.desired_access & AccessMask::FILE_WRITE_DATA != 0 {

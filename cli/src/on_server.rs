@@ -301,7 +301,7 @@ async fn copy_times_and_attributes(
         modified: m.modified,
         changed: None,
     };
-    to.set_times_and_attributes(target, &times, m.dos_attributes())
+    to.set_times_and_attributes(target, &times, m.attributes)
         .await
         .map_err(|e| format!("setting times and attributes: {}", describe(&e)))
 }

@@ -112,7 +112,7 @@ pub(crate) fn to_local(local: &Path, source: &Metadata) -> Result<(), String> {
     let file = std::fs::File::open(local).map_err(|e| shown("opening", e))?;
     file.set_times(local_times(source))
         .map_err(|e| shown("setting times", e))?;
-    if source.dos_attributes().contains(DosAttributes::READONLY) {
+    if source.attributes.contains(DosAttributes::READONLY) {
         let mut perms = file
             .metadata()
             .map_err(|e| shown("reading mode", e))?

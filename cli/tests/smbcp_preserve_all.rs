@@ -173,7 +173,7 @@ fn preserve_all_keeps_streams_security_descriptors_and_times() {
         assert_eq!(copy.dacl.as_ref().unwrap().aces[0].access_mask, 0x10);
         let m = share.metadata("copy.txt").await.unwrap();
         assert_eq!(m.modified, Some(t));
-        assert!(m.dos_attributes().contains(DosAttributes::HIDDEN));
+        assert!(m.attributes.contains(DosAttributes::HIDDEN));
 
         assert_eq!(get(&share, "tree2/f.txt:s").await, "tree stream");
         assert_eq!(sd("tree2").await.dacl, sd("tree").await.dacl);

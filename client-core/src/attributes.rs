@@ -6,7 +6,7 @@ use std::fmt;
 use smb3_proto::msg::fscc::FileAttributes;
 
 /// A set of DOS file attributes (MS-FSCC 2.6), as the server reports them in
-/// [`crate::Metadata::dos_attributes`] and as [`crate::Share::set_attributes`] sets them.
+/// [`crate::Metadata::attributes`] and as [`crate::Share::set_attributes`] sets them.
 ///
 /// Bits this type has no name for are kept, so a value read from the server and written back
 /// loses nothing.

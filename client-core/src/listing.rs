@@ -321,7 +321,9 @@ async fn list_one(
             Ok(Some(page)) => {
                 for entry in page {
                     let path = join(&dir, &entry.name);
-                    let reparse = DosAttributes::from_bits(entry.metadata.attributes)
+                    let reparse = entry
+                        .metadata
+                        .attributes
                         .contains(DosAttributes::REPARSE_POINT);
                     if deeper && entry.metadata.is_dir() && !reparse {
                         found.push((path.clone(), depth + 1, entry.file_id));

@@ -9,6 +9,7 @@ use smb3_proto::msg::fscc::{
 use smb3_proto::msg::query_info::QueryInfoResponse;
 use smb3_proto::Command;
 
+use crate::attributes::DosAttributes;
 use crate::error::{decode, Result};
 
 /// What kind of object a path names.
@@ -37,8 +38,9 @@ pub struct Metadata {
     pub modified: Option<SystemTime>,
     /// Last attribute change time.
     pub changed: Option<SystemTime>,
-    /// Raw FILE_ATTRIBUTE_* bits (MS-FSCC 2.6).
-    pub attributes: u32,
+    /// The DOS attributes (FILE_ATTRIBUTE_*, MS-FSCC 2.6) as a typed set; `bits()` gives
+    /// the raw number.
+    pub attributes: DosAttributes,
     /// The server's 64-bit file id (MS-FSCC 2.4.20 IndexNumber, FileId in directory
     /// listings): the same for every name of one file, stable while the file exists. 0 when
     /// the server does not report one. Samba derives it from the device and inode numbers.
@@ -58,14 +60,9 @@ impl Metadata {
         self.file_type == FileType::File
     }
 
-    /// The DOS attributes as a typed set (the same bits as `attributes`).
-    pub fn dos_attributes(&self) -> crate::DosAttributes {
-        crate::DosAttributes::from_bits(self.attributes)
-    }
-
     /// Whether FILE_ATTRIBUTE_READONLY is set.
     pub fn is_readonly(&self) -> bool {
-        self.attributes & FileAttributes::READONLY != 0
+        self.attributes.contains(DosAttributes::READONLY)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -90,7 +87,7 @@ impl Metadata {
             accessed: filetime_to_system_time(accessed),
             modified: filetime_to_system_time(modified),
             changed: filetime_to_system_time(changed),
-            attributes: attributes.0,
+            attributes: DosAttributes::from_bits(attributes.0),
             file_id: 0,
             links: 1,
         }

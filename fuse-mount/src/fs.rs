@@ -318,6 +318,8 @@ pub struct SmbFs {
     /// What the prefetchers may hold, for the whole mount.
     prefetch_budget: PrefetchBudget,
     prefetch_stats: Arc<PrefetchStats>,
+    /// [`SmbFs::prefetch_cap`] and when it was worked out.
+    prefetch_cap: Mutex<Option<(std::time::Instant, u64)>>,
 }
 
 /// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
@@ -430,6 +432,7 @@ impl SmbFs {
             io: IoStats::default(),
             prefetch_budget: PrefetchBudget::new(cfg.prefetch.saturating_mul(4)),
             prefetch_stats: Arc::new(PrefetchStats::default()),
+            prefetch_cap: Mutex::new(None),
             cfg,
         }
     }
@@ -1028,13 +1031,27 @@ impl SmbFs {
         Ok(self.retry(|| h.file.read_at(offset, size as usize)).await?)
     }
 
-    /// The largest read-ahead window now: `prefetch=`, and no more than four READs per
-    /// channel (enough to keep each busy; more would only queue at the server).
+    /// The largest read-ahead window of the daemon now: what it takes to keep every
+    /// channel busy (four READs each, as the library keeps for one large read) beyond what
+    /// the kernel's own read-ahead already keeps in flight, within `prefetch=`. With the page
+    /// cache on and a few channels the kernel's window is enough and this is 0: measured, a
+    /// second window on top of it only queued more at the server and cost CPU per byte.
+    /// Worked out at most once a second (the channel list is not free).
     fn prefetch_cap(&self) -> u64 {
+        let mut cached = self.prefetch_cap.lock().unwrap();
+        if let Some((at, cap)) = *cached {
+            if at.elapsed() < Duration::from_secs(1) {
+                return cap;
+            }
+        }
         let channels = self.share.client().channels().len().max(1) as u64;
-        self.cfg
+        let busy = channels * 4 * u64::from(self.cfg.io_size);
+        let cap = self
+            .cfg
             .prefetch
-            .min(channels * 4 * u64::from(self.cfg.io_size))
+            .min(busy.saturating_sub(self.cfg.kernel_readahead));
+        *cached = Some((std::time::Instant::now(), cap));
+        cap
     }
 
     /// What the daemon's read-ahead did, for the status socket.

@@ -117,15 +117,24 @@ pub struct Limits {
     pub kernel_window: u64,
 }
 
+/// What a part's READ gave, and when it came back.
+#[derive(Clone)]
+struct Done {
+    bytes: Option<Bytes>,
+    at: Instant,
+}
+
+/// A part's result: `None` while its READ is in flight.
+type Slot = watch::Receiver<Option<Done>>;
+
 /// One READ fetched ahead.
 struct Part {
     offset: u64,
     len: u32,
     /// `None` while in flight, then what the READ gave.
-    result: watch::Receiver<Option<Option<Bytes>>>,
+    result: Slot,
     /// Bytes of it served so far (it is dropped once all were).
     served: u64,
-    fetched_at: Instant,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -210,7 +219,10 @@ impl Prefetcher {
             if self.epoch.load(Ordering::Acquire) != epoch {
                 return None;
             }
-            if let Plan::Direct = self.plan(&mut s, offset, end, limits.kernel_window + NEAR, cap) {
+            // A reader that asked for sequential access (POSIX_FADV_SEQUENTIAL, as fio and
+            // cp do) gets twice the kernel's window.
+            let near = 2 * limits.kernel_window + NEAR;
+            if let Plan::Direct = self.plan(&mut s, offset, end, near, cap) {
                 return None;
             }
             self.fill(&mut s, source, limits);
@@ -222,7 +234,12 @@ impl Prefetcher {
         };
         let mut pieces = Vec::with_capacity(waits.len());
         for (part_offset, part_len, mut rx) in waits {
-            let got = rx.wait_for(Option::is_some).await.ok()?.clone().flatten();
+            let got = rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()?
+                .clone()
+                .and_then(|d| d.bytes);
             match got {
                 Some(bytes) => pieces.push((part_offset, part_len, bytes)),
                 None => {
@@ -281,10 +298,9 @@ impl Prefetcher {
                 self.end_streak(s);
                 Plan::Direct
             }
-        } else if offset == s.furthest {
+        } else if offset == s.furthest && cap_allows(&mut s.cap, cap) {
             s.active = true;
             s.end = offset;
-            s.cap = cap().max(MIN_WINDOW);
             s.window = MIN_WINDOW.min(s.cap);
             self.stats.streaks.fetch_add(1, Ordering::Relaxed);
             Plan::Streak
@@ -308,14 +324,17 @@ impl Prefetcher {
             let (tx, rx) = watch::channel(None);
             let fetch = source.fetch(s.end, len);
             tokio::spawn(async move {
-                let _ = tx.send(Some(fetch.await));
+                let bytes = fetch.await;
+                let _ = tx.send(Some(Done {
+                    bytes,
+                    at: Instant::now(),
+                }));
             });
             s.parts.push_back(Part {
                 offset: s.end,
                 len,
                 result: rx,
                 served: 0,
-                fetched_at: Instant::now(),
                 _permit: permit,
             });
             self.stats
@@ -350,9 +369,20 @@ impl Prefetcher {
     }
 }
 
+/// Whether a streak may start: `cap` (asked now) is not 0; it becomes the streak's cap.
+fn cap_allows(streak_cap: &mut u64, cap: impl FnOnce() -> u64) -> bool {
+    match cap() {
+        0 => false,
+        c => {
+            *streak_cap = c.max(MIN_WINDOW);
+            true
+        }
+    }
+}
+
 /// The parts that hold `offset..end`, with a receiver of each one's result; `None` when
 /// they do not cover it all or one is too old to serve.
-type Waits = Vec<(u64, u32, watch::Receiver<Option<Option<Bytes>>>)>;
+type Waits = Vec<(u64, u32, Slot)>;
 
 fn covering(s: &Streak, offset: u64, end: u64, ttl: Duration) -> Option<Waits> {
     if end > s.end {
@@ -365,7 +395,13 @@ fn covering(s: &Streak, offset: u64, end: u64, ttl: Duration) -> Option<Waits> {
         .iter()
         .filter(|p| p.offset < end && p.end() > offset)
     {
-        if p.offset > next || p.fetched_at.elapsed() > ttl {
+        // Age counts from the reply: a part still in flight is being read at the server now.
+        let stale = p
+            .result
+            .borrow()
+            .as_ref()
+            .is_some_and(|d| d.at.elapsed() > ttl);
+        if p.offset > next || stale {
             return None;
         }
         waits.push((p.offset, p.len, p.result.clone()));
@@ -522,6 +558,20 @@ mod tests {
                 .len()
         );
         assert!(fetched <= 16 * MIB);
+    }
+
+    #[tokio::test]
+    async fn a_cap_of_zero_starts_no_streak() {
+        // The kernel's own read-ahead keeps every channel busy: nothing is fetched here.
+        let f = FakeFile::new(16 * MIB as usize);
+        let (p, stats) = prefetcher(256 * MIB);
+        let lim = limits(16 * MIB);
+        for i in 0..8 {
+            let r = p.read(&f, p.epoch(), i * MIB, MIB as u32, &lim, || 0);
+            assert_eq!(r.await, None);
+        }
+        assert!(f.reads().is_empty());
+        assert_eq!(stats.json()["streaks"], 0);
     }
 
     #[tokio::test]

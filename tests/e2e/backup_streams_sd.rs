@@ -367,7 +367,9 @@ fn sparse_files_and_allocated_ranges() {
         f.set_len(128 * MIB).await.unwrap();
         let m = f.metadata().await.unwrap();
         assert_eq!(m.len, 128 * MIB);
-        assert_ne!(m.attributes & 0x200, 0, "FILE_ATTRIBUTE_SPARSE_FILE");
+        assert!(m
+            .attributes
+            .contains(smb3_client::DosAttributes::SPARSE_FILE));
         let ranges = f.allocated_ranges(0, 128 * MIB).await.unwrap();
         eprintln!("allocated ranges: {ranges:?}");
         assert_eq!(
@@ -439,7 +441,12 @@ fn sparse_files_and_allocated_ranges() {
 
         // Clearing the mark.
         f.set_sparse(false).await.unwrap();
-        assert_eq!(f.metadata().await.unwrap().attributes & 0x200, 0);
+        assert!(!f
+            .metadata()
+            .await
+            .unwrap()
+            .attributes
+            .contains(smb3_client::DosAttributes::SPARSE_FILE));
         f.close().await.unwrap();
         client.logoff().await.unwrap();
     });

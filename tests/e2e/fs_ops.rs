@@ -203,12 +203,12 @@ fn dos_attributes_as_a_typed_set() {
         // Hidden and system travel with the file (Samba: the user.DOSATTRIB xattr).
         let want = DosAttributes::HIDDEN | DosAttributes::SYSTEM | DosAttributes::ARCHIVE;
         share.set_attributes("a.txt", want).await.unwrap();
-        let got = share.metadata("a.txt").await.unwrap().dos_attributes();
+        let got = share.metadata("a.txt").await.unwrap().attributes;
         assert!(got.contains(want), "{got}");
         assert!(!got.contains(DosAttributes::READONLY), "{got}");
         let listed = share.read_dir("").await.unwrap();
         let e = listed.iter().find(|e| e.name == "a.txt").unwrap();
-        assert!(e.metadata.dos_attributes().contains(want));
+        assert!(e.metadata.attributes.contains(want));
 
         // Times and attributes in one request; the empty set clears them all.
         let t = UNIX_EPOCH + Duration::new(1_300_000_000, 500);
@@ -222,17 +222,17 @@ fn dos_attributes_as_a_typed_set() {
             .unwrap();
         let m = share.metadata("a.txt").await.unwrap();
         assert_eq!(m.modified, Some(t));
-        assert!(m.dos_attributes().contains(DosAttributes::READONLY));
+        assert!(m.attributes.contains(DosAttributes::READONLY));
         assert!(
-            !m.dos_attributes().contains(DosAttributes::HIDDEN),
+            !m.attributes.contains(DosAttributes::HIDDEN),
             "{}",
-            m.dos_attributes()
+            m.attributes
         );
         share
             .set_attributes("a.txt", DosAttributes::empty())
             .await
             .unwrap();
-        let a = share.metadata("a.txt").await.unwrap().dos_attributes();
+        let a = share.metadata("a.txt").await.unwrap().attributes;
         assert!(a.intersection(DosAttributes::SETTABLE).is_empty(), "{a}");
 
         // A directory keeps its directory bit whatever is set.
@@ -244,7 +244,7 @@ fn dos_attributes_as_a_typed_set() {
         let d = share.metadata("d").await.unwrap();
         assert!(d.is_dir());
         assert!(d
-            .dos_attributes()
+            .attributes
             .contains(DosAttributes::DIRECTORY | DosAttributes::HIDDEN));
         let e = share
             .set_attributes("missing", DosAttributes::HIDDEN)

@@ -67,10 +67,10 @@ struct Args {
     /// docs/PERFORMANCE.md, "smbfuse").
     #[arg(long)]
     mount: bool,
-    /// With --mount: also read through a second mount with these `-o` options (e.g.
-    /// `prefetch=0`), in the same repetitions, as rows of their own.
+    /// With --mount: also read through another mount with these `-o` options (e.g.
+    /// `cache=none,prefetch=0`), in the same repetitions, as rows of their own; repeatable.
     #[arg(long, value_name = "OPTIONS", requires = "mount")]
-    mount_compare: Option<String>,
+    mount_compare: Vec<String>,
     /// Rate of every link in Mbit/s for --links (default 500) and --failover (default 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     rate: Option<u32>,
@@ -1066,10 +1066,11 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         )?;
 
         let mount = Mount::start(&tb, &smbfuse, "fio", &[])?;
-        let compared = match &args.mount_compare {
-            Some(o) => Some((o.clone(), Mount::start(&tb, &smbfuse, "fio-cmp", &[o])?)),
-            None => None,
-        };
+        let mut compared = Vec::new();
+        for (k, o) in args.mount_compare.iter().enumerate() {
+            let name = format!("fio-cmp{k}");
+            compared.push((o.clone(), Mount::start(&tb, &smbfuse, &name, &[o])?));
+        }
         let setup_of = |m| FioSetup {
             tb: &tb,
             mount: m,
@@ -1086,7 +1087,7 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
                 samples: Vec::new(),
             })
             .collect();
-        if let Some((o, _)) = &compared {
+        for (o, _) in &compared {
             // Reads only: the options compared so far are read-side ones.
             let reads = jobs.iter().filter(|j| j.direction == Direction::Download);
             series.extend(reads.map(|&job| FioSeries {
@@ -1098,9 +1099,12 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         }
         for rep in 1..=plan.reps {
             for s in &mut series {
-                let m = match (&s.options, &compared) {
-                    (Some(_), Some((_, m))) => m,
-                    _ => &mount,
+                let m = match &s.options {
+                    Some(o) => compared
+                        .iter()
+                        .find(|(c, _)| c == o)
+                        .map_or(&mount, |(_, m)| m),
+                    None => &mount,
                 };
                 let sample = fuse_mount::run_fio(&setup_of(m), s.job)?;
                 eprintln!(

@@ -181,7 +181,7 @@ async fn run(args: Args) -> i32 {
             println!("type: {}", if m.is_dir() { "directory" } else { "file" });
             println!("size: {}", m.len);
             println!("allocated: {}", m.allocation_size);
-            println!("attributes: {:#x}", m.attributes);
+            println!("attributes: {:#x} ({})", m.attributes.bits(), m.attributes);
             if let Some(t) = m.modified {
                 println!("modified: {:?}", t);
             }

@@ -8,6 +8,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 use smb3_tests::{Testbed, TestbedConfig};
 
 /// Bytes of the large file: several of the example's 8 MiB reads.
@@ -39,25 +41,7 @@ fn own(tb: &Testbed, path: &Path) {
 
 /// Run the example into `out`; returns its stdout (it must succeed).
 fn backup(tb: &Testbed, out: &Path) -> String {
-    // Cargo builds the package's examples before its integration tests, next to `deps/`
-    // where this test runs from.
-    let exe = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("../examples/backup");
-    let o = tb
-        .client_command(&exe)
-        .env("SMB_PASSWORD", tb.password())
-        .args([
-            &format!("{}:445", tb.server_addr(1)),
-            "backup",
-            out.to_str().unwrap(),
-            tb.user(),
-            tb.domain(),
-        ])
-        .output()
-        .expect("run the backup example");
+    let o = common::run_example(tb, "backup", "backup", &[out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),

@@ -1,6 +1,8 @@
 //! The backup example runs against the testbed's [backup] share and copies the newest
 //! snapshot's tree, not the live files.
 
+mod common;
+
 use smb3_tests::{Testbed, TestbedConfig};
 
 #[test]
@@ -29,25 +31,7 @@ fn backup_example_copies_the_newest_snapshot() {
         .success();
     assert!(ok);
     let out = std::env::temp_dir().join(format!("backup_snapshot-{}", std::process::id()));
-    // Cargo builds the package's examples before its integration tests, next to `deps/`
-    // where this test runs from.
-    let exe = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("../examples/backup_snapshot");
-    let o = tb
-        .client_command(&exe)
-        .env("SMB_PASSWORD", tb.password())
-        .args([
-            &format!("{}:445", tb.server_addr(1)),
-            "backup",
-            out.to_str().unwrap(),
-            tb.user(),
-            tb.domain(),
-        ])
-        .output()
-        .expect("run the example");
+    let o = common::run_example(&tb, "backup_snapshot", "backup", &[out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("@GMT-2026.11.20-10.00.00"), "{stdout}");

@@ -1,5 +1,7 @@
 //! The example runs against the testbed's smbd and produces the exact file.
 
+mod common;
+
 use smb3_tests::{Testbed, TestbedConfig};
 
 #[test]
@@ -8,28 +10,12 @@ fn copy_down_example_fetches_the_file() {
     let data: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(tb.share_path("plain").join("example.bin"), &data).unwrap();
     let out = std::env::temp_dir().join(format!("copy_down-{}.bin", std::process::id()));
-    // Cargo builds examples of the package under test before its integration tests.
-    let exe = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target")
-        .join(if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        })
-        .join("examples/copy_down");
-    let o = tb
-        .client_command(&exe)
-        .env("SMB_PASSWORD", tb.password())
-        .args([
-            &format!("{}:445", tb.server_addr(1)),
-            "plain",
-            "example.bin",
-            out.to_str().unwrap(),
-            tb.user(),
-            tb.domain(),
-        ])
-        .output()
-        .expect("run the example");
+    let o = common::run_example(
+        &tb,
+        "copy_down",
+        "plain",
+        &["example.bin", out.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("5000000 bytes"));
     assert_eq!(std::fs::read(&out).unwrap(), data);

@@ -41,7 +41,9 @@ impl std::fmt::Debug for ReadDir {
     }
 }
 
-/// The open directory; closed in the background if dropped open.
+/// The open directory; closed in the background if dropped open, and counted among the
+/// handles closed for a caller that gave up (`Client::abandoned_handles_closed`): a listing
+/// dropped before its end is one, e.g. `read_dir` cancelled by a timeout.
 struct DirHandle {
     tree: Arc<Tree>,
     id: FileId,
@@ -51,7 +53,7 @@ struct DirHandle {
 impl Drop for DirHandle {
     fn drop(&mut self) {
         if self.open {
-            self.tree.close_later(self.id);
+            self.tree.close_orphan(self.id);
         }
     }
 }

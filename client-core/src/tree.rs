@@ -85,7 +85,7 @@ impl Tree {
     }
 
     /// Close, in the background, a handle whose owner gave up on it, and count it.
-    fn close_orphan(self: &Arc<Self>, file_id: FileId) {
+    pub(crate) fn close_orphan(self: &Arc<Self>, file_id: FileId) {
         tracing::debug!(?file_id, "closing a handle its caller gave up on");
         if self.close_later(file_id) {
             self.core.orphans.add();

@@ -167,7 +167,10 @@ fn two_shaped_links_serve_smb_and_obey_faults() {
     assert_eq!(tb.links().len(), 2);
     assert_eq!(tb.link(1).rate_mbit, Some(200));
     assert_eq!(tb.link(2).speed_bps, 200_000_000);
-    assert_eq!(tb.shares(), ["plain", "encrypted", "signed", "public"]);
+    assert_eq!(
+        tb.shares(),
+        ["plain", "encrypted", "signed", "public", "backup"]
+    );
     assert_ne!(tb.server_addr(1), tb.server_addr(2));
     assert!(
         pid_alive(tb.smbd_pid()),

@@ -2,7 +2,7 @@
 //! around `std::io`).
 //!
 //! ```no_run
-//! # fn demo() -> smb3_client::Result<()> {
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::io::{Read, Seek, SeekFrom};
 //! use smb3_client::{blocking, ClientConfig, OpenOptions, UserCredentials};
 //! let creds = UserCredentials { user: "alice".into(), domain: String::new(), password: "secret".into() };

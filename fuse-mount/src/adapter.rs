@@ -500,26 +500,29 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let listing = match self.fs.listing(fh.0) {
-            Ok(l) => l,
-            Err(e) => return reply.error(errno(&e)),
-        };
-        // Offsets: 1 after ".", 2 after "..", 3 + i after entry i.
-        let mut next = offset;
-        while next < 2 {
-            let name = if next == 0 { "." } else { ".." };
-            if reply.add(ino, next + 1, FileType::Directory, name) {
-                return reply.ok();
+        self.spawn(move |fs| async move {
+            // Offsets: 1 after ".", 2 after "..", 3 + i after entry i.
+            let mut next = offset;
+            while next < 2 {
+                let name = if next == 0 { "." } else { ".." };
+                if reply.add(ino, next + 1, FileType::Directory, name) {
+                    return reply.ok();
+                }
+                next += 1;
             }
-            next += 1;
-        }
-        for (i, e) in listing.iter().enumerate().skip((next - 2) as usize) {
-            let child = self.fs.peek_ino(ino.0, &e.name, e.file_id);
-            if reply.add(INodeNo(child), i as u64 + 3, kind(e.kind), &e.name) {
-                break;
+            let added = fs
+                .read_dir_at(fh.0, next - 2, |i, e| {
+                    let child = fs.peek_ino(ino.0, &e.name, e.file_id);
+                    reply.add(INodeNo(child), i + 3, kind(e.kind), &e.name)
+                })
+                .await;
+            match added {
+                Ok(_) => reply.ok(),
+                // "." and ".." went in: give them rather than the error (it comes again).
+                Err(_) if offset < 2 => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
             }
-        }
-        reply.ok();
+        });
     }
 
     fn readdirplus(
@@ -530,38 +533,43 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let listing = match self.fs.listing(fh.0) {
-            Ok(l) => l,
-            Err(e) => return reply.error(errno(&e)),
-        };
         let ttl = self.ttl;
-        let mut next = offset;
-        while next < 2 {
-            // The kernel takes no lookup for "." and ".."; their attributes are not used.
-            let name = if next == 0 { "." } else { ".." };
-            let attr = FileAttr {
-                ino,
-                kind: FileType::Directory,
-                ..file_attr(&listing_dir_attr())
-            };
-            if reply.add(ino, next + 1, name, &ttl, &attr, GEN) {
-                return reply.ok();
+        self.spawn(move |fs| async move {
+            let mut next = offset;
+            while next < 2 {
+                // The kernel takes no lookup for "." and ".."; their attributes are not used.
+                let name = if next == 0 { "." } else { ".." };
+                let attr = FileAttr {
+                    ino,
+                    kind: FileType::Directory,
+                    ..file_attr(&listing_dir_attr())
+                };
+                if reply.add(ino, next + 1, name, &ttl, &attr, GEN) {
+                    return reply.ok();
+                }
+                next += 1;
             }
-            next += 1;
-        }
-        for (i, e) in listing.iter().enumerate().skip((next - 2) as usize) {
-            // Each entry given to the kernel is one lookup it will FORGET later.
-            let child = self.fs.remember(ino.0, &e.name, e.file_id);
-            let attr = file_attr(&Attr {
-                ino: child,
-                ..e.attr
-            });
-            if reply.add(INodeNo(child), i as u64 + 3, &e.name, &ttl, &attr, GEN) {
-                self.fs.forget(child, 1);
-                break;
+            let added = fs
+                .read_dir_at(fh.0, next - 2, |i, e| {
+                    // Each entry given to the kernel is one lookup it will FORGET later.
+                    let child = fs.remember(ino.0, &e.name, e.file_id);
+                    let attr = file_attr(&Attr {
+                        ino: child,
+                        ..e.attr
+                    });
+                    let full = reply.add(INodeNo(child), i + 3, &e.name, &ttl, &attr, GEN);
+                    if full {
+                        fs.forget(child, 1);
+                    }
+                    full
+                })
+                .await;
+            match added {
+                Ok(_) => reply.ok(),
+                Err(_) if offset < 2 => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
             }
-        }
-        reply.ok();
+        });
     }
 
     fn releasedir(
@@ -572,8 +580,12 @@ impl Filesystem for FuseAdapter {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.fs.releasedir(fh.0);
-        reply.ok();
+        // Replied once the listing is closed: a rename or rmdir that follows finds no handle
+        // of ours open in the directory.
+        self.spawn(move |fs| async move {
+            fs.releasedir(fh.0).await;
+            reply.ok();
+        });
     }
 
     fn fsyncdir(

@@ -13,10 +13,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use smb3_client::{
-    Error, File, FileTimes, IfExists, IfLocked, LockKind, Metadata, NtStatus, OpenOptions, Share,
+    DirEntry, Error, File, FileTimes, IfExists, IfLocked, LockKind, Metadata, NtStatus,
+    OpenOptions, ReadDir, Share,
 };
 
 use crate::deferred_close::{DeferredCloses, DEFERRED_CLOSE};
+use crate::dir_stream::{DirCursor, Lister};
 use crate::dir_watch::{DirWatches, StaleSink};
 use crate::errno::errno_of;
 use crate::inode::InodeTable;
@@ -223,6 +225,38 @@ pub struct Listed {
     pub attr: Attr,
 }
 
+/// A directory opened by OPENDIR: where its listing stands.
+struct OpenDir {
+    /// Its path on the share.
+    path: String,
+    cursor: tokio::sync::Mutex<DirCursor<ReadDir>>,
+}
+
+impl OpenDir {
+    /// Close the listing at the server if it is still open.
+    async fn close(&self) {
+        let listing = self.cursor.lock().await.take_listing();
+        if let Some(listing) = listing {
+            if let Err(e) = listing.close().await {
+                tracing::debug!(path = self.path, error = %e, "closing a listing");
+            }
+        }
+    }
+}
+
+/// Starts listings of one directory of the share, retried as every request (`hard`).
+struct ShareLister<'a> {
+    fs: &'a SmbFs,
+    path: &'a str,
+}
+
+impl Lister for ShareLister<'_> {
+    type Pages = ReadDir;
+    async fn open(&self) -> Result<ReadDir, Error> {
+        self.fs.retry(|| self.fs.share.list(self.path)).await
+    }
+}
+
 /// `statfs` numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatFs {
@@ -305,7 +339,7 @@ pub struct SmbFs {
     watches: DirWatches,
     /// Open handles by FUSE handle number (shared with the lease-following tasks).
     files: Arc<Mutex<HashMap<u64, Arc<OpenFile>>>>,
-    dirs: Mutex<HashMap<u64, Arc<Vec<Listed>>>>,
+    dirs: Mutex<HashMap<u64, Arc<OpenDir>>>,
     next_fh: AtomicU64,
     /// Write-behind's memory budget; `None` when it is off.
     budget: Option<Budget>,
@@ -1298,36 +1332,61 @@ impl SmbFs {
             .await;
     }
 
-    /// OPENDIR: list the directory now (all of it); READDIR then pages through the list.
+    /// OPENDIR: open a listing of the directory and read its first page (a directory that
+    /// cannot be listed fails here); READDIR reads on, a page at a time.
     pub async fn opendir(&self, ino: u64) -> FsResult<u64> {
         let path = self.path_of(ino)?;
-        let entries = self.retry(|| self.share.read_dir(&path)).await?;
-        let listed: Vec<Listed> = entries
-            .into_iter()
-            .map(|e| {
-                let attr = self.attr(0, &e.metadata);
-                Listed {
-                    kind: attr.kind,
-                    file_id: e.file_id,
-                    name: e.name,
-                    attr,
-                }
-            })
-            .collect();
+        let lister = ShareLister {
+            fs: self,
+            path: &path,
+        };
+        let mut cursor = DirCursor::new(lister.open().await?);
+        cursor.prime(&lister).await?;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.dirs.lock().unwrap().insert(fh, Arc::new(listed));
+        let dir = OpenDir {
+            path,
+            cursor: tokio::sync::Mutex::new(cursor),
+        };
+        self.dirs.lock().unwrap().insert(fh, Arc::new(dir));
         self.keep_watching(ino);
         Ok(fh)
     }
 
-    /// The listing of the open directory `fh` (without `.` and `..`).
-    pub fn listing(&self, fh: u64) -> FsResult<Arc<Vec<Listed>>> {
-        self.dirs
+    /// READDIR of the open directory `fh` from entry `index` (`.` and `..` not counted):
+    /// `add` gets each entry with its index until it says the reply is full (see
+    /// [`DirCursor::read_at`]). Returns how many entries `add` took.
+    pub async fn read_dir_at(
+        &self,
+        fh: u64,
+        index: u64,
+        mut add: impl FnMut(u64, &Listed) -> bool,
+    ) -> FsResult<u64> {
+        let dir = self
+            .dirs
             .lock()
             .unwrap()
             .get(&fh)
             .cloned()
-            .ok_or_else(|| FsError::new(libc::EBADF))
+            .ok_or_else(|| FsError::new(libc::EBADF))?;
+        let lister = ShareLister {
+            fs: self,
+            path: &dir.path,
+        };
+        let mut cursor = dir.cursor.lock().await;
+        let taken = cursor
+            .read_at(&lister, index, |i, entry| add(i, &self.listed(entry)))
+            .await?;
+        Ok(taken)
+    }
+
+    fn listed(&self, entry: &DirEntry) -> Listed {
+        let attr = self.attr(0, &entry.metadata);
+        Listed {
+            kind: attr.kind,
+            file_id: entry.file_id,
+            name: entry.name.clone(),
+            attr,
+        }
     }
 
     /// The node id a plain READDIR shows for an entry (no lookup taken).
@@ -1335,9 +1394,12 @@ impl SmbFs {
         self.inodes.lock().unwrap().peek(parent, name, file_id)
     }
 
-    /// RELEASEDIR.
-    pub fn releasedir(&self, fh: u64) {
-        self.dirs.lock().unwrap().remove(&fh);
+    /// RELEASEDIR: a listing not read to its end is closed at the server.
+    pub async fn releasedir(&self, fh: u64) {
+        let dir = self.dirs.lock().unwrap().remove(&fh);
+        if let Some(dir) = dir {
+            dir.close().await;
+        }
     }
 
     /// STATFS.
@@ -1369,7 +1431,10 @@ impl SmbFs {
                 tracing::warn!(path = h.file.path(), error = %e, "close at unmount failed");
             }
         }
-        self.dirs.lock().unwrap().clear();
+        let dirs: Vec<_> = self.dirs.lock().unwrap().drain().map(|(_, d)| d).collect();
+        for dir in dirs {
+            dir.close().await;
+        }
         self.deferred.close_all().await;
         self.watches.stop_all();
         if let Err(e) = self.share.client().logoff().await {

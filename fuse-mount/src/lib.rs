@@ -11,6 +11,7 @@
 pub mod adapter;
 pub mod daemon;
 pub mod deferred_close;
+pub(crate) mod dir_stream;
 pub mod dir_watch;
 pub mod errno;
 pub mod fs;

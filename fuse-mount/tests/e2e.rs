@@ -872,6 +872,91 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
 
+/// Handles open at the server on `name` (a share-relative path).
+fn opens_of(tb: &Testbed, name: &str) -> usize {
+    let opens = tb.open_files().unwrap_or_default();
+    opens.iter().filter(|o| o.name == name).count()
+}
+
+#[test]
+fn a_large_directory_is_read_a_page_at_a_time_with_seeks_and_rewinds() {
+    const FILES: usize = 20_000;
+    let tb = testbed();
+    // Made on the server's disk directly (as root; smbd serves them as the test user).
+    let big = tb.share_path("plain").join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..FILES {
+        std::fs::File::create(big.join(format!("f{i:05}"))).unwrap();
+    }
+    let chown = Command::new("chown")
+        .args(["-R", &format!("{}:", tb.user())])
+        .arg(&big)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    // No directory watch, so that the only handle on "big" is the listing's.
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "bigdir", &["watch_dirs=0"]);
+
+    let names: std::collections::BTreeSet<String> = std::fs::read_dir(m.path("big"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), FILES, "every entry once");
+    assert!(names.iter().all(|n| n.len() == 6 && n.starts_with('f')));
+    assert_eq!(
+        opens_of(&tb, "big"),
+        0,
+        "a listing read to its end is closed"
+    );
+
+    // telldir/seekdir back into an earlier page, rewinddir, and a directory held open
+    // half-read: its listing stays open at the server until closedir, then goes.
+    let script = r#"
+        use strict;
+        opendir(my $d, $ARGV[0]) or die "opendir: $!";
+        my @first = map { scalar readdir($d) } 1..100;
+        my $pos = telldir($d);
+        my @next = map { scalar readdir($d) } 1..3000;
+        seekdir($d, $pos);
+        my @again = map { scalar readdir($d) } 1..3000;
+        die "seekdir: other entries" unless "@next" eq "@again";
+        rewinddir($d);
+        my @rewound = map { scalar readdir($d) } 1..100;
+        die "rewinddir: other entries" unless "@first" eq "@rewound";
+        print "held\n";
+        STDOUT->flush();
+        my $go = <STDIN>;
+        closedir($d);
+        print "closed\n";
+    "#;
+    let mut perl = Command::new("perl")
+        .args(["-e", script])
+        .arg(m.path("big"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("perl");
+    let mut out = std::io::BufReader::new(perl.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    if line.trim() != "held" {
+        let output = perl.wait_with_output().unwrap();
+        panic!(
+            "perl: {line} {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    assert_eq!(opens_of(&tb, "big"), 1, "the half-read listing is open");
+    perl.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let output = perl.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let gone = wait_until(Duration::from_secs(10), || opens_of(&tb, "big") == 0);
+    assert!(gone, "closedir left the listing open at the server");
+    drop(m);
+    no_open_files(&tb);
+}
+
 /// How many directories `m` watches, from its status socket.
 fn watched_dirs(m: &Mounted) -> u64 {
     status_number(m, &["watched_dirs"])

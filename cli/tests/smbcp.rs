@@ -1,41 +1,13 @@
 //! smbcp end to end: trees both ways, the JSON summary, and every error a user meets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use sha2::{Digest, Sha256};
 use smb3_tests::{Testbed, TestbedConfig};
 
-const SMBCP: &str = env!("CARGO_BIN_EXE_smbcp");
-
-fn testbed() -> Testbed {
-    Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"))
-}
-
-fn url(tb: &Testbed, share_and_path: &str) -> String {
-    format!(
-        "smb://{};{}@{}/{share_and_path}",
-        tb.domain(),
-        tb.user(),
-        tb.server_addr(1)
-    )
-}
-
-fn smbcp(tb: &Testbed, password: &str, args: &[&str]) -> Output {
-    let out = tb
-        .client_command(SMBCP)
-        .env("SMB_PASSWORD", password)
-        .env_remove("SMB_USER")
-        .args(args)
-        .output()
-        .expect("run smbcp");
-    eprintln!(
-        "smbcp {args:?}\n  status {:?}\n  stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod common;
+use common::{json, scratch, smbcp_as, testbed, url, SMBCP};
 
 /// What smbcp itself said on stderr: without the library's log lines, which the fault tests
 /// turn on (`RUST_LOG`) so that a failure shows what the session went through.
@@ -95,20 +67,13 @@ fn make_tree(root: &Path) {
     std::fs::create_dir_all(root.join("emptydir")).unwrap();
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("smbcp-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
-}
-
 #[test]
 fn copies_a_tree_up_and_down_byte_exact() {
     let tb = testbed();
     let local = scratch("up");
     let src = local.join("src");
     make_tree(&src);
-    let up = smbcp(
+    let up = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -133,7 +98,7 @@ fn copies_a_tree_up_and_down_byte_exact() {
 
     let down = local.join("down");
     std::fs::create_dir_all(&down).unwrap();
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &["-r", "-q", &url(&tb, "plain/src"), down.to_str().unwrap()],
@@ -142,7 +107,7 @@ fn copies_a_tree_up_and_down_byte_exact() {
     assert_eq!(tree(&down.join("src")), tree(&src));
 
     // Single file to an explicit name, and over an existing file.
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -152,7 +117,7 @@ fn copies_a_tree_up_and_down_byte_exact() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -177,7 +142,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     std::fs::write(&file, vec![7u8; 100_000]).unwrap();
     let dest = local.join("out.bin");
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         "wrong-password",
         &[file.to_str().unwrap(), &url(&tb, "plain/f.bin")],
@@ -186,7 +151,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     assert!(stderr(&o).contains("LOGON_FAILURE"), "{}", stderr(&o));
     assert!(!tb.share_path("plain").join("f.bin").exists());
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[file.to_str().unwrap(), &url(&tb, "nosuchshare/f.bin")],
@@ -195,7 +160,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     assert!(stderr(&o).contains("no such share"), "{}", stderr(&o));
     assert!(stderr(&o).contains("nosuchshare"), "{}", stderr(&o));
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[&url(&tb, "plain/missing.bin"), dest.to_str().unwrap()],
@@ -208,7 +173,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     );
     assert!(!dest.exists(), "nothing written for a failed download");
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[file.to_str().unwrap(), &url(&tb, "plain/no/such/dir/f.bin")],
@@ -227,7 +192,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
         tb.user(),
         tb.server_addr(1)
     );
-    let o = smbcp(&tb, tb.password(), &[file.to_str().unwrap(), &refused]);
+    let o = smbcp_as(&tb, tb.password(), &[file.to_str().unwrap(), &refused]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("connection refused"), "{}", stderr(&o));
 
@@ -240,13 +205,13 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no password"), "{}", stderr(&o));
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[file.to_str().unwrap(), "smb://host-without-share"],
     );
     assert_eq!(o.status.code(), Some(2));
-    let o = smbcp(&tb, tb.password(), &["smb://u:pw@h/s/x", "/tmp/x"]);
+    let o = smbcp_as(&tb, tb.password(), &["smb://u:pw@h/s/x", "/tmp/x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("passwords are not accepted"),
@@ -255,7 +220,7 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
     );
 
     // A directory without -r is refused, others still copied: exit 1, listed.
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &["-q", local.to_str().unwrap(), &url(&tb, "plain/")],
@@ -288,10 +253,6 @@ fn smbctl(tb: &Testbed, args: &[&str]) -> Output {
     out
 }
 
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
-}
-
 /// Bytes every channel of the run sent and received, from `--json`.
 fn wire_bytes(summary: &serde_json::Value) -> u64 {
     summary["channels"]
@@ -320,7 +281,7 @@ fn copies_within_a_server_are_made_by_the_server() {
     let pw = tb.password();
     let orig = url(&tb, "plain/orig.bin");
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         pw,
         &["-q", "--json", &orig, &url(&tb, "plain/copy.bin")],
@@ -333,11 +294,11 @@ fn copies_within_a_server_are_made_by_the_server() {
     assert!(moved < 1 << 20, "{moved} bytes on the wire");
     assert!(std::fs::read(tb.share_path("plain").join("copy.bin")).unwrap() == data);
 
-    let o = smbcp(&tb, pw, &["-q", "--json", &orig, &url(&tb, "public/into/")]);
+    let o = smbcp_as(&tb, pw, &["-q", "--json", &orig, &url(&tb, "public/into/")]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read(tb.share_path("public").join("into/orig.bin")).unwrap() == data);
 
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         pw,
         &[
@@ -361,7 +322,7 @@ fn copies_within_a_server_are_made_by_the_server() {
         .exists());
 
     // A directory needs -r, as everywhere.
-    let o = smbcp(&tb, pw, &[&url(&tb, "plain/adir"), &url(&tb, "plain/bdir")]);
+    let o = smbcp_as(&tb, pw, &[&url(&tb, "plain/adir"), &url(&tb, "plain/bdir")]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     // One line for the directory, then the run's summary line.
     let e = stderr(&o);
@@ -380,7 +341,7 @@ fn copies_within_a_server_are_made_by_the_server() {
     std::fs::write(tree.join("sub/two.bin"), &data[1 << 20..3 << 20]).unwrap();
     std::fs::write(tree.join("sub/deeper/three.bin"), b"three").unwrap();
     std::fs::write(tree.join("sub/empty.bin"), b"").unwrap();
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         pw,
         &[
@@ -406,7 +367,7 @@ fn copies_within_a_server_are_made_by_the_server() {
     }
 
     // What this mode does not do yet is refused with one line.
-    let o = smbcp(&tb, pw, &["--update", &orig, &url(&tb, "plain/p.bin")]);
+    let o = smbcp_as(&tb, pw, &["--update", &orig, &url(&tb, "plain/p.bin")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("a copy within a server takes none of"),
@@ -427,7 +388,7 @@ fn copies_over_every_channel_and_reports_them() {
     let want = Sha256::digest(&data);
 
     // Upload with the default plan: 4 channels per RSS link pair, 2 links.
-    let out = smbcp(
+    let out = smbcp_as(
         &tb,
         tb.password(),
         &["--json", src.to_str().unwrap(), &url(&tb, "plain/")],
@@ -459,7 +420,7 @@ fn copies_over_every_channel_and_reports_them() {
 
     // Download with options: 2 per pair, least-loaded; then with multichannel off.
     let back = dir.join("back.bin");
-    let out = smbcp(
+    let out = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -493,7 +454,7 @@ fn copies_over_every_channel_and_reports_them() {
     );
     assert_eq!(Sha256::digest(std::fs::read(&back).unwrap()), want);
 
-    let out = smbcp(
+    let out = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -512,7 +473,7 @@ fn copies_over_every_channel_and_reports_them() {
     );
     assert_eq!(summary["multichannel"]["enabled"], false);
 
-    let out = smbcp(
+    let out = smbcp_as(
         &tb,
         tb.password(),
         &[
@@ -594,7 +555,7 @@ fn copies_with_kerberos_against_a_domain_controller() {
     let mut args = vec!["-r", "-q"];
     args.extend(krb);
     let up_url = url(&tb, "plain/");
-    let up = smbcp(
+    let up = smbcp_as(
         &tb,
         tb.password(),
         &[&args[..], &[src.to_str().unwrap(), &up_url]].concat(),
@@ -605,7 +566,7 @@ fn copies_with_kerberos_against_a_domain_controller() {
     let down = local.join("down");
     std::fs::create_dir_all(&down).unwrap();
     let down_url = url(&tb, "plain/src");
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &[&args[..], &[&down_url, down.to_str().unwrap()]].concat(),
@@ -614,7 +575,7 @@ fn copies_with_kerberos_against_a_domain_controller() {
     assert_eq!(tree(&down.join("src")), tree(&src));
 
     // The DC refuses NTLM: without the Kerberos options the same copy is refused, clearly.
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         tb.password(),
         &["-r", "-q", &down_url, down.to_str().unwrap()],
@@ -627,7 +588,7 @@ fn copies_with_kerberos_against_a_domain_controller() {
         stderr(&o)
     );
     // A wrong password is one clear line too.
-    let o = smbcp(
+    let o = smbcp_as(
         &tb,
         "wrong",
         &[&args[..], &[&down_url, down.to_str().unwrap()]].concat(),
@@ -911,7 +872,7 @@ fn smbctl_watch_prints_changes_as_they_happen() {
     let local = scratch("watch");
     let src = local.join("née.txt");
     std::fs::write(&src, b"hello").unwrap();
-    let up = smbcp(
+    let up = smbcp_as(
         &tb,
         tb.password(),
         &[src.to_str().unwrap(), &url(&tb, "plain/watched/")],

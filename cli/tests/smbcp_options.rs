@@ -3,45 +3,17 @@
 //! progress bar.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 use smb3_tests::{Testbed, TestbedConfig};
 
-const SMBCP: &str = env!("CARGO_BIN_EXE_smbcp");
+mod common;
+use common::{json, scratch, smbcp, testbed, url, SMBCP};
+
 const MIB: usize = 1024 * 1024;
-
-fn testbed() -> Testbed {
-    Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"))
-}
-
-fn url(tb: &Testbed, share_and_path: &str) -> String {
-    format!(
-        "smb://{};{}@{}/{share_and_path}",
-        tb.domain(),
-        tb.user(),
-        tb.server_addr(1)
-    )
-}
-
-fn smbcp(tb: &Testbed, args: &[&str]) -> Output {
-    let out = tb
-        .client_command(SMBCP)
-        .env("SMB_PASSWORD", tb.password())
-        .env_remove("SMB_USER")
-        .args(args)
-        .output()
-        .expect("run smbcp");
-    eprintln!(
-        "smbcp {args:?}\n  status {:?}\n  stdout {}\n  stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -49,17 +21,6 @@ fn stderr(o: &Output) -> String {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("smbcp-opt-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
 }
 
 fn sha_hex(data: &[u8]) -> String {

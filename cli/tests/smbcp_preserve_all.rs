@@ -2,7 +2,6 @@
 //! acl_xattr): a copy keeps its source's named data streams, security descriptor (owner,
 //! group, DACL), times and attributes; `-r` gives directories their descriptors too.
 
-use std::process::Output;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -11,32 +10,8 @@ use smb3_client::{
 };
 use smb3_tests::{Testbed, TestbedConfig};
 
-const SMBCP: &str = env!("CARGO_BIN_EXE_smbcp");
-
-fn url(tb: &Testbed, share_and_path: &str) -> String {
-    format!(
-        "smb://{};{}@{}/{share_and_path}",
-        tb.domain(),
-        tb.user(),
-        tb.server_addr(1)
-    )
-}
-
-fn smbcp(tb: &Testbed, args: &[&str]) -> Output {
-    let out = tb
-        .client_command(SMBCP)
-        .env("SMB_PASSWORD", tb.password())
-        .env_remove("SMB_USER")
-        .args(args)
-        .output()
-        .expect("run smbcp");
-    eprintln!(
-        "smbcp {args:?}\n  status {:?}\n  stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+mod common;
+use common::{smbcp, url};
 
 /// Write `data` to `path` (a file or `file:stream`), creating it.
 async fn put(share: &Share, path: &str, data: &'static [u8]) {

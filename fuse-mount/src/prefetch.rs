@@ -249,8 +249,10 @@ impl Prefetcher {
             }
         }
         let data = assemble(offset, size, &pieces);
-        self.served(offset, offset + data.len() as u64);
-        Some(data)
+        // Dropped while the parts were awaited: what they hold may predate the change, and a
+        // new streak may have begun whose parts and window are not this read's to move.
+        self.served(epoch, offset, offset + data.len() as u64)
+            .then_some(data)
     }
 
     /// Forget everything fetched (the file changed); a reader that goes on where it was
@@ -345,10 +347,14 @@ impl Prefetcher {
     }
 
     /// `offset..end` was served: count it, grow the window, and drop the parts that were
-    /// read whole or that the reader has left far behind.
-    fn served(&self, offset: u64, end: u64) {
-        self.stats.served.fetch_add(end - offset, Ordering::Relaxed);
+    /// read whole or that the reader has left far behind. `false` (nothing counted) if the
+    /// streak was dropped since `epoch`: the caller reads directly instead.
+    fn served(&self, epoch: u64, offset: u64, end: u64) -> bool {
         let mut s = self.streak.lock().unwrap();
+        if self.epoch.load(Ordering::Acquire) != epoch {
+            return false;
+        }
+        self.stats.served.fetch_add(end - offset, Ordering::Relaxed);
         for p in s.parts.iter_mut() {
             let overlap = p.end().min(end).saturating_sub(p.offset.max(offset));
             p.served += overlap;
@@ -366,6 +372,7 @@ impl Prefetcher {
             self.stats.dropped.fetch_add(unread, Ordering::Relaxed);
             s.parts.pop_front();
         }
+        true
     }
 }
 
@@ -655,6 +662,47 @@ mod tests {
             .await
             .is_some());
         assert!(f.reads().len() > n);
+    }
+
+    /// A file whose READs are answered only once the gate opens.
+    struct GatedFile {
+        file: Arc<FakeFile>,
+        gate: Arc<tokio::sync::Semaphore>,
+    }
+
+    impl Source for GatedFile {
+        fn fetch(&self, offset: u64, len: u32) -> Fetch {
+            let answer = self.file.fetch(offset, len);
+            let gate = self.gate.clone();
+            Box::pin(async move {
+                let _open = gate.acquire().await;
+                answer.await
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_streak_dropped_while_its_parts_are_awaited_serves_and_counts_nothing() {
+        let f = FakeFile::new(16 * MIB as usize);
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let gated = GatedFile {
+            file: f.clone(),
+            gate: gate.clone(),
+        };
+        let (p, stats) = prefetcher(256 * MIB);
+        let lim = limits(16 * MIB);
+        let reader = p.read(&gated, p.epoch(), 0, MIB as u32, &lim, || 16 * MIB);
+        let change = async {
+            // Once the reader waits on its parts, the file changes under it.
+            while f.reads().is_empty() {
+                tokio::task::yield_now().await;
+            }
+            p.drop_streak();
+            gate.add_permits(1 << 20);
+        };
+        let (got, ()) = tokio::join!(reader, change);
+        assert_eq!(got, None, "bytes fetched before the change were served");
+        assert_eq!(stats.json()["served_bytes"], 0);
     }
 
     #[tokio::test]

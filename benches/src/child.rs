@@ -6,7 +6,7 @@
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -71,8 +71,81 @@ pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
     })
 }
 
+/// A child that runs while the caller does other things (injects a fault, watches a clock):
+/// its output drained on threads, marked for the signal handler like a measured child, and
+/// killed by its PID and reaped when dropped before it ended, so an early return leaves
+/// nothing running.
+pub struct Background {
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+    _marked: crate::interrupt::Running,
+    ended: bool,
+}
+
+impl Background {
+    /// Starts `cmd` with stdin empty and stdout/stderr captured.
+    pub fn spawn(mut cmd: Command) -> Result<Background, String> {
+        crate::interrupt::check()?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        Ok(Background {
+            stdout: Some(drain(child.stdout.take())),
+            stderr: Some(drain(child.stderr.take())),
+            _marked: crate::interrupt::running(child.id()),
+            child,
+            ended: false,
+        })
+    }
+
+    /// Its exit status once it has ended, `None` while it runs.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, String> {
+        let status = self
+            .child
+            .try_wait()
+            .map_err(|e| format!("waiting for pid {}: {e}", self.child.id()))?;
+        self.ended |= status.is_some();
+        Ok(status)
+    }
+
+    /// Kills it (SIGKILL, by its PID) and reaps it.
+    pub fn kill(&mut self) -> Result<ExitStatus, String> {
+        let status = self
+            .child
+            .kill()
+            .and_then(|()| self.child.wait())
+            .map_err(|e| format!("cannot end pid {}: {e}", self.child.id()))?;
+        self.ended = true;
+        Ok(status)
+    }
+
+    /// Everything it wrote on stdout and stderr (killed first if it still runs, since its
+    /// pipes close only when it ends).
+    pub fn output(mut self) -> (String, String) {
+        if !self.ended {
+            let _ = self.kill();
+        }
+        let text =
+            |pipe: Option<JoinHandle<String>>| pipe.and_then(|p| p.join().ok()).unwrap_or_default();
+        (text(self.stdout.take()), text(self.stderr.take()))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// A thread that reads `pipe` to its end and returns what came, as text.
-pub(crate) fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
     std::thread::spawn(move || {
         let mut text = Vec::new();
         if let Some(mut p) = pipe {

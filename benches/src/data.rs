@@ -116,6 +116,16 @@ pub fn verify(path: &Path, expected: &Fingerprint) -> Result<(), String> {
     }
 }
 
+/// Removes the file at `path`; a file that is not there is no error (a copy that failed may
+/// have left nothing).
+pub fn remove_if_present(path: &Path) -> Result<(), String> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -22,6 +22,7 @@
 //!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 
+pub mod chart;
 pub mod child;
 pub mod data;
 pub mod doc;
@@ -37,6 +38,5 @@ pub mod server_cpu;
 pub mod session;
 pub mod soak;
 pub mod stats;
-pub mod svg;
 pub mod table;
 pub mod transfer;

@@ -17,6 +17,29 @@ fn command_line(program: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// Fails with a suggestion when `bytes` would take more than 80 % of the memory available
+/// now (`MemAvailable`): the benchmark's files live on tmpfs, and swapping would distort
+/// what is measured.
+pub fn check_memory(bytes: u64) -> Result<(), String> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| format!("cannot read /proc/meminfo: {e}"))?;
+    let available = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .ok_or("no MemAvailable in /proc/meminfo")?;
+    if bytes as f64 > available as f64 * 0.8 {
+        return Err(format!(
+            "the files need {} MiB of memory (tmpfs), but only {} MiB are available: \
+             choose a lower --rate or a smaller --size-mib",
+            bytes >> 20,
+            available >> 20
+        ));
+    }
+    Ok(())
+}
+
 /// What a results table is stamped with.
 #[derive(Debug, Clone)]
 pub struct Facts {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use smb3_tests::Testbed;
 
 use crate::child::{run_measured, Finished};
-use crate::data::{verify, Fingerprint};
+use crate::data::{remove_if_present, verify, Fingerprint};
 use crate::machine::CpuTicks;
 use crate::server_cpu::ServerMeter;
 
@@ -127,7 +127,7 @@ impl Tool {
 
     /// The command that copies `remote` (share-relative) to or from `local`, run in the
     /// client namespace. Passwords go through the environment, never argv.
-    fn command(
+    pub(crate) fn command(
         &self,
         tb: &Testbed,
         share: ShareKind,
@@ -455,14 +455,6 @@ pub fn measure_reported(
         machine_cpu,
     };
     Ok((sample, report))
-}
-
-fn remove_if_present(path: &Path) -> Result<(), String> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
-    }
 }
 
 #[cfg(test)]

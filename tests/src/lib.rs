@@ -684,6 +684,18 @@ impl Testbed {
         self.script(&["link-up", &k.to_string()]).map(drop)
     }
 
+    /// Takes link K down (as [`Testbed::link_down`]) until the returned guard brings it up,
+    /// by [`LinkDown::up`] or at the latest when dropped: an early return or a failed
+    /// assertion then cannot leave the link down for what runs next.
+    pub fn take_link_down(&self, k: usize) -> Result<LinkDown<'_>, String> {
+        self.link_down(k)?;
+        Ok(LinkDown {
+            tb: self,
+            link: k,
+            down: true,
+        })
+    }
+
     /// The server's side of link K silently discards everything it sends (requests still
     /// arrive and run; replies vanish) while the link keeps carrier: a silent loss that only
     /// the client's progress watch can find. Undone by [`Testbed::undrop`].
@@ -717,9 +729,10 @@ impl Testbed {
     /// sessions (their durable opens are then disconnected, their durable cookies taken),
     /// runs `meanwhile`, and brings the links up again. Bounded: the wait gives up after 30 s.
     pub fn while_cut_off<T>(&self, meanwhile: impl FnOnce() -> T) -> Result<T, String> {
-        for k in 1..=self.links().len() {
-            self.link_down(k)?;
-        }
+        // Guards: a link that fails to go down still brings the ones before it back up.
+        let downs = (1..=self.links().len())
+            .map(|k| self.take_link_down(k))
+            .collect::<Result<Vec<_>, _>>()?;
         let result = self.cut(None).and_then(|_| {
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
@@ -734,8 +747,8 @@ impl Testbed {
                 }
             }
         });
-        for k in 1..=self.links().len() {
-            self.link_up(k)?;
+        for mut link in downs {
+            link.up()?;
         }
         result
     }
@@ -1118,6 +1131,37 @@ pub fn replace_on_server(path: &Path, contents: &[u8]) {
         .unwrap_or_else(|e| panic!("create {} on the server: {e}", path.display()));
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
         .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+}
+
+/// Link K of a testbed taken down by [`Testbed::take_link_down`]; up again when dropped.
+pub struct LinkDown<'a> {
+    tb: &'a Testbed,
+    link: usize,
+    down: bool,
+}
+
+impl LinkDown<'_> {
+    /// Brings the link up now (once; later calls do nothing).
+    pub fn up(&mut self) -> Result<(), String> {
+        if self.down {
+            self.tb.link_up(self.link)?;
+            self.down = false;
+        }
+        Ok(())
+    }
+
+    /// Whether the link is still down.
+    pub fn is_down(&self) -> bool {
+        self.down
+    }
+}
+
+impl Drop for LinkDown<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.up() {
+            eprintln!("testbed: cannot take link {} up again: {e}", self.link);
+        }
+    }
 }
 
 /// Puts the thread back into the namespace it came from when dropped

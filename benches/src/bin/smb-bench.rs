@@ -32,7 +32,7 @@ use smb3_benches::failover::{self, Fault};
 use smb3_benches::interrupt;
 use smb3_benches::iperf;
 use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
-use smb3_benches::machine::{wait_until_quiet, Facts};
+use smb3_benches::machine::{self, wait_until_quiet, Facts};
 use smb3_benches::mount::{self as fuse_mount, FioJob, FioSeries, FioSetup, Listing, Mount};
 use smb3_benches::multichannel::{self, LinkSetup};
 use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
@@ -320,7 +320,7 @@ fn run(args: &Args) -> Result<(), String> {
     if failover.is_some() {
         // The file lives four times in memory: the local source and download (tmpfs), the
         // share's copy and the upload (the testbed's tmpfs).
-        failover::check_memory(plan.size * 4)?;
+        machine::check_memory(plan.size * 4)?;
     }
     let smbcp = locate_smbcp(args.smbcp.as_deref())?;
     let facts = Facts::collect();
@@ -715,7 +715,7 @@ fn multichannel_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), Stri
         } else {
             title.replace("1 GiB", &format!("{} MiB", plan.size >> 20))
         };
-        write_output(path, &multichannel::chart(results, &shaped, &title).svg())?;
+        write_output(path, &multichannel::chart(results, &shaped, &title).svg()?)?;
         eprintln!("smb-bench: wrote the chart {}", path.display());
     }
     publish(args, "multichannel", None, &body)
@@ -901,7 +901,7 @@ fn failover_run(bench: &Bench<'_>, settings: &failover::Settings) -> Result<(), 
     if let Some(dir) = output_path(args, args.svg_dir.as_deref(), "perf") {
         for fault in Fault::ALL {
             let path = dir.join(format!("failover-{}.svg", fault.name()));
-            let svg = failover::chart(&runs, fault, settings, plan.size).svg();
+            let svg = failover::chart(&runs, fault, settings, plan.size).svg()?;
             write_output(&path, &svg)?;
             eprintln!("smb-bench: wrote the chart {}", path.display());
             shown.push((fault, shown_from_doc(args, &path)));

@@ -22,7 +22,7 @@ use sspi::{
 };
 
 use crate::config::ClientConfig;
-use crate::error::{AuthFailure, ConfigError, Error, Result};
+use crate::error::{AuthDetail, AuthFailure, ConfigError, Error, KerberosHint, Result};
 
 use self::kdc::KdcTransport;
 
@@ -144,38 +144,36 @@ pub(crate) struct Authenticator {
 fn sspi_err(e: sspi::Error) -> Error {
     Error::Auth {
         kind: AuthFailure::SecurityPackage,
-        detail: e.to_string(),
+        detail: AuthDetail::SecurityPackage(Box::new(e)),
     }
 }
 
 /// sspi's Kerberos errors say what the KDC said; add who asked and the likely cause.
-fn kerberos_err(e: &sspi::Error, principal: &str, kdc: Option<&str>) -> Error {
-    let kdc = kdc.unwrap_or("the realm's KDC");
+fn kerberos_err(e: sspi::Error, principal: &str, kdc: Option<&str>) -> Error {
     let hint = match e.error_type {
         // KDC_ERR_PREAUTH_FAILED: the encrypted timestamp did not decrypt with the user's key.
         ErrorKind::KdcInvalidRequest if e.description.contains("pre-authentication") => {
-            " (wrong password?)"
+            Some(KerberosHint::WrongPassword)
         }
-        ErrorKind::NoAuthenticatingAuthority => " (KDC unreachable)",
-        ErrorKind::TimeSkew => " (client and KDC clocks differ by more than 5 minutes)",
-        _ => "",
+        ErrorKind::NoAuthenticatingAuthority => Some(KerberosHint::KdcUnreachable),
+        ErrorKind::TimeSkew => Some(KerberosHint::ClockSkew),
+        _ => None,
     };
-    // sspi appends the KDC's raw e-data ("Additional error data: OctetString(…)"): bytes
-    // for debugging, not for the user's one line.
-    let what = e.to_string();
-    let what = what
-        .split_once(". Additional error data")
-        .map_or(what.as_str(), |(head, _)| head);
     Error::Auth {
         kind: AuthFailure::SecurityPackage,
-        detail: format!("Kerberos as {principal} via {kdc}: {what}{hint}"),
+        detail: AuthDetail::Kerberos {
+            principal: principal.to_string(),
+            kdc: kdc.map(str::to_string),
+            hint,
+            source: Box::new(e),
+        },
     }
 }
 
 fn identity(user: &str, domain: Option<&str>, password: &str) -> Result<AuthIdentity> {
     let username = Username::new(user, domain).map_err(|e| Error::Auth {
         kind: AuthFailure::SecurityPackage,
-        detail: format!("invalid user name: {e}"),
+        detail: AuthDetail::InvalidUserName(Box::new(e)),
     })?;
     Ok(AuthIdentity {
         username,
@@ -236,7 +234,7 @@ impl Authenticator {
             .with_credential_use(CredentialUse::Outbound)
             .with_auth_data(&Credentials::AuthIdentity(identity))
             .execute(&mut ctx)
-            .map_err(|e| kerberos_err(&e, &principal, settings.kdc_url.as_deref()))?;
+            .map_err(|e| kerberos_err(e, &principal, settings.kdc_url.as_deref()))?;
         Ok(Authenticator {
             ctx,
             creds: acquired.credentials_handle,
@@ -293,7 +291,9 @@ impl Authenticator {
         if self.rounds > 8 {
             return Err(Error::Auth {
                 kind: AuthFailure::TooManyRounds,
-                detail: format!("{} rounds", self.rounds),
+                detail: AuthDetail::Rounds {
+                    rounds: self.rounds,
+                },
             });
         }
         let mut input = vec![SecurityBuffer::new(
@@ -324,7 +324,7 @@ impl Authenticator {
             .map_err(sspi_err)?
             .resolve_with_client(&self.kdc);
         let result = result.map_err(|e| match &self.kerberos {
-            Some(who) => kerberos_err(&e, &who.principal, who.kdc_url.as_deref()),
+            Some(who) => kerberos_err(e, &who.principal, who.kdc_url.as_deref()),
             None => sspi_err(e),
         })?;
         match result.status {
@@ -364,7 +364,7 @@ impl Authenticator {
         .await
         .map_err(|e| Error::Auth {
             kind: AuthFailure::SecurityPackage,
-            detail: format!("the Kerberos exchange stopped: {e}"),
+            detail: AuthDetail::ExchangeStopped(Box::new(e)),
         })?;
         Ok((this, token?))
     }
@@ -486,7 +486,21 @@ mod tests {
             ErrorKind::KdcInvalidRequest,
             "pre-authentication information was invalid",
         );
-        let msg = kerberos_err(&e, "smbtest@TESTBED.LAN", Some("tcp://10.1.1.1:88")).to_string();
+        let err = kerberos_err(e, "smbtest@TESTBED.LAN", Some("tcp://10.1.1.1:88"));
+        match &err {
+            Error::Auth {
+                detail: detail @ AuthDetail::Kerberos { hint, .. },
+                ..
+            } => {
+                assert_eq!(*hint, Some(KerberosHint::WrongPassword));
+                // sspi's own error stays reachable, whole, as the source.
+                let source = std::error::Error::source(detail).expect("a source");
+                let sspi = source.downcast_ref::<sspi::Error>().expect("sspi's error");
+                assert_eq!(sspi.error_type, ErrorKind::KdcInvalidRequest);
+            }
+            other => panic!("expected a Kerberos detail, got {other:?}"),
+        }
+        let msg = err.to_string();
         assert_eq!(
             msg,
             "authentication failed: security package error: Kerberos as smbtest@TESTBED.LAN via \

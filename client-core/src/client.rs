@@ -15,7 +15,7 @@ use crate::auth::UserCredentials;
 use crate::channel::{BufferPool, Channel};
 use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
-use crate::error::{Error, ProtocolError, Result};
+use crate::error::{EncryptionRequiredBy, Error, ProtocolError, Result};
 use crate::lease;
 use crate::multichannel::eligibility;
 use crate::multichannel::manager;
@@ -60,8 +60,8 @@ impl Client {
             .is_some_and(|s| s.can_encrypt());
         let session_encrypts = established.flags.has(SessionFlags::ENCRYPT_DATA);
         if (config.encrypt || session_encrypts) && !can_encrypt {
-            return Err(Error::Protocol(ProtocolError::Unexpected(
-                "encryption required but no cipher could be negotiated",
+            return Err(Error::Protocol(ProtocolError::NoCipher(
+                EncryptionRequiredBy::Session,
             )));
         }
         let signing = established.security.is_some();

@@ -175,7 +175,12 @@ impl File {
         }
         let r = decode(Command::READ, ReadResponse::decode(&resp.msg))?;
         if r.data.len() > len as usize {
-            return Err(ProtocolError::Unexpected("READ returned more than asked").into());
+            return Err(ProtocolError::TooMuchOutput {
+                command: Command::READ,
+                got: r.data.len(),
+                allowed: len,
+            }
+            .into());
         }
         Ok(r.data)
     }
@@ -214,9 +219,11 @@ impl File {
             .map_err(|e| self.err(e).unwritten(offset, want as u64))?;
         let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
         if w.count as usize != want {
-            return Err(Error::Protocol(ProtocolError::Unexpected(
-                "server wrote fewer bytes than sent",
-            )));
+            return Err(Error::Protocol(ProtocolError::IncompleteWrite {
+                command: Command::WRITE,
+                sent: want as u64,
+                written: u64::from(w.count),
+            }));
         }
         Ok(())
     }

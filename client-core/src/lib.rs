@@ -73,7 +73,11 @@ pub use auth::UserCredentials;
 pub use channel::frame_buffers::BufferPool;
 pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
-pub use error::{AuthFailure, ConfigError, Error, ProtocolError, Result};
+pub use error::{
+    AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
+    Error, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError, ReclaimRefusal,
+    ReopenFailure, Result, ServerCopyFault, SnapshotListFault,
+};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
 pub use file_security::{FileSecurity, SecurityParts};
@@ -89,6 +93,7 @@ pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
     SecurityDescriptorError, Sid,
 };
+pub use smb3_proto::replay::ReplayHazard;
 pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;

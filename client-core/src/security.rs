@@ -14,7 +14,7 @@ use smb3_proto::crypto::signing::Signer;
 use smb3_proto::crypto::{CryptoBackend, CryptoError, SecretKey};
 
 use crate::channel::ChannelCrypto;
-use crate::error::{AuthFailure, Error, ProtocolError, Result};
+use crate::error::{AuthDetail, AuthFailure, Error, ProtocolError, Result};
 use crate::key_log::{KeyLog, SessionKeys};
 use crate::negotiated::Negotiated;
 
@@ -52,7 +52,7 @@ fn keys_of(
 fn key_error(e: CryptoError) -> Error {
     Error::Auth {
         kind: AuthFailure::NoSessionKey,
-        detail: e.to_string(),
+        detail: AuthDetail::KeyDerivation(e),
     }
 }
 
@@ -172,14 +172,13 @@ impl ChannelCrypto for SessionSecurity {
             ));
         };
         enc.seal(self.session_id, parts)
+            // Sealing cannot fail with valid keys and a frame within the transport's limit.
             .map_err(|_| ProtocolError::Unexpected("encryption failed").into())
     }
 
     fn open_in_place(&self, frame: &mut [u8]) -> Result<usize> {
         let Some(dec) = &self.decryptor else {
-            return Err(
-                ProtocolError::Unexpected("encrypted frame but no cipher negotiated").into(),
-            );
+            return Err(ProtocolError::EncryptedWithoutKeys.into());
         };
         dec.open_in_place(frame)
             .map_err(|_| ProtocolError::Decrypt.into())

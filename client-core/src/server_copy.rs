@@ -15,9 +15,9 @@ use smb3_proto::msg::copychunk::{encode_copychunk, Chunk, CopyChunkResponse, Res
 use smb3_proto::msg::ioctl::{
     IoctlRequest, FSCTL_SRV_COPYCHUNK_WRITE, FSCTL_SRV_REQUEST_RESUME_KEY,
 };
-use smb3_proto::NtStatus;
+use smb3_proto::{Command, NtStatus};
 
-use crate::error::{decode_ioctl, Error, ProtocolError, Result};
+use crate::error::{decode_ioctl, Error, ProtocolError, Result, ServerCopyFault};
 use crate::file::File;
 use crate::share::Share;
 use crate::types::OpenOptions;
@@ -80,17 +80,22 @@ impl File {
                 Copied::Done(n) => break (first_len, n),
                 Copied::Limits(server) if server != limits && usable(server) => limits = server,
                 Copied::Limits(server) => {
-                    return Err(ProtocolError::Unexpected(if usable(server) {
-                        "the server refused a copy request within the limits it gave"
+                    return Err(ProtocolError::ServerCopy(if usable(server) {
+                        ServerCopyFault::RefusedWithinLimits
                     } else {
-                        "the server gave copy limits of zero"
+                        ServerCopyFault::ZeroLimits
                     })
                     .into())
                 }
             }
         };
         if first != first_len {
-            return Err(ProtocolError::Unexpected("the server copied less than asked").into());
+            return Err(ProtocolError::IncompleteWrite {
+                command: Command::IOCTL,
+                sent: first_len,
+                written: first,
+            }
+            .into());
         }
         let request_bytes = per_request(limits);
         let requests: Vec<(u64, u64)> = (first_len..len)
@@ -104,13 +109,14 @@ impl File {
                 async move {
                     match self.copy_chunks(&key, &pieces).await? {
                         Copied::Done(got) if got == n => Ok(got),
-                        Copied::Done(_) => Err(Error::from(ProtocolError::Unexpected(
-                            "the server copied less than asked",
-                        ))),
-                        Copied::Limits(_) => Err(ProtocolError::Unexpected(
-                            "the server changed its copy limits during a copy",
-                        )
-                        .into()),
+                        Copied::Done(got) => Err(Error::from(ProtocolError::IncompleteWrite {
+                            command: Command::IOCTL,
+                            sent: n,
+                            written: got,
+                        })),
+                        Copied::Limits(_) => {
+                            Err(ProtocolError::ServerCopy(ServerCopyFault::LimitsChanged).into())
+                        }
                     }
                 }
             })

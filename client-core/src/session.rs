@@ -20,7 +20,9 @@ use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 use crate::auth::{Authenticator, UserCredentials};
 use crate::channel::{Channel, Request, Response};
 use crate::config::ClientConfig;
-use crate::error::{decode, decode_ioctl, AuthFailure, ConfigError, Error, ProtocolError, Result};
+use crate::error::{
+    decode, decode_ioctl, AuthDetail, AuthFailure, ConfigError, Error, ProtocolError, Result,
+};
 use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;
 
@@ -90,12 +92,10 @@ pub(crate) async fn negotiate(
     if dialect == Dialect::Smb311 {
         // MS-SMB2 3.2.5.2: a 3.1.1 response must carry the preauth integrity context.
         let Some(p) = &decoded.contexts.preauth else {
-            return Err(
-                ProtocolError::Unexpected("3.1.1 NEGOTIATE without preauth context").into(),
-            );
+            return Err(ProtocolError::NoPreauthIntegrity.into());
         };
         if p.hash_algorithm != smb3_proto::msg::negotiate::HASH_ALGORITHM_SHA512 {
-            return Err(ProtocolError::Unexpected("unsupported preauth hash algorithm").into());
+            return Err(ProtocolError::UnknownPreauthHash(p.hash_algorithm).into());
         }
         let mut h = PreauthHash::new();
         h.update(resp.sent.as_deref().unwrap_or_default());
@@ -178,10 +178,7 @@ async fn exchange(
         auth = stepped;
         first = false;
         let Some(token) = token else {
-            return Err(ProtocolError::Unexpected(
-                "authentication ended before the server accepted it",
-            )
-            .into());
+            return Err(ProtocolError::AuthIncomplete.into());
         };
         let body = SessionSetupRequest {
             flags: SessionSetupFlags(if binding.is_some() {
@@ -212,9 +209,11 @@ async fn exchange(
         }
         if let Some(b) = &binding {
             if resp.header.session_id != b.session_id {
-                return Err(
-                    ProtocolError::Unexpected("binding reply names another session").into(),
-                );
+                return Err(ProtocolError::SessionIdMismatch {
+                    expected: b.session_id,
+                    got: resp.header.session_id,
+                }
+                .into());
             }
             // Interim binding replies are signed with Session.SigningKey (MS-SMB2 3.3.4.1.1).
             if status == NtStatus::MORE_PROCESSING_REQUIRED
@@ -304,7 +303,9 @@ pub(crate) async fn session_setup(
     if anonymous && !config.allow_guest {
         return Err(Error::Auth {
             kind: AuthFailure::GuestNotAllowed,
-            detail: format!("user {:?} was mapped to guest", creds.user),
+            detail: AuthDetail::MappedToGuest {
+                user: creds.user.clone(),
+            },
         });
     }
     let security = if anonymous {
@@ -363,7 +364,7 @@ pub(crate) async fn bind_session(
     if ex.flags.has(SessionFlags::IS_GUEST) || ex.flags.has(SessionFlags::IS_NULL) {
         return Err(Error::Auth {
             kind: AuthFailure::GuestNotAllowed,
-            detail: "the server bound the channel as guest".into(),
+            detail: AuthDetail::BoundAsGuest,
         });
     }
     let key = ex.auth.session_key()?;
@@ -422,9 +423,7 @@ pub(crate) fn check_validate_negotiate(
         || v.security_mode.0 != n.server_security_mode.0
         || v.capabilities.0 != n.server_capabilities.0
     {
-        return Err(Error::Protocol(ProtocolError::Unexpected(
-            "VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)",
-        )));
+        return Err(Error::Protocol(ProtocolError::NegotiateValidation));
     }
     Ok(())
 }

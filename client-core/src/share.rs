@@ -23,7 +23,7 @@ use crate::addressing::{DurableGrant, FileIdentity, OpenParams, OpenState, Serve
 use crate::client::Client;
 use crate::durable;
 use crate::engine::Call;
-use crate::error::{decode, Error, ProtocolError, Result};
+use crate::error::{decode, EncryptionRequiredBy, Error, ProtocolError, Result};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
@@ -61,8 +61,8 @@ impl Client {
         )?;
         let encrypt = tc.share_flags.has(ShareFlags::ENCRYPT_DATA);
         if encrypt && !self.core.can_encrypt {
-            return Err(Error::Protocol(ProtocolError::Unexpected(
-                "share requires encryption but no cipher was negotiated",
+            return Err(Error::Protocol(ProtocolError::NoCipher(
+                EncryptionRequiredBy::Share,
             )));
         }
         let tree = self
@@ -356,6 +356,7 @@ impl Share {
             .await?
             .into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
+            // The channel answers a compound with one reply per request.
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };
         if let Err(e) = c?.check(&[]) {

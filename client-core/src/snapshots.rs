@@ -10,7 +10,7 @@ use smb3_proto::msg::snapshots::SnapshotArray;
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
-use crate::error::{decode, decode_ioctl, Error, ProtocolError, Result};
+use crate::error::{decode, decode_ioctl, Error, ProtocolError, Result, SnapshotListFault};
 use crate::share::Share;
 pub use crate::timewarp::Snapshot;
 use crate::timewarp::{timewarp_filetime, token_of};
@@ -81,24 +81,15 @@ impl Share {
             }
             let needed = array.needed_output();
             if needed <= max {
-                return Err(ProtocolError::Unexpected(
-                    "FSCTL_SRV_ENUMERATE_SNAPSHOTS: tokens missing from a reply with room for them",
-                )
-                .into());
+                return Err(ProtocolError::SnapshotList(SnapshotListFault::TokensMissing).into());
             }
             let limit = MAX_ARRAY_OUTPUT.min(self.tree.core.negotiated.max_transact);
             if needed > limit {
-                return Err(ProtocolError::Unexpected(
-                    "FSCTL_SRV_ENUMERATE_SNAPSHOTS: the snapshot list is larger than the client accepts",
-                )
-                .into());
+                return Err(ProtocolError::SnapshotList(SnapshotListFault::TooLarge).into());
             }
             max = needed;
         }
-        Err(ProtocolError::Unexpected(
-            "FSCTL_SRV_ENUMERATE_SNAPSHOTS: the snapshot list kept changing size",
-        )
-        .into())
+        Err(ProtocolError::SnapshotList(SnapshotListFault::KeptChangingSize).into())
     }
 
     /// One FSCTL_SRV_ENUMERATE_SNAPSHOTS with `max` bytes of output; `None` when the server
@@ -112,10 +103,7 @@ impl Share {
         let resp = self.tree.core.send(&req, call).await?;
         if resp.header.status == NtStatus::BUFFER_TOO_SMALL {
             if max == PROBE_OUTPUT {
-                return Err(ProtocolError::Unexpected(
-                    "FSCTL_SRV_ENUMERATE_SNAPSHOTS: the server refused a 16-byte probe as too small",
-                )
-                .into());
+                return Err(ProtocolError::SnapshotList(SnapshotListFault::ProbeRefused).into());
             }
             return Ok(None);
         }

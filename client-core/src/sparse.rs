@@ -117,10 +117,7 @@ enum WalkError {
 
 fn walk_error(what: WalkError) -> Error {
     match what {
-        WalkError::Disorder => ProtocolError::Unexpected(
-            "the server's allocated ranges are out of order or outside the query",
-        )
-        .into(),
+        WalkError::Disorder => ProtocolError::DisorderedRanges.into(),
         WalkError::NoProgress => Error::Status {
             status: NtStatus::BUFFER_OVERFLOW,
             command: Command::IOCTL,

@@ -8,7 +8,10 @@ use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use smb3_client::{Client, ClientConfig, Error, NtStatus, OpenOptions, ShareMode, Snapshot};
+use smb3_client::{
+    Client, ClientConfig, Error, HandleLossCause, NtStatus, OpenOptions, ReclaimRefusal, ShareMode,
+    Snapshot,
+};
 use smb3_tests::{Testbed, TestbedConfig};
 
 const NEWER: &str = "@GMT-2026.11.20-10.00.00";
@@ -381,7 +384,19 @@ fn a_snapshot_open_survives_losing_the_connection_with_its_options() {
             .write_at(0, Bytes::from_static(b"x"))
             .await
             .unwrap_err();
-        assert!(matches!(e, Error::HandleLost { .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::HandleLost {
+                    cause: HandleLossCause::NotReclaimed {
+                        refusal: ReclaimRefusal::NotDurable,
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         // smbd closes the lost open as it tears the old session down; give a busy machine
         // time for it.
         let mut gone = false;

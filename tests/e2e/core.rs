@@ -7,8 +7,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use smb3_client::{
-    Cipher, Client, ClientConfig, Dialect, Error, NtStatus, OpenOptions, ProtocolError, Share,
-    SigningAlgorithm, UserCredentials,
+    AuthDetail, AuthFailure, Cipher, Client, ClientConfig, Dialect, Error, NtStatus, OpenOptions,
+    ProtocolError, Share, SigningAlgorithm, UserCredentials,
 };
 use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -523,7 +523,16 @@ fn guest_sessions_only_when_allowed() {
         let e = Client::connect(&srv, &stranger, ClientConfig::default())
             .await
             .expect_err("guest must be refused by default");
-        assert!(matches!(e, Error::Auth { .. }), "{e:?}");
+        assert!(
+            matches!(
+                &e,
+                Error::Auth {
+                    kind: AuthFailure::GuestNotAllowed,
+                    detail: AuthDetail::MappedToGuest { user },
+                } if user == "no-such-user"
+            ),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("guest"), "{e}");
 
         let mut config = ClientConfig::default();

@@ -190,7 +190,7 @@ where
 /// whose QUERY_DIRECTORY was in flight on a lost channel (the server's cursor may have moved,
 /// so it is not replayed).
 fn tolerated(e: &Error) -> bool {
-    matches!(e, Error::ConnectionLost { command } if *command == Command::QUERY_DIRECTORY)
+    matches!(e, Error::ConnectionLost { command, .. } if *command == Command::QUERY_DIRECTORY)
 }
 
 /// Upload loop of worker `id`: a file of a random size under a random one of its names,

@@ -17,8 +17,50 @@ pub enum Replay {
     /// Running it twice has the effect of running it once (or the server recognises the
     /// replay): send it again on another channel.
     Safe,
-    /// It may already have run and running it again would differ; the reason, in words.
-    Unsafe(&'static str),
+    /// It may already have run and running it again would differ; the rule that says so.
+    Unsafe(ReplayHazard),
+}
+
+/// Why a request must not be sent a second time after its channel was lost: what running
+/// it twice could do that running it once would not (MS-SMB2 3.2.7.1 leaves the choice to
+/// the client).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayHazard {
+    /// A CREATE without a durable v2 CreateGuid: nothing lets the server recognise the
+    /// replay (MS-SMB2 3.3.5.9.10 does only for a CreateGuid).
+    #[error("a CREATE without a CreateGuid may already have run")]
+    CreateWithoutCreateGuid,
+    /// A CREATE with FILE_DELETE_ON_CLOSE: the first may already have opened (and, once
+    /// closed, deleted) the file.
+    #[error("a delete-on-close open may already have run")]
+    DeleteOnClose,
+    /// A CREATE with disposition CREATE: the first may have created the file, and the
+    /// second would fail with OBJECT_NAME_COLLISION.
+    #[error("creating a new file may already have succeeded")]
+    CreatesNewFile,
+    /// An IOCTL FSCTL_PIPE_TRANSCEIVE: an RPC call delivered twice runs twice.
+    #[error("a named-pipe transaction may already have been delivered")]
+    PipeTransaction,
+    /// A QUERY_DIRECTORY that neither restarts nor reopens the enumeration: the server's
+    /// cursor may have moved past the entries the lost reply carried.
+    #[error("the server's enumeration cursor may already have moved")]
+    DirectoryCursor,
+    /// A LOCK: the lock may already be granted, and a second request would conflict with it.
+    #[error("a lock request may already have been granted")]
+    Lock,
+    /// NEGOTIATE or SESSION_SETUP: they belong to the connection they were sent on.
+    #[error("connection setup belongs to its own connection")]
+    ConnectionSetup,
+    /// LOGOFF: the session may already be gone.
+    #[error("the session may already be gone")]
+    Logoff,
+    /// CANCEL: it names a request of its own connection.
+    #[error("a cancel belongs to its own connection")]
+    Cancel,
+    /// A command with no rule of its own.
+    #[error("not known to be safe to send twice")]
+    UnknownCommand,
 }
 
 impl Replay {
@@ -49,17 +91,15 @@ impl Replay {
             // A watch changes nothing on the server: sent again, it only waits again. What a
             // reply lost with the channel would have reported is lost either way.
             Command::CHANGE_NOTIFY => Replay::Safe,
-            Command::CREATE => Replay::Unsafe("a CREATE without a CreateGuid may already have run"),
-            Command::QUERY_DIRECTORY => {
-                Replay::Unsafe("the server's enumeration cursor may already have moved")
-            }
-            Command::LOCK => Replay::Unsafe("a lock request may already have been granted"),
+            Command::CREATE => Replay::Unsafe(ReplayHazard::CreateWithoutCreateGuid),
+            Command::QUERY_DIRECTORY => Replay::Unsafe(ReplayHazard::DirectoryCursor),
+            Command::LOCK => Replay::Unsafe(ReplayHazard::Lock),
             Command::NEGOTIATE | Command::SESSION_SETUP => {
-                Replay::Unsafe("connection setup belongs to its own connection")
+                Replay::Unsafe(ReplayHazard::ConnectionSetup)
             }
-            Command::LOGOFF => Replay::Unsafe("the session may already be gone"),
-            Command::CANCEL => Replay::Unsafe("a cancel belongs to its own connection"),
-            _ => Replay::Unsafe("not known to be safe to send twice"),
+            Command::LOGOFF => Replay::Unsafe(ReplayHazard::Logoff),
+            Command::CANCEL => Replay::Unsafe(ReplayHazard::Cancel),
+            _ => Replay::Unsafe(ReplayHazard::UnknownCommand),
         }
     }
 }
@@ -147,7 +187,7 @@ mod tests {
         let mut new_file = create(CreateDisposition::CREATE);
         assert_eq!(
             new_file.replay(),
-            Replay::Unsafe("creating a new file may already have succeeded")
+            Replay::Unsafe(ReplayHazard::CreatesNewFile)
         );
         new_file
             .contexts
@@ -165,14 +205,14 @@ mod tests {
         );
         let mut doc = create(CreateDisposition::OPEN);
         doc.create_options = CreateOptions(CreateOptions::DELETE_ON_CLOSE);
-        assert!(!doc.replay().is_safe());
+        assert_eq!(doc.replay(), Replay::Unsafe(ReplayHazard::DeleteOnClose));
     }
 
     #[test]
     fn directory_query_is_safe_only_when_it_restarts() {
         let mut q = QueryDirectoryRequest::new(FileId::default(), "*", 65536);
         q.flags = 0;
-        assert!(!q.replay().is_safe());
+        assert_eq!(q.replay(), Replay::Unsafe(ReplayHazard::DirectoryCursor));
         q.flags = QueryDirectoryRequest::RESTART_SCANS;
         assert!(q.replay().is_safe());
         q.flags = QueryDirectoryRequest::REOPEN | QueryDirectoryRequest::INDEX_SPECIFIED;
@@ -189,6 +229,6 @@ mod tests {
         );
         assert!(io.replay().is_safe());
         io.ctl_code = FSCTL_PIPE_TRANSCEIVE;
-        assert!(!io.replay().is_safe());
+        assert_eq!(io.replay(), Replay::Unsafe(ReplayHazard::PipeTransaction));
     }
 }

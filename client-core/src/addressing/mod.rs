@@ -116,10 +116,10 @@ impl Addressing {
             req.tree_id = self.trees.server_id(tree.handle).unwrap_or(0);
         }
         if let Some(open) = &target.open {
-            if let Some(reason) = open.lost() {
+            if let Some(cause) = open.lost() {
                 return Err(Error::HandleLost {
                     path: Some(open.params.display_path()),
-                    reason,
+                    cause,
                     unwritten: None,
                 });
             }

@@ -7,6 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use smb3_proto::msg::FileId;
 
 use super::tree::TreeContext;
+use crate::error::{FileChange, HandleLossCause};
 
 /// What the CREATE asked for, kept to ask for the same again on reclaim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,24 +66,24 @@ impl FileIdentity {
     /// Whether `now` is provably the same file: every fact both sides have agrees, and at
     /// least one fact was compared. With nothing to compare, the answer is no: writing the
     /// lost requests into a file that may be another one would corrupt it.
-    pub(crate) fn same_file(&self, now: &FileIdentity) -> Result<(), &'static str> {
+    pub(crate) fn same_file(&self, now: &FileIdentity) -> Result<(), FileChange> {
         let mut compared = false;
         if let (Some(a), Some(b)) = (self.disk_id, now.disk_id) {
             if a != b {
-                return Err("its on-disk id changed");
+                return Err(FileChange::OnDiskId);
             }
             compared = true;
         }
         if self.creation_time != 0 && now.creation_time != 0 {
             if self.creation_time != now.creation_time {
-                return Err("its creation time changed");
+                return Err(FileChange::CreationTime);
             }
             compared = true;
         }
         if compared {
             Ok(())
         } else {
-            Err("the server gave nothing to prove it is the same file")
+            Err(FileChange::Unprovable)
         }
     }
 }
@@ -100,7 +101,7 @@ pub(crate) struct OpenState {
     /// The file as it was when first opened, to recognise it when opened again.
     pub(crate) identity: FileIdentity,
     /// Set when a reconnect could not reclaim the open: why.
-    lost: Mutex<Option<String>>,
+    lost: Mutex<Option<HandleLossCause>>,
 }
 
 impl OpenState {
@@ -145,13 +146,13 @@ impl OpenState {
         *self.lock() = new;
     }
 
-    /// The open could not be reclaimed: every later request on it fails with `reason`.
-    pub(crate) fn mark_lost(&self, reason: String) {
-        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+    /// The open could not be reclaimed: every later request on it fails with `cause`.
+    pub(crate) fn mark_lost(&self, cause: HandleLossCause) {
+        *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(cause);
     }
 
     /// Why the open was lost, if it was.
-    pub(crate) fn lost(&self) -> Option<String> {
+    pub(crate) fn lost(&self) -> Option<HandleLossCause> {
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }

@@ -40,7 +40,7 @@ use smb3_proto::{Command, NtStatus};
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::error::{Error, ProtocolError, Result};
+use crate::error::{ConnectionLossCause, Error, ProtocolError, Result};
 use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
 use credits::CreditWindow;
 use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
@@ -230,7 +230,7 @@ struct State {
     credits: CreditWindow,
     pending: HashMap<u64, Pending>,
     /// Why the channel is dead, once it is.
-    dead: Option<String>,
+    dead: Option<ConnectionLossCause>,
     /// Counters.
     requests: u64,
     bytes_sent: u64,
@@ -311,7 +311,7 @@ impl Drop for Inner {
         if let Some(tasks) = self.shared.tasks.get() {
             tasks.reader.abort();
         }
-        self.shared.mark_dead("channel closed by the client".into());
+        self.shared.mark_dead(ConnectionLossCause::ClosedByClient);
     }
 }
 
@@ -320,7 +320,7 @@ pub(crate) struct DeathWatch(Arc<Shared>);
 
 impl DeathWatch {
     /// Resolves once the channel has failed or been closed; returns why.
-    pub(crate) async fn wait(&self) -> String {
+    pub(crate) async fn wait(&self) -> ConnectionLossCause {
         loop {
             let died = self.0.died.notified();
             tokio::pin!(died);
@@ -428,7 +428,9 @@ impl Channel {
         let writer_shared = shared.clone();
         let writer = tokio::spawn(async move {
             if let Err(e) = run_writer(wr, queue_rx).await {
-                writer_shared.fail(format!("write failed: {e}"));
+                writer_shared.fail(ConnectionLossCause::WriteFailed {
+                    source: Arc::new(e),
+                });
             }
         })
         .abort_handle();
@@ -474,7 +476,7 @@ impl Channel {
     }
 
     /// Why the channel died, if it has.
-    pub(crate) fn dead_reason(&self) -> Option<String> {
+    pub(crate) fn dead_reason(&self) -> Option<ConnectionLossCause> {
         self.inner.shared.lock().dead.clone()
     }
 
@@ -530,6 +532,7 @@ impl Channel {
     pub(crate) fn abandon_outstanding(
         &self,
         harmless_if_late: impl Fn(Command) -> bool,
+        cause: ConnectionLossCause,
     ) -> std::result::Result<Vec<Command>, Command> {
         let shared = &self.inner.shared;
         let mut abandoned: Vec<(Command, oneshot::Sender<Result<Response>>)> = Vec::new();
@@ -565,7 +568,10 @@ impl Channel {
         }
         let commands = abandoned.iter().map(|(command, _)| *command).collect();
         for (command, reply) in abandoned {
-            let _ = reply.send(Err(Error::ConnectionLost { command }));
+            let _ = reply.send(Err(Error::ConnectionLost {
+                command,
+                cause: cause.clone(),
+            }));
         }
         Ok(commands)
     }
@@ -573,8 +579,8 @@ impl Channel {
     /// Close the connection now: nothing more is sent on it, and everything outstanding
     /// fails with `ConnectionLost` as soon as the socket is closed (a moment later, when the
     /// reader and writer tasks have stopped), never before (see `socket`).
-    pub(crate) fn close(&self, reason: String) {
-        self.inner.shared.fail(reason);
+    pub(crate) fn close(&self, cause: ConnectionLossCause) {
+        self.inner.shared.fail(cause);
     }
 
     /// Credits held (available + in flight).
@@ -603,7 +609,7 @@ impl Channel {
         let mut guard = self.cancel_guard(&sent);
         let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
         let deadline = deadline(tokio::time::Instant::now(), timeout);
-        let result = await_reply(rx, command, deadline, timeout).await;
+        let result = await_reply(&self.inner.shared, rx, command, deadline, timeout).await;
         settle(&mut guard, message_id, &result);
         result
     }
@@ -625,7 +631,14 @@ impl Channel {
         // three-member compound take three timeouts to fail.
         let sent_at = tokio::time::Instant::now();
         for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
-            let result = await_reply(rx, command, deadline(sent_at, timeout), timeout).await;
+            let result = await_reply(
+                &self.inner.shared,
+                rx,
+                command,
+                deadline(sent_at, timeout),
+                timeout,
+            )
+            .await;
             settle(&mut guard, message_id, &result);
             out.push(result);
         }
@@ -658,9 +671,10 @@ impl Channel {
             granted.as_mut().enable();
             {
                 let mut st = shared.lock();
-                if st.dead.is_some() {
+                if let Some(cause) = &st.dead {
                     return Err(Error::ConnectionLost {
                         command: reqs[0].command,
+                        cause: cause.clone(),
                     });
                 }
                 if total_charge > st.credits.total() && st.credits.in_flight() == 0 {
@@ -777,7 +791,7 @@ impl Channel {
             }
         }
         if frame.head.len() + frame.payload.len() > MAX_FRAME {
-            shared.fail("request larger than a transport frame".into());
+            shared.fail(ConnectionLossCause::OversizedRequest);
             return Err(Error::ApiMisuse(
                 "request exceeds the 16 MiB transport frame",
             ));
@@ -785,6 +799,7 @@ impl Channel {
         if self.inner.queue.send(frame).is_err() {
             return Err(Error::ConnectionLost {
                 command: reqs[0].command,
+                cause: shared.death(),
             });
         }
         Ok(receivers)
@@ -810,6 +825,7 @@ fn deadline(start: tokio::time::Instant, timeout: Duration) -> tokio::time::Inst
 /// Wait for the reply in `rx` until `deadline`; a timeout is reported as `timeout` (the
 /// request's own, counted from its send).
 async fn await_reply(
+    shared: &Shared,
     rx: oneshot::Receiver<Result<Response>>,
     command: Command,
     deadline: tokio::time::Instant,
@@ -817,7 +833,11 @@ async fn await_reply(
 ) -> Result<Response> {
     match tokio::time::timeout_at(deadline, rx).await {
         Ok(Ok(result)) => result,
-        Ok(Err(_)) => Err(Error::ConnectionLost { command }),
+        // The entry went without an answer: only when the channel ended.
+        Ok(Err(_)) => Err(Error::ConnectionLost {
+            command,
+            cause: shared.death(),
+        }),
         Err(_) => Err(Error::Timeout {
             what: command.name(),
             after: timeout,
@@ -834,7 +854,8 @@ fn sealed_frame(shared: &Shared, crypto: &dyn ChannelCrypto, parts: &[&[u8]]) ->
         }),
         Err(e) => {
             // Sealing cannot fail with valid keys; the channel is unusable if it does.
-            shared.fail(format!("sealing failed: {e}"));
+            tracing::warn!(peer = %shared.peer, error = %e, "sealing failed; closing the channel");
+            shared.fail(ConnectionLossCause::SealingFailed);
             Err(e)
         }
     }
@@ -909,7 +930,7 @@ impl Shared {
     /// which closes the socket (the writer may be blocked on the full send buffer of a dead
     /// path, so it is stopped too). What was outstanding goes back to its callers once the
     /// socket is closed (`release_outstanding`).
-    fn fail(&self, reason: String) {
+    fn fail(&self, reason: ConnectionLossCause) {
         self.mark_dead(reason);
         if let Some(tasks) = self.tasks.get() {
             tasks.writer.abort();
@@ -926,10 +947,19 @@ impl Shared {
         }
     }
 
+    /// Why the channel ended; a channel not yet marked dead is one whose last handle is
+    /// going away.
+    fn death(&self) -> ConnectionLossCause {
+        self.lock()
+            .dead
+            .clone()
+            .unwrap_or(ConnectionLossCause::ClosedByClient)
+    }
+
     /// Mark the channel dead (keeping the first reason) and wake whoever waits on it:
     /// callers waiting for credits give up at once (they sent nothing here), watchers learn
     /// that it died.
-    fn mark_dead(&self, reason: String) {
+    fn mark_dead(&self, reason: ConnectionLossCause) {
         {
             let mut st = self.lock();
             if st.dead.is_none() {
@@ -944,17 +974,21 @@ impl Shared {
     /// The socket is closed: every request still outstanding fails with `ConnectionLost`,
     /// so its caller may replay it elsewhere.
     fn release_outstanding(&self) {
-        let pending = {
+        let (pending, cause) = {
             let mut st = self.lock();
-            if st.dead.is_none() {
-                st.dead = Some("connection closed".into());
-            }
-            std::mem::take(&mut st.pending)
+            // Both halves of the socket are gone, which happens only once the channel
+            // failed or its last handle was dropped: the reason is known by now.
+            let cause = st
+                .dead
+                .get_or_insert(ConnectionLossCause::ClosedByClient)
+                .clone();
+            (std::mem::take(&mut st.pending), cause)
         };
         for (_, p) in pending {
-            let _ = p
-                .reply
-                .send(Err(Error::ConnectionLost { command: p.command }));
+            let _ = p.reply.send(Err(Error::ConnectionLost {
+                command: p.command,
+                cause: cause.clone(),
+            }));
         }
         self.credit_granted.notify_waiters();
         self.died.notify_waiters();
@@ -966,16 +1000,26 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     shared: &Shared,
     mut frames: FrameReader<R>,
     events: mpsc::UnboundedSender<Bytes>,
-) -> String {
+) -> ConnectionLossCause {
     loop {
         let frame = match frames.next().await {
             Ok(f) => f,
-            Err(FrameError::Eof) => return "server closed the connection".into(),
-            Err(FrameError::Io(e)) => return format!("read failed: {e}"),
-            Err(FrameError::BadPrefix(b)) => return format!("bad transport header byte {b:#x}"),
+            Err(FrameError::Eof) => return ConnectionLossCause::ClosedByServer,
+            Err(FrameError::Io(e)) => {
+                return ConnectionLossCause::ReadFailed {
+                    source: Arc::new(e),
+                }
+            }
+            Err(FrameError::BadPrefix(b)) => {
+                return ConnectionLossCause::ProtocolViolation {
+                    source: Arc::new(ProtocolError::BadTransportHeader(b).into()),
+                }
+            }
         };
         if let Err(e) = handle_frame(shared, frame, &events) {
-            return e.to_string();
+            return ConnectionLossCause::ProtocolViolation {
+                source: Arc::new(e),
+            };
         }
     }
 }
@@ -989,7 +1033,7 @@ fn handle_frame(
     let encrypted = plain.starts_with(&[0xFD, b'S', b'M', b'B']);
     if encrypted {
         let Some(c) = &crypto else {
-            return Err(ProtocolError::Unexpected("encrypted frame before session keys").into());
+            return Err(ProtocolError::EncryptedWithoutKeys.into());
         };
         let start = c.open_in_place(plain.as_mut_slice())?;
         plain.advance(start);
@@ -1017,7 +1061,7 @@ fn handle_frame(
     for (i, msg) in messages.into_iter().enumerate() {
         let header = Header::decode(&msg).map_err(ProtocolError::Frame)?;
         if !header.is_response() {
-            return Err(ProtocolError::Unexpected("server sent a request").into());
+            return Err(ProtocolError::RequestFromServer.into());
         }
         if header.message_id == UNSOLICITED_MESSAGE_ID {
             if header.command == Command::OPLOCK_BREAK {
@@ -1111,7 +1155,11 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
         return Err(ProtocolError::UnknownMessageId(header.message_id).into());
     };
     if p.command != header.command {
-        return Err(ProtocolError::Unexpected("reply command differs from the request's").into());
+        return Err(ProtocolError::CommandMismatch {
+            sent: p.command,
+            got: header.command,
+        }
+        .into());
     }
     let charge = p.charge;
     if interim {

@@ -14,6 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
 use super::frame::frame_prefix;
 use super::{Channel, ChannelOptions, Request};
+use crate::error::{ConnectionLossCause, LossSign};
+use crate::{Error, ProtocolError};
 
 /// An ECHO-shaped request that claims to move `bytes`, so its CreditCharge is > 1.
 struct Probe {
@@ -293,8 +295,16 @@ async fn malformed_replies_kill_the_channel_with_a_typed_error() {
         .call(Request::new(&Probe { bytes: 0 }))
         .await
         .unwrap_err();
-    assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
-    assert!(ch.dead_reason().unwrap().contains("unknown MessageId 999"));
+    // The caller hears that the server broke the protocol, and what it did.
+    let unknown_id = |cause: &ConnectionLossCause| {
+        matches!(cause, ConnectionLossCause::ProtocolViolation { source }
+            if matches!(**source, Error::Protocol(ProtocolError::UnknownMessageId(999))))
+    };
+    assert!(
+        matches!(&e, Error::ConnectionLost { cause, .. } if unknown_id(cause)),
+        "{e:?}"
+    );
+    assert!(unknown_id(&ch.dead_reason().unwrap()));
     drop(fake.await.unwrap());
 
     // Garbage that is not even an SMB2 header.
@@ -302,7 +312,10 @@ async fn malformed_replies_kill_the_channel_with_a_typed_error() {
     write_frame(&mut server, b"\xfeSMBshort").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(
-        ch.dead_reason().unwrap().contains("malformed frame"),
+        ch.dead_reason()
+            .unwrap()
+            .to_string()
+            .contains("malformed frame"),
         "{:?}",
         ch.dead_reason()
     );
@@ -685,10 +698,18 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
     let silent_req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
 
     // The loss detector hands both back: their callers hear of it at once ...
-    assert_eq!(ch.abandon_outstanding(|_| true).unwrap().len(), 2);
+    let sign = LossSign::NoProgress(Duration::from_secs(3));
+    let suspected = ConnectionLossCause::Suspected { sign };
+    assert_eq!(
+        ch.abandon_outstanding(|_| true, suspected).unwrap().len(),
+        2
+    );
     for caller in [parked, silent] {
         let e = caller.await.unwrap().unwrap_err();
-        assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::ConnectionLost { cause: ConnectionLossCause::Suspected { sign: s }, .. } if s == sign),
+            "{e:?}"
+        );
     }
     // ... and the one the server holds asynchronously is cancelled now,
     let cancel = next_frame_within(&mut server, 2000)
@@ -727,7 +748,10 @@ async fn requests_handed_back_for_replay_are_cancelled_and_skip_the_abandon_hook
         seen.lock().unwrap()
     );
     assert!(ch.dead_reason().is_none());
-    assert!(ch.abandon_outstanding(|_| true).unwrap().is_empty());
+    assert!(ch
+        .abandon_outstanding(|_| true, ConnectionLossCause::ClosedByClient)
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -739,7 +763,8 @@ async fn a_channel_holding_a_request_that_must_not_arrive_late_hands_nothing_bac
     });
     let req = Header::decode(&read_frame(&mut server).await.unwrap()).unwrap();
     // The probe is an ECHO; say ECHO must not arrive late: nothing is handed back.
-    let refused = ch.abandon_outstanding(|c| c != Command::ECHO);
+    let refused =
+        ch.abandon_outstanding(|c| c != Command::ECHO, ConnectionLossCause::ClosedByClient);
     assert_eq!(refused, Err(Command::ECHO));
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!caller.is_finished(), "its caller was told nothing");
@@ -757,10 +782,14 @@ async fn a_closed_channel_hands_its_requests_back_only_once_the_connection_is_cl
         async move { ch.call(probe()).await }
     });
     read_frame(&mut server).await.unwrap();
-    ch.close("taken for dead".into());
+    let silent = Duration::from_secs(30);
+    ch.close(ConnectionLossCause::Silent { silent });
     assert!(ch.is_dead(), "nothing more is sent on it");
     let e = caller.await.unwrap().unwrap_err();
-    assert!(matches!(e, crate::Error::ConnectionLost { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::ConnectionLost { cause: ConnectionLossCause::Silent { silent: s }, .. } if s == silent),
+        "{e:?}"
+    );
     // By the time the caller hears of the loss (and could replay the request elsewhere),
     // the connection is closed: nothing it held can reach the server any more.
     let mut byte = [0u8; 1];
@@ -769,7 +798,10 @@ async fn a_closed_channel_hands_its_requests_back_only_once_the_connection_is_cl
         matches!(read, Some(Ok(0))),
         "the connection is still open: {read:?}"
     );
-    assert_eq!(ch.dead_reason().as_deref(), Some("taken for dead"));
+    assert!(matches!(
+        ch.dead_reason(),
+        Some(ConnectionLossCause::Silent { .. })
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -33,27 +33,9 @@ pub(crate) struct Observed {
     pub(crate) carrier: Option<bool>,
 }
 
-/// Why a channel is suspected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Why {
-    /// Its local NIC lost carrier.
-    LinkDown,
-    /// Requests outstanding and no reply for this long while others got replies.
-    NoProgress(Duration),
-}
-
-impl std::fmt::Display for Why {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Why::LinkDown => f.write_str("its network interface lost carrier"),
-            Why::NoProgress(d) => write!(
-                f,
-                "no reply for {} ms while other channels got replies",
-                d.as_millis()
-            ),
-        }
-    }
-}
+/// Why a channel is suspected: public, since the requests it hands back fail with it
+/// ([`ConnectionLossCause::Suspected`](crate::error::ConnectionLossCause::Suspected)).
+pub(crate) use crate::error::LossSign as Why;
 
 /// What to do about one channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,7 +44,7 @@ use crate::channel::{Channel, Request, Response};
 use crate::durable::request_durable;
 use crate::engine::SessionCore;
 use crate::error::decode;
-use crate::error::{Error, Result};
+use crate::error::{Error, HandleLossCause, ReclaimRefusal, ReopenFailure, Result};
 use crate::lease;
 use crate::multichannel::binding::check_same_server;
 use crate::multichannel::channel_set::PathInfo;
@@ -142,9 +142,9 @@ enum Restored {
 enum NotReclaimed {
     /// The server did not keep the open for us: it was not durable, or the server refused
     /// the DH2C. Opening the file again by path may still save it.
-    Refused(String),
+    Refused(ReclaimRefusal),
     /// The request itself failed (connection, malformed reply).
-    Failed(String),
+    Failed(Error),
     /// The server is not ready yet (see [`server_not_ready`]).
     NotReady(String),
 }
@@ -152,9 +152,17 @@ enum NotReclaimed {
 /// Why an open did not come back.
 enum Unrestored {
     /// For good: the open is lost.
-    Lost(String),
+    Lost(HandleLossCause),
     /// The server answered as one still starting does: the whole re-establishment is tried
     /// again, as after a lost connection.
+    NotReady(String),
+}
+
+/// Why opening a file again by path did not save its open.
+enum Reopen {
+    /// For good.
+    Failed(ReopenFailure),
+    /// The server answered as one still starting does (see [`Unrestored::NotReady`]).
     NotReady(String),
 }
 
@@ -287,9 +295,11 @@ async fn restore(
                 let direct = &direct;
                 async move {
                     let result = match failed_trees.iter().find(|(h, _)| *h == open.tree.handle) {
-                        Some((_, status)) => Err(Unrestored::Lost(format!(
-                            "its share could not be reconnected: {status}"
-                        ))),
+                        Some((_, status)) => {
+                            Err(Unrestored::Lost(HandleLossCause::ShareNotReconnected {
+                                status: *status,
+                            }))
+                        }
                         None => direct.restore_open(&open).await,
                     };
                     (open, result)
@@ -305,7 +315,7 @@ async fn restore(
             Err(Unrestored::NotReady(reason)) => {
                 return Err(format!("{}: {reason}", open.params.display_path()))
             }
-            Err(Unrestored::Lost(reason)) if channel.is_dead() => return Err(reason.clone()),
+            Err(Unrestored::Lost(cause)) if channel.is_dead() => return Err(cause.to_string()),
             _ => {}
         }
     }
@@ -321,9 +331,13 @@ async fn restore(
                 tracing::info!(path = %open.params.display_path(), "open reclaim refused; the same file was opened again");
                 outcome.reopened += 1;
             }
-            Err(Unrestored::NotReady(reason) | Unrestored::Lost(reason)) => {
-                tracing::warn!(path = %open.params.display_path(), %reason, "open not reclaimed");
-                open.mark_lost(reason);
+            Err(Unrestored::NotReady(reason)) => {
+                // Returned above: the whole re-establishment is tried again.
+                tracing::debug!(path = %open.params.display_path(), %reason, "server not ready");
+            }
+            Err(Unrestored::Lost(cause)) => {
+                tracing::warn!(path = %open.params.display_path(), %cause, "open not reclaimed");
+                open.mark_lost(cause);
                 // The server may still tie the lost open's lease key to the file it had (or
                 // to a file since deleted) and refuses that key for any other file: the next
                 // open of the path takes a fresh key, even while the lost File lives on.
@@ -401,7 +415,11 @@ impl Direct<'_> {
     async fn restore_open(&self, open: &OpenState) -> std::result::Result<Restored, Unrestored> {
         let refused = match self.reclaim(open).await {
             Ok(()) => return Ok(Restored::Reclaimed),
-            Err(NotReclaimed::Failed(why)) => return Err(Unrestored::Lost(why)),
+            Err(NotReclaimed::Failed(e)) => {
+                return Err(Unrestored::Lost(HandleLossCause::ReclaimFailed {
+                    source: Arc::new(e),
+                }))
+            }
             Err(NotReclaimed::NotReady(why)) => return Err(Unrestored::NotReady(why)),
             Err(NotReclaimed::Refused(why)) => why,
         };
@@ -413,10 +431,11 @@ impl Direct<'_> {
                 Restored::Reopened
             })
             .map_err(|e| match e {
-                Unrestored::Lost(e) => {
-                    Unrestored::Lost(format!("{refused}; opening it again by path: {e}"))
-                }
-                not_ready => not_ready,
+                Reopen::Failed(reopen) => Unrestored::Lost(HandleLossCause::NotReclaimed {
+                    refusal: refused,
+                    reopen,
+                }),
+                Reopen::NotReady(why) => Unrestored::NotReady(why),
             })
     }
 
@@ -450,9 +469,7 @@ impl Direct<'_> {
     async fn reclaim(&self, open: &OpenState) -> std::result::Result<(), NotReclaimed> {
         let handle = open.handle();
         let (Some(grant), Some(create_guid)) = (handle.durable, handle.create_guid) else {
-            return Err(NotReclaimed::Refused(
-                "the server had not made the open durable".into(),
-            ));
+            return Err(NotReclaimed::Refused(ReclaimRefusal::NotDurable));
         };
         let body = reclaim_request(open, grant.flags, create_guid);
         let resp = self
@@ -462,11 +479,13 @@ impl Direct<'_> {
                 Error::Status { status, .. } if server_not_ready(status) => {
                     NotReclaimed::NotReady(format!("reclaiming it: {status}"))
                 }
-                Error::Status { status, .. } => NotReclaimed::Refused(describe_refusal(status)),
-                other => NotReclaimed::Failed(other.to_string()),
+                Error::Status { status, .. } => {
+                    NotReclaimed::Refused(ReclaimRefusal::from_status(status))
+                }
+                other => NotReclaimed::Failed(other),
             })?;
         let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
-            .map_err(|e| NotReclaimed::Failed(e.to_string()))?;
+            .map_err(NotReclaimed::Failed)?;
         // The server finds the open to reconnect by its persistent FileId and answers with
         // that open: only the volatile part may be new (MS-SMB2 3.3.5.9.12, 2.2.14.1). Another
         // persistent FileId is not our open, and writing through it could reach another file:
@@ -481,10 +500,10 @@ impl Direct<'_> {
             {
                 tracing::debug!(error = %e, "closing the handle a reclaim answered with failed");
             }
-            return Err(NotReclaimed::Refused(format!(
-                "the server answered the reclaim with another open (persistent FileId {:#x}, ours {ours:#x})",
-                created.file_id.persistent
-            )));
+            return Err(NotReclaimed::Refused(ReclaimRefusal::AnotherOpen {
+                ours,
+                theirs: created.file_id.persistent,
+            }));
         }
         self.record_lease(open, &created);
         open.replace_file_id(created.file_id);
@@ -495,7 +514,7 @@ impl Direct<'_> {
     /// access, options, lease key and caching) and with a new durable handle, and take the
     /// new handle only if it is the same file. The disposition is OPEN whatever the original
     /// was: the file must not be truncated or created again.
-    async fn reopen(&self, open: &OpenState) -> std::result::Result<(), Unrestored> {
+    async fn reopen(&self, open: &OpenState) -> std::result::Result<(), Reopen> {
         let tree_id = self.tree_id(open);
         let (mut body, create_guid) = reopen_request(open);
         let resp = match self.send(&body, tree_id, open.tree.encrypt).await {
@@ -513,12 +532,17 @@ impl Direct<'_> {
         }
         .map_err(|e| match e {
             Error::Status { status, .. } if server_not_ready(status) => {
-                Unrestored::NotReady(format!("opening it again by path: {status}"))
+                Reopen::NotReady(format!("opening it again by path: {status}"))
             }
-            other => Unrestored::Lost(other.to_string()),
+            other => Reopen::Failed(ReopenFailure::Failed {
+                source: Arc::new(other),
+            }),
         })?;
-        let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg))
-            .map_err(|e| Unrestored::Lost(e.to_string()))?;
+        let created = decode(Command::CREATE, CreateResponse::decode(&resp.msg)).map_err(|e| {
+            Reopen::Failed(ReopenFailure::Failed {
+                source: Arc::new(e),
+            })
+        })?;
         let found = FileIdentity {
             creation_time: created.creation_time,
             disk_id: created.on_disk_id(),
@@ -529,9 +553,7 @@ impl Direct<'_> {
             if let Err(e) = self.send(&close, tree_id, open.tree.encrypt).await {
                 tracing::debug!(error = %e, "closing the handle of another file failed");
             }
-            return Err(Unrestored::Lost(format!(
-                "the file now at its path is another one ({why})"
-            )));
+            return Err(Reopen::Failed(ReopenFailure::AnotherFile(why)));
         }
         self.record_lease(open, &created);
         open.replace_handle(ServerHandle {
@@ -637,18 +659,6 @@ fn create_again(open: &OpenState) -> CreateRequest {
         }));
     }
     req
-}
-
-/// Why the server would not give an open back, in words.
-fn describe_refusal(status: NtStatus) -> String {
-    let why = if status == NtStatus::OBJECT_NAME_NOT_FOUND {
-        "the server no longer has it (its durable timeout passed, or the server restarted)"
-    } else if status == NtStatus::ACCESS_DENIED {
-        "the server refused it to this user"
-    } else {
-        "the server refused to reclaim it"
-    };
-    format!("{why} ({status})")
 }
 
 #[cfg(test)]
@@ -789,11 +799,5 @@ mod tests {
                 .any(|c| matches!(c, CreateContextRequest::DurableHandleV2 { .. })),
             "a reclaim carries no DH2Q"
         );
-    }
-
-    #[test]
-    fn refusals_are_told_in_words() {
-        let s = describe_refusal(NtStatus::OBJECT_NAME_NOT_FOUND);
-        assert!(s.contains("no longer has it"), "{s}");
     }
 }

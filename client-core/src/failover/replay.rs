@@ -17,7 +17,7 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, Request, Response};
-use crate::error::{Error, Result};
+use crate::error::{ConnectionLossCause, Error, ProtocolError, Result};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::ChannelSet;
 use crate::multichannel::state::Multichannel;
@@ -69,9 +69,10 @@ pub(crate) async fn call(
     replay: Replay,
 ) -> Result<Response> {
     let mut replies = call_chain(session, vec![template], target, command, replay).await?;
+    // One reply per request: the channel answers every member of a frame.
     replies
         .pop()
-        .unwrap_or(Err(Error::ConnectionLost { command }))
+        .unwrap_or(Err(ProtocolError::Unexpected("compound reply count").into()))
 }
 
 /// [`call`] for a chain of related requests sent as one compound frame (MS-SMB2 3.2.4.1.4):
@@ -91,6 +92,8 @@ pub(crate) async fn call_chain(
     let mut pause = PAUSE_MIN;
     // Set at the first loss: the request gives up when no channel is usable by then.
     let mut give_up_at: Option<Instant> = None;
+    // How the channel of the request's last send was lost, for the error should it give up.
+    let mut last_loss: Option<ConnectionLossCause> = None;
     let charge = templates.iter().map(|r| r.charge().max(1)).sum::<u16>();
     let mut templates = Some(templates);
     loop {
@@ -105,7 +108,12 @@ pub(crate) async fn call_chain(
                 if wait_for_usable_channel(session, give_up).await {
                     continue;
                 }
-                return Err(Error::ConnectionLost { command });
+                return Err(Error::ConnectionLost {
+                    command,
+                    cause: ConnectionLossCause::NoChannel {
+                        loss: last_loss.map(Box::new),
+                    },
+                });
             }
         };
         // Only a request that may be sent again needs a copy kept; one that may not is sent
@@ -116,7 +124,8 @@ pub(crate) async fn call_chain(
             templates.take()
         };
         let Some(mut reqs) = next else {
-            return Err(Error::ConnectionLost { command });
+            // Not reached: a request that may not be sent twice returns at its first loss.
+            return Err(not_replayed(command, replay, last_loss));
         };
         // After a reconnect the session, tree and open have new ids. No await between here
         // and the send, so the ids cannot change under the request.
@@ -137,14 +146,7 @@ pub(crate) async fn call_chain(
         }
         // The channel's loss shows as the frame's error or as its replies'; a chain is sent
         // again as a whole.
-        let lost = match &sent {
-            Err(Error::ConnectionLost { .. }) => true,
-            Ok(replies) => replies
-                .iter()
-                .any(|r| matches!(r, Err(Error::ConnectionLost { .. }))),
-            Err(_) => false,
-        };
-        if !lost {
+        let Some(loss) = channel_loss(&sent) else {
             failover.outage_over();
             let mut replies = sent?;
             if resends > 0 {
@@ -165,15 +167,15 @@ pub(crate) async fn call_chain(
                 continue;
             }
             return Ok(replies);
-        }
+        };
         let now = Instant::now();
         failover.loss_noticed(now);
         let give_up =
             *give_up_at.get_or_insert_with(|| failover.outage_deadline(now, session.failover_wait));
-        if let Replay::Unsafe(why) = replay {
+        if let Replay::Unsafe(hazard) = replay {
             failover.not_replayed();
-            tracing::warn!(%command, why, "request lost with its channel; not replayed");
-            return Err(Error::ConnectionLost { command });
+            tracing::warn!(%command, %hazard, %loss, "request lost with its channel; not replayed");
+            return Err(not_replayed(command, replay, Some(loss)));
         }
         if resends > 0 {
             // Lost again after a replay: give the session a moment before the next try.
@@ -181,13 +183,19 @@ pub(crate) async fn call_chain(
             pause = (pause * 2).min(PAUSE_MAX);
         }
         let gave_up = if resends >= MAX_RESENDS {
-            Some("sent too many times")
+            Some(ConnectionLossCause::TooManyResends {
+                resends,
+                loss: Box::new(loss.clone()),
+            })
         } else if !wait_for_usable_channel(session, give_up).await {
-            Some("no channel came back in time")
+            Some(ConnectionLossCause::NoChannel {
+                loss: Some(Box::new(loss.clone())),
+            })
         } else {
             None
         };
-        if let Some(why) = gave_up {
+        last_loss = Some(loss);
+        if let Some(cause) = gave_up {
             // The manager asks its own requests again at its next round; only
             // callers' requests count as not replayed.
             if !session.internal {
@@ -195,13 +203,13 @@ pub(crate) async fn call_chain(
                 tracing::warn!(
                     %command,
                     resends,
-                    why,
+                    %cause,
                     waited_ms = now.elapsed().as_millis() as u64,
                     any_usable = session.channels.any_usable(),
                     "request lost with its channel; giving up"
                 );
             }
-            return Err(Error::ConnectionLost { command });
+            return Err(Error::ConnectionLost { command, cause });
         }
         if smb3 {
             failover.advance_past(sequence);
@@ -210,6 +218,32 @@ pub(crate) async fn call_chain(
         resends += 1;
         tracing::debug!(%command, resends, "replaying on another channel");
     }
+}
+
+/// How the channel of a frame was lost, when its error or a reply's says it was.
+fn channel_loss(sent: &Result<Vec<Result<Response>>>) -> Option<ConnectionLossCause> {
+    match sent {
+        Err(Error::ConnectionLost { cause, .. }) => Some(cause.clone()),
+        Ok(replies) => replies.iter().find_map(|r| match r {
+            Err(Error::ConnectionLost { cause, .. }) => Some(cause.clone()),
+            _ => None,
+        }),
+        Err(_) => None,
+    }
+}
+
+/// The error of a request lost with its channel (`loss`) that `replay` forbids sending
+/// again.
+fn not_replayed(command: Command, replay: Replay, loss: Option<ConnectionLossCause>) -> Error {
+    let loss = loss.unwrap_or(ConnectionLossCause::ClosedByClient);
+    let cause = match replay {
+        Replay::Unsafe(hazard) => ConnectionLossCause::NotReplayable {
+            hazard,
+            loss: Box::new(loss),
+        },
+        Replay::Safe => loss,
+    };
+    Error::ConnectionLost { command, cause }
 }
 
 /// Whether a request of the frame timed out.
@@ -237,10 +271,7 @@ fn close_if_silent(channel: &Channel, timeout: Duration) {
             silent_s = silent.as_secs(),
             "no reply on this channel for the whole request timeout; closing it"
         );
-        channel.close(format!(
-            "no reply for {} s (the request timeout): taken for dead",
-            silent.as_secs()
-        ));
+        channel.close(ConnectionLossCause::Silent { silent });
     }
 }
 

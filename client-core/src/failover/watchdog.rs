@@ -11,6 +11,7 @@ use smb3_proto::msg::echo::EchoRequest;
 use smb3_proto::replay::harmless_if_late;
 
 use crate::engine::SessionCore;
+use crate::error::ConnectionLossCause;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
 use crate::multichannel::channel_set::Member;
 use crate::multichannel::inventory;
@@ -111,7 +112,10 @@ fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
     core.multichannel
         .failover
         .loss_noticed(member.channel.progress().last_progress);
-    match member.channel.abandon_outstanding(harmless_if_late) {
+    match member.channel.abandon_outstanding(
+        harmless_if_late,
+        ConnectionLossCause::Suspected { sign: why },
+    ) {
         Ok(handed_back) => {
             tracing::info!(
                 local = %member.channel.local(),
@@ -133,7 +137,7 @@ fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
             core.multichannel.failover.count_loss(true);
             member
                 .channel
-                .close(format!("lost: {why}; closed at once, it held a {held}"));
+                .close(ConnectionLossCause::SuspectedHoldingUnsafe { sign: why, held });
             Suspected::Closed
         }
     }
@@ -176,15 +180,9 @@ async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why
         // that returns lets TCP deliver what waits. Keep it; the next keepalive asks again.
         tracing::debug!(server = %member.channel.peer(), "keepalive unanswered on the last channel; keeping it");
     } else if !member.channel.is_dead() {
-        let reason = match suspect {
-            Some(why) => format!(
-                "lost: {why}, and no answer to ECHO in {} ms",
-                timeout.as_millis()
-            ),
-            None => format!(
-                "lost: idle keepalive ECHO unanswered in {} ms",
-                timeout.as_millis()
-            ),
+        let reason = ConnectionLossCause::Unresponsive {
+            sign: suspect,
+            probe_timeout: timeout,
         };
         core.multichannel.failover.count_loss(true);
         tracing::info!(server = %member.channel.peer(), %reason, "closing channel");

@@ -10,7 +10,7 @@ use smb3_proto::Command;
 
 use crate::channel::Channel;
 use crate::config::Dispatch;
-use crate::error::{Error, Result};
+use crate::error::{ConnectionLossCause, Error, Result};
 use crate::multichannel::planner::{Slot, SlotKey};
 use crate::multichannel::status::{ChannelInfo, ChannelState};
 
@@ -82,7 +82,7 @@ impl Member {
         let m = self;
         let ch = &m.channel;
         let (requests, bytes_sent, bytes_received) = ch.counters();
-        let failure = ch.dead_reason();
+        let failure = ch.dead_reason().map(|cause| cause.to_string());
         let path = m.path();
         ChannelInfo {
             local: ch.local(),
@@ -264,7 +264,10 @@ impl ChannelSet {
         let members = self.read();
         let live: Vec<&Arc<Member>> = members.iter().filter(|m| m.usable()).collect();
         if live.is_empty() {
-            return Err(Error::ConnectionLost { command });
+            return Err(Error::ConnectionLost {
+                command,
+                cause: ConnectionLossCause::NoChannel { loss: None },
+            });
         }
         if live.len() == 1 {
             return Ok(live[0].channel.clone());
@@ -400,7 +403,8 @@ mod tests {
         assert!(matches!(
             set.pick(1, Command::WRITE),
             Err(Error::ConnectionLost {
-                command: Command::WRITE
+                command: Command::WRITE,
+                cause: ConnectionLossCause::NoChannel { loss: None },
             })
         ));
     }

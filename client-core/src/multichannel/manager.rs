@@ -322,7 +322,10 @@ fn prune_dead(mc: &Multichannel) {
         if !m.channel.is_dead() || mc.channels.active().len() <= 1 {
             continue;
         }
-        let reason = m.channel.dead_reason().unwrap_or_default();
+        let reason = m
+            .channel
+            .dead_reason()
+            .map_or_else(String::new, |cause| cause.to_string());
         mc.channels.remove(m.id, false);
         // A channel the watchdog closed was counted (as silent) when it gave up on it.
         if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {

@@ -7,7 +7,7 @@ use crate::codec::{bytes_at, pad_to, put_utf16le, utf16le_len, DecodeError, Read
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::FileAttributes;
 use crate::msg::{FileId, RequestBody};
-use crate::replay::Replay;
+use crate::replay::{Replay, ReplayHazard};
 use crate::status::NtStatus;
 
 /// RequestedOplockLevel / OplockLevel (MS-SMB2 2.2.13, 2.2.14).
@@ -589,10 +589,10 @@ impl RequestBody for CreateRequest {
             return Replay::Safe;
         }
         if self.create_options.0 & CreateOptions::DELETE_ON_CLOSE != 0 {
-            return Replay::Unsafe("a delete-on-close open may already have run");
+            return Replay::Unsafe(ReplayHazard::DeleteOnClose);
         }
         if self.create_disposition == CreateDisposition::CREATE {
-            return Replay::Unsafe("creating a new file may already have succeeded");
+            return Replay::Unsafe(ReplayHazard::CreatesNewFile);
         }
         Replay::Safe
     }

@@ -11,7 +11,7 @@ use crate::dialect::Dialect;
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::negotiate::{Capabilities, SecurityMode};
 use crate::msg::{FileId, RequestBody};
-use crate::replay::Replay;
+use crate::replay::{Replay, ReplayHazard};
 
 /// FSCTL_DFS_GET_REFERRALS (MS-FSCC 2.3).
 pub const FSCTL_DFS_GET_REFERRALS: u32 = 0x0006_0194;
@@ -129,7 +129,7 @@ impl RequestBody for IoctlRequest {
     /// that must not be delivered twice.
     fn replay(&self) -> Replay {
         if self.ctl_code == FSCTL_PIPE_TRANSCEIVE {
-            Replay::Unsafe("a named-pipe transaction may already have been delivered")
+            Replay::Unsafe(ReplayHazard::PipeTransaction)
         } else {
             Replay::Safe
         }

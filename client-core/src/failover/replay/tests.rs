@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags};
 use smb3_proto::msg::echo::EchoRequest;
-use smb3_proto::replay::Replay;
+use smb3_proto::replay::{Replay, ReplayHazard};
 use smb3_proto::{Command, NtStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
@@ -17,7 +17,9 @@ use super::{call, Session};
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, ChannelOptions, Request};
 use crate::config::Dispatch;
-use crate::error::Error;
+use crate::error::{
+    ConnectionLossCause, Error, FileChange, HandleLossCause, ReclaimRefusal, ReopenFailure,
+};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::{ChannelSet, PathInfo};
 
@@ -184,24 +186,25 @@ async fn a_request_unsafe_to_repeat_fails_with_connection_lost() {
     let (set, _seen_a, seen_b) = dying_then_answering();
     let failover = FailoverState::default();
 
-    let err = send_echo(
-        &set,
-        &failover,
-        true,
-        Replay::Unsafe("may already have run"),
-    )
-    .await
-    .unwrap_err();
+    let err = send_echo(&set, &failover, true, Replay::Unsafe(ReplayHazard::Lock))
+        .await
+        .unwrap_err();
 
-    assert!(
-        matches!(
-            err,
-            Error::ConnectionLost {
-                command: Command::ECHO
-            }
-        ),
-        "{err}"
-    );
+    // The error names the rule that kept the request from being sent again, and how its
+    // channel was lost (the fake peer hung up).
+    match &err {
+        Error::ConnectionLost {
+            command: Command::ECHO,
+            cause: ConnectionLossCause::NotReplayable { hazard, loss },
+        } => {
+            assert_eq!(*hazard, ReplayHazard::Lock);
+            assert!(
+                matches!(**loss, ConnectionLossCause::ClosedByServer),
+                "{loss:?}"
+            );
+        }
+        other => panic!("expected a request not replayed, got {other:?}"),
+    }
     assert!(seen_b.lock().unwrap().is_empty(), "nothing was resent");
     let c = failover.snapshot();
     assert_eq!((c.replays, c.not_replayed), (0, 1));
@@ -239,7 +242,17 @@ async fn with_no_channel_left_and_none_coming_back_the_error_is_immediate() {
         .await
         .unwrap_err();
 
-    assert!(matches!(err, Error::ConnectionLost { .. }), "{err}");
+    // No channel came back after the peer hung up.
+    match &err {
+        Error::ConnectionLost {
+            cause: ConnectionLossCause::NoChannel { loss: Some(loss) },
+            ..
+        } => assert!(
+            matches!(**loss, ConnectionLossCause::ClosedByServer),
+            "{loss:?}"
+        ),
+        other => panic!("expected no channel, got {other:?}"),
+    }
     assert!(started.elapsed() < Duration::from_millis(250));
     assert_eq!(failover.snapshot().not_replayed, 1);
 }
@@ -342,13 +355,23 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
     );
 
     // Once the open is known lost, the request fails naming it instead of being sent.
-    open.mark_lost("reclaim refused".into());
+    open.mark_lost(HandleLossCause::NotReclaimed {
+        refusal: ReclaimRefusal::Expired,
+        reopen: ReopenFailure::AnotherFile(FileChange::CreationTime),
+    });
     let request = Request::new(&FlushRequest { file_id: new_id });
     let err = call(&session, request, &target, Command::FLUSH, Replay::Safe)
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::HandleLost { path: Some(p), .. } if p == "f"),
+        matches!(&err, Error::HandleLost {
+            path: Some(p),
+            cause: HandleLossCause::NotReclaimed {
+                refusal: ReclaimRefusal::Expired,
+                reopen: ReopenFailure::AnotherFile(FileChange::CreationTime),
+            },
+            ..
+        } if p == "f"),
         "{err}"
     );
     assert_eq!(seen_b.lock().unwrap().len(), 1, "nothing more was sent");
@@ -372,13 +395,27 @@ async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
     .unwrap_err();
     assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
     assert_eq!(seen_a.lock().unwrap().len(), 1);
-    // The channel is closed: the next request does not wait out another timeout there.
+    // The channel is closed, as silent: the next request does not wait out another timeout
+    // there.
     assert!(!set.any_usable());
+    assert!(matches!(
+        set.active()[0].channel.dead_reason(),
+        Some(ConnectionLossCause::Silent { .. })
+    ));
     let started = Instant::now();
     let e = send_echo(&set, &failover, false, Replay::Safe)
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::ConnectionLost {
+                cause: ConnectionLossCause::NoChannel { loss: None },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(started.elapsed() < Duration::from_millis(250));
 }
 
@@ -461,4 +498,47 @@ async fn losses_in_quick_succession_leave_the_session_time_to_come_back() {
     let c = failover.snapshot();
     assert_eq!(c.not_replayed, 0);
     assert!(c.replays <= 16, "{c:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_lost_every_time_it_is_sent_gives_up_naming_its_resends() {
+    // Whenever the session has no channel one comes back, and it dies with the first
+    // request it takes, for ever.
+    let (first, _) = channel(1, Peer::DiesAfterOne);
+    let set = Arc::new(ChannelSet::new(first, Dispatch::RoundRobin));
+    let server = tokio::spawn({
+        let set = set.clone();
+        async move {
+            let mut port = 2;
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                if !set.any_usable() {
+                    let (dying, _) = channel(port, Peer::DiesAfterOne);
+                    set.add(dying, None, PathInfo::default(), false);
+                    port += 1;
+                }
+            }
+        }
+    });
+    let failover = FailoverState::default();
+
+    let err = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap_err();
+    server.abort();
+
+    match &err {
+        Error::ConnectionLost {
+            command: Command::ECHO,
+            cause: ConnectionLossCause::TooManyResends { resends, loss },
+        } => {
+            assert_eq!(*resends, super::MAX_RESENDS);
+            assert!(
+                matches!(**loss, ConnectionLossCause::ClosedByServer),
+                "{loss:?}"
+            );
+        }
+        other => panic!("expected too many resends, got {other:?}"),
+    }
+    assert_eq!(failover.snapshot().not_replayed, 1);
 }

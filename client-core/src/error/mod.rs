@@ -5,6 +5,14 @@ use std::io;
 use smb3_proto::msg::ioctl::{IoctlRequest, IoctlResponse};
 use smb3_proto::{Command, DecodeError, NtStatus};
 
+mod auth_detail;
+mod connection_loss;
+mod handle_loss;
+
+pub use auth_detail::{AuthDetail, AuthSource, KerberosHint};
+pub use connection_loss::{ConnectionLossCause, LossSign};
+pub use handle_loss::{FileChange, HandleLossCause, ReclaimRefusal, ReopenFailure};
+
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -32,8 +40,9 @@ pub enum Error {
     Auth {
         /// What kind of failure.
         kind: AuthFailure,
-        /// Details from the security package.
-        detail: String,
+        /// What exactly went wrong; the security package's own error is its source.
+        #[source]
+        detail: AuthDetail,
     },
     /// The network failed (connection refused, reset, unreachable).
     #[error("network error{}: {source}", addr_suffix(addr))]
@@ -52,12 +61,15 @@ pub enum Error {
         /// How long we waited.
         after: std::time::Duration,
     },
-    /// The connection carrying the request was lost before the reply came. Nothing is known
-    /// about whether the server executed the request.
-    #[error("connection lost before {command} completed")]
+    /// The connection carrying the request was lost before the reply came, and the request
+    /// was not (or could not be) sent again on another. Nothing is known about whether the
+    /// server executed it.
+    #[error("connection lost before {command} completed: {cause}")]
     ConnectionLost {
         /// The command in flight.
         command: Command,
+        /// How the connection was lost, and why the request was not sent again.
+        cause: ConnectionLossCause,
     },
     /// Every connection to the server was lost and the session was re-established, but this
     /// open could not be reclaimed (its durable handle expired, the server restarted, or it
@@ -65,15 +77,15 @@ pub enum Error {
     /// the byte range of the write that failed, when the error comes from one; writes
     /// answered before the loss are on the server.
     #[error(
-        "{}open handle lost with the connection and not reclaimed: {reason}{}",
+        "{}open handle lost with the connection and not reclaimed: {cause}{}",
         path_prefix(path),
         unwritten_suffix(unwritten)
     )]
     HandleLost {
         /// The share-relative path of the open.
         path: Option<String>,
-        /// Why the reclaim failed.
-        reason: String,
+        /// Why the open did not come back.
+        cause: HandleLossCause,
         /// Bytes `start..end` a failed write did not write.
         unwritten: Option<std::ops::Range<u64>>,
     },
@@ -175,6 +187,9 @@ pub enum ProtocolError {
         #[source]
         source: DecodeError,
     },
+    /// A frame's transport header (MS-SMB2 2.1) does not start with a zero byte.
+    #[error("bad transport header byte {0:#x}")]
+    BadTransportHeader(u8),
     /// A frame could not be decoded before its command was known.
     #[error("malformed frame: {0}")]
     Frame(#[source] DecodeError),
@@ -209,7 +224,7 @@ pub enum ProtocolError {
     },
     /// A reply carries more output than its request allowed: an IOCTL's OutputCount above
     /// the MaxOutputResponse it was sent with, which a server must not exceed (MS-SMB2
-    /// 3.3.5.15).
+    /// 3.3.5.15), or a READ's data beyond the Length asked for (3.3.5.12).
     #[error("{command} reply carries {got} bytes of output; the request allowed {allowed}")]
     TooMuchOutput {
         /// The command.
@@ -219,9 +234,128 @@ pub enum ProtocolError {
         /// The most the request allowed.
         allowed: u32,
     },
-    /// A reply contradicts what was asked or negotiated.
+    /// A frame came encrypted where no cipher was negotiated, or before the session had
+    /// keys to decrypt it (MS-SMB2 3.2.5.1.1).
+    #[error("encrypted frame where no cipher or session key is in force")]
+    EncryptedWithoutKeys,
+    /// The server sent a request where only replies may come.
+    #[error("the server sent a request")]
+    RequestFromServer,
+    /// A reply names another command than the request with its MessageId.
+    #[error("{got} reply to a {sent} request")]
+    CommandMismatch {
+        /// The request's command.
+        sent: Command,
+        /// The reply's command.
+        got: Command,
+    },
+    /// The server wrote fewer bytes than it was given (a WRITE's Count, MS-SMB2 2.2.22), or
+    /// copied fewer than asked (a server-side copy's TotalBytesWritten, MS-SMB2 2.2.32.1).
+    #[error("{command}: the server wrote {written} bytes of {sent}")]
+    IncompleteWrite {
+        /// WRITE, or IOCTL for a server-side copy.
+        command: Command,
+        /// Bytes sent or asked to be copied.
+        sent: u64,
+        /// Bytes the server says it wrote.
+        written: u64,
+    },
+    /// A server-side copy (FSCTL_SRV_COPYCHUNK, MS-SMB2 3.3.5.15.6) went wrong.
+    #[error("server-side copy: {0}")]
+    ServerCopy(ServerCopyFault),
+    /// The server's list of snapshots (FSCTL_SRV_ENUMERATE_SNAPSHOTS, MS-SMB2 3.3.5.15.1)
+    /// could not be read.
+    #[error("FSCTL_SRV_ENUMERATE_SNAPSHOTS: {0}")]
+    SnapshotList(SnapshotListFault),
+    /// FSCTL_QUERY_ALLOCATED_RANGES answered with ranges out of order, overlapping, or
+    /// outside the range asked about (MS-FSCC 2.3.40).
+    #[error("the server's allocated ranges are out of order or outside the query")]
+    DisorderedRanges,
+    /// Encryption is required, but the server agreed no cipher (MS-SMB2 3.2.5.2).
+    #[error("{0} requires encryption but no cipher was negotiated")]
+    NoCipher(EncryptionRequiredBy),
+    /// A 3.1.1 NEGOTIATE reply without the preauth integrity context it must carry
+    /// (MS-SMB2 3.2.5.2).
+    #[error("3.1.1 NEGOTIATE without preauth context")]
+    NoPreauthIntegrity,
+    /// The NEGOTIATE reply chose a preauth hash the client did not offer (only SHA-512
+    /// exists, MS-SMB2 2.2.3.1.1).
+    #[error("unsupported preauth hash algorithm {0:#06x}")]
+    UnknownPreauthHash(u16),
+    /// The security package finished while the server still asked for more
+    /// (MORE_PROCESSING_REQUIRED).
+    #[error("authentication ended before the server accepted it")]
+    AuthIncomplete,
+    /// A channel binding reply names another session than the one bound (MS-SMB2
+    /// 3.2.5.3.1).
+    #[error("binding reply names session {got:#x}, not {expected:#x}")]
+    SessionIdMismatch {
+        /// The session being bound.
+        expected: u64,
+        /// The SessionId in the reply.
+        got: u64,
+    },
+    /// VALIDATE_NEGOTIATE_INFO does not match what NEGOTIATE said (MS-SMB2 3.2.5.14.12): the
+    /// NEGOTIATE may have been tampered with (a downgrade attack).
+    #[error("VALIDATE_NEGOTIATE_INFO does not match NEGOTIATE (possible downgrade attack)")]
+    NegotiateValidation,
+    /// An oddity no caller could do anything about and that does not depend on what the
+    /// server sends (a local cipher failing with valid keys, a channel answering a compound
+    /// with another number of replies than it has requests); the words say which.
     #[error("{0}")]
     Unexpected(&'static str),
+}
+
+/// How a server-side copy went wrong ([`ProtocolError::ServerCopy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerCopyFault {
+    /// The server refused a copy request within the limits it gave.
+    #[error("the server refused a copy request within the limits it gave")]
+    RefusedWithinLimits,
+    /// The server gave copy limits of zero.
+    #[error("the server gave copy limits of zero")]
+    ZeroLimits,
+    /// The server changed its limits while the copy went on.
+    #[error("the server changed its copy limits during a copy")]
+    LimitsChanged,
+}
+
+/// How reading the server's snapshot list went wrong ([`ProtocolError::SnapshotList`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotListFault {
+    /// Tokens missing from a reply with room for them.
+    #[error("tokens missing from a reply with room for them")]
+    TokensMissing,
+    /// The list is larger than the client accepts.
+    #[error("the snapshot list is larger than the client accepts")]
+    TooLarge,
+    /// The list changed size every time it was asked for.
+    #[error("the snapshot list kept changing size")]
+    KeptChangingSize,
+    /// The server refused the 16-byte probe for the list's size as too small.
+    #[error("the server refused a 16-byte probe as too small")]
+    ProbeRefused,
+}
+
+/// What requires encryption ([`ProtocolError::NoCipher`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncryptionRequiredBy {
+    /// The session: the configuration asked for it, or the server flagged the session.
+    Session,
+    /// The share (SMB2_SHAREFLAG_ENCRYPT_DATA).
+    Share,
+}
+
+impl std::fmt::Display for EncryptionRequiredBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EncryptionRequiredBy::Session => "the session",
+            EncryptionRequiredBy::Share => "the share",
+        })
+    }
 }
 
 /// Configuration and URL problems.
@@ -352,11 +486,11 @@ impl Error {
             },
             Error::HandleLost {
                 path: _,
-                reason,
+                cause,
                 unwritten,
             } => Error::HandleLost {
                 path: Some(p.to_string()),
-                reason,
+                cause,
                 unwritten,
             },
             other => other,
@@ -367,9 +501,9 @@ impl Error {
     /// [`Error::HandleLost`]).
     pub(crate) fn unwritten(self, offset: u64, len: u64) -> Error {
         match self {
-            Error::HandleLost { path, reason, .. } => Error::HandleLost {
+            Error::HandleLost { path, cause, .. } => Error::HandleLost {
                 path,
-                reason,
+                cause,
                 unwritten: Some(offset..offset + len),
             },
             other => other,

@@ -1,0 +1,120 @@
+//! What exactly went wrong in a local authentication failure (the detail carried by
+//! [`Error::Auth`](super::Error::Auth)).
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use smb3_proto::crypto::CryptoError;
+
+/// An error of a library below this one (the security package, the runtime), kept whole as
+/// the [`source`](std::error::Error::source) of an [`AuthDetail`]: downcast it to the
+/// library's type (e.g. `sspi::Error`) for everything it knows.
+pub type AuthSource = Box<dyn StdError + Send + Sync + 'static>;
+
+/// What exactly went wrong when authentication could not be completed locally.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AuthDetail {
+    /// The security package (sspi) refused to go on.
+    SecurityPackage(AuthSource),
+    /// The Kerberos exchange failed: who asked which KDC, and what the security package
+    /// reported.
+    Kerberos {
+        /// The client principal (`user@REALM`).
+        principal: String,
+        /// The KDC asked, when one was configured (otherwise the realm's KDC).
+        kdc: Option<String>,
+        /// The likely cause, when the error says it.
+        hint: Option<KerberosHint>,
+        /// The security package's error.
+        source: AuthSource,
+    },
+    /// The user name cannot be given to the security package.
+    InvalidUserName(AuthSource),
+    /// The task running the Kerberos exchange stopped before it answered.
+    ExchangeStopped(AuthSource),
+    /// The server asked for more rounds than any mechanism needs.
+    Rounds {
+        /// Rounds asked for so far.
+        rounds: u32,
+    },
+    /// The session's keys could not be derived.
+    KeyDerivation(CryptoError),
+    /// The server mapped the user to guest (or anonymous).
+    MappedToGuest {
+        /// The user name the client logged on with.
+        user: String,
+    },
+    /// The server bound a new channel as guest: not the same user (MS-SMB2 3.2.5.3.3).
+    BoundAsGuest,
+}
+
+/// The likely cause of a Kerberos failure, read from the KDC's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KerberosHint {
+    /// KDC_ERR_PREAUTH_FAILED: the encrypted timestamp did not decrypt with the user's key.
+    WrongPassword,
+    /// No KDC answered.
+    KdcUnreachable,
+    /// The client's and the KDC's clocks differ by more than Kerberos allows (5 minutes).
+    ClockSkew,
+}
+
+impl fmt::Display for KerberosHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KerberosHint::WrongPassword => "wrong password?",
+            KerberosHint::KdcUnreachable => "KDC unreachable",
+            KerberosHint::ClockSkew => "client and KDC clocks differ by more than 5 minutes",
+        })
+    }
+}
+
+impl fmt::Display for AuthDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthDetail::SecurityPackage(e) => write!(f, "{e}"),
+            AuthDetail::Kerberos {
+                principal,
+                kdc,
+                hint,
+                source,
+            } => {
+                let kdc = kdc.as_deref().unwrap_or("the realm's KDC");
+                // sspi appends the KDC's raw e-data ("Additional error data: OctetString(…)"):
+                // bytes for debugging (the source has them), not for the user's one line.
+                let what = source.to_string();
+                let what = what
+                    .split_once(". Additional error data")
+                    .map_or(what.as_str(), |(head, _)| head);
+                write!(f, "Kerberos as {principal} via {kdc}: {what}")?;
+                match hint {
+                    Some(hint) => write!(f, " ({hint})"),
+                    None => Ok(()),
+                }
+            }
+            AuthDetail::InvalidUserName(e) => write!(f, "invalid user name: {e}"),
+            AuthDetail::ExchangeStopped(e) => write!(f, "the Kerberos exchange stopped: {e}"),
+            AuthDetail::Rounds { rounds } => write!(f, "{rounds} rounds"),
+            AuthDetail::KeyDerivation(e) => write!(f, "{e}"),
+            AuthDetail::MappedToGuest { user } => write!(f, "user {user:?} was mapped to guest"),
+            AuthDetail::BoundAsGuest => f.write_str("the server bound the channel as guest"),
+        }
+    }
+}
+
+impl StdError for AuthDetail {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            AuthDetail::SecurityPackage(e)
+            | AuthDetail::Kerberos { source: e, .. }
+            | AuthDetail::InvalidUserName(e)
+            | AuthDetail::ExchangeStopped(e) => Some(e.as_ref()),
+            AuthDetail::KeyDerivation(e) => Some(e),
+            AuthDetail::Rounds { .. }
+            | AuthDetail::MappedToGuest { .. }
+            | AuthDetail::BoundAsGuest => None,
+        }
+    }
+}

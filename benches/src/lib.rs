@@ -21,22 +21,40 @@
 //! against the library's `read_dir` (see [`mount`]).
 //!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
+//!
+//! Everything that drives the testbed (namespaces, smbd, iperf3, fio, child processes) is
+//! Linux-only, like the testbed itself; elsewhere only the pure helpers (tables, Markdown
+//! sections, SVG, statistics, data patterns) that `crypto-bench` and `microbench-table` use
+//! are built.
 
 pub mod chart;
+#[cfg(target_os = "linux")]
 pub mod child;
 pub mod data;
 pub mod doc;
+#[cfg(target_os = "linux")]
 pub mod failover;
+#[cfg(target_os = "linux")]
 pub mod interrupt;
+#[cfg(target_os = "linux")]
 pub mod iperf;
+#[cfg(target_os = "linux")]
 pub mod latency;
+#[cfg(target_os = "linux")]
 pub mod machine;
+#[cfg(target_os = "linux")]
 pub mod mount;
+#[cfg(target_os = "linux")]
 pub mod multichannel;
+#[cfg(target_os = "linux")]
 pub mod results;
+#[cfg(target_os = "linux")]
 pub mod server_cpu;
+#[cfg(target_os = "linux")]
 pub mod session;
+#[cfg(target_os = "linux")]
 pub mod soak;
 pub mod stats;
 pub mod table;
+#[cfg(target_os = "linux")]
 pub mod transfer;

@@ -1,5 +1,8 @@
 //! smbcp end to end: trees both ways, the JSON summary, and every error a user meets.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::path::Path;
 use std::process::Output;
 

@@ -2,6 +2,9 @@
 //! --dry-run, --verify and --verify-only, --resume, the summary line, --json-files and the
 //! progress bar.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;

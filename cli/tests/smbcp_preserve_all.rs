@@ -2,6 +2,9 @@
 //! acl_xattr): a copy keeps its source's named data streams, security descriptor (owner,
 //! group, DACL), times and attributes; `-r` gives directories their descriptors too.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;

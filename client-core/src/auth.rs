@@ -381,12 +381,29 @@ impl Authenticator {
     }
 }
 
+/// The NTLM workstation name (MS-NLMP 2.2.1.3 AUTHENTICATE_MESSAGE Workstation): this host's
+/// name from uname(2), on every Unix (Linux, macOS, the BSDs) alike. Only its first DNS label
+/// is sent: the field is the machine's NetBIOS-style name, and macOS's node name is often
+/// `name.local`. Servers only log it, so an unknown name falls back to a fixed one.
 fn local_host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "SMB3CLIENT".to_string())
+    #[cfg(unix)]
+    let node = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    #[cfg(not(unix))]
+    let node = String::new();
+    workstation_name(&node)
+}
+
+/// The workstation name from a host name: its first label, or `SMB3CLIENT` when empty.
+fn workstation_name(host: &str) -> String {
+    let label = host.trim().split('.').next().unwrap_or("").trim();
+    if label.is_empty() {
+        "SMB3CLIENT".to_string()
+    } else {
+        label.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -398,6 +415,26 @@ mod tests {
             kerberos_realm: Some(realm.to_string()),
             ..ClientConfig::default()
         }
+    }
+
+    #[test]
+    fn workstation_name_is_the_first_label_of_the_host_name() {
+        assert_eq!(workstation_name("build-box\n"), "build-box");
+        assert_eq!(workstation_name("Alices-MacBook.local"), "Alices-MacBook");
+        assert_eq!(workstation_name("nas.example.com"), "nas");
+        assert_eq!(workstation_name(""), "SMB3CLIENT");
+        assert_eq!(workstation_name(".local"), "SMB3CLIENT");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn local_host_name_is_uname_s_node_name() {
+        let node = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(local_host_name(), workstation_name(&node));
+        assert!(!local_host_name().is_empty());
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl LocalNic {
             prefix_len,
             link_speed,
             rx_queues: if rss { 4 } else { 1 },
-            rss,
+            rss: Some(rss),
             rdma: false,
             loopback: address.is_loopback(),
         })

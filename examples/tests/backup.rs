@@ -4,6 +4,9 @@
 //! a partial file left by an interrupted run is continued when it matches the server and
 //! copied again when it does not.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

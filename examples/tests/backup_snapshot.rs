@@ -1,6 +1,9 @@
 //! The backup example runs against the testbed's [backup] share and copies the newest
 //! snapshot's tree, not the live files.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use smb3_tests::{Testbed, TestbedConfig};

@@ -1,5 +1,8 @@
 //! The example runs against the testbed's smbd and produces the exact file.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use smb3_tests::{Testbed, TestbedConfig};

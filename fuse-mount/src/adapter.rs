@@ -126,13 +126,47 @@ fn time(t: TimeOrNow) -> SystemTime {
 
 const GEN: Generation = Generation(0);
 
+/// fcntl's lock types as the `i32` FUSE carries them: libc declares them `c_int` on Linux and
+/// `c_short` on macOS and the BSDs.
+#[cfg(target_os = "linux")]
+mod lock_kind {
+    pub(super) const READ: i32 = libc::F_RDLCK;
+    pub(super) const WRITE: i32 = libc::F_WRLCK;
+    pub(super) const UNLOCK: i32 = libc::F_UNLCK;
+}
+
+/// fcntl's lock types as the `i32` FUSE carries them (`c_short` in libc here).
+#[cfg(not(target_os = "linux"))]
+mod lock_kind {
+    pub(super) const READ: i32 = libc::F_RDLCK as i32;
+    pub(super) const WRITE: i32 = libc::F_WRLCK as i32;
+    pub(super) const UNLOCK: i32 = libc::F_UNLCK as i32;
+}
+
 fn lock_type(typ: i32) -> Option<LockType> {
     match typ {
-        libc::F_RDLCK => Some(LockType::Read),
-        libc::F_WRLCK => Some(LockType::Write),
-        libc::F_UNLCK => Some(LockType::Unlock),
+        lock_kind::READ => Some(LockType::Read),
+        lock_kind::WRITE => Some(LockType::Write),
+        lock_kind::UNLOCK => Some(LockType::Unlock),
         _ => None,
     }
+}
+
+/// Whether a rename with `flags` must not replace an existing target (`Some(noreplace)`), or
+/// `None` for flags this file system cannot honour (exchange, whiteout). fuser names the
+/// renameat2 flags on Linux only; elsewhere any flag is refused.
+#[cfg(target_os = "linux")]
+fn rename_noreplace(flags: RenameFlags) -> Option<bool> {
+    if flags.intersects(RenameFlags::RENAME_EXCHANGE | RenameFlags::RENAME_WHITEOUT) {
+        return None;
+    }
+    Some(flags.contains(RenameFlags::RENAME_NOREPLACE))
+}
+
+/// See the Linux version: fuser defines no rename flags here, so any flag is refused.
+#[cfg(not(target_os = "linux"))]
+fn rename_noreplace(flags: RenameFlags) -> Option<bool> {
+    flags.is_empty().then_some(false)
 }
 
 macro_rules! name_or_reply {
@@ -322,11 +356,10 @@ impl Filesystem for FuseAdapter {
     ) {
         let name = name_or_reply!(name, reply);
         let newname = name_or_reply!(newname, reply);
-        if flags.intersects(RenameFlags::RENAME_EXCHANGE | RenameFlags::RENAME_WHITEOUT) {
+        let Some(noreplace) = rename_noreplace(flags) else {
             reply.error(Errno::EINVAL);
             return;
-        }
-        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        };
         self.spawn(move |fs| async move {
             match fs
                 .rename(parent.0, &name, newparent.0, &newname, noreplace)
@@ -640,8 +673,8 @@ impl Filesystem for FuseAdapter {
         };
         self.spawn(move |fs| async move {
             match fs.getlk(fh.0, lock_owner.0, start, end, t).await {
-                Ok(None) => reply.locked(start, end, libc::F_UNLCK, 0),
-                Ok(Some((s, e, _))) => reply.locked(s, e, libc::F_WRLCK, 0),
+                Ok(None) => reply.locked(start, end, lock_kind::UNLOCK, 0),
+                Ok(Some((s, e, _))) => reply.locked(s, e, lock_kind::WRITE, 0),
                 Err(e) => reply.error(errno(&e)),
             }
         });

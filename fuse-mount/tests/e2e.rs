@@ -3,6 +3,9 @@
 //! programs on the mount. Every test unmounts and stops its daemon, also when it fails
 //! (`Mounted`'s Drop), and the testbed goes with its own Drop.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,9 @@
 //! directory creations dropped or timed out half-way leave no handle open at the server.
 //! `smbstatus -j` (through [`Testbed::open_files`]) is the judge of what stays open.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,6 +3,9 @@
 //! and directories as they were in one while the live files change, and the open options
 //! (sharing modes, delete-on-close, backup intent, open by file id).
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};

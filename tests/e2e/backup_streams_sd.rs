@@ -4,6 +4,9 @@
 //! server keeps the truth in a place the host can see (extended attributes, block counts),
 //! the test looks there too.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;

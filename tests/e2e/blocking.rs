@@ -1,6 +1,9 @@
 //! The blocking facade (`smb3_client::blocking`) against the testbed's real smbd, from plain
 //! threads: `std::io::copy` up and down, `Seek`, EOF, path operations, and close on drop.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use smb3_client::{blocking, ClientConfig, Error, OpenOptions};

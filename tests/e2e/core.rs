@@ -1,5 +1,8 @@
 //! The client core over one channel, against the testbed's real smbd.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;

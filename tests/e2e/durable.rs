@@ -3,6 +3,9 @@
 //! session's open breaks our lease and we acknowledge at once, and the lease-key table empties
 //! as files close.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

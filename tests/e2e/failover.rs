@@ -2,6 +2,9 @@
 //! without carrier loss, connections reset, while 1 GiB moves over four links. Every test
 //! checks the bytes with sha256; the failover counters say what happened.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

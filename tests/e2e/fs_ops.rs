@@ -1,6 +1,9 @@
 //! The file system operations the FUSE mount needs (client-core/src/fs_ops.rs), against the
 //! testbed's real smbd: times, the read-only attribute, hard links, file ids and link counts.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, UNIX_EPOCH};
 

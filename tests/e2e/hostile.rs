@@ -5,6 +5,9 @@
 //! is trusted — and the session is set up again on a new one, in-flight requests replayed),
 //! within a stated time. docs/RELIABILITY.md has the table of cases and outcomes.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;

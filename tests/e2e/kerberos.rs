@@ -3,6 +3,9 @@
 //! The DC refuses NTLM (`ntlm auth = disabled`), so every session that works here was
 //! authenticated with Kerberos; the tests also show the refusal itself.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;

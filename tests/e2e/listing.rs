@@ -2,6 +2,9 @@
 //! the testbed's real smbd: a directory of 20,000 entries, a tree with a symbolic-link
 //! loop in it, and a directory the user may not list.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::collections::BTreeSet;
 use std::os::unix::fs::symlink;
 

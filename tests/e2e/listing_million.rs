@@ -4,6 +4,9 @@
 //! A test binary of its own, so that nothing else runs in the process while its peak
 //! resident set is measured (`/proc/self/status` VmHWM, reset through `/proc/self/clear_refs`).
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::fs::File;
 use std::time::Instant;
 

@@ -2,6 +2,9 @@
 //! links, dispatch over every channel, signing and sealing on bound channels, and channels
 //! following the server's advertised interfaces at runtime.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;

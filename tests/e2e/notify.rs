@@ -3,6 +3,9 @@
 //! dropped mid-wait is cancelled on the server (its STATUS_CANCELLED reply comes back, the
 //! credits return, nothing stays outstanding), on SMB 3.1.1 and 3.0.2, signed and sealed.
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

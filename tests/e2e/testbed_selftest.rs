@@ -1,6 +1,9 @@
 //! Self-test of the testbed: real namespaces, real smbd, real shaping. Needs root and Samba;
 //! without them these tests FAIL with the script's message (they never skip).
 
+// The testbed (network namespaces, veth links, smbd) exists on Linux only.
+#![cfg(target_os = "linux")]
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;

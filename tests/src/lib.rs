@@ -20,6 +20,11 @@
 //!
 //! Everything here needs root; without it (or without Samba) [`Testbed::start`] returns the
 //! script's message as the error, and tests are expected to fail with it, never skip.
+//!
+//! Linux only: network namespaces, veth links, tc and the namespace calls (`setns`,
+//! `unshare`, `mount`, `umount2`) have no macOS counterpart, so elsewhere this crate is empty,
+//! and so are the test targets that use it (each starts with the same `cfg`).
+#![cfg(target_os = "linux")]
 
 pub mod mitm;
 

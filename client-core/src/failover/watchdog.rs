@@ -14,7 +14,7 @@ use crate::engine::SessionCore;
 use crate::error::ConnectionLossCause;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
 use crate::multichannel::channel_set::Member;
-use crate::multichannel::inventory;
+use crate::multichannel::nic_facts;
 
 /// How often the channels are looked at.
 const TICK: Duration = Duration::from_millis(250);
@@ -87,7 +87,7 @@ fn carrier_of(m: &Member) -> Option<bool> {
     if name.is_empty() {
         return None;
     }
-    inventory::carrier(&name)
+    nic_facts::carrier(&name)
 }
 
 /// What became of a suspected channel.

@@ -26,9 +26,9 @@ use crate::error::Result;
 use crate::error::{decode, decode_ioctl};
 use crate::multichannel::binding::{bind_channel, BindFailure};
 use crate::multichannel::channel_set::{Member, PathInfo};
-use crate::multichannel::inventory;
 use crate::multichannel::planner::{self, Plan, PlanConfig, ServerInterface, Slot, SlotKey};
 use crate::multichannel::state::{Multichannel, Retry, State};
+use crate::multichannel::{inventory, nic_facts};
 
 /// Largest interface list accepted (about 430 entries of 152 bytes).
 const MAX_INTERFACE_LIST: u32 = 64 * 1024;
@@ -258,7 +258,7 @@ async fn reconcile(core: &Arc<SessionCore>) {
         // back.
         let (linked, unlinked): (Vec<Slot>, Vec<Slot>) = due
             .into_iter()
-            .partition(|s| inventory::carrier(&s.local_name) != Some(false));
+            .partition(|s| nic_facts::carrier(&s.local_name) != Some(false));
         for s in unlinked {
             let r = st.retry.entry(s.key).or_insert(Retry {
                 failures: 0,

@@ -2,7 +2,8 @@
 //! NIC pair, with requests spread over them.
 //!
 //! - `eligibility`: whether the session may have more channels, and if not why.
-//! - `inventory`: the local NICs with their speed and RSS, from the OS.
+//! - `inventory`: the local NICs with their addresses, speed and RSS.
+//! - `nic_facts`: what each OS says about a NIC (speed, queues, link up), one source per OS.
 //! - `planner`: a pure function from (server interfaces, local NICs, config) to wanted slots.
 //! - `binding`: opening one more channel of the session (NEGOTIATE + SESSION_SETUP BINDING).
 //! - `channel_set`: the session's channels and which one carries the next request.
@@ -15,6 +16,7 @@ pub(crate) mod channel_set;
 pub(crate) mod eligibility;
 pub(crate) mod inventory;
 pub(crate) mod manager;
+pub(crate) mod nic_facts;
 pub(crate) mod planner;
 pub(crate) mod state;
 pub(crate) mod status;

@@ -20,6 +20,25 @@ const UNKNOWN_LINK_SPEED: u64 = 4_294_967_295_000_000;
 /// Most slots one pair can have: ordinals are u16.
 const MAX_SLOTS_PER_PAIR: usize = u16::MAX as usize + 1;
 
+/// A local NIC whose RSS the OS does not report (macOS) counts as RSS-capable from this link
+/// speed up (bits per second): see [`assumes_rss`].
+pub(crate) const ASSUMED_RSS_MIN_SPEED: u64 = 10_000_000_000;
+
+/// Whether a local NIC whose RSS capability nobody reported (the OS has no queue count, as on
+/// macOS, and no `NicOverride` says) is treated as RSS-capable: yes when its link speed is
+/// known and at least 10 Gb/s ([`ASSUMED_RSS_MIN_SPEED`]).
+///
+/// Why: at 10 Gb/s and more one TCP connection is bound by the one core that handles its
+/// receive path, which is what several channels per NIC pair relieve, and NICs of that class
+/// are multi-queue hardware as a rule, so with the server's RSS this gives the pair the
+/// `channels_per_rss_nic` Windows would give it where the driver reports RSS.
+/// Below 10 Gb/s one connection fills the link anyway and more would only add handshakes; an
+/// unknown speed gives no reason to assume anything. Either way, a pair still needs the
+/// server to report RSS_CAPABLE, and `nic_overrides` replace the guess.
+pub(crate) fn assumes_rss(link_speed: Option<u64>) -> bool {
+    link_speed.is_some_and(|speed| speed >= ASSUMED_RSS_MIN_SPEED)
+}
+
 /// One server address as reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO, cleaned up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ServerInterface {
@@ -96,7 +115,7 @@ impl PairClass {
         };
         PairClass {
             rdma: local.rdma && server.rdma,
-            rss: local.rss && server.rss,
+            rss: local.rss_capable() && server.rss,
             link_speed,
         }
     }
@@ -557,7 +576,7 @@ mod tests {
             prefix_len,
             link_speed: speed,
             rx_queues: if rss { 4 } else { 1 },
-            rss,
+            rss: Some(rss),
             rdma: false,
             loopback: address.is_loopback(),
         }
@@ -877,6 +896,43 @@ mod tests {
                 "10.0.1.2 (eth0) -> 192.168.9.2 (unknown speed) not used: 100 Mb/s pairs are faster",
             ]
         );
+    }
+
+    #[test]
+    fn unknown_rss_counts_as_rss_from_10_gbps_up() {
+        assert!(!assumes_rss(None));
+        assert!(!assumes_rss(Some(ASSUMED_RSS_MIN_SPEED - 1)));
+        assert!(assumes_rss(Some(ASSUMED_RSS_MIN_SPEED)));
+        assert!(assumes_rss(Some(100 * G10)));
+    }
+
+    #[test]
+    fn a_nic_of_unknown_rss_gets_rss_slots_at_10_gbps_and_one_below() {
+        // As on macOS: speed from the OS, no queue count.
+        let unknown = |name: &str, addr: &str, speed: Option<u64>| LocalInterface {
+            rss: None,
+            rx_queues: 0,
+            ..local(name, addr, 24, false, speed)
+        };
+        let servers = [server(1, "10.0.1.1", true, Some(G10))];
+        let count = |l: LocalInterface| plan(&servers, &[l], &cfg(32)).slots.len();
+        assert_eq!(count(unknown("en0", "10.0.1.2", Some(G10))), 4);
+        assert_eq!(count(unknown("en0", "10.0.1.2", Some(G1))), 1);
+        assert_eq!(count(unknown("en0", "10.0.1.2", None)), 1);
+        // What the OS or an override said wins over the rule.
+        let said_no = LocalInterface {
+            rss: Some(false),
+            ..unknown("en0", "10.0.1.2", Some(G10))
+        };
+        assert_eq!(count(said_no), 1);
+        // The server must still report RSS.
+        let plain_server = plan(
+            &[server(1, "10.0.1.1", false, Some(G10))],
+            &[unknown("en0", "10.0.1.2", Some(G10))],
+            &cfg(32),
+        );
+        assert_eq!(plain_server.slots.len(), 1);
+        assert!(!plain_server.slots[0].rss);
     }
 
     #[test]

@@ -269,7 +269,7 @@ fn local_nic(l: &LocalInterface) -> LocalNic {
         if_index: l.if_index,
         address: l.address,
         rx_queues: l.rx_queues,
-        rss: l.rss,
+        rss: l.rss_capable(),
         link_speed: l.link_speed,
     }
 }

@@ -105,7 +105,8 @@ pub struct LocalNic {
     pub address: IpAddr,
     /// Receive queues the OS reports.
     pub rx_queues: u32,
-    /// RSS-capable (more than one receive queue, or overridden).
+    /// RSS-capable as the planner counts it: more than one receive queue, overridden, or
+    /// assumed for a NIC of 10 Gb/s or more whose OS does not count queues (macOS).
     pub rss: bool,
     /// Link speed in bits per second, when known.
     pub link_speed: Option<u64>,

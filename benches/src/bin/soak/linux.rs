@@ -38,7 +38,7 @@ struct Args {
     out: Option<PathBuf>,
 }
 
-fn main() -> ExitCode {
+pub(super) fn main() -> ExitCode {
     let args = Args::parse();
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

@@ -294,7 +294,7 @@ impl Bench<'_> {
     }
 }
 
-fn main() -> ExitCode {
+pub(super) fn main() -> ExitCode {
     let args = Args::parse();
     interrupt::install();
     match run(&args) {

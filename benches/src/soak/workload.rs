@@ -5,7 +5,7 @@
 //! What counts as a failure: a byte or size mismatch, an operation that does not finish
 //! within [`OP_LIMIT`], and any error except the one the library documents for requests that
 //! are not safe to send twice (`ConnectionLost` of a QUERY_DIRECTORY in mid-listing, see
-//! docs/ARCHITECTURE.md, Failover), which is counted as tolerated and the loop goes on.
+//! docs/FAILOVER.md, the replay table), which is counted as tolerated and the loop goes on.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

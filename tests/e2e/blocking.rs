@@ -158,3 +158,139 @@ fn connect_on_its_own_runtime_from_a_plain_thread() {
         b"hello, blocking world"
     );
 }
+
+#[test]
+fn listings_walks_and_backup_calls_without_tokio() {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use smb3_client::{DosAttributes, FileTimes, IfExists, SecurityParts, WalkOptions};
+
+    const ENTRIES: usize = 3_000;
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("backup");
+    // Made on the server's disk: a directory of several pages, and a small tree.
+    std::fs::create_dir(disk.join("many")).unwrap();
+    for i in 0..ENTRIES {
+        std::fs::File::create(disk.join(format!("many/f{i:04}"))).unwrap();
+    }
+    std::fs::create_dir_all(disk.join("tree/a/b")).unwrap();
+    for f in ["tree/1.txt", "tree/a/2.txt", "tree/a/b/3.txt"] {
+        std::fs::write(disk.join(f), f.as_bytes()).unwrap();
+    }
+    let chown = std::process::Command::new("chown")
+        .args(["-R", &format!("{}:", tb.user())])
+        .arg(&disk)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+
+    let server = format!("{}:445", tb.server_addr(1));
+    let client = blocking::Client::connect_on(
+        tb.client_runtime(),
+        &server,
+        &tb.credentials(),
+        ClientConfig::default(),
+    )
+    .expect("connect");
+    let share = client.share("backup").expect("tree connect");
+
+    // A listing as an iterator: every entry once, over several pages.
+    let mut names: Vec<String> = share
+        .list("many")
+        .unwrap()
+        .map(|e| e.unwrap().name)
+        .collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), ENTRIES);
+    // Page by page, and one dropped half-way (closed at the server, checked at the end).
+    let mut listing = share.list("many").unwrap();
+    let first = listing.next_page().unwrap().unwrap();
+    assert!(
+        !first.is_empty() && first.len() < ENTRIES,
+        "{}",
+        first.len()
+    );
+    assert!(listing.next().is_some());
+    drop(listing);
+    // A missing directory is an error naming it.
+    let e = share.list("no/such").unwrap_err();
+    assert!(e.to_string().contains("no/such"), "{e}");
+
+    // The walk: every path once, directories first.
+    let paths: Vec<String> = share
+        .walk("tree", WalkOptions::default())
+        .map(|item| item.unwrap().path)
+        .collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "tree/1.txt",
+            "tree/a",
+            "tree/a/2.txt",
+            "tree/a/b",
+            "tree/a/b/3.txt"
+        ]
+    );
+    // A walk dropped after its first entry stops.
+    assert!(share.walk("", WalkOptions::default()).next().is_some());
+
+    // Times and attributes, a hard link, a named stream, the security descriptor.
+    let when = UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    let times = FileTimes {
+        modified: Some(when),
+        ..FileTimes::default()
+    };
+    share
+        .set_times_and_attributes("tree/1.txt", &times, DosAttributes::HIDDEN)
+        .unwrap();
+    let m = share.metadata("tree/1.txt").unwrap();
+    assert_eq!(m.modified, Some(when));
+    assert!(m.attributes.contains(DosAttributes::HIDDEN), "{m:?}");
+    share
+        .hard_link("tree/1.txt", "tree/1-link.txt", IfExists::Fail)
+        .unwrap();
+    assert_eq!(share.metadata("tree/1-link.txt").unwrap().links, 2);
+    let mut stream = share
+        .open(
+            "tree/1.txt:extra",
+            &OpenOptions::new().write(true).create(true),
+        )
+        .unwrap();
+    stream.write_all(b"named stream").unwrap();
+    stream.close().unwrap();
+    let streams = share.streams("tree/1.txt").unwrap();
+    assert!(
+        streams
+            .iter()
+            .any(|s| s.name == ":extra:$DATA" && s.size == 12),
+        "{streams:?}"
+    );
+    let sd = share
+        .security_descriptor("tree/1.txt", SecurityParts::standard())
+        .unwrap();
+    assert!(
+        sd.descriptor.owner.is_some() && sd.descriptor.dacl.is_some(),
+        "{sd:?}"
+    );
+    let file = share
+        .open(
+            "tree/1.txt",
+            &OpenOptions::new().read(true).read_security(true),
+        )
+        .unwrap();
+    assert_eq!(
+        file.security_descriptor(SecurityParts::standard())
+            .unwrap()
+            .raw,
+        sd.raw
+    );
+    assert_eq!(file.streams().unwrap().len(), streams.len());
+    drop(file);
+    drop(share);
+    client.logoff().unwrap();
+    // No handle left by the dropped listing and walk, nor by anything else.
+    assert!(tb.open_files().unwrap().is_empty());
+}

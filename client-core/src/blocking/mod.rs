@@ -25,6 +25,11 @@
 //! thread and is refused with [`Error::ApiMisuse`]; use the async API there, or call from
 //! `tokio::task::spawn_blocking`.
 
+mod backup;
+mod listing;
+
+pub use listing::{ReadDir, Walk, WalkItemError};
+
 use std::future::Future;
 use std::io;
 use std::sync::Arc;

@@ -19,6 +19,8 @@ pub struct Finished {
     pub user: Duration,
     /// System CPU time of the child.
     pub sys: Duration,
+    /// Its peak resident set, bytes (`ru_maxrss`).
+    pub max_rss: u64,
     /// Exit status.
     pub status: ExitStatus,
     /// Everything it wrote on stdout.
@@ -65,6 +67,8 @@ pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
         wall,
         user: timeval(usage.ru_utime),
         sys: timeval(usage.ru_stime),
+        // Linux counts ru_maxrss in KiB.
+        max_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
         status,
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),

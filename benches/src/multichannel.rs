@@ -8,7 +8,7 @@
 //! extra channels help when the CPUs rather than the wire are the limit.
 
 use crate::chart::{BarChart, ChartFrame, Group, Panel};
-use crate::results::{f1, f2, ratio, RawTcp, Results, Series};
+use crate::results::{f0, f1, f2, ratio, RawTcp, Results, Series};
 use crate::table::Table;
 use crate::transfer::{Direction, SmbcpReport};
 
@@ -120,6 +120,7 @@ pub fn shaped_table(results: &Results, setups: &[LinkSetup]) -> Table {
         ">bytes per link %",
         ">copy-only MB/s",
         ">client CPU s/GiB",
+        ">client max RSS MiB",
         ">smbd CPU s/GiB",
         ">CPUs busy",
     ]);
@@ -155,6 +156,7 @@ pub fn shaped_table(results: &Results, setups: &[LinkSetup]) -> Table {
                     bytes_per_link_cell(report),
                     f1(s.copy_mb_per_s()),
                     f2(s.client_cpu_per_gib()),
+                    f0(s.client_max_rss_mib()),
                     f2(s.server_cpu_per_gib()),
                     f2(s.machine_cpus()),
                 ]);
@@ -178,6 +180,7 @@ pub fn unshaped_table(results: &Results, setup: &LinkSetup, baseline: &str) -> T
         ">x 1 channel",
         ">copy-only MB/s",
         ">client CPU s/GiB",
+        ">client max RSS MiB",
         ">smbd CPU s/GiB",
         ">CPUs busy",
     ]);
@@ -201,6 +204,7 @@ pub fn unshaped_table(results: &Results, setup: &LinkSetup, baseline: &str) -> T
                 vs_base,
                 f1(s.copy_mb_per_s()),
                 f2(s.client_cpu_per_gib()),
+                f0(s.client_max_rss_mib()),
                 f2(s.server_cpu_per_gib()),
                 f2(s.machine_cpus()),
             ]);
@@ -384,6 +388,7 @@ mod tests {
                 bytes: 1_000_000_000,
                 wall: Duration::from_secs_f64(s),
                 client_cpu: Duration::from_secs(1),
+                client_max_rss: 40 << 20,
                 server_cpu: Duration::from_secs(1),
                 machine_cpu: Duration::from_secs(2),
             })

@@ -63,6 +63,14 @@ impl Series {
         median(&self.values(|s| s.per_gib(s.client_cpu))).unwrap_or(f64::NAN)
     }
 
+    /// The highest peak resident set of the client over the repetitions, MiB.
+    pub fn client_max_rss_mib(&self) -> f64 {
+        self.samples
+            .iter()
+            .map(|s| s.client_max_rss as f64 / f64::from(1 << 20))
+            .fold(f64::NAN, f64::max)
+    }
+
     /// Median smbd CPU seconds per GiB.
     pub fn server_cpu_per_gib(&self) -> f64 {
         median(&self.values(|s| s.per_gib(s.server_cpu))).unwrap_or(f64::NAN)
@@ -149,6 +157,14 @@ pub struct Results {
     pub latency: Vec<LatencySet>,
     /// Transfers measured again because other work on the machine disturbed them.
     pub retried: usize,
+}
+
+pub(crate) fn f0(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:.0}")
+    }
 }
 
 pub(crate) fn f1(v: f64) -> String {
@@ -334,6 +350,7 @@ mod tests {
             bytes: 1_000_000,
             wall: Duration::from_secs_f64(secs),
             client_cpu: Duration::ZERO,
+            client_max_rss: 0,
             server_cpu: Duration::ZERO,
             machine_cpu: Duration::ZERO,
         };

@@ -375,6 +375,8 @@ pub struct Sample {
     pub wall: Duration,
     /// CPU time (user + system) of the client process.
     pub client_cpu: Duration,
+    /// Peak resident set of the client process, bytes.
+    pub client_max_rss: u64,
     /// CPU time of smbd (parent and connection child) meanwhile.
     pub server_cpu: Duration,
     /// CPU time used by everything on the machine meanwhile (to spot interference).
@@ -451,6 +453,7 @@ pub fn measure_reported(
         bytes: job.reference.len,
         wall: run.wall,
         client_cpu: run.cpu(),
+        client_max_rss: run.max_rss,
         server_cpu,
         machine_cpu,
     };

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
-use smb3_client::{BufferPool, IfExists, Share};
+use smb3_client::{IfExists, Share};
 
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
+use crate::in_flight::ChunkMemory;
 use crate::plan::{self, remote_name, Job, PlanOptions};
 use crate::preserve;
 use crate::progress::Progress;
@@ -31,6 +32,9 @@ pub struct CopyOptions {
     pub chunk: u32,
     /// Chunks in flight per file.
     pub depth: usize,
+    /// Chunk bytes in flight for all files together (0: the default,
+    /// [`crate::in_flight::DEFAULT_MAX_IN_FLIGHT`]).
+    pub max_in_flight: u64,
     /// Show a progress bar.
     pub progress: bool,
     /// How many times a file is copied again from the start after the server lost its open.
@@ -166,15 +170,13 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     };
     let total: u64 = jobs.iter().map(Job::size).sum();
     let progress = Progress::new(opts.progress, jobs.len() as u64, total);
-    // Upload chunks in flight at once, at most: the pool keeps that many buffers for reuse.
-    let in_flight = opts.jobs.max(1) * opts.depth.max(1);
-    let buffers = &BufferPool::new(in_flight.saturating_mul(opts.chunk as usize));
+    let memory = &ChunkMemory::new(opts.max_in_flight, opts.chunk);
     let start = Instant::now();
     let results: Vec<(FileResult, Vec<String>)> = stream::iter(jobs)
         .map(|job| {
             let progress = progress.clone();
             async move {
-                let r = process(share, job, opts, buffers, &progress).await;
+                let r = process(share, job, opts, memory, &progress).await;
                 progress.file_done();
                 r
             }
@@ -237,7 +239,7 @@ async fn process(
     share: &Share,
     job: Job,
     opts: &CopyOptions,
-    buffers: &BufferPool,
+    memory: &ChunkMemory,
     progress: &Progress,
 ) -> (FileResult, Vec<String>) {
     let (source, dest) = names(share, &job);
@@ -277,7 +279,7 @@ async fn process(
             Err(line) => (fail(result, line), Vec::new()),
         };
     }
-    let (outcome, retried) = copy_with_retries(share, &job, opts, buffers, progress).await;
+    let (outcome, retried) = copy_with_retries(share, &job, opts, memory, progress).await;
     let done = match outcome {
         Ok(t) => t,
         Err(line) => return (fail(result, line), retried),
@@ -390,13 +392,13 @@ async fn copy_with_retries(
     share: &Share,
     job: &Job,
     opts: &CopyOptions,
-    buffers: &BufferPool,
+    memory: &ChunkMemory,
     progress: &Progress,
 ) -> (Result<Transferred, String>, Vec<String>) {
     let mut restarts = Vec::new();
     loop {
         let attempt = progress.for_file();
-        match copy_one(share, job, opts, buffers, &attempt).await {
+        match copy_one(share, job, opts, memory, &attempt).await {
             Ok(t) => return (Ok(t), restarts),
             Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
                 attempt.rewind();
@@ -445,12 +447,13 @@ async fn copy_one(
     share: &Share,
     job: &Job,
     opts: &CopyOptions,
-    buffers: &BufferPool,
+    memory: &ChunkMemory,
     progress: &Progress,
 ) -> Result<Transferred, FileError> {
     let topts = TransferOptions {
         chunk: opts.chunk,
         depth: opts.depth,
+        in_flight: &memory.in_flight,
         resume: opts.resume,
         full_check: opts.verify,
     };
@@ -494,14 +497,22 @@ async fn copy_one(
         }
         Job::Upload { local, remote, .. } => {
             let partial = partial_remote(remote);
-            let result =
-                match transfer::upload(share, local, &partial, &topts, buffers, progress).await {
-                    Ok(t) => rename_over(share, &partial, remote)
-                        .await
-                        .map(|_| t)
-                        .map_err(|e| TransferError::request(&e)),
-                    Err(e) => Err(e),
-                };
+            let result = match transfer::upload(
+                share,
+                local,
+                &partial,
+                &topts,
+                &memory.pool,
+                progress,
+            )
+            .await
+            {
+                Ok(t) => rename_over(share, &partial, remote)
+                    .await
+                    .map(|_| t)
+                    .map_err(|e| TransferError::request(&e)),
+                Err(e) => Err(e),
+            };
             let e = match result {
                 Ok(t) => return Ok(t),
                 Err(e) => e,

@@ -10,6 +10,7 @@ mod chunk_read;
 pub mod copy;
 pub mod glob;
 mod hashing;
+pub mod in_flight;
 pub mod location;
 #[cfg(unix)]
 pub mod mount_status;

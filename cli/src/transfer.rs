@@ -12,14 +12,17 @@ use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
 use crate::chunk_read::{read_chunk, ChunkSource};
 use crate::describe;
 use crate::hashing::{local_range, remote_range};
+use crate::in_flight::InFlight;
 use crate::progress::Progress;
 use crate::resume::{self, Plan};
 use crate::window::for_each_chunk;
 
 /// How one transfer runs.
-pub(crate) struct TransferOptions {
+pub(crate) struct TransferOptions<'a> {
     pub(crate) chunk: u32,
     pub(crate) depth: usize,
+    /// The run's budget of chunk bytes in flight, shared with the other files.
+    pub(crate) in_flight: &'a InFlight,
     /// Continue from an existing partial file after checking it.
     pub(crate) resume: bool,
     /// With `resume`: compare every byte kept, not just the last chunk.
@@ -78,7 +81,7 @@ impl TransferError {
 async fn resume_point<H, Fut>(
     partial_len: u64,
     source_len: u64,
-    opts: &TransferOptions,
+    opts: &TransferOptions<'_>,
     shown: &str,
     progress: &Progress,
     hash_pair: H,
@@ -135,7 +138,7 @@ pub(crate) async fn download(
     share: &Share,
     remote: &str,
     partial: &Path,
-    opts: &TransferOptions,
+    opts: &TransferOptions<'_>,
     progress: &Progress,
 ) -> Result<Transferred, TransferError> {
     let file = share
@@ -181,6 +184,7 @@ pub(crate) async fn download(
     for_each_chunk(start, size, opts.chunk, opts.depth, |off, len| {
         let out = out.clone();
         async move {
+            let _held = opts.in_flight.take(len).await;
             let data = file_ref
                 .read_at(off, len as usize)
                 .await
@@ -213,7 +217,7 @@ pub(crate) async fn upload(
     share: &Share,
     local: &Path,
     partial: &str,
-    opts: &TransferOptions,
+    opts: &TransferOptions<'_>,
     buffers: &BufferPool,
     progress: &Progress,
 ) -> Result<Transferred, TransferError> {
@@ -264,6 +268,7 @@ pub(crate) async fn upload(
     }
     let (file_ref, src) = (&file, &src);
     for_each_chunk(start, size, opts.chunk, opts.depth, |off, len| async move {
+        let _held = opts.in_flight.take(len).await;
         let data = read_chunk(buffers, src, off, len as usize)
             .await
             .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;

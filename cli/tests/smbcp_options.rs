@@ -606,3 +606,60 @@ fn progress_bar_on_a_terminal_only() {
     assert!(!stdout(&o).contains("files"), "{}", stdout(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn many_large_files_at_once_stay_within_the_in_flight_budget() {
+    const FILES: usize = 24;
+    const SIZE: usize = 16 * MIB;
+    let tb = testbed();
+    let src = scratch("budget");
+    for i in 0..FILES {
+        std::fs::write(src.join(format!("f{i:02}.bin")), pattern(SIZE, i as u32)).unwrap();
+    }
+    // 24 files at once, each allowed 16 chunks of 1 MiB in flight: 384 MiB without a run
+    // budget; 8 MiB with it.
+    let o = smbcp(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            "-r",
+            "-j",
+            "24",
+            "--max-in-flight",
+            "8M",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/budget"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = json(&o);
+    assert_eq!(summary["files"], FILES);
+    let peak = summary["peak_rss_bytes"].as_u64().expect("peak_rss_bytes");
+    eprintln!("peak resident set {} MiB", peak >> 20);
+    assert!(
+        peak < 96 * MIB as u64,
+        "peak resident set {} MiB",
+        peak >> 20
+    );
+    let disk = tb.share_path("plain").join("budget");
+    for i in 0..FILES {
+        let name = format!("f{i:02}.bin");
+        assert!(
+            std::fs::read(disk.join(&name)).unwrap() == pattern(SIZE, i as u32),
+            "{name} differs on the server"
+        );
+    }
+    // A budget below one chunk is refused in words.
+    let o = smbcp(
+        &tb,
+        &[
+            "--max-in-flight",
+            "4K",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/x"),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--max-in-flight"), "{}", stderr(&o));
+}

@@ -89,6 +89,10 @@ struct Args {
     /// Requests in flight per file.
     #[arg(long, default_value_t = 16)]
     depth: usize,
+    /// Chunk bytes in flight for all files together (suffixes K, M, G): what bounds
+    /// smbcp's memory with many files at once (-j).
+    #[arg(long, default_value = "128M", value_parser = parse_budget)]
+    max_in_flight: u64,
     /// Times a file is copied again from the start when the server lost its open (e.g. it
     /// restarted and forgot its durable handles); 0 = fail such a file at once.
     #[arg(long, default_value_t = 2)]
@@ -121,16 +125,31 @@ struct Args {
     quiet: bool,
 }
 
-fn parse_size(s: &str) -> Result<u32, String> {
+/// A byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_bytes(s: &str) -> Result<u64, String> {
     let (num, mult) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 1024),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1 << 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    let n: u32 = num.parse().map_err(|_| format!("invalid size {s:?}"))?;
-    let v = n.checked_mul(mult).ok_or("size too large")?;
+    let n: u64 = num.parse().map_err(|_| format!("invalid size {s:?}"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} too large"))
+}
+
+fn parse_size(s: &str) -> Result<u32, String> {
+    let v = parse_bytes(s)?;
     if !(4096..=8 * 1024 * 1024).contains(&v) {
         return Err("chunk size must be between 4K and 8M".into());
+    }
+    Ok(v as u32)
+}
+
+fn parse_budget(s: &str) -> Result<u64, String> {
+    let v = parse_bytes(s)?;
+    if v < 1 << 20 {
+        return Err("--max-in-flight must be at least 1M".into());
     }
     Ok(v)
 }
@@ -216,6 +235,7 @@ async fn run(args: Args) -> i32 {
         jobs: args.jobs,
         chunk: args.chunk_size,
         depth: args.depth,
+        max_in_flight: args.max_in_flight,
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
         retries: args.retries,
         preserve: args.preserve.is_some() || args.archive,
@@ -424,6 +444,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32
             "channels": channels,
             "failover": smbcp::status::failover_json(&client.multichannel().failover),
             "multichannel": smbcp::status::multichannel_json(&client.multichannel()),
+            "peak_rss_bytes": smbcp::in_flight::peak_rss_bytes(),
         });
         if args.json_files {
             summary["per_file"] = report

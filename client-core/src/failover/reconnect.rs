@@ -353,6 +353,7 @@ async fn restore(
 
 /// The new channel joins the session; the manager binds the other channels from there.
 fn install(core: &SessionCore, channel: Channel) {
+    core.multichannel.rebinding_begins();
     let member = core
         .multichannel
         .channels

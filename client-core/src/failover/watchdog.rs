@@ -108,7 +108,7 @@ enum Suspected {
 /// closed at once instead of probed, and its requests go back to their callers only once
 /// its socket, with whatever it still queues, is gone (see `channel::socket`).
 fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
-    member.suspected.store(true, Ordering::Release);
+    member.suspect();
     core.multichannel
         .failover
         .loss_noticed(member.channel.progress().last_progress);
@@ -174,7 +174,7 @@ async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why
             tracing::info!(server = %member.channel.peer(), "suspected channel answered its probe; back in service");
             core.multichannel.failover.false_alarm();
         }
-        member.suspected.store(false, Ordering::Release);
+        member.clear_suspicion();
     } else if suspect.is_none() && !core.multichannel.channels.any_usable_besides(member.id) {
         // The session's only usable channel: closing it would end the session, and a link
         // that returns lets TCP deliver what waits. Keep it; the next keepalive asks again.

@@ -104,7 +104,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
             reconcile(&core).await;
         }
         if first_round_done {
-            core.multichannel.settled.send_replace(true);
+            core.multichannel.binding_round_done();
         }
         let sleep_for = next_wakeup(&core);
         drop(core);
@@ -328,7 +328,7 @@ fn prune_dead(mc: &Multichannel) {
             .map_or_else(String::new, |cause| cause.to_string());
         mc.channels.remove(m.id, false);
         // A channel the watchdog closed was counted (as silent) when it gave up on it.
-        if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
+        if !m.is_suspected() {
             mc.failover.count_loss(false);
         }
         let key = (m.channel.local().ip(), m.channel.peer().ip());

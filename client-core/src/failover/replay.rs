@@ -26,7 +26,7 @@ use crate::multichannel::channel_set::ChannelSet;
 use crate::multichannel::state::Multichannel;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Most times one request is sent again before its error is returned.
 const MAX_RESENDS: u32 = 16;
@@ -270,7 +270,7 @@ fn timed_out(sent: &Result<Vec<Result<Response>>>) -> bool {
 /// connection that is dead. (The watchdog blames no channel when every one stalls at once,
 /// as a lone channel's stall always does: only time tells a slow server from a gone one.)
 fn close_if_silent(channel: &Channel, timeout: Duration) {
-    let silent = std::time::Instant::now().saturating_duration_since(channel.progress().last_reply);
+    let silent = Instant::now().saturating_duration_since(channel.progress().last_reply);
     if silent >= timeout && !channel.is_dead() {
         tracing::warn!(
             peer = %channel.peer(),

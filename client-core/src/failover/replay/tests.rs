@@ -27,7 +27,7 @@ const SESSION: u64 = 0x55;
 
 /// How the fake server treats the requests it reads.
 #[derive(Clone, Copy)]
-enum Peer {
+pub(crate) enum Peer {
     /// Read one request, then drop the connection (the client sees it closed).
     DiesAfterOne,
     /// Answer each request with the next status of the list (the last one repeats).
@@ -37,7 +37,7 @@ enum Peer {
 }
 
 /// The requests one peer received: header, whole message, and when (tokio's clock).
-type Seen = Arc<Mutex<Vec<(Header, Vec<u8>, tokio::time::Instant)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(Header, Vec<u8>, tokio::time::Instant)>>>;
 
 fn headers(seen: &Seen) -> Vec<Header> {
     seen.lock()
@@ -48,7 +48,7 @@ fn headers(seen: &Seen) -> Vec<Header> {
 }
 
 /// When each request reached the peer, as time since `start`.
-fn arrivals(seen: &Seen, start: tokio::time::Instant) -> Vec<Duration> {
+pub(crate) fn arrivals(seen: &Seen, start: tokio::time::Instant) -> Vec<Duration> {
     seen.lock()
         .unwrap()
         .iter()
@@ -56,7 +56,7 @@ fn arrivals(seen: &Seen, start: tokio::time::Instant) -> Vec<Duration> {
         .collect()
 }
 
-fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
+pub(crate) fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (rd, wr) = tokio::io::split(ours);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();

@@ -5,9 +5,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
+// The manager's schedule runs on tokio's clock, so its tests can pause and advance it.
+use tokio::time::Instant;
 
 use crate::addressing::TreeContext;
 use crate::channel::Channel;

@@ -30,7 +30,11 @@ mod tests;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Progress is timed on tokio's clock, so the loss detector's tests can pause and advance it
+// (the same clock as std's when not paused).
+use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
@@ -608,7 +612,7 @@ impl Channel {
         // No await between the send and the guard: a drop from here on cancels.
         let mut guard = self.cancel_guard(&sent);
         let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
-        let deadline = deadline(tokio::time::Instant::now(), timeout);
+        let deadline = deadline(Instant::now(), timeout);
         let result = await_reply(&self.inner.shared, rx, command, deadline, timeout).await;
         settle(&mut guard, message_id, &result);
         result
@@ -629,7 +633,7 @@ impl Channel {
         // Every member's timeout counts from the send: the replies come together, and
         // waiting for each in turn with a fresh timeout would make a silent server's
         // three-member compound take three timeouts to fail.
-        let sent_at = tokio::time::Instant::now();
+        let sent_at = Instant::now();
         for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
             let result = await_reply(
                 &self.inner.shared,
@@ -816,7 +820,7 @@ fn settle(guard: &mut CancelOnDrop, message_id: u64, result: &Result<Response>) 
 
 /// `timeout` after `start`; a timeout too long to add (a CHANGE_NOTIFY waits without end,
 /// `Duration::MAX`) is a year, which no request outlives.
-fn deadline(start: tokio::time::Instant, timeout: Duration) -> tokio::time::Instant {
+fn deadline(start: Instant, timeout: Duration) -> Instant {
     start
         .checked_add(timeout)
         .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600))
@@ -828,7 +832,7 @@ async fn await_reply(
     shared: &Shared,
     rx: oneshot::Receiver<Result<Response>>,
     command: Command,
-    deadline: tokio::time::Instant,
+    deadline: Instant,
     timeout: Duration,
 ) -> Result<Response> {
     match tokio::time::timeout_at(deadline, rx).await {

@@ -10,7 +10,10 @@
 //! every channel has (then TCP keeps the requests until a link returns). An idle channel
 //! silent for `keepalive_after` is probed.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The channels' clock (see `channel::Progress`).
+use tokio::time::Instant;
 
 use crate::channel::Progress;
 

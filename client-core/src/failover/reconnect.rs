@@ -77,15 +77,7 @@ async fn run(weak: Weak<SessionCore>) {
     // When the last channel was found dead, for the recovery time.
     let mut lost_at: Option<Instant> = None;
     loop {
-        let pause = if failures == 0 {
-            CHECK
-        } else {
-            let base = RETRY_MIN
-                .saturating_mul(1 << (failures - 1).min(8))
-                .min(RETRY_MAX);
-            base.mul_f64(rand::rng().random_range(0.5..1.0))
-        };
-        tokio::time::sleep(pause).await;
+        tokio::time::sleep(pause_before_look(failures)).await;
         let Some(core) = weak.upgrade() else { return };
         if core.logged_off() {
             return;
@@ -121,6 +113,19 @@ async fn run(weak: Weak<SessionCore>) {
             }
         }
     }
+}
+
+/// The pause before the next look at the session's channels after `failures` attempts in a
+/// row to re-establish it failed: the check interval while none has, then jittered backoff
+/// from 100 ms (the first retry) doubling to 2 s.
+fn pause_before_look(failures: u32) -> Duration {
+    if failures == 0 {
+        return CHECK;
+    }
+    let base = RETRY_MIN
+        .saturating_mul(1 << (failures - 1).min(8))
+        .min(RETRY_MAX);
+    base.mul_f64(rand::rng().random_range(0.5..1.0))
 }
 
 /// What a re-establishment achieved.
@@ -353,6 +358,7 @@ async fn restore(
 
 /// The new channel joins the session; the manager binds the other channels from there.
 fn install(core: &SessionCore, channel: Channel) {
+    core.multichannel.rebinding_begins();
     let member = core
         .multichannel
         .channels
@@ -672,6 +678,26 @@ mod tests {
         persistent: 0x11,
         volatile: 0x22,
     };
+
+    #[test]
+    fn failed_reestablishments_back_off_from_100_ms_doubling_to_2_s_with_jitter() {
+        assert_eq!(
+            pause_before_look(0),
+            CHECK,
+            "no failure: the plain check interval"
+        );
+        for failures in 1..=12u32 {
+            let base = Duration::from_millis(100 << (failures - 1).min(8)).min(RETRY_MAX);
+            for _ in 0..16 {
+                let pause = pause_before_look(failures);
+                assert!(
+                    base / 2 <= pause && pause <= base,
+                    "failure {failures}: {pause:?} not within {base:?} jittered down by half"
+                );
+            }
+        }
+        assert_eq!(RETRY_MAX, Duration::from_secs(2));
+    }
 
     /// A durable open for writing under lease key [5; 16] and CreateGuid [6; 16].
     fn writer_open() -> OpenState {

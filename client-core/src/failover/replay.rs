@@ -9,11 +9,14 @@
 //! refuse the stale copy should it still arrive (3.3.5.2.10). A request the server refuses as
 //! stale (STATUS_FILE_NOT_AVAILABLE) is replayed the same way (3.2.5.1.?: "SHOULD replay").
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use smb3_proto::header::HeaderFlags;
 use smb3_proto::replay::Replay;
 use smb3_proto::{Command, NtStatus};
+use tokio::sync::watch;
+// Tokio's clock, so that tests can pause and advance it; the same as std's otherwise.
+use tokio::time::Instant;
 
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, Request, Response};
@@ -23,7 +26,7 @@ use crate::multichannel::channel_set::ChannelSet;
 use crate::multichannel::state::Multichannel;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Most times one request is sent again before its error is returned.
 const MAX_RESENDS: u32 = 16;
@@ -33,8 +36,6 @@ const MAX_RESENDS: u32 = 16;
 /// the session has had the time to come back.
 const PAUSE_MIN: Duration = Duration::from_millis(5);
 const PAUSE_MAX: Duration = Duration::from_millis(500);
-/// How often a request waiting for a usable channel looks again.
-const WAIT_STEP: Duration = Duration::from_millis(10);
 /// Longest a waiting request holds back, once a channel is usable, for the others to be
 /// bound after the session was re-established.
 const SPREAD_WAIT: Duration = Duration::from_secs(1);
@@ -102,9 +103,8 @@ pub(crate) async fn call_chain(
             Err(_) => {
                 // No usable channel now (one just failed and the session is coming back):
                 // the request was not sent, so whatever it is it may wait for one.
-                let give_up = *give_up_at.get_or_insert_with(|| {
-                    failover.outage_deadline(Instant::now(), session.failover_wait)
-                });
+                let give_up = *give_up_at
+                    .get_or_insert_with(|| outage_deadline(failover, session.failover_wait));
                 if wait_for_usable_channel(session, give_up).await {
                     continue;
                 }
@@ -150,7 +150,7 @@ pub(crate) async fn call_chain(
             failover.outage_over();
             let mut replies = sent?;
             if resends > 0 {
-                failover.replay_answered(Instant::now());
+                failover.replay_answered(Instant::now().into_std());
                 for resp in replies.iter_mut().flatten() {
                     resp.resent = true;
                 }
@@ -169,9 +169,9 @@ pub(crate) async fn call_chain(
             return Ok(replies);
         };
         let now = Instant::now();
-        failover.loss_noticed(now);
+        failover.loss_noticed(now.into_std());
         let give_up =
-            *give_up_at.get_or_insert_with(|| failover.outage_deadline(now, session.failover_wait));
+            *give_up_at.get_or_insert_with(|| outage_deadline(failover, session.failover_wait));
         if let Replay::Unsafe(hazard) = replay {
             failover.not_replayed();
             tracing::warn!(%command, %hazard, %loss, "request lost with its channel; not replayed");
@@ -218,6 +218,12 @@ pub(crate) async fn call_chain(
         resends += 1;
         tracing::debug!(%command, resends, "replaying on another channel");
     }
+}
+
+/// When a request that finds no usable channel now gives up (see
+/// [`FailoverState::outage_deadline`]), on tokio's clock.
+fn outage_deadline(failover: &FailoverState, wait: Duration) -> Instant {
+    Instant::from_std(failover.outage_deadline(Instant::now().into_std(), wait))
 }
 
 /// How the channel of a frame was lost, when its error or a reply's says it was.
@@ -277,7 +283,16 @@ fn close_if_silent(channel: &Channel, timeout: Duration) {
 
 /// Wait until some channel is usable or `give_up` passes. A session without the manager (one
 /// channel only) has nobody to bring a channel back, so it does not wait.
+///
+/// Woken by the events that make a channel usable (see [`UsableSignal`]), not by polling:
+/// every one of them raises the set's signal, and none is derived from time, so the only
+/// timers are the deadlines. The receivers are taken before the first look, so an event
+/// between a look and the wait is not lost.
+///
+/// [`UsableSignal`]: crate::multichannel::channel_set::UsableSignal
 async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> bool {
+    let mut usable_changes = session.channels.usable_signal().subscribe();
+    let mut rebinding_changes = session.manager.map(Multichannel::settled_changes);
     let mut usable_since: Option<Instant> = None;
     loop {
         if session.channels.any_usable() {
@@ -287,19 +302,36 @@ async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> boo
             session.failover.outage_over();
             // A session re-established on one channel: every request that waited would
             // queue on it (all of a reader's window on one link) while the manager binds the
-            // rest. Hold back briefly so they spread.
+            // rest. Hold back until that binding round ends, at most `SPREAD_WAIT`, so they
+            // spread.
             let since = *usable_since.get_or_insert_with(Instant::now);
             let rebinding = session.manager.is_some_and(Multichannel::rebinding);
             if !rebinding || since.elapsed() >= SPREAD_WAIT {
                 return true;
             }
-            tokio::time::sleep(WAIT_STEP).await;
+            changed_or_deadline(rebinding_changes.as_mut(), since + SPREAD_WAIT).await;
             continue;
         }
         usable_since = None;
         if !session.channels_return || Instant::now() >= give_up {
             return false;
         }
-        tokio::time::sleep(WAIT_STEP).await;
+        changed_or_deadline(Some(&mut usable_changes), give_up).await;
     }
+}
+
+/// Until `signal` changes or `deadline` passes, whichever comes first.
+async fn changed_or_deadline<T>(signal: Option<&mut watch::Receiver<T>>, deadline: Instant) {
+    if let Some(signal) = signal {
+        tokio::select! {
+            changed = signal.changed() => {
+                if changed.is_ok() {
+                    return;
+                }
+                // The sender is gone (the session with it): only the deadline is left.
+            }
+            () = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+    tokio::time::sleep_until(deadline).await;
 }

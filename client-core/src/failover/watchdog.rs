@@ -5,16 +5,22 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use smb3_proto::msg::echo::EchoRequest;
 use smb3_proto::replay::harmless_if_late;
 
+use crate::channel::{Channel, Request};
 use crate::engine::SessionCore;
 use crate::error::ConnectionLossCause;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
 use crate::multichannel::channel_set::Member;
 use crate::multichannel::nic_facts;
+
+#[cfg(test)]
+mod tests;
 
 /// How often the channels are looked at.
 const TICK: Duration = Duration::from_millis(250);
@@ -44,16 +50,7 @@ fn check(core: &Arc<SessionCore>) {
         keepalive_after: core.config.keepalive_interval,
     };
     let members: Vec<Arc<Member>> = core.multichannel.channels.active();
-    let observed: Vec<Observed> = members
-        .iter()
-        .filter(|m| m.usable() && !m.probing.load(Ordering::Acquire))
-        .map(|m| Observed {
-            id: m.id,
-            progress: m.channel.progress(),
-            carrier: carrier_of(m),
-        })
-        .collect();
-    for verdict in detector::judge(&cfg, Instant::now(), &observed) {
+    for verdict in verdicts(&cfg, &members) {
         let (id, suspect) = match verdict {
             Verdict::Suspect { id, why } => (id, Some(why)),
             Verdict::KeepAlive { id } => (id, None),
@@ -82,6 +79,21 @@ fn check(core: &Arc<SessionCore>) {
     }
 }
 
+/// The detector's verdicts on the usable channels among `members` that no probe is already
+/// looking at, now.
+fn verdicts(cfg: &DetectorConfig, members: &[Arc<Member>]) -> Vec<Verdict> {
+    let observed: Vec<Observed> = members
+        .iter()
+        .filter(|m| m.usable() && !m.probing.load(Ordering::Acquire))
+        .map(|m| Observed {
+            id: m.id,
+            progress: m.channel.progress(),
+            carrier: carrier_of(m),
+        })
+        .collect();
+    detector::judge(cfg, Instant::now(), &observed)
+}
+
 fn carrier_of(m: &Member) -> Option<bool> {
     let name = m.path().local_name;
     if name.is_empty() {
@@ -108,10 +120,10 @@ enum Suspected {
 /// closed at once instead of probed, and its requests go back to their callers only once
 /// its socket, with whatever it still queues, is gone (see `channel::socket`).
 fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
-    member.suspected.store(true, Ordering::Release);
+    member.suspect();
     core.multichannel
         .failover
-        .loss_noticed(member.channel.progress().last_progress);
+        .loss_noticed(member.channel.progress().last_progress.into_std());
     match member.channel.abandon_outstanding(
         harmless_if_late,
         ConnectionLossCause::Suspected { sign: why },
@@ -147,34 +159,47 @@ fn suspect_member(core: &SessionCore, member: &Member, why: Why) -> Suspected {
 /// a connection the server dropped answers with a reset, which fails the channel.
 async fn poke(weak: Weak<SessionCore>, member: Arc<Member>) {
     let Some(core) = weak.upgrade() else { return };
-    let mut req = core.request(&EchoRequest {}, None);
-    req.timeout = core
-        .config
-        .probe_timeout
-        .max(member.channel.progress().reply_gap * 2);
+    let req = core.request(&EchoRequest {}, None);
+    let configured = core.config.probe_timeout;
     drop(core);
-    let _ = member.channel.call(req).await;
+    let _ = echo_probe(&member.channel, req, configured).await;
     member.probing.store(false, Ordering::Release);
+}
+
+/// How long a probe waits for its ECHO: the configured time, or two of the channel's usual
+/// gaps between replies if longer (a slow link with large chunks in flight).
+fn probe_timeout(configured: Duration, reply_gap: Duration) -> Duration {
+    configured.max(reply_gap * 2)
+}
+
+/// Send `echo` on `channel` and wait for its answer at most [`probe_timeout`]: whether it
+/// was answered, and the timeout it had.
+async fn echo_probe(
+    channel: &Channel,
+    mut echo: Request,
+    configured: Duration,
+) -> (bool, Duration) {
+    let timeout = probe_timeout(configured, channel.progress().reply_gap);
+    echo.timeout = timeout;
+    (channel.call(echo).await.is_ok(), timeout)
 }
 
 /// ECHO on the member's own channel. Answered: back into service. Not answered in time:
 /// closed as lost, which wakes the manager to rebind its slot.
 async fn probe(weak: Weak<SessionCore>, member: Arc<Member>, suspect: Option<Why>) {
     let Some(core) = weak.upgrade() else { return };
-    let progress = member.channel.progress();
-    let timeout = core.config.probe_timeout.max(progress.reply_gap * 2);
-    let mut req = core.request(&EchoRequest {}, None);
-    req.timeout = timeout;
+    let req = core.request(&EchoRequest {}, None);
+    let configured = core.config.probe_timeout;
     // The probe must not keep the session alive while it waits.
     drop(core);
-    let answered = member.channel.call(req).await.is_ok();
+    let (answered, timeout) = echo_probe(&member.channel, req, configured).await;
     let Some(core) = weak.upgrade() else { return };
     if answered {
         if suspect.is_some() {
             tracing::info!(server = %member.channel.peer(), "suspected channel answered its probe; back in service");
             core.multichannel.failover.false_alarm();
         }
-        member.suspected.store(false, Ordering::Release);
+        member.clear_suspicion();
     } else if suspect.is_none() && !core.multichannel.channels.any_usable_besides(member.id) {
         // The session's only usable channel: closing it would end the session, and a link
         // that returns lets TCP deliver what waits. Keep it; the next keepalive asks again.

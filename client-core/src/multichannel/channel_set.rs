@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use smb3_proto::Command;
+use tokio::sync::watch;
 
 use crate::channel::Channel;
 use crate::config::Dispatch;
@@ -57,10 +58,40 @@ pub(crate) struct Member {
     /// The connection the session was set up on.
     pub(crate) primary: bool,
     /// Found making no progress (or its link down): out of dispatch while an ECHO probe
-    /// decides between back into service and closed.
-    pub(crate) suspected: AtomicBool,
+    /// decides between back into service and closed. Private so that every way back into
+    /// service goes through [`Member::clear_suspicion`], which tells the waiters.
+    suspected: AtomicBool,
     /// An ECHO probe is under way.
     pub(crate) probing: AtomicBool,
+    /// The set's signal, raised when this channel returns to service.
+    usable_signal: UsableSignal,
+}
+
+/// Raised whenever a channel may have become usable: one joined the set, or a suspected one
+/// returned to service. A channel's connection never comes back once dead, and suspicion
+/// only ends through [`Member::clear_suspicion`], so these are the only ways a set gains a
+/// usable channel, and a waiter needs no timer to notice one.
+///
+/// A generation counter in a `watch`: a receiver taken (or last woken) before the waiter
+/// checks [`ChannelSet::any_usable`] sees every raise after that check, so no wake-up falls
+/// between the check and the wait.
+#[derive(Clone, Debug)]
+pub(crate) struct UsableSignal(Arc<watch::Sender<u64>>);
+
+impl UsableSignal {
+    fn new() -> UsableSignal {
+        UsableSignal(Arc::new(watch::Sender::new(0)))
+    }
+
+    fn raise(&self) {
+        self.0
+            .send_modify(|generation| *generation = generation.wrapping_add(1));
+    }
+
+    /// A receiver that has seen every raise so far; `changed()` completes at the next one.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
 }
 
 impl Member {
@@ -70,7 +101,25 @@ impl Member {
 
     /// Alive and not under suspicion: may carry new requests.
     pub(crate) fn usable(&self) -> bool {
-        !self.channel.is_dead() && !self.suspected.load(Ordering::Acquire)
+        !self.channel.is_dead() && !self.is_suspected()
+    }
+
+    /// Out of dispatch while a probe decides (see [`Member::suspect`]).
+    pub(crate) fn is_suspected(&self) -> bool {
+        self.suspected.load(Ordering::Acquire)
+    }
+
+    /// Take the channel out of dispatch: it made no progress, or its link is down.
+    pub(crate) fn suspect(&self) {
+        self.suspected.store(true, Ordering::Release);
+    }
+
+    /// Back into service (its probe was answered): requests waiting for a usable channel
+    /// are woken.
+    pub(crate) fn clear_suspicion(&self) {
+        if self.suspected.swap(false, Ordering::AcqRel) {
+            self.usable_signal.raise();
+        }
     }
 
     pub(crate) fn path(&self) -> PathInfo {
@@ -96,7 +145,7 @@ impl Member {
             primary: m.primary,
             state: match (state, &failure) {
                 (_, Some(_)) => ChannelState::Failed,
-                (None, None) if m.suspected.load(Ordering::Acquire) => ChannelState::Suspected,
+                (None, None) if m.is_suspected() => ChannelState::Suspected,
                 (Some(s), None) => s,
                 (None, None) => ChannelState::Active,
             },
@@ -129,6 +178,7 @@ pub(crate) struct ChannelSet {
     next: AtomicUsize,
     next_id: AtomicU64,
     policy: Dispatch,
+    usable_signal: UsableSignal,
 }
 
 impl ChannelSet {
@@ -140,6 +190,7 @@ impl ChannelSet {
             next: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             policy,
+            usable_signal: UsableSignal::new(),
         };
         set.add(primary, None, PathInfo::default(), true);
         set
@@ -173,9 +224,17 @@ impl ChannelSet {
             primary,
             suspected: AtomicBool::new(false),
             probing: AtomicBool::new(false),
+            usable_signal: self.usable_signal.clone(),
         });
         self.write().push(member.clone());
+        // After the push: a waiter woken by this sees the new member.
+        self.usable_signal.raise();
         member
+    }
+
+    /// The signal raised whenever a channel may have become usable (see [`UsableSignal`]).
+    pub(crate) fn usable_signal(&self) -> &UsableSignal {
+        &self.usable_signal
     }
 
     /// The channels in dispatch now (dead ones included until the manager removes them).
@@ -407,6 +466,46 @@ mod tests {
                 cause: ConnectionLossCause::NoChannel { loss: None },
             })
         ));
+    }
+
+    /// What `replay::wait_for_usable_channel` relies on: a receiver taken before the look at
+    /// the set sees a channel that becomes usable between that look and the wait.
+    #[tokio::test]
+    async fn a_channel_usable_between_the_look_and_the_wait_is_not_missed() {
+        let (set, _peers) = set_of(1, Dispatch::RoundRobin);
+        let first = set.active()[0].clone();
+        first.suspect();
+
+        let mut changes = set.usable_signal().subscribe();
+        assert!(!set.any_usable());
+        // Between the look and the wait: the probe is answered.
+        first.clear_suspicion();
+        assert!(
+            changes.has_changed().unwrap(),
+            "the return to service is seen"
+        );
+        changes.changed().await.unwrap();
+
+        assert!(!changes.has_changed().unwrap());
+        // Between the next look and the wait: a channel is bound.
+        let (second, _peer) = silent_channel(1001);
+        set.add(second, None, PathInfo::default(), false);
+        assert!(changes.has_changed().unwrap(), "the new channel is seen");
+        assert!(set.any_usable());
+    }
+
+    #[tokio::test]
+    async fn only_a_return_to_service_raises_the_signal() {
+        let (set, _peers) = set_of(1, Dispatch::RoundRobin);
+        let first = set.active()[0].clone();
+        let changes = set.usable_signal().subscribe();
+        first.suspect();
+        first.clear_suspicion();
+        assert!(changes.has_changed().unwrap());
+        let changes = set.usable_signal().subscribe();
+        // Not suspected: nothing returned to service, no waiter to wake.
+        first.clear_suspicion();
+        assert!(!changes.has_changed().unwrap());
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -18,6 +18,8 @@ use smb3_proto::msg::tree_connect::TreeConnectRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::Command;
 use tokio::sync::{Notify, Semaphore};
+// Tokio's clock, so the schedule's tests can pause and advance it.
+use tokio::time::Instant;
 
 use crate::addressing::TreeContext;
 use crate::channel::Channel;
@@ -43,6 +45,9 @@ const MAX_CONNECTING: usize = 64;
 
 /// How often a slot whose local link is down looks at the link again.
 const LINK_WAIT: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests;
 
 /// Start the manager for a session that may have several channels. It holds only a weak
 /// reference, so it ends when the session is dropped.
@@ -74,11 +79,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
         }
         let query_now = {
             let mut st = core.multichannel.lock();
-            let due = !st.querying
-                && (st.requery
-                    || st
-                        .last_query
-                        .is_none_or(|t| t.elapsed() >= core.config.interface_poll));
+            let due = query_due(&st, Instant::now(), core.config.interface_poll);
             if due {
                 st.querying = true;
                 st.requery = false;
@@ -104,7 +105,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
             reconcile(&core).await;
         }
         if first_round_done {
-            core.multichannel.settled.send_replace(true);
+            core.multichannel.binding_round_done();
         }
         let sleep_for = next_wakeup(&core);
         drop(core);
@@ -115,20 +116,35 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
     }
 }
 
+/// Whether the server's interfaces should be queried at `now`: at session setup (never
+/// queried yet), every `interface_poll` after the last query, or when a re-query was asked
+/// (a channel lost, a refresh) — unless a query is under way already.
+fn query_due(st: &State, now: Instant, interface_poll: Duration) -> bool {
+    !st.querying
+        && (st.requery
+            || st
+                .last_query
+                .is_none_or(|t| now.saturating_duration_since(t) >= interface_poll))
+}
+
 /// Time until something is due: the next poll, a slot's retry, or a requested re-query.
 fn next_wakeup(core: &SessionCore) -> Duration {
     let st = core.multichannel.lock();
+    time_to_next_due(&st, Instant::now(), core.config.interface_poll)
+}
+
+/// [`next_wakeup`] over the manager's state at `now`.
+fn time_to_next_due(st: &State, now: Instant, interface_poll: Duration) -> Duration {
     if st.requery {
         return REQUERY_AFTER_LOSS;
     }
-    let now = Instant::now();
     // While a query runs, its task wakes the manager when done.
     let poll = if st.querying {
-        core.config.interface_poll
+        interface_poll
     } else {
         st.last_query
             .map_or(Duration::ZERO, |t| {
-                (t + core.config.interface_poll).saturating_duration_since(now)
+                (t + interface_poll).saturating_duration_since(now)
             })
             .max(Duration::from_millis(10))
     };
@@ -328,7 +344,7 @@ fn prune_dead(mc: &Multichannel) {
             .map_or_else(String::new, |cause| cause.to_string());
         mc.channels.remove(m.id, false);
         // A channel the watchdog closed was counted (as silent) when it gave up on it.
-        if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
+        if !m.is_suspected() {
             mc.failover.count_loss(false);
         }
         let key = (m.channel.local().ip(), m.channel.peer().ip());
@@ -393,7 +409,8 @@ fn record_bind(mc: &Multichannel, slot: &Slot, result: std::result::Result<Chann
             c.binds_tried += 1;
             c.binds_ok += 1;
             if let Some(lost_at) = st.retry.remove(&slot.key).and_then(|r| r.lost_at) {
-                mc.failover.reconnected(lost_at, Instant::now());
+                mc.failover
+                    .reconnected(lost_at.into_std(), Instant::now().into_std());
                 tracing::info!(local = %slot.key.local, server = %slot.key.server, after_ms = lost_at.elapsed().as_millis() as u64, "lost channel bound again");
             }
         }

@@ -5,9 +5,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
+// The manager's schedule runs on tokio's clock, so its tests can pause and advance it.
+use tokio::time::Instant;
 
 use crate::addressing::TreeContext;
 use crate::channel::Channel;
@@ -117,7 +119,7 @@ impl Multichannel {
             .filter(|m| m.channel.is_dead())
         {
             self.channels.remove(m.id, false);
-            if !m.suspected.load(std::sync::atomic::Ordering::Acquire) {
+            if !m.is_suspected() {
                 self.failover.count_loss(false);
             }
         }
@@ -135,12 +137,18 @@ impl Multichannel {
         }
         st.requery = true;
         drop(st);
-        // Until the next binding round is done, callers waiting for a channel hold back (see
-        // `rebinding`).
+        self.rebinding_begins();
+        self.wake.notify_one();
+    }
+
+    /// Until the next binding round is done, callers waiting for a channel hold back (see
+    /// `rebinding`). Called before the re-established session's channel joins the set too:
+    /// the waiters that channel wakes must already see the binding round under way, or they
+    /// would all go to it.
+    pub(crate) fn rebinding_begins(&self) {
         if self.eligibility.is_ok() {
             self.settled.send_replace(false);
         }
-        self.wake.notify_one();
     }
 
     /// The session came back on one channel and the manager is binding the others: requests
@@ -148,6 +156,16 @@ impl Multichannel {
     /// rather than all queue on the first.
     pub(crate) fn rebinding(&self) -> bool {
         !*self.settled.borrow()
+    }
+
+    /// The manager finished a round of binding: requests held back for it may go.
+    pub(crate) fn binding_round_done(&self) {
+        self.settled.send_replace(true);
+    }
+
+    /// Follows [`Multichannel::rebinding`]: changes when a binding round starts or ends.
+    pub(crate) fn settled_changes(&self) -> watch::Receiver<bool> {
+        self.settled.subscribe()
     }
 
     /// Stop the manager (the session is going away).

@@ -1,10 +1,10 @@
 //! The replay loop against in-memory peers: which channel a lost request goes to, with which
-//! flags and ChannelSequence, and when it is not sent again. No network, no sleeps beyond
-//! the loop's own short pauses.
+//! flags and ChannelSequence, and when it is not sent again. No network; the tests about
+//! time run on tokio's paused clock, so they assert exact instants without sleeping.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use smb3_proto::header::{Header, HeaderFlags};
@@ -27,7 +27,7 @@ const SESSION: u64 = 0x55;
 
 /// How the fake server treats the requests it reads.
 #[derive(Clone, Copy)]
-enum Peer {
+pub(crate) enum Peer {
     /// Read one request, then drop the connection (the client sees it closed).
     DiesAfterOne,
     /// Answer each request with the next status of the list (the last one repeats).
@@ -36,18 +36,27 @@ enum Peer {
     Silent,
 }
 
-/// The requests one peer received: header and whole message.
-type Seen = Arc<Mutex<Vec<(Header, Vec<u8>)>>>;
+/// The requests one peer received: header, whole message, and when (tokio's clock).
+pub(crate) type Seen = Arc<Mutex<Vec<(Header, Vec<u8>, tokio::time::Instant)>>>;
 
 fn headers(seen: &Seen) -> Vec<Header> {
     seen.lock()
         .unwrap()
         .iter()
-        .map(|(h, _)| h.clone())
+        .map(|(h, _, _)| h.clone())
         .collect()
 }
 
-fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
+/// When each request reached the peer, as time since `start`.
+pub(crate) fn arrivals(seen: &Seen, start: tokio::time::Instant) -> Vec<Duration> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, at)| at.duration_since(start))
+        .collect()
+}
+
+pub(crate) fn channel(port: u16, peer: Peer) -> (Channel, Seen) {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (rd, wr) = tokio::io::split(ours);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
@@ -69,7 +78,9 @@ async fn serve(mut io: DuplexStream, peer: Peer, seen: Seen) {
             return;
         }
         let header = Header::decode(&frame).unwrap();
-        seen.lock().unwrap().push((header.clone(), frame.clone()));
+        seen.lock()
+            .unwrap()
+            .push((header.clone(), frame.clone(), tokio::time::Instant::now()));
         match peer {
             Peer::DiesAfterOne => return,
             Peer::Silent => continue,
@@ -231,12 +242,38 @@ async fn a_request_refused_as_stale_is_replayed_with_the_flag() {
     assert_eq!(failover.snapshot().replays, 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
+async fn a_request_refused_as_stale_again_and_again_is_resent_after_pauses_doubling_to_half_a_second(
+) {
+    let (a, seen) = channel(1, Peer::Answers(&[NtStatus::FILE_NOT_AVAILABLE]));
+    let set = ChannelSet::new(a, Dispatch::RoundRobin);
+    let failover = FailoverState::default();
+    let start = tokio::time::Instant::now();
+
+    let resp = send_echo(&set, &failover, false, Replay::Safe)
+        .await
+        .unwrap();
+
+    // After the last resend the server's answer is the caller's.
+    assert_eq!(resp.header.status, NtStatus::FILE_NOT_AVAILABLE);
+    let at = arrivals(&seen, start);
+    assert_eq!(at.len(), 1 + super::MAX_RESENDS as usize);
+    let pauses: Vec<u64> = at
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis() as u64)
+        .collect();
+    let mut expected = vec![5, 10, 20, 40, 80, 160, 320];
+    expected.resize(super::MAX_RESENDS as usize, 500);
+    assert_eq!(pauses, expected);
+    assert_eq!(at[0], Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
 async fn with_no_channel_left_and_none_coming_back_the_error_is_immediate() {
     let (a, _seen) = channel(1, Peer::DiesAfterOne);
     let set = ChannelSet::new(a, Dispatch::RoundRobin);
     let failover = FailoverState::default();
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
 
     let err = send_echo(&set, &failover, false, Replay::Safe)
         .await
@@ -253,19 +290,22 @@ async fn with_no_channel_left_and_none_coming_back_the_error_is_immediate() {
         ),
         other => panic!("expected no channel, got {other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_millis(250));
+    assert_eq!(started.elapsed(), Duration::ZERO);
     assert_eq!(failover.snapshot().not_replayed, 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
     let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
     let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));
     let failover = FailoverState::default();
     let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
     let later = set.clone();
+    let start = tokio::time::Instant::now();
+    // Not a multiple of any polling step: the request must go the instant the channel is
+    // added, woken by it.
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(103)).await;
         later.add(b, None, PathInfo::default(), false);
     });
 
@@ -274,11 +314,126 @@ async fn a_request_waits_for_a_channel_to_come_back_within_the_failover_wait() {
         .unwrap();
 
     assert_eq!(resp.header.status, NtStatus::SUCCESS);
-    assert_eq!(seen_b.lock().unwrap().len(), 1);
+    assert_eq!(arrivals(&seen_b, start), [Duration::from_millis(103)]);
     assert!(resp.resent);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
+async fn a_request_waits_for_a_suspected_channel_to_return_to_service() {
+    let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
+    let set = Arc::new(ChannelSet::new(a, Dispatch::RoundRobin));
+    let (b, seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
+    let suspected = set.add(b, None, PathInfo::default(), false);
+    suspected.suspect();
+    let failover = FailoverState::default();
+    let start = tokio::time::Instant::now();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(77)).await;
+        // Its probe was answered.
+        suspected.clear_suspicion();
+    });
+
+    let resp = send_echo(&set, &failover, true, Replay::Safe)
+        .await
+        .unwrap();
+
+    assert_eq!(resp.header.status, NtStatus::SUCCESS);
+    assert_eq!(arrivals(&seen_b, start), [Duration::from_millis(77)]);
+}
+
+/// A set whose only channel dies with the first request, under a manager (eligible for
+/// multichannel) whose binding rounds the test drives.
+fn managed_dying() -> crate::multichannel::state::Multichannel {
+    let (a, _) = channel(1, Peer::DiesAfterOne);
+    let mc = crate::multichannel::state::Multichannel::new(
+        a,
+        &crate::config::ClientConfig::default(),
+        Ok(()),
+    );
+    mc.binding_round_done();
+    mc
+}
+
+fn managed_session<'a>(
+    mc: &'a crate::multichannel::state::Multichannel,
+    failover: &'a FailoverState,
+) -> Session<'a> {
+    let mut s = session(&mc.channels, failover, true);
+    s.manager = Some(mc);
+    s.failover_wait = Duration::from_secs(30);
+    s
+}
+
+/// What `failover::reconnect` does when the session is back: a binding round starts, the new
+/// channel joins.
+fn reestablish(mc: &crate::multichannel::state::Multichannel, port: u16) -> Seen {
+    let (b, seen) = channel(port, Peer::Answers(&[NtStatus::SUCCESS]));
+    mc.rebinding_begins();
+    mc.channels.add(b, None, PathInfo::default(), true);
+    seen
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_reestablished_session_requests_hold_back_until_the_binding_round_ends() {
+    let mc = Arc::new(managed_dying());
+    let failover = FailoverState::default();
+    let start = tokio::time::Instant::now();
+    let manager = tokio::spawn({
+        let mc = mc.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let seen = reestablish(&mc, 2);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            mc.binding_round_done();
+            seen
+        }
+    });
+
+    call(
+        &managed_session(&mc, &failover),
+        Request::new(&EchoRequest {}),
+        &Target::default(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap();
+
+    let seen = manager.await.unwrap();
+    assert_eq!(arrivals(&seen, start), [Duration::from_millis(250)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_binding_round_that_does_not_end_holds_requests_back_for_at_most_the_spread_wait() {
+    let mc = Arc::new(managed_dying());
+    let failover = FailoverState::default();
+    let start = tokio::time::Instant::now();
+    let manager = tokio::spawn({
+        let mc = mc.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            reestablish(&mc, 2)
+        }
+    });
+
+    call(
+        &managed_session(&mc, &failover),
+        Request::new(&EchoRequest {}),
+        &Target::default(),
+        Command::ECHO,
+        Replay::Safe,
+    )
+    .await
+    .unwrap();
+
+    let seen = manager.await.unwrap();
+    assert_eq!(
+        arrivals(&seen, start),
+        [Duration::from_millis(50) + super::SPREAD_WAIT]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
     use smb3_proto::msg::flush::FlushRequest;
     use smb3_proto::msg::FileId;
@@ -344,7 +499,7 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
 
     let seen = seen_b.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
-    let (header, frame) = &seen[0];
+    let (header, frame, _) = &seen[0];
     assert_eq!((header.session_id, header.tree_id), (0x77, 8));
     let at = smb3_proto::header::HEADER_LEN + 8;
     assert_eq!(frame[at..at + 8], 1u64.to_le_bytes(), "persistent half");
@@ -377,13 +532,14 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
     assert_eq!(seen_b.lock().unwrap().len(), 1, "nothing more was sent");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
     let (a, seen_a) = channel(1, Peer::Silent);
     let set = ChannelSet::new(a, Dispatch::RoundRobin);
     let failover = FailoverState::default();
     let mut request = Request::new(&EchoRequest {});
     request.timeout = Duration::from_millis(50);
+    let start = tokio::time::Instant::now();
     let e = call(
         &session(&set, &failover, true),
         request,
@@ -394,6 +550,7 @@ async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
     .await
     .unwrap_err();
     assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(start.elapsed(), Duration::from_millis(50));
     assert_eq!(seen_a.lock().unwrap().len(), 1);
     // The channel is closed, as silent: the next request does not wait out another timeout
     // there.
@@ -402,7 +559,7 @@ async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
         set.active()[0].channel.dead_reason(),
         Some(ConnectionLossCause::Silent { .. })
     ));
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let e = send_echo(&set, &failover, false, Replay::Safe)
         .await
         .unwrap_err();
@@ -416,33 +573,31 @@ async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
         ),
         "{e:?}"
     );
-    assert!(started.elapsed() < Duration::from_millis(250));
+    assert_eq!(started.elapsed(), Duration::ZERO);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_made_later_in_one_outage_give_up_with_its_first() {
     let (a, _seen_a) = channel(1, Peer::DiesAfterOne);
     let set = ChannelSet::new(a, Dispatch::RoundRobin);
     let failover = FailoverState::default();
-    // The first request waits the whole failover wait (300 ms) for a channel.
-    let started = Instant::now();
+    // The first request waits the whole failover wait (300 ms) for a channel, not a moment
+    // longer.
+    let started = tokio::time::Instant::now();
     let e = send_echo(&set, &failover, true, Replay::Safe)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
-    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
     // The outage goes on: later requests do not wait 300 ms each.
     for _ in 0..3 {
-        let started = Instant::now();
+        tokio::time::advance(Duration::from_millis(40)).await;
+        let started = tokio::time::Instant::now();
         let e = send_echo(&set, &failover, true, Replay::Safe)
             .await
             .unwrap_err();
         assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
-        assert!(
-            started.elapsed() < Duration::from_millis(150),
-            "{:?}",
-            started.elapsed()
-        );
+        assert_eq!(started.elapsed(), Duration::ZERO);
     }
     // A channel back ends the outage: the next one that goes waits the whole wait again.
     let (b, _seen_b) = channel(2, Peer::Answers(&[NtStatus::SUCCESS]));
@@ -450,8 +605,10 @@ async fn requests_made_later_in_one_outage_give_up_with_its_first() {
     send_echo(&set, &failover, true, Replay::Safe)
         .await
         .unwrap();
-    assert!(
-        failover.outage_deadline(Instant::now(), Duration::ZERO) > started,
+    let now = tokio::time::Instant::now().into_std();
+    assert_eq!(
+        failover.outage_deadline(now, Duration::ZERO),
+        now,
         "a new outage starts now"
     );
 }

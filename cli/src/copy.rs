@@ -15,7 +15,7 @@ use smb3_client::{IfExists, Share};
 
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
-use crate::in_flight::ChunkMemory;
+use crate::in_flight::{ChunkMemory, InFlight};
 use crate::plan::{self, remote_name, Job, PlanOptions};
 use crate::preserve;
 use crate::progress::Progress;
@@ -270,7 +270,7 @@ async fn process(
     }
     if opts.verify_only {
         progress.not_copied(job.size());
-        return match compare(share, &job, opts).await {
+        return match compare(share, &job, opts, &memory.in_flight).await {
             Ok(sha) => {
                 result.status = FileStatus::Verified;
                 result.sha256 = Some(sha);
@@ -297,7 +297,7 @@ async fn process(
         }
     }
     if opts.verify {
-        match compare(share, &job, opts).await {
+        match compare(share, &job, opts, &memory.in_flight).await {
             Ok(sha) => result.sha256 = Some(sha),
             Err(line) => return (fail(result, line), retried),
         }
@@ -327,12 +327,17 @@ async fn dest_up_to_date(share: &Share, job: &Job) -> bool {
 
 /// SHA-256 of the source and of the destination, read independently; the source's hex when
 /// they are equal, else the line that reports the difference.
-async fn compare(share: &Share, job: &Job, opts: &CopyOptions) -> Result<String, String> {
+async fn compare(
+    share: &Share,
+    job: &Job,
+    opts: &CopyOptions,
+    in_flight: &InFlight,
+) -> Result<String, String> {
     let depth = opts.depth.max(1);
     let (src, dst, src_name, dst_name) = match job {
         Job::Download { remote, local, .. } => {
             let (s, d) = tokio::join!(
-                hashing::remote_file(share, remote, opts.chunk, depth),
+                hashing::remote_file(share, remote, opts.chunk, depth, in_flight),
                 hashing::local_file(local)
             );
             (
@@ -345,7 +350,7 @@ async fn compare(share: &Share, job: &Job, opts: &CopyOptions) -> Result<String,
         Job::Upload { local, remote, .. } => {
             let (s, d) = tokio::join!(
                 hashing::local_file(local),
-                hashing::remote_file(share, remote, opts.chunk, depth)
+                hashing::remote_file(share, remote, opts.chunk, depth, in_flight)
             );
             (
                 s,

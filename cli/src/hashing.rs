@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use smb3_client::{File, OpenOptions, Share};
 
 use crate::describe;
+use crate::in_flight::InFlight;
 
 /// A SHA-256 digest.
 pub(crate) type Sha = [u8; 32];
@@ -52,25 +53,32 @@ pub(crate) async fn local_range(path: &Path, offset: u64, len: u64) -> Result<Sh
 }
 
 /// SHA-256 of `len` bytes of an open remote file from `offset`: `depth` chunk READs in flight
-/// (spread over the channels by the library), hashed in order as they complete.
+/// (spread over the channels by the library), hashed in order as they complete. Each chunk
+/// holds its bytes of the run's budget (`in_flight`) from before its READ until it is hashed.
 pub(crate) async fn remote_range(
     file: &File,
     offset: u64,
     len: u64,
     chunk: u32,
     depth: usize,
+    in_flight: &InFlight,
 ) -> Result<Sha, String> {
     let c = u64::from(chunk.max(1));
     let end = offset + len;
     let mut pieces = stream::iter((offset..end).step_by(c as usize))
         .map(|off| {
             let n = (end - off).min(c) as usize;
-            async move { file.read_at(off, n).await.map(|d| (n, d)) }
+            async move {
+                // Taken in order (the stream polls its futures in order, the budget serves
+                // waiters in order), so an earlier chunk never waits behind a later one.
+                let held = in_flight.take(n as u32).await;
+                file.read_at(off, n).await.map(|d| (n, d, held))
+            }
         })
         .buffered(depth.max(1));
     let mut h = Sha256::new();
     while let Some(piece) = pieces.next().await {
-        let (want, data) = piece.map_err(|e| describe(&e))?;
+        let (want, data, _held) = piece.map_err(|e| describe(&e))?;
         if data.len() != want {
             return Err("shorter than expected".into());
         }
@@ -85,13 +93,14 @@ pub(crate) async fn remote_file(
     path: &str,
     chunk: u32,
     depth: usize,
+    in_flight: &InFlight,
 ) -> Result<(Sha, u64), String> {
     let file = share
         .open(path, &OpenOptions::new().read(true))
         .await
         .map_err(|e| describe(&e))?;
     let size = file.size_at_open();
-    let result = remote_range(&file, 0, size, chunk, depth).await;
+    let result = remote_range(&file, 0, size, chunk, depth, in_flight).await;
     let closed = file.close().await;
     let sha = result?;
     closed.map_err(|e| describe(&e))?;

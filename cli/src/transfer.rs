@@ -168,7 +168,9 @@ pub(crate) async fn download(
             progress,
             |from, len| async move {
                 let mine = local_range(partial, from, len).await?;
-                let theirs = remote_range(file_ref, from, len, opts.chunk, opts.depth).await?;
+                let theirs =
+                    remote_range(file_ref, from, len, opts.chunk, opts.depth, opts.in_flight)
+                        .await?;
                 Ok((mine, theirs))
             },
         )
@@ -255,7 +257,9 @@ pub(crate) async fn upload(
             &crate::plan::remote_name(share, partial),
             progress,
             |from, len| async move {
-                let mine = remote_range(file_ref, from, len, opts.chunk, opts.depth).await?;
+                let mine =
+                    remote_range(file_ref, from, len, opts.chunk, opts.depth, opts.in_flight)
+                        .await?;
                 let theirs = local_range(local, from, len).await?;
                 Ok((mine, theirs))
             },

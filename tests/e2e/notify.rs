@@ -150,7 +150,21 @@ fn changes_made_by_another_session_arrive_with_names_and_actions() {
                     got.extend(batch);
                 }
             }
-            assert_eq!(names_only(&got), want, "{label}: all changes {got:?}");
+            // Samba learns of the rename from inotify and reports it as a rename only when
+            // both halves come in one read of its inotify descriptor; on a busy machine they
+            // can come apart, and it reports the old name removed and the new one added
+            // (source3/smbd/notify_inotify.c). Both are what the server said, decoded.
+            let mut split = want.clone();
+            split[1] = Change::Removed("a.txt".into());
+            split[2] = Change::Added(fancy_name.into());
+            let names = names_only(&got);
+            assert!(
+                names == want || names == split,
+                "{label}: all changes {got:?}, expected {want:?}"
+            );
+            if names == split {
+                eprintln!("{label}: the server reported the rename as a removal and an addition");
+            }
             assert!(!got.contains(&Change::Rescan), "{label}");
 
             drop(rx);

@@ -891,12 +891,7 @@ fn a_large_directory_is_read_a_page_at_a_time_with_seeks_and_rewinds() {
     for i in 0..FILES {
         std::fs::File::create(big.join(format!("f{i:05}"))).unwrap();
     }
-    let chown = Command::new("chown")
-        .args(["-R", &format!("{}:", tb.user())])
-        .arg(&big)
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    tb.give_to_user(&big);
     // No directory watch, so that the only handle on "big" is the listing's.
     let m = Mounted::foreground(&tb, &source(&tb, "plain"), "bigdir", &["watch_dirs=0"]);
 

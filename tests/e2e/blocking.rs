@@ -177,12 +177,7 @@ fn listings_walks_and_backup_calls_without_tokio() {
     for f in ["tree/1.txt", "tree/a/2.txt", "tree/a/b/3.txt"] {
         std::fs::write(disk.join(f), f.as_bytes()).unwrap();
     }
-    let chown = std::process::Command::new("chown")
-        .args(["-R", &format!("{}:", tb.user())])
-        .arg(&disk)
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    tb.give_to_user(&disk);
 
     let server = format!("{}:445", tb.server_addr(1));
     let client = blocking::Client::connect_on(

@@ -35,12 +35,7 @@ fn listings_arrive_page_by_page_and_walks_go_around_loops_and_errors() {
     // A directory the user may not list.
     std::fs::create_dir(tree.join("locked")).unwrap();
     std::fs::write(tree.join("locked/hidden.txt"), b"x").unwrap();
-    let chown = std::process::Command::new("chown")
-        .args(["-R", &format!("{}:", tb.user())])
-        .arg(&disk)
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    tb.give_to_user(&disk);
     std::fs::set_permissions(
         tree.join("locked"),
         std::os::unix::fs::PermissionsExt::from_mode(0o000),

@@ -587,6 +587,17 @@ impl Testbed {
         &self.user
     }
 
+    /// Give `path` and everything below it to the test user, for files a test made on a
+    /// share's disk as root (smbd serves them as that user).
+    pub fn give_to_user(&self, path: &Path) {
+        let status = std::process::Command::new("chown")
+            .args(["-R", &format!("{}:", self.user)])
+            .arg(path)
+            .status()
+            .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+        assert!(status.success(), "chown -R {}: {status}", path.display());
+    }
+
     /// The test user's credentials, ready for `Client::connect`.
     pub fn credentials(&self) -> smb3_client::UserCredentials {
         smb3_client::UserCredentials {

@@ -19,15 +19,24 @@ use crate::in_flight::{ChunkMemory, InFlight};
 use crate::plan::{self, remote_name, Job, PlanOptions};
 use crate::preserve;
 use crate::progress::Progress;
+use crate::small_file::{self, Outcome};
 use crate::transfer::{self, TransferError, TransferOptions, Transferred};
+
+/// Small files (at most one chunk) in flight at once by default: enough to keep a few
+/// channels' round trips full, each file holding at most one chunk of memory (within
+/// `--max-in-flight` all the same).
+pub const DEFAULT_SMALL_JOBS: u16 = 64;
 
 /// How to copy.
 #[derive(Clone, Debug, Default)]
 pub struct CopyOptions {
     /// Copy directories recursively.
     pub recursive: bool,
-    /// Files copied at the same time.
+    /// Files larger than one chunk copied at the same time.
     pub jobs: usize,
+    /// Files of at most one chunk copied at the same time, each in one round trip (0: the
+    /// default, [`DEFAULT_SMALL_JOBS`]).
+    pub small_jobs: usize,
     /// Bytes per chunk request.
     pub chunk: u32,
     /// Chunks in flight per file.
@@ -172,18 +181,34 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     let progress = Progress::new(opts.progress, jobs.len() as u64, total);
     let memory = &ChunkMemory::new(opts.max_in_flight, opts.chunk);
     let start = Instant::now();
-    let results: Vec<(FileResult, Vec<String>)> = stream::iter(jobs)
-        .map(|job| {
-            let progress = progress.clone();
-            async move {
-                let r = process(share, job, opts, memory, &progress).await;
-                progress.file_done();
-                r
-            }
-        })
-        .buffer_unordered(opts.jobs.max(1))
-        .collect()
-        .await;
+    // Small files are bound by round trips, not bytes: many more of them are in flight than
+    // large ones, each stream with its own limit, both at once.
+    let (small, large): (Vec<Job>, Vec<Job>) = jobs
+        .into_iter()
+        .partition(|job| in_one_round_trip(job, opts));
+    let each = |job: Job| {
+        let progress = progress.clone();
+        async move {
+            let r = process(share, job, opts, memory, &progress).await;
+            progress.file_done();
+            r
+        }
+    };
+    let small_jobs = match opts.small_jobs {
+        0 => usize::from(DEFAULT_SMALL_JOBS),
+        n => n,
+    };
+    let (mut results, large_results): (Vec<(FileResult, Vec<String>)>, Vec<_>) = tokio::join!(
+        stream::iter(small)
+            .map(each)
+            .buffer_unordered(small_jobs)
+            .collect(),
+        stream::iter(large)
+            .map(each)
+            .buffer_unordered(opts.jobs.max(1))
+            .collect()
+    );
+    results.extend(large_results);
     if opts.preserve && !opts.dry_run && !opts.verify_only {
         report.failures.extend(dir_times(share, dirs).await);
     }
@@ -465,7 +490,27 @@ async fn copy_one(
     match job {
         Job::Download { remote, local, .. } => {
             let partial = partial_local(local);
-            match transfer::download(share, remote, &partial, &topts, progress).await {
+            let small = if in_one_round_trip(job, opts) {
+                small_file::download(
+                    share,
+                    remote,
+                    &partial,
+                    job.size(),
+                    &memory.in_flight,
+                    progress,
+                )
+                .await
+            } else {
+                Outcome::UseRegularPath
+            };
+            let moved = match small {
+                Outcome::Done(t) => Ok(t),
+                Outcome::Failed(e) => Err(e),
+                Outcome::UseRegularPath => {
+                    transfer::download(share, remote, &partial, &topts, progress).await
+                }
+            };
+            match moved {
                 Ok(t) => std::fs::rename(&partial, local).map(|_| t).map_err(|e| {
                     let cause = format!("{}: {e}", local.display());
                     FileError {
@@ -501,22 +546,26 @@ async fn copy_one(
             }
         }
         Job::Upload { local, remote, .. } => {
+            let small = if in_one_round_trip(job, opts) {
+                small_file::upload(
+                    share,
+                    local,
+                    remote,
+                    job.size(),
+                    &memory.in_flight,
+                    progress,
+                )
+                .await
+            } else {
+                Outcome::UseRegularPath
+            };
             let partial = partial_remote(remote);
-            let result = match transfer::upload(
-                share,
-                local,
-                &partial,
-                &topts,
-                &memory.pool,
-                progress,
-            )
-            .await
-            {
-                Ok(t) => rename_over(share, &partial, remote)
-                    .await
-                    .map(|_| t)
-                    .map_err(|e| TransferError::request(&e)),
-                Err(e) => Err(e),
+            let result = match small {
+                Outcome::Done(t) => return Ok(t),
+                Outcome::Failed(e) => Err(e),
+                Outcome::UseRegularPath => {
+                    regular_upload(share, local, remote, &partial, &topts, memory, progress).await
+                }
             };
             let e = match result {
                 Ok(t) => return Ok(t),
@@ -548,6 +597,29 @@ async fn copy_one(
             })
         }
     }
+}
+
+/// Whether a file goes in one round trip (`small_file.rs`): it fits in one chunk, and no
+/// partial file of an earlier run is to be continued.
+fn in_one_round_trip(job: &Job, opts: &CopyOptions) -> bool {
+    !opts.resume && job.size() <= u64::from(opts.chunk)
+}
+
+/// Upload into the remote `partial` name, then rename it over the destination.
+async fn regular_upload(
+    share: &Share,
+    local: &Path,
+    remote: &str,
+    partial: &str,
+    topts: &TransferOptions<'_>,
+    memory: &ChunkMemory,
+    progress: &Progress,
+) -> Result<Transferred, TransferError> {
+    let t = transfer::upload(share, local, partial, topts, &memory.pool, progress).await?;
+    rename_over(share, partial, remote)
+        .await
+        .map_err(|e| TransferError::request(&e))?;
+    Ok(t)
 }
 
 #[cfg(test)]

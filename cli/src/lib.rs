@@ -19,6 +19,7 @@ mod plan;
 mod preserve;
 mod progress;
 mod resume;
+mod small_file;
 pub mod status;
 mod transfer;
 mod window;

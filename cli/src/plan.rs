@@ -9,6 +9,9 @@ use smb3_client::{Metadata, Share, WalkOptions};
 use crate::describe;
 use crate::glob::Excludes;
 
+/// Remote directories listed at the same time while planning a download.
+const LISTINGS_AT_ONCE: usize = 16;
+
 /// One file to copy.
 #[derive(Clone, Debug)]
 pub(crate) enum Job {
@@ -184,7 +187,15 @@ async fn remote_tree(
     };
     // Excluded directories: the walk still lists them, their entries are left out here.
     let mut excluded_dirs = std::collections::HashSet::new();
-    let mut walk = share.walk(root, WalkOptions::default());
+    // Directories are listed several at once: a tree of many small directories is bound by
+    // the round trips of its listings.
+    let mut walk = share.walk(
+        root,
+        WalkOptions {
+            concurrency: LISTINGS_AT_ONCE,
+            ..WalkOptions::default()
+        },
+    );
     while let Some(item) = walk.next().await {
         let e = match item {
             Ok(e) => e,
@@ -308,12 +319,16 @@ async fn local_tree(
     plan: &mut Plan,
 ) -> Result<(), String> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
+    let mut top = true;
     while let Some((ldir, rdir, rel_dir)) = stack.pop() {
         if opts.create_dirs {
-            share
-                .create_dir_all(&rdir)
-                .await
-                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
+            // The top may need parents; below it every parent was made just before.
+            let made = if std::mem::take(&mut top) {
+                share.create_dir_all(&rdir).await
+            } else {
+                ensure_dir(share, &rdir).await
+            };
+            made.map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
         }
         let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
         for entry in entries {
@@ -344,4 +359,18 @@ async fn local_tree(
         }
     }
     Ok(())
+}
+
+/// Create the directory `path` (its parent exists), or accept a directory already there.
+async fn ensure_dir(share: &Share, path: &str) -> smb3_client::Result<()> {
+    match share.create_dir(path).await {
+        Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION) => {
+            if share.metadata(path).await?.is_dir() {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+        other => other,
+    }
 }

@@ -48,7 +48,7 @@ pub(crate) struct TransferError {
 
 impl TransferError {
     /// A failure before anything was created.
-    fn before(line: String) -> Self {
+    pub(crate) fn before(line: String) -> Self {
         TransferError {
             line,
             partial_created: false,
@@ -57,7 +57,7 @@ impl TransferError {
     }
 
     /// A local failure (reading or writing the local file) once the transfer started.
-    fn local(line: String) -> Self {
+    pub(crate) fn local(line: String) -> Self {
         TransferError {
             line,
             partial_created: true,

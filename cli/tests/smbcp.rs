@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use smb3_tests::{Testbed, TestbedConfig};
 
 mod common;
-use common::{json, scratch, smbcp_as, testbed, url, SMBCP};
+use common::{json, scratch, smbcp, smbcp_as, testbed, url, SMBCP};
 
 /// What smbcp itself said on stderr: without the library's log lines, which the fault tests
 /// turn on (`RUST_LOG`) so that a failure shows what the session went through.
@@ -134,6 +134,75 @@ fn copies_a_tree_up_and_down_byte_exact() {
         std::fs::read(down.join("copy.bin")).unwrap(),
         std::fs::read(src.join("one")).unwrap()
     );
+    std::fs::remove_dir_all(&local).ok();
+}
+
+/// Many small files, each sent whole in one round trip, next to files of exactly one chunk
+/// and one byte more (the regular path); some destinations exist already, with other
+/// content: they are replaced through the partial name.
+#[test]
+fn many_small_files_arrive_whole_and_replace_what_was_there() {
+    let tb = testbed();
+    let local = scratch("small");
+    let src = local.join("src");
+    let mut sizes = Vec::new();
+    for i in 0..300usize {
+        let size = (i * 677) % 20_000;
+        let p = src.join(format!("d{}/f{i:03}", i % 6));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, smb3_tests::pattern(i as u64 + 1, size)).unwrap();
+        sizes.push(size);
+    }
+    std::fs::write(src.join("chunk"), smb3_tests::pattern(1000, 1 << 20)).unwrap();
+    std::fs::write(
+        src.join("chunk+1"),
+        smb3_tests::pattern(1001, (1 << 20) + 1),
+    )
+    .unwrap();
+    // Destinations already there, made on the server's disk: longer and shorter.
+    let on_server = tb.share_path("plain").join("src");
+    for (name, len) in [("d0/f000", 50_000), ("d1/f001", 1), ("chunk", 10)] {
+        let p = on_server.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, vec![9u8; len]).unwrap();
+    }
+    tb.give_to_user(&tb.share_path("plain"));
+    let o = smbcp(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            "-r",
+            src.to_str().unwrap(),
+            &url(&tb, "plain/"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        json(&o)["files"],
+        302,
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(tree(&on_server), tree(&src));
+
+    let down = local.join("down");
+    std::fs::create_dir_all(down.join("src/d2")).unwrap();
+    // A local destination with other content, replaced too.
+    std::fs::write(down.join("src/d2/f002"), b"stale").unwrap();
+    let o = smbcp(
+        &tb,
+        &[
+            "-q",
+            "--json",
+            "-r",
+            &url(&tb, "plain/src"),
+            down.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&o)["files"], 302);
+    assert_eq!(tree(&down.join("src")), tree(&src));
     std::fs::remove_dir_all(&local).ok();
 }
 
@@ -870,8 +939,8 @@ fn smbctl_watch_prints_changes_as_they_happen() {
     assert!(line.starts_with("watching "), "{line}");
 
     // smbctl says "watching" once the server holds its first CHANGE_NOTIFY: a file another
-    // client (smbcp) puts into the directory right away shows up as added and, since smbcp
-    // writes a partial file and renames it into place, under its final name.
+    // client (smbcp) puts into the directory right away shows up as added under its final
+    // name: a new small file is created whole in one round trip, with no partial name.
     let local = scratch("watch");
     let src = local.join("née.txt");
     std::fs::write(&src, b"hello").unwrap();
@@ -881,14 +950,13 @@ fn smbctl_watch_prints_changes_as_they_happen() {
         &[src.to_str().unwrap(), &url(&tb, "plain/watched/")],
     );
     assert_eq!(up.status.code(), Some(0), "{}", stderr(&up));
-    while !seen.iter().any(|l| l == "renamed to née.txt") {
+    while !seen.iter().any(|l| l == "added née.txt") {
         let (stream, line) = next("change line", &seen);
         assert_eq!(stream, "out", "{line}; so far {seen:?}");
         seen.push(line);
     }
     assert!(
-        seen.iter()
-            .any(|l| l.starts_with("added ") && l.contains("née.txt")),
+        !seen.iter().any(|l| l.contains("smbcp-partial")),
         "{seen:?}"
     );
     child.kill().expect("stop smbctl watch");

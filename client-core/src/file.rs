@@ -217,15 +217,7 @@ impl File {
             .send(&req, self.on_open())
             .await
             .map_err(|e| self.err(e).unwritten(offset, want as u64))?;
-        let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
-        if w.count as usize != want {
-            return Err(Error::Protocol(ProtocolError::IncompleteWrite {
-                command: Command::WRITE,
-                sent: want as u64,
-                written: u64::from(w.count),
-            }));
-        }
-        Ok(())
+        written_whole(&resp, want)
     }
 
     /// Write all of `data` at `offset`. Large writes are split into chunks (slices of `data`,
@@ -353,6 +345,20 @@ impl File {
             depth,
         }
     }
+}
+
+/// A successful WRITE reply: every one of the `sent` bytes written, or
+/// [`ProtocolError::IncompleteWrite`].
+pub(crate) fn written_whole(resp: &crate::channel::Response, sent: usize) -> Result<()> {
+    let w = decode(Command::WRITE, WriteResponse::decode(&resp.msg))?;
+    if w.count as usize != sent {
+        return Err(Error::Protocol(ProtocolError::IncompleteWrite {
+            command: Command::WRITE,
+            sent: sent as u64,
+            written: u64::from(w.count),
+        }));
+    }
+    Ok(())
 }
 
 /// Split `[offset, offset + len)` into pieces of at most `chunk` bytes.

@@ -60,6 +60,7 @@ mod security;
 mod server_copy;
 mod session;
 mod share;
+mod small_files;
 mod snapshots;
 mod sparse;
 mod streams;
@@ -94,7 +95,7 @@ pub use smb3_proto::msg::security_descriptor::{
     SecurityDescriptorError, Sid,
 };
 pub use smb3_proto::replay::ReplayHazard;
-pub use smb3_proto::{Cipher, Dialect, NtStatus, SigningAlgorithm};
+pub use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;
 pub use streams::StreamInfo;

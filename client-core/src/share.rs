@@ -440,11 +440,19 @@ impl Share {
         );
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
-        let created = self.tree.create(&req, path).await?;
-        ScopedHandle::new(&self.tree, created.file_id)
-            .close()
-            .await
-            .map_err(|e| e.with_path(path))
+        // CREATE + CLOSE in one round trip.
+        let mut replies = self
+            .send_chain(&req, None::<smb3_proto::msg::read::ReadRequest>)
+            .await?
+            .into_iter();
+        let (Some(created), Some(closed)) = (replies.next(), replies.next()) else {
+            return Err(ProtocolError::Unexpected("compound reply count").into());
+        };
+        created?.check(&[]).map_err(|e| e.with_path(path))?;
+        closed?
+            .check(&[NtStatus::FILE_CLOSED])
+            .map_err(|e| e.with_path(path))?;
+        Ok(())
     }
 
     /// Create a directory and its missing parents (like `mkdir -p`).

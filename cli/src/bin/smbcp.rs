@@ -80,9 +80,13 @@ struct Args {
     /// partial file of a copy that fails.
     #[arg(long)]
     resume: bool,
-    /// Files copied at the same time.
+    /// Files larger than one chunk (--chunk-size) copied at the same time.
     #[arg(short, long, default_value_t = 4)]
     jobs: usize,
+    /// Files of at most one chunk copied at the same time; each goes in one round trip
+    /// (CREATE, READ or WRITE and CLOSE compounded).
+    #[arg(long, default_value_t = smbcp::copy::DEFAULT_SMALL_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    small_jobs: u16,
     /// Bytes per READ/WRITE request (suffixes K, M), clamped to the server's maximum.
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     chunk_size: u32,
@@ -233,6 +237,7 @@ async fn run(args: Args) -> i32 {
     let opts = CopyOptions {
         recursive: args.recursive || args.archive,
         jobs: args.jobs,
+        small_jobs: usize::from(args.small_jobs),
         chunk: args.chunk_size,
         depth: args.depth,
         max_in_flight: args.max_in_flight,

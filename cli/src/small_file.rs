@@ -1,0 +1,150 @@
+//! Files that fit in one READ or WRITE, moved in one round trip each (the library's
+//! `Share::read_small_file` and `Share::write_new_file`: CREATE + READ/WRITE + CLOSE
+//! compounded). A tree of thousands of such files is bound by round trips and the server's
+//! work per request, not by bytes.
+//!
+//! The guarantee of the regular path stays: no short file under the real name. A download
+//! still goes through the local partial name; an upload creates the real name only when it
+//! did not exist (FILE_CREATE), and the library deletes it again if the write is refused.
+//! When the destination exists, or a lost connection leaves unknown whether the CREATE ran,
+//! the file takes the regular path (a partial name renamed over the destination).
+
+use std::path::Path;
+
+use bytes::Bytes;
+use smb3_client::{ConnectionLossCause, Error, NtStatus, ReplayHazard, Share};
+
+use crate::in_flight::InFlight;
+use crate::progress::Progress;
+use crate::transfer::{TransferError, Transferred};
+
+/// What the one-round-trip path did with a file.
+pub(crate) enum Outcome {
+    /// Copied.
+    Done(Transferred),
+    /// Failed; nothing is left under the destination's name.
+    Failed(TransferError),
+    /// Not done: copy the file the regular way.
+    UseRegularPath,
+}
+
+/// Upload `local` (about `size` bytes) as the new remote file `remote`.
+pub(crate) async fn upload(
+    share: &Share,
+    local: &Path,
+    remote: &str,
+    size: u64,
+    in_flight: &InFlight,
+    progress: &Progress,
+) -> Outcome {
+    let _held = in_flight.take(size.min(u64::from(u32::MAX)) as u32).await;
+    let path = local.to_path_buf();
+    let data = match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+        Ok(Ok(data)) => Bytes::from(data),
+        Ok(Err(e)) => return Outcome::Failed(TransferError::before(e.to_string())),
+        Err(e) => return Outcome::Failed(TransferError::before(e.to_string())),
+    };
+    let n = data.len() as u64;
+    match share.write_new_file(remote, data).await {
+        Ok(()) => {
+            progress.add(n);
+            Outcome::Done(Transferred {
+                bytes: n,
+                resumed_from: 0,
+            })
+        }
+        Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
+        Err(e) => Outcome::Failed(TransferError::before(crate::describe(&e))),
+    }
+}
+
+/// Whether `write_new_file` left the destination to the regular path: it exists already, or
+/// the connection was lost before the reply and the CREATE may or may not have run.
+fn exists_or_unknown(e: &Error) -> bool {
+    if e.status() == Some(NtStatus::OBJECT_NAME_COLLISION) {
+        return true;
+    }
+    matches!(
+        e,
+        Error::ConnectionLost {
+            cause: ConnectionLossCause::NotReplayable {
+                hazard: ReplayHazard::CreatesNewFile,
+                ..
+            },
+            ..
+        }
+    )
+}
+
+/// Download `remote`, listed at `size` bytes, into the local `partial` file.
+pub(crate) async fn download(
+    share: &Share,
+    remote: &str,
+    partial: &Path,
+    size: u64,
+    in_flight: &InFlight,
+    progress: &Progress,
+) -> Outcome {
+    let Ok(limit) = u32::try_from(size) else {
+        return Outcome::UseRegularPath;
+    };
+    let _held = in_flight.take(limit).await;
+    let data = match share.read_small_file(remote, limit).await {
+        Ok(Some(data)) => data,
+        // It grew since it was listed.
+        Ok(None) => return Outcome::UseRegularPath,
+        Err(e) => return Outcome::Failed(TransferError::request(&e)),
+    };
+    let n = data.len() as u64;
+    let path = partial.to_path_buf();
+    let written = tokio::task::spawn_blocking(move || std::fs::write(&path, &data)).await;
+    match written {
+        Ok(Ok(())) => {
+            progress.add(n);
+            Outcome::Done(Transferred {
+                bytes: n,
+                resumed_from: 0,
+            })
+        }
+        Ok(Err(e)) => Outcome::Failed(TransferError::local(format!("{}: {e}", partial.display()))),
+        Err(e) => Outcome::Failed(TransferError::local(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smb3_client::Command;
+
+    #[test]
+    fn an_existing_destination_or_an_unknown_outcome_takes_the_regular_path() {
+        let collision = Error::Status {
+            command: Command::CREATE,
+            status: NtStatus::OBJECT_NAME_COLLISION,
+            path: Some("a".into()),
+        };
+        assert!(exists_or_unknown(&collision));
+        let lost = Error::ConnectionLost {
+            command: Command::CREATE,
+            cause: ConnectionLossCause::NotReplayable {
+                hazard: ReplayHazard::CreatesNewFile,
+                loss: Box::new(ConnectionLossCause::ClosedByServer),
+            },
+        };
+        assert!(exists_or_unknown(&lost));
+        let denied = Error::Status {
+            command: Command::CREATE,
+            status: NtStatus::ACCESS_DENIED,
+            path: Some("a".into()),
+        };
+        assert!(!exists_or_unknown(&denied));
+        let other_loss = Error::ConnectionLost {
+            command: Command::CREATE,
+            cause: ConnectionLossCause::NotReplayable {
+                hazard: ReplayHazard::DeleteOnClose,
+                loss: Box::new(ConnectionLossCause::ClosedByServer),
+            },
+        };
+        assert!(!exists_or_unknown(&other_loss));
+    }
+}

@@ -330,10 +330,13 @@ fn render(h: &Header<'_>, series: &[TreeSeries]) -> String {
         .trees
         .iter()
         .map(|t| {
+            let dirs = match t.spec.dirs() {
+                1 => "1 directory".to_string(),
+                n => format!("{n} directories of up to {FILES_PER_DIR}"),
+            };
             format!(
-                "{} in {} directories of up to {FILES_PER_DIR} (tree digest {})",
+                "{} in {dirs} (tree digest {})",
                 t.spec.label(),
-                t.spec.dirs(),
                 &t.manifest.digest()[..16]
             )
         })

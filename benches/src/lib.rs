@@ -20,6 +20,10 @@
 //! against smbcp on the same links, and listing a 10,000-entry directory through the mount
 //! against the library's `read_dir` (see [`mount`]).
 //!
+//! With `--small-files` it measures trees of many small files copied up and down, `smbcp -r`
+//! against `smbclient`'s `mput`/`mget`, in files per second and CPU per file (see
+//! [`small_files`]).
+//!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 //!
 //! Everything that drives the testbed (namespaces, smbd, iperf3, fio, child processes) is
@@ -52,6 +56,8 @@ pub mod results;
 pub mod server_cpu;
 #[cfg(target_os = "linux")]
 pub mod session;
+#[cfg(target_os = "linux")]
+pub mod small_files;
 #[cfg(target_os = "linux")]
 pub mod soak;
 pub mod stats;

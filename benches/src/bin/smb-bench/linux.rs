@@ -18,6 +18,9 @@
 //! unshaped link, fio sequential reads and writes (1 MiB blocks, 1 and 4 jobs) through a mount
 //! against smbcp and raw TCP, and on the first one listing and stat of a 10,000-entry
 //! directory through the mount against the library's `read_dir`.
+//! `--small-files` instead copies trees of many small files (10,000 x 4 KiB, 1,000 x 1 MiB)
+//! up and down with `smbcp -r` and `smbclient` on 1 and 4 links shaped to `--rate` (default
+//! 1000), in files per second (see `small_files` in the library).
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -36,6 +39,7 @@ use smb3_benches::machine::{self, wait_until_quiet, Facts};
 use smb3_benches::mount::{self as fuse_mount, FioJob, FioSeries, FioSetup, Listing, Mount};
 use smb3_benches::multichannel::{self, LinkSetup};
 use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
+use smb3_benches::small_files;
 use smb3_benches::transfer::{
     measure_reported, Direction, Sample, ShareKind, SmbcpReport, Tool, Transfer,
 };
@@ -71,7 +75,13 @@ struct Args {
     /// `cache=none,prefetch=0`), in the same repetitions, as rows of their own; repeatable.
     #[arg(long, value_name = "OPTIONS", requires = "mount")]
     mount_compare: Vec<String>,
-    /// Rate of every link in Mbit/s for --links (default 500) and --failover (default 100).
+    /// Instead of the main benchmark, copy trees of many small files both ways with smbcp -r
+    /// and smbclient on 1 and 4 links shaped to --rate (see docs/PERFORMANCE.md, "Many small
+    /// files"); --quick: a tenth of the files.
+    #[arg(long)]
+    small_files: bool,
+    /// Rate of every link in Mbit/s for --links (default 500), --failover (default 100) and
+    /// --small-files (default 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     rate: Option<u32>,
     /// With --failover: seconds the link stays down in the silent fault (default 8, or 4
@@ -313,6 +323,9 @@ pub(super) fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), String> {
     // Checks the arguments before minutes go into writing the reference file.
     let plan = Plan::from_args(args)?;
+    if args.small_files {
+        return small_files_run(args, &plan);
+    }
     let failover = match args.failover {
         true => Some(failover_settings(args, &plan)?),
         false => None,
@@ -376,6 +389,30 @@ fn main_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
     }
     let section = if args.sweep { "sweep" } else { "results" };
     publish(args, section, None, &render(bench, &quiet, results))
+}
+
+/// The `--small-files` run: it brings its own trees, so no reference file is written.
+fn small_files_run(args: &Args, plan: &Plan) -> Result<(), String> {
+    if args.mount || args.failover || args.sweep || !args.links.is_empty() {
+        return Err(
+            "--small-files is a run of its own: drop --mount, --failover, --sweep and --links"
+                .into(),
+        );
+    }
+    let settings = small_files::Settings {
+        quick: args.quick,
+        reps: plan.reps,
+        rate_mbit: args.rate.unwrap_or(small_files::DEFAULT_RATE_MBIT),
+        wait_quiet: plan.wait_quiet,
+        smbcp: locate_smbcp(args.smbcp.as_deref())?,
+    };
+    let body = small_files::run(&settings)?;
+    publish(
+        args,
+        small_files::SECTION,
+        Some(small_files::HEADING),
+        &body,
+    )
 }
 
 /// smbcp from `--smbcp`, or the one built next to this binary.

@@ -24,6 +24,10 @@
 //! against `smbclient`'s `mput`/`mget`, in files per second and CPU per file (see
 //! [`small_files`]).
 //!
+//! With `--queue-depth` it measures small random I/O: 4 KiB reads and writes at queue depths
+//! 1 to 64 through the library, on one link with one channel and on four links with one
+//! channel each, every read and the written file verified (see [`queue_depth`]).
+//!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 //!
 //! Everything that drives the testbed (namespaces, smbd, iperf3, fio, child processes) is
@@ -50,6 +54,8 @@ pub mod machine;
 pub mod mount;
 #[cfg(target_os = "linux")]
 pub mod multichannel;
+#[cfg(target_os = "linux")]
+pub mod queue_depth;
 #[cfg(target_os = "linux")]
 pub mod results;
 #[cfg(target_os = "linux")]

@@ -21,6 +21,8 @@
 //! `--small-files` instead copies trees of many small files (10,000 x 4 KiB, 1,000 x 1 MiB)
 //! up and down with `smbcp -r` and `smbclient` on 1 and 4 links shaped to `--rate` (default
 //! 1000), in files per second (see `small_files` in the library).
+//! `--queue-depth` instead measures 4 KiB random reads and writes through the library at queue
+//! depths 1 to 64, on 1 link and on 4 links at `--rate` (default 1000), one channel per link.
 //! It fails only when a transfer fails or its data does not verify; it asserts nothing about
 //! time.
 
@@ -38,6 +40,7 @@ use smb3_benches::latency::{self, LatencyFiles, READ_SIZE};
 use smb3_benches::machine::{self, wait_until_quiet, Facts};
 use smb3_benches::mount::{self as fuse_mount, FioJob, FioSeries, FioSetup, Listing, Mount};
 use smb3_benches::multichannel::{self, LinkSetup};
+use smb3_benches::queue_depth;
 use smb3_benches::results::{LatencySet, RawTcp, Results, Series};
 use smb3_benches::small_files;
 use smb3_benches::transfer::{
@@ -80,8 +83,12 @@ struct Args {
     /// files"); --quick: a tenth of the files.
     #[arg(long)]
     small_files: bool,
-    /// Rate of every link in Mbit/s for --links (default 500), --failover (default 100) and
-    /// --small-files (default 1000).
+    /// Instead of the main benchmark, measure 4 KiB random reads and writes through the
+    /// library at queue depths 1-64 on one channel and on four (see docs/PERFORMANCE.md).
+    #[arg(long, conflicts_with_all = ["mount", "failover", "sweep", "links", "small_files"])]
+    queue_depth: bool,
+    /// Rate of every link in Mbit/s for --links (default 500), --failover (default 100),
+    /// --small-files and --queue-depth (default 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     rate: Option<u32>,
     /// With --failover: seconds the link stays down in the silent fault (default 8, or 4
@@ -109,7 +116,7 @@ struct Args {
     #[arg(long = "variant", value_name = "OPTIONS", allow_hyphen_values = true)]
     variants: Vec<String>,
     /// Where --links writes its chart (default: perf/multichannel.svg next to --write-doc's
-    /// file; none without --write-doc).
+    /// file; none without --write-doc); --queue-depth's default is perf/queue-depth.svg.
     #[arg(long)]
     svg: Option<PathBuf>,
     /// File size in MiB (default 1024, or 256 with --quick, 64 with --quick --links; with
@@ -321,6 +328,9 @@ pub(super) fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
+    if args.queue_depth {
+        return queue_depth_run(args);
+    }
     // Checks the arguments before minutes go into writing the reference file.
     let plan = Plan::from_args(args)?;
     if args.small_files {
@@ -895,6 +905,31 @@ fn render_multichannel(
         ));
     }
     out
+}
+
+// ---------------------------------------------------------------------------- queue depth
+
+/// The `--queue-depth` run (see [`queue_depth`]): the sweep, its chart and its section.
+fn queue_depth_run(args: &Args) -> Result<(), String> {
+    let settings = queue_depth::Settings::new(
+        args.quick,
+        args.rate,
+        args.reps,
+        args.size_mib,
+        Duration::from_secs(args.wait_quiet),
+    );
+    let outcome = queue_depth::run(&settings)?;
+    let svg = output_path(args, args.svg.as_deref(), "perf/queue-depth.svg");
+    if let Some(path) = &svg {
+        write_output(path, &outcome.chart_svg(&settings)?)?;
+        eprintln!("smb-bench: wrote the chart {}", path.display());
+    }
+    let shown = svg
+        .as_deref()
+        .map(|p| PathBuf::from(shown_from_doc(args, p)));
+    let body = outcome.section(&settings, shown.as_deref());
+    let heading = "## Small random I/O and queue depth";
+    publish(args, "queue-depth", Some(heading), &body)
 }
 
 // ---------------------------------------------------------------------------- failover

@@ -294,12 +294,14 @@ async fn points(
                 }
                 eprintln!(
                     "  {} {op} QD {depth} #{rep}: {:.0} IOPS, median {:.0} µs, p99 {:.0} µs, \
-                     smbd {:.1} µs/op",
+                     CPU per op client {:.1} µs, smbd {:.1} µs, {:.2} CPUs busy",
                     setup.label(),
                     sample.iops,
                     sample.median_us,
                     sample.p99_us,
-                    sample.smbd_us_per_op
+                    sample.client_us_per_op,
+                    sample.smbd_us_per_op,
+                    sample.cpus_busy
                 );
                 out.push((op, depth, sample));
             }

@@ -2,9 +2,9 @@
 //!
 //! `depth` tasks each loop on their own offset stream, issuing the next operation the moment
 //! the last one completes, so the queue never drains until the end. Operations that complete
-//! inside the measuring window (after the warm-up) are counted and timed; smbd's CPU time is
-//! read at the window's two ends. When the window closes the tasks stop issuing and the queue
-//! drains.
+//! inside the measuring window (after the warm-up) are counted and timed; smbd's CPU time and
+//! this process's (the client's) are read at the window's two ends. When the window closes
+//! the tasks stop issuing and the queue drains.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,11 +13,11 @@ use bytes::Bytes;
 use smb3_client::File;
 use tokio::task::JoinSet;
 
-use crate::server_cpu::ServerMeter;
+use crate::server_cpu::{process_cpu, ServerMeter};
 
 use super::check::ReadReference;
 use super::offsets::{written_block, OffsetStream, BLOCK};
-use super::report::{Op, Sample};
+use super::report::{CpuUse, Op, Sample};
 
 /// What one point runs against and for how long.
 #[derive(Debug, Clone)]
@@ -67,8 +67,13 @@ pub async fn run_point(
     }
     tokio::time::sleep_until(opens.into()).await;
     let meter = ServerMeter::start(plan.smbd_pid)?;
+    let client_before = own_cpu()?;
     tokio::time::sleep_until(closes.into()).await;
-    let smbd_cpu = meter.stop()?;
+    let client = own_cpu()?.saturating_sub(client_before);
+    let cpu = CpuUse {
+        smbd: meter.stop()?,
+        client,
+    };
 
     let mut latencies_us = Vec::new();
     let mut written = Vec::new();
@@ -91,7 +96,12 @@ pub async fn run_point(
     if let Some(e) = failure {
         return Err(format!("{} at queue depth {}: {e}", plan.op, plan.depth));
     }
-    Ok((Sample::new(&latencies_us, plan.window, smbd_cpu), written))
+    Ok((Sample::new(&latencies_us, plan.window, cpu), written))
+}
+
+/// CPU time this process (the client) has used so far.
+fn own_cpu() -> Result<Duration, String> {
+    process_cpu(std::process::id()).ok_or_else(|| "cannot read /proc/self/stat".to_string())
 }
 
 /// One task: operations back to back until the window closes.

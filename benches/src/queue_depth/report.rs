@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::chart::{BarChart, ChartFrame, Group, Panel};
-use crate::results::{f0, f1};
+use crate::results::{f0, f1, f2};
 use crate::stats::{median, min_max, percentile};
 use crate::table::Table;
 
@@ -56,12 +56,27 @@ pub struct Sample {
     pub p99_us: f64,
     /// smbd's CPU time over the window per operation, microseconds.
     pub smbd_us_per_op: f64,
+    /// This process's CPU time (the library, and the bench's own checks) over the window per
+    /// operation, microseconds.
+    pub client_us_per_op: f64,
+    /// CPUs the client and smbd kept busy together over the window: near the machine's CPU
+    /// count, they and not the links are the limit.
+    pub cpus_busy: f64,
+}
+
+/// CPU time used over a window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuUse {
+    /// By smbd (every process of its tree).
+    pub smbd: Duration,
+    /// By the client (this process).
+    pub client: Duration,
 }
 
 impl Sample {
     /// The sample of a window of length `window` in which operations took `latencies_us` and
-    /// smbd used `smbd_cpu`.
-    pub fn new(latencies_us: &[f64], window: Duration, smbd_cpu: Duration) -> Sample {
+    /// smbd and the client used `cpu`.
+    pub fn new(latencies_us: &[f64], window: Duration, cpu: CpuUse) -> Sample {
         let ops = latencies_us.len();
         let per_op = |total: f64| {
             if ops == 0 {
@@ -75,7 +90,9 @@ impl Sample {
             iops: ops as f64 / window.as_secs_f64(),
             median_us: median(latencies_us).unwrap_or(f64::NAN),
             p99_us: percentile(latencies_us, 99.0).unwrap_or(f64::NAN),
-            smbd_us_per_op: per_op(smbd_cpu.as_secs_f64() * 1e6),
+            smbd_us_per_op: per_op(cpu.smbd.as_secs_f64() * 1e6),
+            client_us_per_op: per_op(cpu.client.as_secs_f64() * 1e6),
+            cpus_busy: (cpu.smbd + cpu.client).as_secs_f64() / window.as_secs_f64(),
         }
     }
 }
@@ -177,7 +194,8 @@ fn ratio_cell(a: f64, b: f64) -> String {
 }
 
 /// The table: per setup, operation and depth, median IOPS (and range), the ratio to one
-/// channel at the same point, median latencies and smbd's CPU per operation.
+/// channel at the same point, median latencies, the client's and smbd's CPU per operation
+/// and the CPUs they kept busy together.
 pub fn table(sweep: &Sweep, setups: &[Setup]) -> Table {
     let mut t = Table::new(&[
         "links",
@@ -188,7 +206,9 @@ pub fn table(sweep: &Sweep, setups: &[Setup]) -> Table {
         ">x 1 channel",
         ">median µs",
         ">p99 µs",
+        ">client CPU µs/op",
         ">smbd CPU µs/op",
+        ">CPUs busy",
     ]);
     for setup in setups {
         for op in Op::BOTH {
@@ -211,7 +231,9 @@ pub fn table(sweep: &Sweep, setups: &[Setup]) -> Table {
                     vs_one,
                     f0(s.median_of(|x| x.median_us)),
                     f0(s.median_of(|x| x.p99_us)),
+                    f1(s.median_of(|x| x.client_us_per_op)),
                     f1(s.median_of(|x| x.smbd_us_per_op)),
+                    f2(s.median_of(|x| x.cpus_busy)),
                 ]);
             }
         }
@@ -302,21 +324,30 @@ mod tests {
             median_us,
             p99_us: median_us * 2.0,
             smbd_us_per_op: 30.0,
+            client_us_per_op: 20.0,
+            cpus_busy: 1.5,
         }
     }
 
     #[test]
     fn sample_counts_ops_in_the_window() {
         let lat: Vec<f64> = (1..=200).map(f64::from).collect();
-        let s = Sample::new(&lat, Duration::from_secs(2), Duration::from_millis(10));
+        let cpu = CpuUse {
+            smbd: Duration::from_millis(10),
+            client: Duration::from_millis(30),
+        };
+        let s = Sample::new(&lat, Duration::from_secs(2), cpu);
         assert_eq!(s.ops, 200);
         assert_eq!(s.iops, 100.0);
         assert_eq!(s.median_us, 100.5);
         assert_eq!(s.p99_us, 198.0);
         assert_eq!(s.smbd_us_per_op, 50.0);
-        let empty = Sample::new(&[], Duration::from_secs(1), Duration::ZERO);
+        assert_eq!(s.client_us_per_op, 150.0);
+        assert_eq!(s.cpus_busy, 0.02);
+        let empty = Sample::new(&[], Duration::from_secs(1), CpuUse::default());
         assert_eq!(empty.iops, 0.0);
         assert!(empty.median_us.is_nan() && empty.smbd_us_per_op.is_nan());
+        assert_eq!(empty.cpus_busy, 0.0);
     }
 
     #[test]
@@ -396,7 +427,10 @@ mod tests {
                 "2.50"
             ]
         );
-        assert_eq!(four_read_32[7..10], ["1200", "2400", "30.0"]);
+        assert_eq!(
+            four_read_32[7..12],
+            ["1200", "2400", "20.0", "30.0", "1.50"]
+        );
     }
 
     #[test]

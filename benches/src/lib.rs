@@ -28,6 +28,10 @@
 //! 1 to 64 through the library, on one link with one channel and on four links with one
 //! channel each, every read and the written file verified (see [`queue_depth`]).
 //!
+//! With `--mixed` it runs the sequence a user runs by hand instead of the tidy blocks of the
+//! main run: per round, smbcp and smbclient download, then each uploads what it downloaded;
+//! the worst of five rounds is reported next to the median (issue 17, part 1).
+//!
 //! The `soak` binary runs a verified workload over flapping links for an hour (see [`soak`]).
 //!
 //! Everything that drives the testbed (namespaces, smbd, iperf3, fio, child processes) is

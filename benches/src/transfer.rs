@@ -344,6 +344,9 @@ pub struct Transfer<'a> {
     pub local_target: &'a Path,
     /// What the reference file looks like.
     pub reference: &'a Fingerprint,
+    /// Leave the verified target in place (a sequence whose next step reads it, or whose
+    /// state it is part of); it is still removed before the next run into it.
+    pub keep_target: bool,
 }
 
 impl Transfer<'_> {
@@ -448,7 +451,9 @@ pub fn measure_reported(
         .check_report(&run, job.reference.len)
         .map_err(|e| format!("{what}: {e}"))?;
     verify(&check, job.reference).map_err(|e| format!("{what}: {e}"))?;
-    remove_if_present(&check)?;
+    if !job.keep_target {
+        remove_if_present(&check)?;
+    }
     let sample = Sample {
         bytes: job.reference.len,
         wall: run.wall,

@@ -31,6 +31,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+
+mod mixed;
+use mixed::MIXED_ROUNDS;
 use smb3_benches::data::{self, Fingerprint, BIG_SEED, SMALL_SEED};
 use smb3_benches::doc;
 use smb3_benches::failover::{self, Fault};
@@ -87,6 +90,12 @@ struct Args {
     /// library at queue depths 1-64 on one channel and on four (see docs/PERFORMANCE.md).
     #[arg(long, conflicts_with_all = ["mount", "failover", "sweep", "links", "small_files"])]
     queue_depth: bool,
+    /// Instead of the main benchmark, the sequence a user runs by hand, round after round:
+    /// smbcp download, smbclient get, smbcp upload of what smbcp downloaded, smbclient put of
+    /// what it got; on one unshaped link, then on 4 links shaped to --rate (default 1000);
+    /// 5 rounds unless --reps (see docs/PERFORMANCE.md, "Mixed sequence").
+    #[arg(long, conflicts_with_all = ["mount", "failover", "sweep", "links", "small_files", "queue_depth"])]
+    mixed: bool,
     /// Rate of every link in Mbit/s for --links (default 500), --failover (default 100),
     /// --small-files and --queue-depth (default 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -199,7 +208,14 @@ impl Plan {
         };
         Ok(Plan {
             size: a.size_mib.unwrap_or(default_mib) << 20,
-            reps: a.reps.unwrap_or(if a.quick { 1 } else { 3 }).max(1),
+            reps: a
+                .reps
+                .unwrap_or(match (a.quick, a.mixed) {
+                    (true, _) => 1,
+                    (false, true) => MIXED_ROUNDS,
+                    (false, false) => 3,
+                })
+                .max(1),
             iperf_seconds: a.iperf_seconds.unwrap_or(if a.quick { 2 } else { 5 }),
             latency_ops: a.latency_ops.max(1),
             wait_quiet: Duration::from_secs(a.wait_quiet),
@@ -290,6 +306,7 @@ impl Bench<'_> {
             local_source: &self.scratch.source,
             local_target: &self.scratch.download,
             reference: &self.reference,
+            keep_target: false,
         }
     }
 
@@ -370,6 +387,9 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if !args.links.is_empty() {
         return multichannel_run(&bench, &mut results);
+    }
+    if args.mixed {
+        return mixed::run(&bench, &mut results);
     }
     main_run(&bench, &mut results)
 }

@@ -28,7 +28,8 @@ pub(crate) enum Outcome {
     UseRegularPath,
 }
 
-/// Upload `local` (about `size` bytes) as the new remote file `remote`.
+/// Upload `local`, planned at `size` bytes (at most one chunk), as the new remote file
+/// `remote`.
 pub(crate) async fn upload(
     share: &Share,
     local: &Path,
@@ -37,10 +38,15 @@ pub(crate) async fn upload(
     in_flight: &InFlight,
     progress: &Progress,
 ) -> Outcome {
-    let _held = in_flight.take(size.min(u64::from(u32::MAX)) as u32).await;
+    let Ok(limit) = u32::try_from(size) else {
+        return Outcome::UseRegularPath;
+    };
+    let _held = in_flight.take(limit).await;
     let path = local.to_path_buf();
-    let data = match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
-        Ok(Ok(data)) => Bytes::from(data),
+    let data = match tokio::task::spawn_blocking(move || read_at_most(&path, limit)).await {
+        Ok(Ok(Some(data))) => Bytes::from(data),
+        // It grew since it was planned: the regular path reads it in chunks.
+        Ok(Ok(None)) => return Outcome::UseRegularPath,
         Ok(Err(e)) => return Outcome::Failed(TransferError::before(e.to_string())),
         Err(e) => return Outcome::Failed(TransferError::before(e.to_string())),
     };
@@ -56,6 +62,17 @@ pub(crate) async fn upload(
         Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
         Err(e) => Outcome::Failed(TransferError::before(crate::describe(&e))),
     }
+}
+
+/// The whole of the local file at `path` if it holds at most `limit` bytes; `None` if it is
+/// longer (only `limit + 1` bytes are read to find out).
+fn read_at_most(path: &Path, limit: u32) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut data = Vec::with_capacity(limit as usize);
+    std::fs::File::open(path)?
+        .take(u64::from(limit) + 1)
+        .read_to_end(&mut data)?;
+    Ok((data.len() <= limit as usize).then_some(data))
 }
 
 /// Whether `write_new_file` left the destination to the regular path: it exists already, or
@@ -115,6 +132,21 @@ pub(crate) async fn download(
 mod tests {
     use super::*;
     use smb3_client::Command;
+
+    #[test]
+    fn a_local_file_longer_than_planned_is_left_to_the_regular_path() {
+        let dir = std::env::temp_dir().join(format!("smbcp-small-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("f");
+        std::fs::write(&f, vec![7u8; 100]).unwrap();
+        assert_eq!(read_at_most(&f, 100).unwrap(), Some(vec![7u8; 100]));
+        assert_eq!(read_at_most(&f, 200).unwrap(), Some(vec![7u8; 100]));
+        assert_eq!(read_at_most(&f, 99).unwrap(), None);
+        std::fs::write(&f, b"").unwrap();
+        assert_eq!(read_at_most(&f, 0).unwrap(), Some(Vec::new()));
+        assert!(read_at_most(&dir.join("missing"), 10).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn an_existing_destination_or_an_unknown_outcome_takes_the_regular_path() {

@@ -131,7 +131,8 @@ pub struct CopyReport {
     /// Files started again from the beginning because the server lost their open, with the
     /// reason, one line each (the copy then succeeded or is also in `failures`).
     pub retried: Vec<String>,
-    /// Every file's outcome, in completion order.
+    /// Every file's outcome: the small files' (one chunk or less) in completion order, then
+    /// the larger ones' in completion order.
     pub per_file: Vec<FileResult>,
 }
 

@@ -414,6 +414,31 @@ impl Sample {
     }
 }
 
+/// A client run with what the server and the machine spent meanwhile.
+pub struct Metered {
+    /// The client process: status, output, wall and CPU time.
+    pub run: Finished,
+    /// CPU time of smbd (parent and connection children) meanwhile.
+    pub server_cpu: Duration,
+    /// CPU time used by everything on the machine meanwhile.
+    pub machine_cpu: Duration,
+}
+
+/// Runs the client command `cmd` to its end, metering `tb`'s smbd and the whole machine
+/// around it.
+pub fn run_metered(tb: &Testbed, cmd: Command) -> Result<Metered, String> {
+    let meter = ServerMeter::start(tb.smbd_pid())?;
+    let machine_before = CpuTicks::now();
+    let run = run_measured(cmd)?;
+    let machine_cpu = CpuTicks::now().busy_since(&machine_before);
+    let server_cpu = meter.stop()?;
+    Ok(Metered {
+        run,
+        server_cpu,
+        machine_cpu,
+    })
+}
+
 /// Runs `tool` once for `job`, verifies the result and returns the measurement. Fails if the
 /// program fails, reports a problem, or the data that arrived is not the reference.
 pub fn measure(tool: &Tool, job: &Transfer<'_>) -> Result<Sample, String> {
@@ -429,11 +454,11 @@ pub fn measure_reported(
     // Every run starts without a target, so no run profits from (or trips over) the last one.
     remove_if_present(&check)?;
     let cmd = tool.command(job.tb, job.share, job.direction, remote, local);
-    let meter = ServerMeter::start(job.tb.smbd_pid())?;
-    let machine_before = CpuTicks::now();
-    let run = run_measured(cmd)?;
-    let machine_cpu = CpuTicks::now().busy_since(&machine_before);
-    let server_cpu = meter.stop()?;
+    let Metered {
+        run,
+        server_cpu,
+        machine_cpu,
+    } = run_metered(job.tb, cmd)?;
     let what = format!(
         "{} {} on [{}]",
         tool.name(),

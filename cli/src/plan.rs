@@ -319,16 +319,12 @@ async fn local_tree(
     plan: &mut Plan,
 ) -> Result<(), String> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
-    let mut top = true;
     while let Some((ldir, rdir, rel_dir)) = stack.pop() {
         if opts.create_dirs {
-            // The top may need parents; below it every parent was made just before.
-            let made = if std::mem::take(&mut top) {
-                share.create_dir_all(&rdir).await
-            } else {
-                ensure_dir(share, &rdir).await
-            };
-            made.map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
+            share
+                .create_dir_all(&rdir)
+                .await
+                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
         }
         let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
         for entry in entries {
@@ -359,18 +355,4 @@ async fn local_tree(
         }
     }
     Ok(())
-}
-
-/// Create the directory `path` (its parent exists), or accept a directory already there.
-async fn ensure_dir(share: &Share, path: &str) -> smb3_client::Result<()> {
-    match share.create_dir(path).await {
-        Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION) => {
-            if share.metadata(path).await?.is_dir() {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }
-        other => other,
-    }
 }

@@ -52,16 +52,19 @@ pub(crate) async fn upload(
     };
     let n = data.len() as u64;
     match share.write_new_file(remote, data).await {
-        Ok(()) => {
-            progress.add(n);
-            Outcome::Done(Transferred {
-                bytes: n,
-                resumed_from: 0,
-            })
-        }
+        Ok(()) => done(n, progress),
         Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
         Err(e) => Outcome::Failed(TransferError::before(crate::describe(&e))),
     }
+}
+
+/// `n` bytes copied in one go.
+fn done(n: u64, progress: &Progress) -> Outcome {
+    progress.add(n);
+    Outcome::Done(Transferred {
+        bytes: n,
+        resumed_from: 0,
+    })
 }
 
 /// The whole of the local file at `path` if it holds at most `limit` bytes; `None` if it is
@@ -116,13 +119,7 @@ pub(crate) async fn download(
     let path = partial.to_path_buf();
     let written = tokio::task::spawn_blocking(move || std::fs::write(&path, &data)).await;
     match written {
-        Ok(Ok(())) => {
-            progress.add(n);
-            Outcome::Done(Transferred {
-                bytes: n,
-                resumed_from: 0,
-            })
-        }
+        Ok(Ok(())) => done(n, progress),
         Ok(Err(e)) => Outcome::Failed(TransferError::local(format!("{}: {e}", partial.display()))),
         Err(e) => Outcome::Failed(TransferError::local(e.to_string())),
     }

@@ -455,26 +455,44 @@ impl Share {
         Ok(())
     }
 
-    /// Create a directory and its missing parents (like `mkdir -p`).
+    /// Create a directory and its missing parents (like `mkdir -p`). An existing directory
+    /// is fine; an existing file in the way is the server's OBJECT_NAME_COLLISION.
     pub async fn create_dir_all(&self, path: &str) -> Result<()> {
         let wire = wire_path(path)?;
-        let mut prefix = String::new();
-        for part in wire.split('\\').filter(|p| !p.is_empty()) {
-            if !prefix.is_empty() {
-                prefix.push('\\');
-            }
-            prefix.push_str(part);
-            match self.create_dir(&prefix).await {
-                Ok(()) => {}
-                Err(e) if e.status() == Some(NtStatus::OBJECT_NAME_COLLISION) => {
-                    if !self.metadata(&prefix).await?.is_dir() {
-                        return Err(e);
-                    }
+        let parts: Vec<&str> = wire.split('\\').filter(|p| !p.is_empty()).collect();
+        let prefix = |n: usize| parts[..n].join("\\");
+        // Usually only the last level is missing: try it first, and go up only while the
+        // server says a parent is missing; then come back down.
+        let mut made = parts.len();
+        while made > 0 {
+            match self.create_dir_or_find_one(&prefix(made)).await {
+                Err(e) if e.status() == Some(NtStatus::OBJECT_PATH_NOT_FOUND) && made > 1 => {
+                    made -= 1;
                 }
-                Err(e) => return Err(e),
+                other => {
+                    other?;
+                    break;
+                }
             }
         }
+        for n in made + 1..=parts.len() {
+            self.create_dir_or_find_one(&prefix(n)).await?;
+        }
         Ok(())
+    }
+
+    /// `create_dir`, accepting a directory already there.
+    async fn create_dir_or_find_one(&self, path: &str) -> Result<()> {
+        match self.create_dir(path).await {
+            Err(e) if e.status() == Some(NtStatus::OBJECT_NAME_COLLISION) => {
+                if self.metadata(path).await?.is_dir() {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            other => other,
+        }
     }
 
     /// Delete a file.

@@ -8,10 +8,8 @@ use smb3_tests::Testbed;
 
 use super::command::{command, Places, INCOMING, SHARE};
 use super::tree::Manifest;
-use crate::child::{run_measured, Finished};
-use crate::machine::CpuTicks;
-use crate::server_cpu::ServerMeter;
-use crate::transfer::{Direction, Sample, Tool};
+use crate::child::Finished;
+use crate::transfer::{run_metered, Direction, Metered, Sample, Tool};
 
 /// One tree copied one way.
 #[derive(Debug, Clone, Copy)]
@@ -49,11 +47,11 @@ pub fn measure(tool: &Tool, job: &TreeJob<'_>) -> Result<Sample, String> {
     // Every run starts without a target, so no run profits from (or trips over) the last one.
     remove_tree(&target)?;
     let cmd = command(tool, job.tb, job.direction, &job.places)?;
-    let meter = ServerMeter::start(job.tb.smbd_pid())?;
-    let machine_before = CpuTicks::now();
-    let run = run_measured(cmd)?;
-    let machine_cpu = CpuTicks::now().busy_since(&machine_before);
-    let server_cpu = meter.stop()?;
+    let Metered {
+        run,
+        server_cpu,
+        machine_cpu,
+    } = run_metered(job.tb, cmd)?;
     let what = format!(
         "{} -r {} of {}",
         tool.name(),

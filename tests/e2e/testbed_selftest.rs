@@ -354,18 +354,49 @@ fn two_shaped_links_serve_smb_and_obey_faults() {
     assert!(!dir.exists(), "run dir {} left", dir.display());
 }
 
+/// The root qdisc of one veth end, as `tc -j qdisc show` prints it: `Some(rate in bytes/s)`
+/// for a tbf, `None` for anything else (no qdisc, noqueue, mq).
+fn tbf_rate_bytes(json: &str) -> Option<u64> {
+    if !json.contains("\"kind\":\"tbf\"") {
+        return None;
+    }
+    let rest = &json[json.find("\"rate\":")? + "\"rate\":".len()..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
 #[test]
 fn iperf3_goodput_follows_the_shaping() {
     let tb = start(TestbedConfig::per_link(&[Some(200), Some(1000), None]));
     // tbf as the root qdisc of a multi-queue veth (the default) still holds the rate.
     assert_eq!(tb.queues(), 4);
     assert_eq!(client_rx_queues(&tb, 1), 4);
+
+    // The configuration is the proof that each end is shaped at the right rate; the goodput
+    // below only shows that the shaping bites. A timing threshold close to the rate would
+    // fail on a busy machine (at 1 Gbit/s veth and tbf are CPU-bound: 64 % was seen in CI
+    // right after a build), so the floor only catches gross errors such as a wrong unit.
+    for (k, rate) in [(1usize, Some(200u64)), (2, Some(1000)), (3, None)] {
+        let link = tb.link(k).clone();
+        let client = client_stdout(&tb, &["tc", "-j", "qdisc", "show", "dev", &link.client_if]);
+        let server = server_stdout(&tb, &["tc", "-j", "qdisc", "show", "dev", &link.server_if]);
+        let want = rate.map(|mbit| mbit * 1_000_000 / 8);
+        assert_eq!(
+            tbf_rate_bytes(&client),
+            want,
+            "link {k} client end: {client}"
+        );
+        assert_eq!(
+            tbf_rate_bytes(&server),
+            want,
+            "link {k} server end: {server}"
+        );
+    }
+
     for (k, rate) in [(1usize, 200.0f64), (2, 1000.0)] {
-        // Best of two 3 s runs: on this shared 2-core machine a busy moment (other builds)
-        // can cost a run a few percent; every run must stay under the shaping, though.
+        // The best of a few 3 s runs, stopping at the first that is clearly shaped-rate
+        // goodput; every run must stay under the shaping, though.
         let measure = |reverse: bool| -> f64 {
-            // The best of a few runs: at 1 Gbit/s veth and tbf are CPU-bound, and a machine
-            // busy with other work (CI right after a build) can take a run below the shaping.
             let mut best = 0.0f64;
             for _ in 0..4 {
                 let got = tb
@@ -376,7 +407,7 @@ fn iperf3_goodput_follows_the_shaping() {
                     "link {k}: {got} Mbit/s is above the {rate} Mbit/s shaping"
                 );
                 best = best.max(got);
-                if best >= 0.93 * rate {
+                if best >= 0.85 * rate {
                     break;
                 }
             }
@@ -389,20 +420,39 @@ fn iperf3_goodput_follows_the_shaping() {
             100.0 * up / rate,
             100.0 * down / rate
         );
-        // 85 %: a shaping that works reaches it even on two busy cores (88 % seen with two
-        // builds running); a broken one (no tbf, a wrong rate unit) misses by far more.
+        // A quiet machine reaches 86-95 %; a tenth is far below any busy run yet far above
+        // what a rate given in the wrong unit (kbit for mbit) would let through.
         for got in [up, down] {
             assert!(
-                got >= 0.85 * rate,
-                "link {k}: {got} Mbit/s is below 85 % of {rate}"
+                got >= 0.1 * rate,
+                "link {k}: {got} Mbit/s is below a tenth of {rate}: is it shaped in the wrong unit?"
             );
         }
     }
-    let unshaped = tb.iperf3_mbit(3, 3, false).expect("iperf3 unshaped link");
+    // Unshaped: more than the fastest shaped link allows, so no tbf is in the way.
+    let mut unshaped = 0.0f64;
+    for _ in 0..3 {
+        let got = tb.iperf3_mbit(3, 3, false).expect("iperf3 unshaped link");
+        unshaped = unshaped.max(got);
+        if unshaped > 1100.0 {
+            break;
+        }
+    }
     eprintln!("link 3 unshaped: {unshaped:.0} Mbit/s");
     assert!(
-        unshaped > 2000.0,
-        "an unshaped veth gave only {unshaped} Mbit/s"
+        unshaped > 1100.0,
+        "an unshaped veth gave only {unshaped} Mbit/s, no more than a 1 Gbit/s shaping"
+    );
+}
+
+#[test]
+fn tbf_rate_is_read_from_tc_json() {
+    let shaped = r#"[{"kind":"tbf","handle":"8763:","root":true,"refcnt":3,"options":{"rate":125000000,"burst":262125,"lat":5000}}]"#;
+    assert_eq!(tbf_rate_bytes(shaped), Some(125_000_000));
+    assert_eq!(tbf_rate_bytes("[]"), None);
+    assert_eq!(
+        tbf_rate_bytes(r#"[{"kind":"noqueue","handle":"0:"}]"#),
+        None
     );
 }
 

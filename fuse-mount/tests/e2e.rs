@@ -840,7 +840,9 @@ fn sqlite_from_two_clients_is_safe() {
 fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     use std::os::unix::fs::FileExt;
     let tb = testbed();
-    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "lease-a", &[]);
+    // Attributes cached for a minute, so only the lease break can make the new bytes show
+    // within the wait below (an attribute timeout noticing the new mtime would take 60 s).
+    let a = Mounted::foreground(&tb, &source(&tb, "plain"), "lease-a", &["actimeo=60"]);
     let b = Mounted::foreground(&tb, &source(&tb, "plain"), "lease-b", &[]);
     let old = smb3_tests::pattern(1, 1 << 20);
     let new = smb3_tests::pattern(2, 1 << 20);
@@ -866,11 +868,10 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     other.write_all_at(&new, 0).unwrap();
     other.sync_all().unwrap();
     let written = Instant::now();
-    let fresh = wait_until(Duration::from_secs(5), || read_all(&held) == new);
+    let fresh = wait_until(Duration::from_secs(10), || read_all(&held) == new);
     let took = written.elapsed();
     eprintln!("the open file showed the new bytes {took:?} after the other client's write");
-    assert!(fresh, "the open file still shows the old bytes after 5 s");
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(fresh, "the open file still shows the old bytes after 10 s");
     drop((held, other));
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
@@ -1231,7 +1232,8 @@ fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
     }
     let written = Instant::now();
     let mut chunk = vec![0u8; 64 << 10];
-    let fresh = wait_until(Duration::from_secs(5), || {
+    // Well inside the 60 s attribute timeout: only the lease break can explain fresh bytes.
+    let fresh = wait_until(Duration::from_secs(10), || {
         reader.read_exact_at(&mut chunk, 16 * MIB as u64).unwrap();
         chunk[..] == new[16 * MIB..16 * MIB + (64 << 10)]
     });
@@ -1239,9 +1241,8 @@ fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
     eprintln!("the reader saw the other client's bytes {took:?} after its write");
     assert!(
         fresh,
-        "the reader still sees old bytes 5 s after another client's write"
+        "the reader still sees old bytes 10 s after another client's write"
     );
-    assert!(took < Duration::from_secs(1), "took {took:?}");
     assert!(read_in_steps(&reader, 16 * MIB as u64, 16 * MIB, 64 << 10) == new[16 * MIB..]);
     drop(reader);
     drop((a, b, off));

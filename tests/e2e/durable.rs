@@ -111,7 +111,8 @@ fn two_opens_of_one_file_share_the_lease_and_do_not_wait_on_each_other() {
         let second = share.open("shared.BIN", &writer()).await.expect("second");
         let took = started.elapsed();
         eprintln!("second open of the same file by the same session: {took:?}");
-        assert!(took < Duration::from_secs(1), "second open took {took:?}");
+        // Waiting on a lease break would take Samba's break timeout (tens of seconds).
+        assert!(took < Duration::from_secs(5), "second open took {took:?}");
         assert_eq!(client.leased_files(), 1, "one key for both opens");
         assert_eq!(client.durable_opens(), 2);
         assert!(first.is_durable() && second.is_durable());

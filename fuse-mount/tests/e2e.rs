@@ -872,6 +872,9 @@ fn a_lease_break_drops_the_cached_pages_of_an_open_file() {
     let took = written.elapsed();
     eprintln!("the open file showed the new bytes {took:?} after the other client's write");
     assert!(fresh, "the open file still shows the old bytes after 10 s");
+    // The break reaches this mount before the writer's open completes, so the bound is
+    // loose even on a busy machine; the promise is "within 1 s".
+    assert!(took < Duration::from_secs(1), "took {took:?}");
     drop((held, other));
     let _ = std::fs::remove_file(a.path("coherent.bin"));
 }
@@ -1243,6 +1246,7 @@ fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
         fresh,
         "the reader still sees old bytes 10 s after another client's write"
     );
+    assert!(took < Duration::from_secs(1), "took {took:?}");
     assert!(read_in_steps(&reader, 16 * MIB as u64, 16 * MIB, 64 << 10) == new[16 * MIB..]);
     drop(reader);
     drop((a, b, off));

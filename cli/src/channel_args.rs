@@ -15,7 +15,8 @@ pub struct ChannelArgs {
     /// Use only the connection the session starts on.
     #[arg(long)]
     pub no_multichannel: bool,
-    /// How requests are spread: round-robin (default) or least-loaded.
+    /// How requests are spread: least-loaded (each to the channel with the fewest bytes in
+    /// flight; smbcp's default) or round-robin (the library's and smbctl's default).
     #[arg(long, value_name = "POLICY", value_parser = parse_dispatch)]
     pub dispatch: Option<Dispatch>,
 }

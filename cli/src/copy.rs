@@ -39,7 +39,8 @@ pub struct CopyOptions {
     pub small_jobs: usize,
     /// Bytes per chunk request.
     pub chunk: u32,
-    /// Chunks in flight per file.
+    /// Chunks in flight per file, at least: a file keeps four per usable channel when that
+    /// is more, counted as it goes (channels still binding join a copy under way).
     pub depth: usize,
     /// Chunk bytes in flight for all files together (0: the default,
     /// [`crate::in_flight::DEFAULT_MAX_IN_FLIGHT`]).
@@ -359,7 +360,7 @@ async fn compare(
     opts: &CopyOptions,
     in_flight: &InFlight,
 ) -> Result<String, String> {
-    let depth = opts.depth.max(1);
+    let depth = crate::transfer::depth_now(opts.depth.max(1), share);
     let (src, dst, src_name, dst_name) = match job {
         Job::Download { remote, local, .. } => {
             let (s, d) = tokio::join!(

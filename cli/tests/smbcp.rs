@@ -450,7 +450,12 @@ fn copies_within_a_server_are_made_by_the_server() {
 
 #[test]
 fn copies_over_every_channel_and_reports_them() {
-    let tb = Testbed::start(TestbedConfig::unshaped(2)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    // smbcp starts copying on the first channel while the others bind, and each channel
+    // takes chunks from the moment it is up. Links of 100 Mbit/s make each copy last about
+    // two seconds, far longer than binding eight channels takes even on a busy machine
+    // (about 0.1 s on a quiet one), so every channel must have carried some of the file.
+    let tb =
+        Testbed::start(TestbedConfig::shaped(2, 100)).unwrap_or_else(|e| panic!("testbed: {e}"));
     let dir = scratch("mc");
     let src = dir.join("big.bin");
     let data: Vec<u8> = (0..48u32 << 20)

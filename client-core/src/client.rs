@@ -151,6 +151,22 @@ impl Client {
         self.core.multichannel.channel_infos()
     }
 
+    /// How many channels may carry new requests now: the first one and every bound channel
+    /// not under suspicion. Right after [`Client::connect`] this is 1 and it grows while the
+    /// other channels bind in the background, so a caller that keeps some requests in flight
+    /// per channel can read it as it goes instead of waiting for the binding to finish.
+    pub fn usable_channels(&self) -> usize {
+        self.core.multichannel.channels.usable_count()
+    }
+
+    /// Whether channels are being bound now: from connect until the first round of binding
+    /// has finished (what [`Client::wait_for_channels`] waits for), and again after a lost
+    /// session was set up anew, until its channels are back. Always false when multichannel
+    /// is off or the session cannot have it.
+    pub fn binding_channels(&self) -> bool {
+        self.core.multichannel.rebinding()
+    }
+
     /// Whether multichannel is on, both interface lists, and each interface pair's planned
     /// and current channels with its binding counters.
     pub fn multichannel(&self) -> MultichannelStatus {

@@ -320,6 +320,11 @@ pub enum LockType {
 /// timeout, before EINTR is returned.
 const LOCK_WAIT_ATTEMPTS: u32 = 60;
 
+/// How many times RELEASE sets pending times again when SETATTRs keep recording new ones
+/// while it does: each round needs another SETATTR by path during the previous round's, so
+/// this only bounds a pathological loop.
+const RESET_TIMES_ROUNDS: u32 = 8;
+
 fn lock_refused(e: &Error) -> bool {
     matches!(
         e.status(),
@@ -659,6 +664,12 @@ impl SmbFs {
 
     /// Stat `path` and take one lookup of `(parent, name)` for the kernel.
     async fn entry(&self, parent: u64, name: &str, path: &str) -> FsResult<Attr> {
+        // A node known under this name with writes or a close under way: its size and times
+        // are the server's only once they are done (as for GETATTR).
+        let known = self.inodes.lock().unwrap().child(parent, name);
+        if let Some(ino) = known {
+            self.drain_ino(ino).await;
+        }
         let m = self
             .retry(|| self.share.metadata(path))
             .await
@@ -1288,18 +1299,30 @@ impl SmbFs {
         }
         let written = h.wb.settle().await;
         let closed = h.file.clone().close().await;
-        // Out of the table and its pending times taken in one step under the table's lock,
-        // so a SETATTR recording times (under the same lock) either lands here or finds the
-        // handle gone, in which case its close is over and the times it sends stay.
-        let pending = {
-            let mut files = self.files.lock().unwrap();
-            files.remove(&fh);
-            h.pending_times.lock().unwrap().take()
-        };
-        closed?;
-        written?;
-        if let Some(times) = pending {
-            // The file's path now, not at open: it may have been renamed while open.
+        if closed.is_err() || written.is_err() {
+            self.files.lock().unwrap().remove(&fh);
+            closed?;
+            written?;
+        }
+        // The CLOSE moved the write time (Samba does): set the pending times again by the
+        // file's path now, not at open (it may have been renamed while open). The handle
+        // leaves the table only once no times are pending, in the same step (under the
+        // table's lock) as the last look: until then GETATTR and SETATTR of the file wait for
+        // this close (`drain_ino`), so none reads the time the CLOSE left; a SETATTR that got
+        // past that wait before this close began either records its times on the handle,
+        // and they are set again here, or finds the handle gone and sends them after ours.
+        for _ in 0..RESET_TIMES_ROUNDS {
+            let pending = {
+                let mut files = self.files.lock().unwrap();
+                let pending = h.pending_times.lock().unwrap().take();
+                if pending.is_none() {
+                    files.remove(&fh);
+                }
+                pending
+            };
+            let Some(times) = pending else {
+                return Ok(());
+            };
             let path = self
                 .path_of(h.ino)
                 .unwrap_or_else(|_| h.file.path().to_string());
@@ -1307,6 +1330,7 @@ impl SmbFs {
                 tracing::debug!(path, error = %e, "setting times after close");
             }
         }
+        self.files.lock().unwrap().remove(&fh);
         Ok(())
     }
 

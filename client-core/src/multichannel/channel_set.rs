@@ -303,6 +303,11 @@ impl ChannelSet {
         self.read().iter().any(|m| !m.channel.is_dead())
     }
 
+    /// How many channels may carry new requests now.
+    pub(crate) fn usable_count(&self) -> usize {
+        self.read().iter().filter(|m| m.usable()).count()
+    }
+
     /// Whether some channel may carry new requests now.
     pub(crate) fn any_usable(&self) -> bool {
         self.read().iter().any(|m| m.usable())

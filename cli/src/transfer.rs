@@ -11,7 +11,7 @@ use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
 
 use crate::chunk_read::{read_chunk, ChunkSource};
 use crate::describe;
-use crate::hashing::{local_range, remote_range};
+use crate::hashing::{local_range, remote_range, Sha};
 use crate::in_flight::InFlight;
 use crate::progress::Progress;
 use crate::resume::{self, Plan};
@@ -54,6 +54,28 @@ pub(crate) fn depth_now(depth: usize, share: &Share) -> usize {
         per_channels.max(1)
     } else {
         depth.max(per_channels)
+    }
+}
+
+impl TransferOptions<'_> {
+    /// SHA-256 of `len` bytes of the remote `file` from `from`, read with this transfer's
+    /// chunk size, depth and budget (the checks of `--resume`).
+    async fn remote_sha(
+        &self,
+        share: &Share,
+        file: &File,
+        from: u64,
+        len: u64,
+    ) -> Result<Sha, String> {
+        remote_range(
+            file,
+            from,
+            len,
+            self.chunk,
+            depth_now(self.depth, share),
+            self.in_flight,
+        )
+        .await
     }
 }
 
@@ -196,15 +218,7 @@ pub(crate) async fn download(
             progress,
             |from, len| async move {
                 let mine = local_range(partial, from, len).await?;
-                let theirs = remote_range(
-                    file_ref,
-                    from,
-                    len,
-                    opts.chunk,
-                    depth_now(opts.depth, share),
-                    opts.in_flight,
-                )
-                .await?;
+                let theirs = opts.remote_sha(share, file_ref, from, len).await?;
                 Ok((mine, theirs))
             },
         )
@@ -292,15 +306,7 @@ pub(crate) async fn upload(
             &crate::plan::remote_name(share, partial),
             progress,
             |from, len| async move {
-                let mine = remote_range(
-                    file_ref,
-                    from,
-                    len,
-                    opts.chunk,
-                    depth_now(opts.depth, share),
-                    opts.in_flight,
-                )
-                .await?;
+                let mine = opts.remote_sha(share, file_ref, from, len).await?;
                 let theirs = local_range(local, from, len).await?;
                 Ok((mine, theirs))
             },

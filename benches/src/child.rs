@@ -42,12 +42,22 @@ impl Finished {
     }
 }
 
+/// Reset this process's peak resident set to its current one (Linux: `5` into
+/// `/proc/self/clear_refs`). A child starts as this process's image (`vfork`) and the kernel
+/// carries that image's peak into the child's `ru_maxrss` when it execs, so without the reset
+/// every child would report at least the largest this benchmark ever was.
+fn forget_own_peak_rss() {
+    #[cfg(target_os = "linux")]
+    let _ = std::fs::write("/proc/self/clear_refs", b"5");
+}
+
 /// Runs `cmd` to completion with stdin empty and stdout/stderr captured.
 pub fn run_measured(mut cmd: Command) -> Result<Finished, String> {
     crate::interrupt::check()?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    forget_own_peak_rss();
     let started = Instant::now();
     let mut child = cmd
         .spawn()

@@ -94,8 +94,8 @@ impl Series {
         self.reports.get(middle)?.as_ref()
     }
 
-    /// Median throughput by smbcp's own clock (copy only: after connecting and waiting for
-    /// channels), MB/s; NaN without reports.
+    /// Median throughput by smbcp's own clock (copy only: from the first open to the last
+    /// close, after connecting), MB/s; NaN without reports.
     pub fn copy_mb_per_s(&self) -> f64 {
         let values: Vec<f64> = self
             .samples

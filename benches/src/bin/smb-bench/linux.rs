@@ -1137,6 +1137,17 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         .flat_map(|direction| [1, 4].map(|jobs| FioJob { direction, jobs }))
         .collect();
     let mut quiet = Vec::new();
+    // fio's own start-up, to read the wall-time columns by (quiet machine, before any testbed).
+    wait_until_quiet(QUIET, plan.wait_quiet);
+    let startup: Vec<String> = jobs
+        .iter()
+        .filter(|j| j.direction == Direction::Download)
+        .map(|j| {
+            fuse_mount::fio_startup(j.jobs, plan.reps)
+                .map(|d| format!("{:.2} s with {}", d.as_secs_f64(), j.label()))
+        })
+        .collect::<Result<_, _>>()?;
+    eprintln!("smb-bench: fio's own start-up: {}", startup.join(", "));
     let mut fio: Vec<FioSeries> = Vec::new();
     let mut listing = Listing::default();
     let listing_link = setups[0].label();
@@ -1233,12 +1244,16 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
         }
     }
     let mut body = header(bench, &quiet, results);
-    body.push_str(
+    body.push_str(&format!(
         "fio through `smbfuse` (default options) against smbcp's and smbclient's medians on the \
-         same testbed; \
-         MB/s over the fio process's wall time, as for smbcp (start-up included); writes end \
-         with an fsync; client CPU is fio's plus the daemon's.\n\n",
-    );
+         same testbed. Two clocks, each compared with its like: fio's runtime (open to last \
+         read, or to the end of the final fsync of a write) against smbcp's copy time (first \
+         open to last close, after connecting) and iperf3's rate; and the wall time of the \
+         whole process against smbcp's and smbclient's, where fio's start-up counts for the \
+         mount (measured in this run on a file in local memory: {}) and smbcp's connection \
+         and logon for smbcp. Client CPU is fio's plus the daemon's.\n\n",
+        startup.join(", ")
+    ));
     body.push_str(&fuse_mount::throughput_table(&fio, results).markdown());
     body.push_str(&format!(
         "\nsmbcp and raw TCP on the same testbeds:\n\n{}",

@@ -73,12 +73,14 @@ impl FuseAdapter {
 
 /// Asynchronous FUSE requests the kernel may keep in flight for a read-ahead window of
 /// `readahead` bytes: the doubled windows (`POSIX_FADV_SEQUENTIAL`) of four sequential readers
-/// in 1 MiB READs, plus a few for other work.
+/// in 1 MiB READs, plus a few for other work; never below the kernel's default (12), and at
+/// most 260, so a large `max_readahead=` cannot put more than 256 MiB of READs in flight in
+/// the daemon.
 fn background_requests(readahead: u32) -> u16 {
     let window = readahead.div_ceil(crate::options::MAX_FUSE_IO);
     u16::try_from(4 * 2 * window + 4)
         .unwrap_or(u16::MAX)
-        .max(12)
+        .clamp(12, 260)
 }
 
 fn errno(e: &FsError) -> Errno {
@@ -727,14 +729,15 @@ mod tests {
     use super::background_requests;
 
     #[test]
-    fn background_requests_cover_two_read_ahead_windows() {
+    fn background_requests_cover_four_doubled_read_ahead_windows() {
         assert_eq!(background_requests(8 << 20), 68);
-        assert_eq!(background_requests(64 << 20), 516);
+        assert_eq!(background_requests(16 << 20), 132);
         assert_eq!(
             background_requests(128 << 10),
             12,
             "never below the kernel's default"
         );
-        assert_eq!(background_requests(u32::MAX), 32772);
+        assert_eq!(background_requests(64 << 20), 260, "bounded");
+        assert_eq!(background_requests(u32::MAX), 260);
     }
 }

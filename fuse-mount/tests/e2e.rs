@@ -1148,6 +1148,68 @@ fn read_in_steps(f: &std::fs::File, offset: u64, len: usize, step: usize) -> Vec
     out
 }
 
+/// fusectl mounted on a scratch directory for as long as this lives (a test's own copy: the
+/// host may have none mounted at /sys/fs/fuse/connections).
+struct FuseCtl(PathBuf);
+
+impl FuseCtl {
+    fn mount(name: &str) -> FuseCtl {
+        let dir = scratch(name);
+        let ok = Command::new("mount")
+            .args(["-t", "fusectl", "fusectl"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mounting fusectl on {}", dir.display());
+        FuseCtl(dir)
+    }
+
+    /// A number the kernel shows for the FUSE connection of `device` (`major:minor`).
+    fn number(&self, device: &str, name: &str) -> u64 {
+        let minor = device.split_once(':').unwrap().1;
+        let path = self.0.join(minor).join(name);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.trim().parse().unwrap()
+    }
+}
+
+impl Drop for FuseCtl {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn the_kernel_gets_the_read_ahead_window_and_request_limits() {
+    let tb = testbed();
+    let ctl = FuseCtl::mount("fusectl");
+    // (options, read_ahead_kb, max_background = congestion_threshold)
+    for (opts, window_kb, background) in [
+        (&[][..], 8 << 10, 68),
+        (&["max_readahead=64M"][..], 64 << 10, 260),
+    ] {
+        let m = Mounted::foreground(&tb, &source(&tb, "plain"), "kernel-limits", opts);
+        let dev = smbfuse::kernel::device_of(&m.mp).expect("the mount's device");
+        let read_ahead =
+            std::fs::read_to_string(format!("/sys/class/bdi/{dev}/read_ahead_kb")).unwrap();
+        assert_eq!(
+            read_ahead.trim(),
+            window_kb.to_string(),
+            "read_ahead_kb, {opts:?}"
+        );
+        assert_eq!(ctl.number(&dev, "max_background"), background, "{opts:?}");
+        // The kernel drops allocated read-ahead past this threshold: no lower than the limit.
+        assert_eq!(
+            ctl.number(&dev, "congestion_threshold"),
+            background,
+            "{opts:?}"
+        );
+        drop(m);
+    }
+}
+
 #[test]
 fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
     use std::os::unix::fs::FileExt;

@@ -8,10 +8,10 @@
 //! open to the last read, or to the end of the final `fsync` of a write) against smbcp's copy
 //! time (from the first open to the last close, after connecting); neither counts its
 //! process's start-up. And by wall time of the whole process, start-up included in both: fio
-//! spends about 0.27 s starting its job process (measured against a file in the local page
-//! cache, where it reads 1 GiB in 0.42 s), smbcp connects and logs on. Client CPU is fio's plus
-//! the daemon's. The share of the kernel's READ/WRITE requests that were 1 MiB comes from the
-//! mount's status socket (`smbctl status --json`).
+//! starts its job processes (about a quarter of a second, measured in each run on a file in
+//! local memory by [`fio_startup`] and printed with the table), smbcp connects and logs on.
+//! Client CPU is fio's plus the daemon's. The share of the kernel's READ/WRITE requests that
+//! were 1 MiB comes from the mount's status socket (`smbctl status --json`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

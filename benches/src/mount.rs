@@ -304,17 +304,7 @@ pub fn fio_startup(jobs: usize, reps: usize) -> Result<Duration, String> {
     let dir = Path::new("/dev/shm");
     let name = format!("smb-bench-fio-startup-{}", std::process::id());
     let path = dir.join(&name);
-    // Written a MiB at a time: this process's own size shows in its children's peak RSS.
-    let write = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&path)?;
-        let block = vec![0x5a_u8; 1 << 20];
-        for _ in 0..SIZE >> 20 {
-            f.write_all(&block)?;
-        }
-        Ok(())
-    };
-    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::data::write_pattern(&path, crate::data::SMALL_SEED, SIZE)?;
     let job = FioJob {
         direction: Direction::Download,
         jobs,
@@ -331,8 +321,9 @@ pub fn fio_startup(jobs: usize, reps: usize) -> Result<Duration, String> {
         }
         Ok(())
     })();
-    let _ = std::fs::remove_file(&path);
+    let removed = crate::data::remove_if_present(&path);
     result?;
+    removed?;
     median(&startups)
         .map(Duration::from_secs_f64)
         .ok_or_else(|| "no fio start-up measured".to_string())

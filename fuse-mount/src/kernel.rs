@@ -59,8 +59,9 @@ fn write_abort(connections: &Path, minor: &str) -> std::io::Result<()> {
     std::fs::write(connections.join(minor).join("abort"), b"1")
 }
 
-/// Run `f` with the fusectl file system mounted on a fresh directory, then unmount it.
-fn with_private_fusectl(f: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+/// Run `f` with the fusectl file system (`/sys/fs/fuse/connections`: a directory per FUSE
+/// connection, named by its minor number) mounted on a fresh directory, then unmount it.
+pub fn with_private_fusectl(f: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
     use rustix::mount::{mount, unmount, MountFlags, UnmountFlags};
     let dir = std::env::temp_dir().join(format!("smbfuse-fusectl-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -1148,43 +1148,26 @@ fn read_in_steps(f: &std::fs::File, offset: u64, len: usize, step: usize) -> Vec
     out
 }
 
-/// fusectl mounted on a scratch directory for as long as this lives (a test's own copy: the
-/// host may have none mounted at /sys/fs/fuse/connections).
-struct FuseCtl(PathBuf);
-
-impl FuseCtl {
-    fn mount(name: &str) -> FuseCtl {
-        let dir = scratch(name);
-        let ok = Command::new("mount")
-            .args(["-t", "fusectl", "fusectl"])
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "mounting fusectl on {}", dir.display());
-        FuseCtl(dir)
-    }
-
-    /// A number the kernel shows for the FUSE connection of `device` (`major:minor`).
-    fn number(&self, device: &str, name: &str) -> u64 {
-        let minor = device.split_once(':').unwrap().1;
-        let path = self.0.join(minor).join(name);
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        text.trim().parse().unwrap()
-    }
-}
-
-impl Drop for FuseCtl {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
+/// Numbers the kernel shows for the FUSE connection of `device` (`major:minor`) under
+/// fusectl, mounted for the moment on a directory of this test's own (the host may have none
+/// mounted at /sys/fs/fuse/connections).
+fn fuse_connection_numbers(device: &str, names: &[&str]) -> Vec<u64> {
+    let minor = device.split_once(':').unwrap().1;
+    let mut numbers = Vec::new();
+    smbfuse::kernel::with_private_fusectl(|dir| {
+        for name in names {
+            let text = std::fs::read_to_string(dir.join(minor).join(name))?;
+            numbers.push(text.trim().parse().unwrap());
+        }
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("fusectl of connection {device}: {e}"));
+    numbers
 }
 
 #[test]
 fn the_kernel_gets_the_read_ahead_window_and_request_limits() {
     let tb = testbed();
-    let ctl = FuseCtl::mount("fusectl");
     // (options, read_ahead_kb, max_background = congestion_threshold)
     for (opts, window_kb, background) in [
         (&[][..], 8 << 10, 68),
@@ -1199,13 +1182,14 @@ fn the_kernel_gets_the_read_ahead_window_and_request_limits() {
             window_kb.to_string(),
             "read_ahead_kb, {opts:?}"
         );
-        assert_eq!(ctl.number(&dev, "max_background"), background, "{opts:?}");
+        let [max_background, congestion_threshold] =
+            fuse_connection_numbers(&dev, &["max_background", "congestion_threshold"])[..]
+        else {
+            unreachable!("two numbers asked for")
+        };
+        assert_eq!(max_background, background, "{opts:?}");
         // The kernel drops allocated read-ahead past this threshold: no lower than the limit.
-        assert_eq!(
-            ctl.number(&dev, "congestion_threshold"),
-            background,
-            "{opts:?}"
-        );
+        assert_eq!(congestion_threshold, background, "{opts:?}");
         drop(m);
     }
 }

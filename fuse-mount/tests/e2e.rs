@@ -1174,6 +1174,16 @@ fn the_kernel_gets_the_read_ahead_window_and_request_limits() {
         (&["max_readahead=64M"][..], 64 << 10, 260),
     ] {
         let m = Mounted::foreground(&tb, &source(&tb, "plain"), "kernel-limits", opts);
+        // Mounted is not yet set up: the kernel takes the limits from the daemon's answer to
+        // INIT, which a stat of the root waits for, and the daemon sets the window after
+        // mounting and only then opens its status socket.
+        std::fs::metadata(&m.mp).unwrap();
+        assert!(
+            wait_until(Duration::from_secs(30), || {
+                smbcp::mount_status::read_status(&m.mp).is_ok()
+            }),
+            "the mount's status socket never answered"
+        );
         let dev = smbfuse::kernel::device_of(&m.mp).expect("the mount's device");
         let read_ahead =
             std::fs::read_to_string(format!("/sys/class/bdi/{dev}/read_ahead_kb")).unwrap();

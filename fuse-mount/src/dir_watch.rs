@@ -10,15 +10,26 @@
 //! Each watch holds an open directory and a pending request at the server, so the set is
 //! bounded (`watch_dirs`, least recently used out first) and a watch whose directory nobody
 //! used for [`DirWatches::idle`] ends. Directories not watched keep the `actimeo` bound.
+//!
+//! After a batch of changes the next request waits [`REARM_PAUSE`]: the server keeps what
+//! changes meanwhile for it, so a burst (this mount's own writes into a watched directory
+//! complete a request every few WRITEs) costs one round trip per pause instead of one per
+//! batch. The first change after a quiet spell is still reported at once.
+//!
+//! The open directory is a handle like any other to the server: it keeps a removed
+//! directory's name in use until it is closed, and an open handle below a directory makes
+//! the server refuse to rename it. So the mount ends the watches at and below a directory
+//! before it removes or renames it ([`DirWatches::end_at_or_below`]).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use smb3_client::{Change, Share, WatchFilter, WatchScope};
 
-use crate::inode::InodeTable;
+use crate::inode::{at_or_below, InodeTable};
 
 /// Something the kernel must forget because the server said it changed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +51,12 @@ pub enum Stale {
 /// Where [`Stale`] batches go: the mount hands them to the kernel.
 pub type StaleSink = Arc<dyn Fn(Vec<Stale>) + Send + Sync>;
 
+/// How long a watch waits after a batch of changes before it asks for the next one.
+pub const REARM_PAUSE: Duration = Duration::from_millis(100);
+
+/// How long ending a watch may take (its CLOSE) before a removal or rename goes ahead anyway.
+const END_PATIENCE: Duration = Duration::from_secs(5);
+
 /// What a watch reports: names, sizes, times, attributes (not security or access times,
 /// which the mount does not show).
 fn filter() -> WatchFilter {
@@ -54,7 +71,9 @@ struct Watched {
     last_used: AtomicU64,
     /// The task that runs the watch; `None` when setting it up failed (retried once the
     /// directory has been unused for a while, not on every lookup).
-    task: Option<tokio::task::AbortHandle>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// Told, the task closes the directory and ends (see [`DirWatches::end_at_or_below`]).
+    end: Arc<tokio::sync::Notify>,
     /// The server holds the watch's request: changes from now on are reported.
     armed: bool,
     /// When the entry was made.
@@ -159,6 +178,7 @@ impl DirWatches {
                 }
             }
         }
+        let end = Arc::new(tokio::sync::Notify::new());
         let task = tokio::spawn(run(Watch {
             share: self.share.clone(),
             dir,
@@ -167,17 +187,54 @@ impl DirWatches {
             inodes: self.inodes.clone(),
             sink,
             registry: Arc::downgrade(&self.watched),
+            end: end.clone(),
         }));
         watched.insert(
             dir,
             Watched {
                 generation,
                 last_used: AtomicU64::new(self.now_ms()),
-                task: Some(task.abort_handle()),
+                task: Some(task),
+                end,
                 armed: false,
                 since: Instant::now(),
             },
         );
+    }
+
+    /// End the watches of `path` and of the directories below it, and wait (a bounded time)
+    /// until the server has closed their directories: before the mount removes or renames
+    /// `path` (see the module notes). `path_of` gives a watched directory's path now. The
+    /// next use of a directory watches it again.
+    pub fn end_at_or_below(
+        &self,
+        path: &str,
+        path_of: impl Fn(u64) -> Option<String>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        // Paths come from the inode table: not looked up under the registry's lock.
+        let dirs: Vec<u64> = self.watched.lock().unwrap().keys().copied().collect();
+        let ending: HashSet<u64> = dirs
+            .into_iter()
+            .filter(|&dir| path_of(dir).is_some_and(|p| at_or_below(&p, path)))
+            .collect();
+        let tasks: Vec<_> = {
+            let mut watched = self.watched.lock().unwrap();
+            ending
+                .iter()
+                .filter_map(|dir| watched.remove(dir))
+                .filter_map(|w| {
+                    w.end.notify_one();
+                    w.task
+                })
+                .collect()
+        };
+        async move {
+            for task in tasks {
+                if tokio::time::timeout(END_PATIENCE, task).await.is_err() {
+                    tracing::debug!("a directory watch did not end in time");
+                }
+            }
+        }
     }
 
     /// End every watch (at unmount, before the session logs off).
@@ -237,6 +294,7 @@ struct Watch {
     inodes: Arc<Mutex<InodeTable>>,
     sink: StaleSink,
     registry: Weak<Registry>,
+    end: Arc<tokio::sync::Notify>,
 }
 
 impl Watch {
@@ -252,8 +310,9 @@ impl Watch {
     }
 }
 
-/// Run one watch until it fails or is aborted (eviction, idleness, unmount: dropping the
-/// `DirWatch` cancels its request and closes the directory).
+/// Run one watch until it fails, is told to end (it closes the directory first), or is
+/// aborted (eviction, idleness, unmount: dropping the `DirWatch` cancels its request and
+/// closes the directory in the background).
 async fn run(w: Watch) {
     let mut watch = match w
         .share
@@ -271,11 +330,29 @@ async fn run(w: Watch) {
     tracing::debug!(path = %w.path, "watching directory");
     w.update(|entry| entry.armed = true);
     loop {
-        match watch.next().await {
+        let next = tokio::select! {
+            biased;
+            _ = w.end.notified() => {
+                // Dropping the pending `next()` cancelled its request; closing now (not in
+                // the background) is what lets the removal or rename that asked go through.
+                if let Err(e) = watch.close().await {
+                    tracing::debug!(path = %w.path, error = %e, "closing a watched directory");
+                }
+                return;
+            }
+            next = watch.next() => next,
+        };
+        match next {
             Ok(changes) => {
                 let stale = stale_of(w.dir, &changes, &w.inodes.lock().unwrap());
                 if !stale.is_empty() {
                     (w.sink)(stale);
+                }
+                // The pause ends early when the watch is told to end: the loop's `select!`
+                // then sees the stored notification.
+                tokio::select! {
+                    _ = w.end.notified() => w.end.notify_one(),
+                    _ = tokio::time::sleep(REARM_PAUSE) => {}
                 }
             }
             Err(e) => {

@@ -21,7 +21,7 @@ use crate::deferred_close::{DeferredCloses, DEFERRED_CLOSE};
 use crate::dir_stream::{DirCursor, Lister};
 use crate::dir_watch::{DirWatches, StaleSink};
 use crate::errno::errno_of;
-use crate::inode::InodeTable;
+use crate::inode::{at_or_below, InodeTable};
 use crate::io_stats::IoStats;
 use crate::prefetch::{Limits, PrefetchBudget, PrefetchStats, Prefetcher};
 use crate::write_behind::{Budget, WriteBehind};
@@ -436,10 +436,6 @@ where
 }
 
 /// Whether share path `p` is `path` or below it.
-fn at_or_below(p: &str, path: &str) -> bool {
-    p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
-}
-
 fn erofs() -> FsError {
     FsError::new(libc::EROFS)
 }
@@ -830,6 +826,7 @@ impl SmbFs {
         self.writable()?;
         let path = self.child_of(parent, name)?;
         self.close_parked_at(&path).await;
+        self.end_watches_at(&path).await;
         self.share.remove_dir(&path).await?;
         self.inodes.lock().unwrap().unlinked(parent, name);
         Ok(())
@@ -850,6 +847,8 @@ impl SmbFs {
         let to = self.child_of(new_parent, new_name)?;
         self.close_parked_at(&from).await;
         self.close_parked_at(&to).await;
+        self.end_watches_at(&from).await;
+        self.end_watches_at(&to).await;
         // Held until the inode table has the new name: a RELEASE of a file being renamed
         // (rsync renames its temporary file while the kernel's RELEASE of it is still on its
         // way) then sets its pending times by the name the server has at that moment.
@@ -1357,6 +1356,15 @@ impl SmbFs {
         }
         self.deferred
             .close_where(|ino| self.path_of(ino).is_ok_and(|p| at_or_below(&p, path)))
+            .await;
+    }
+
+    /// End the directory watches at and below `path`, closing their directories: before
+    /// removing or renaming it (see `dir_watch`'s module notes).
+    async fn end_watches_at(&self, path: &str) {
+        let inodes = &self.inodes;
+        self.watches
+            .end_at_or_below(path, |dir| inodes.lock().unwrap().path(dir))
             .await;
     }
 

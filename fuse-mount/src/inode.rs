@@ -18,6 +18,11 @@ const SYNTHETIC_BASE: u64 = 1 << 63;
 /// Deepest path walked before giving up (guards against a cycle from a confused server).
 const MAX_DEPTH: usize = 4096;
 
+/// Whether share path `p` is `path` or a path below it.
+pub fn at_or_below(p: &str, path: &str) -> bool {
+    p == path || (p.starts_with(path) && p.as_bytes().get(path.len()) == Some(&b'/'))
+}
+
 #[derive(Debug)]
 struct Node {
     /// The names the node is known by, as (parent node, name); more than one for a file with

@@ -444,11 +444,18 @@ fn unmount(mp: &Path) {
     {
         if rustix::process::geteuid().is_root() {
             use rustix::mount::{unmount, UnmountFlags};
-            if let Err(e) = unmount(mp, UnmountFlags::empty()) {
-                tracing::info!(error = %e, "unmount busy; detaching");
-                if let Err(e) = unmount(mp, UnmountFlags::DETACH) {
-                    tracing::warn!(error = %e, "lazy unmount failed");
+            match unmount(mp, UnmountFlags::empty()) {
+                Ok(()) => return,
+                // Not a mount point any more: unmounted already (by `umount`, say); a copy
+                // in another mount namespace is the caller's to end.
+                Err(rustix::io::Errno::INVAL) => {
+                    tracing::info!("already unmounted");
+                    return;
                 }
+                Err(e) => tracing::info!(error = %e, "unmount busy; detaching"),
+            }
+            if let Err(e) = unmount(mp, UnmountFlags::DETACH) {
+                tracing::warn!(error = %e, "lazy unmount failed");
             }
             return;
         }

@@ -1052,6 +1052,47 @@ fn another_clients_changes_show_at_once_in_a_watched_directory() {
     let _ = std::fs::remove_dir_all(tb.share_path("plain").join("w"));
 }
 
+/// The mount's watches hold the watched directories open at the server, which would make
+/// the server refuse to rename a directory with a watched one below it, and keep a removed
+/// directory's name in use until the watch goes. So the mount ends them first: a listed tree
+/// renames, and a listed directory that just changed can be removed and made again at once.
+#[test]
+fn watched_directories_rename_and_go_at_once() {
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "watch-rename", &[]);
+    std::fs::create_dir_all(m.path("wr/a/b/c")).unwrap();
+    std::fs::write(m.path("wr/a/b/c/f.txt"), b"data").unwrap();
+    for dir in ["wr", "wr/a", "wr/a/b", "wr/a/b/c"] {
+        std::fs::read_dir(m.path(dir)).unwrap().for_each(drop);
+    }
+    assert!(
+        wait_until(Duration::from_secs(10), || watched_dirs(&m) >= 4),
+        "the four listed directories are never all watched ({} are)",
+        watched_dirs(&m)
+    );
+    std::fs::rename(m.path("wr/a"), m.path("wr/z"))
+        .expect("rename a tree whose directories are watched");
+    assert_eq!(std::fs::read(m.path("wr/z/b/c/f.txt")).unwrap(), b"data");
+    assert!(!m.path("wr/a").exists());
+
+    for round in 0..10 {
+        let d = m.path("wr/d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::read_dir(&d).unwrap().for_each(drop);
+        let before = watched_dirs(&m);
+        // A change inside, so the watch has just reported a batch when the removal comes.
+        std::fs::write(d.join("x"), b"x").unwrap();
+        std::fs::remove_file(d.join("x")).unwrap();
+        std::fs::remove_dir(&d).unwrap();
+        std::fs::create_dir(&d).unwrap_or_else(|e| {
+            panic!("round {round}: mkdir right after rmdir ({before} watched): {e}")
+        });
+        std::fs::remove_dir(&d).unwrap();
+    }
+    drop(m);
+    let _ = std::fs::remove_dir_all(tb.share_path("plain").join("wr"));
+}
+
 /// A number from `m`'s status: `keys` walk into the JSON.
 fn status_number(m: &Mounted, keys: &[&str]) -> u64 {
     let mut v = smbcp::mount_status::read_status(&m.mp).unwrap_or_else(|e| panic!("status: {e}"));

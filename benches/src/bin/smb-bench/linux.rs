@@ -1168,19 +1168,6 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
             results,
         )?;
 
-        let mount = Mount::start(&tb, &smbfuse, "fio", &[])?;
-        let mut compared = Vec::new();
-        for (k, o) in args.mount_compare.iter().enumerate() {
-            let name = format!("fio-cmp{k}");
-            compared.push((o.clone(), Mount::start(&tb, &smbfuse, &name, &[o])?));
-        }
-        let setup_of = |m| FioSetup {
-            tb: &tb,
-            mount: m,
-            smbctl: &smbctl,
-            file: REMOTE_BIG,
-            size: plan.size,
-        };
         let mut series: Vec<FioSeries> = jobs
             .iter()
             .map(|&job| FioSeries {
@@ -1190,7 +1177,7 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
                 samples: Vec::new(),
             })
             .collect();
-        for (o, _) in &compared {
+        for o in &args.mount_compare {
             // Reads only: the options compared so far are read-side ones.
             let reads = jobs.iter().filter(|j| j.direction == Direction::Download);
             series.extend(reads.map(|&job| FioSeries {
@@ -1200,33 +1187,43 @@ fn mount_run(bench: &Bench<'_>, results: &mut Results) -> Result<(), String> {
                 samples: Vec::new(),
             }));
         }
+        // One mount at a time: another mount of the share would watch the directory fio
+        // writes into and answer every batch of changes meanwhile (see smbfuse's
+        // `dir_watch`), which costs the server CPU the mount measured needs.
+        let variants: Vec<Option<String>> = std::iter::once(None)
+            .chain(args.mount_compare.iter().cloned().map(Some))
+            .collect();
         for rep in 1..=plan.reps {
-            for s in &mut series {
-                let m = match &s.options {
-                    Some(o) => compared
-                        .iter()
-                        .find(|(c, _)| c == o)
-                        .map_or(&mount, |(_, m)| m),
-                    None => &mount,
+            for (k, options) in variants.iter().enumerate() {
+                let mount = match options {
+                    None => Mount::start(&tb, &smbfuse, "fio", &[])?,
+                    Some(o) => Mount::start(&tb, &smbfuse, &format!("fio-cmp{k}"), &[o])?,
                 };
-                let sample = fuse_mount::run_fio(&setup_of(m), s.job)?;
-                eprintln!(
-                    "  {label} {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
-                    s.job.direction,
-                    s.job.label(),
-                    s.options.as_ref().map_or(String::new(), |o| format!(" ({o})")),
-                    sample.mb_per_s(),
-                    sample.client_cpu.as_secs_f64(),
-                    sample.server_cpu.as_secs_f64(),
-                    sample.full_requests,
-                    sample.requests,
-                );
-                s.samples.push(sample);
+                let setup = FioSetup {
+                    tb: &tb,
+                    mount: &mount,
+                    smbctl: &smbctl,
+                    file: REMOTE_BIG,
+                    size: plan.size,
+                };
+                for s in series.iter_mut().filter(|s| &s.options == options) {
+                    let sample = fuse_mount::run_fio(&setup, s.job)?;
+                    eprintln!(
+                        "  {label} {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
+                        s.job.direction,
+                        s.job.label(),
+                        s.options.as_ref().map_or(String::new(), |o| format!(" ({o})")),
+                        sample.mb_per_s(),
+                        sample.client_cpu.as_secs_f64(),
+                        sample.server_cpu.as_secs_f64(),
+                        sample.full_requests,
+                        sample.requests,
+                    );
+                    s.samples.push(sample);
+                }
             }
         }
         fio.extend(series);
-        drop(compared);
-        drop(mount);
 
         if n == 0 {
             fuse_mount::stage_listing(&tb)?;

@@ -225,6 +225,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn below_means_a_whole_path_component_further() {
+        assert!(at_or_below("d", "d"));
+        assert!(at_or_below("d/x", "d"));
+        assert!(at_or_below("d/x/y", "d/x"));
+        assert!(!at_or_below("dx", "d"));
+        assert!(!at_or_below("e/d", "d"));
+    }
+
+    #[test]
     fn paths_follow_renames_and_forgets_remove() {
         let mut t = InodeTable::new();
         let d = t.remember(ROOT, "dir", 100);

@@ -23,6 +23,7 @@ use crate::multichannel::state::Multichannel;
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
 use crate::orphans::OrphanCount;
 use crate::session;
+use crate::settle::{settle, BackgroundWork, LOGOFF_SETTLE};
 use crate::types::{MaxIo, TrafficCounters};
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.
@@ -90,6 +91,7 @@ impl Client {
             durable: Arc::default(),
             frame_buffers,
             orphans: OrphanCount::default(),
+            background: BackgroundWork::default(),
         });
         lease::breaks::spawn_break_handler(Arc::downgrade(&core), break_queue);
         crate::failover::watchdog::start(&core);
@@ -211,10 +213,16 @@ impl Client {
         self.core.orphans.get()
     }
 
-    /// End the session (`LOGOFF`). Handles still open become invalid.
+    /// End the session (`LOGOFF`). Handles still open become invalid. Requests already on
+    /// their way (CLOSEs of dropped handles, cancelled watches) are first given up to 2 s to
+    /// finish, since the server cannot answer them properly once the session is gone.
     pub async fn logoff(&self) -> Result<()> {
         self.core.mark_logged_off();
         self.core.multichannel.shutdown();
+        let channels = &self.core.multichannel.channels;
+        if !settle(&self.core.background, channels, LOGOFF_SETTLE).await {
+            tracing::debug!("requests still outstanding at LOGOFF");
+        }
         let body = smb3_proto::msg::logoff::LogoffRequest {};
         self.core.send(&body, Call::session()).await.map(|_| ())
     }

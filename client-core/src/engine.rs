@@ -23,6 +23,7 @@ use crate::lease::{BreakSink, LeaseTable};
 use crate::multichannel::state::Multichannel;
 use crate::negotiated::Negotiated;
 use crate::orphans::OrphanCount;
+use crate::settle::BackgroundWork;
 
 /// How one request is sent, beyond its body: what it is about, which non-success statuses
 /// its caller handles itself, and what becomes of a reply that arrives after the caller
@@ -123,6 +124,8 @@ pub(crate) struct SessionCore {
     pub(crate) frame_buffers: BufferPool,
     /// Handles closed because their caller gave up on them (see `orphans`).
     pub(crate) orphans: OrphanCount,
+    /// CLOSEs sent in the background and not answered yet (see `settle`).
+    pub(crate) background: BackgroundWork,
 }
 
 impl Drop for SessionCore {

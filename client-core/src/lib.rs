@@ -59,6 +59,7 @@ mod orphans;
 mod security;
 mod server_copy;
 mod session;
+mod settle;
 mod share;
 mod small_files;
 mod snapshots;

@@ -75,7 +75,9 @@ impl Tree {
             return false;
         };
         let tree = self.clone();
+        let busy = self.core.background.start();
         rt.spawn(async move {
+            let _busy = busy;
             if let Err(e) = tree.close(file_id).await {
                 // The server drops the handle with the session anyway.
                 tracing::debug!(error = %e, ?file_id, "closing a handle in the background failed");

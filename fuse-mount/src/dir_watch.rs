@@ -54,7 +54,8 @@ pub type StaleSink = Arc<dyn Fn(Vec<Stale>) + Send + Sync>;
 /// How long a watch waits after a batch of changes before it asks for the next one.
 pub const REARM_PAUSE: Duration = Duration::from_millis(100);
 
-/// How long ending a watch may take (its CLOSE) before a removal or rename goes ahead anyway.
+/// How long ending watches may take (their CLOSEs) before a removal, rename or unmount goes
+/// ahead anyway.
 const END_PATIENCE: Duration = Duration::from_secs(5);
 
 /// What a watch reports: names, sizes, times, attributes (not security or access times,
@@ -217,8 +218,20 @@ impl DirWatches {
             .into_iter()
             .filter(|&dir| path_of(dir).is_some_and(|p| at_or_below(&p, path)))
             .collect();
+        self.end_where(move |dir| ending.contains(&dir))
+    }
+
+    /// End every watch, closing their directories, and wait (a bounded time) for those
+    /// CLOSEs: at unmount, before the session logs off.
+    pub fn end_all(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.end_where(|_| true)
+    }
+
+    /// End the watches of the directories `which` picks; the future waits for them.
+    fn end_where(&self, which: impl Fn(u64) -> bool) -> impl Future<Output = ()> + Send + 'static {
         let tasks: Vec<_> = {
             let mut watched = self.watched.lock().unwrap();
+            let ending: Vec<u64> = watched.keys().copied().filter(|&d| which(d)).collect();
             ending
                 .iter()
                 .filter_map(|dir| watched.remove(dir))
@@ -229,15 +242,19 @@ impl DirWatches {
                 .collect()
         };
         async move {
-            for task in tasks {
-                if tokio::time::timeout(END_PATIENCE, task).await.is_err() {
-                    tracing::debug!("a directory watch did not end in time");
+            // The tasks run on their own: one bound for them all.
+            let all = async {
+                for task in tasks {
+                    let _ = task.await;
                 }
+            };
+            if tokio::time::timeout(END_PATIENCE, all).await.is_err() {
+                tracing::debug!("directory watches did not end in time");
             }
         }
     }
 
-    /// End every watch (at unmount, before the session logs off).
+    /// Abort every watch at once (their directories are closed in the background).
     pub fn stop_all(&self) {
         for (_, w) in self.watched.lock().unwrap().drain() {
             if let Some(task) = w.task {

@@ -1471,7 +1471,7 @@ impl SmbFs {
             dir.close().await;
         }
         self.deferred.close_all().await;
-        self.watches.stop_all();
+        self.watches.end_all().await;
         if let Err(e) = self.share.client().logoff().await {
             tracing::debug!(error = %e, "logoff at unmount failed");
         }

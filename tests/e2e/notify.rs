@@ -357,3 +357,63 @@ fn dropping_a_watch_closes_its_directory() {
         );
     });
 }
+
+/// Dropped watches and files leave a CANCEL, late STATUS_CANCELLED replies and CLOSEs on
+/// their way, spread over the session's channels. A LOGOFF right after waits for them:
+/// answered after the session is gone, they would come back unsigned, and a signed session
+/// drops a channel that brings an unsigned reply.
+#[test]
+fn a_logoff_right_after_dropping_watches_and_files_loses_no_channel() {
+    let tb = start();
+    tb.run_as_client(|server, creds| async move {
+        for &(dialect, share_name) in CASES {
+            let label = label(dialect, share_name);
+            let client = connect(&server, &creds, dialect, true).await;
+            let share = client.share(share_name).await.expect("tree connect");
+            let dir = format!("logoff-{}", dialect.to_string().replace('.', ""));
+            let mut watches = Vec::new();
+            let mut files = Vec::new();
+            for i in 0..8 {
+                let sub = format!("{dir}/w{i}");
+                share.create_dir_all(&sub).await.expect("mkdir");
+                let watch = share
+                    .watch(&sub, WatchFilter::NAMES, WatchScope::Directory)
+                    .await
+                    .expect("watch");
+                watches.push(watch);
+                let file = share
+                    .open(
+                        &format!("{dir}/f{i}"),
+                        &OpenOptions::new().write(true).create(true),
+                    )
+                    .await
+                    .expect("create");
+                files.push(file);
+            }
+            let channels = client.channels().len();
+            drop(watches);
+            drop(files);
+            client.logoff().await.expect("logoff");
+            let failed: Vec<_> = client
+                .channels()
+                .into_iter()
+                .filter_map(|c| c.failure)
+                .collect();
+            eprintln!("{label}: {channels} channel(s), failures after LOGOFF: {failed:?}");
+            assert!(failed.is_empty(), "{label}: {failed:?}");
+
+            // Tidy up from a new session.
+            let client = connect(&server, &creds, dialect, false).await;
+            let share = client.share(share_name).await.expect("tree connect");
+            for i in 0..8 {
+                share
+                    .remove_dir(&format!("{dir}/w{i}"))
+                    .await
+                    .expect("rmdir");
+                share.remove_file(&format!("{dir}/f{i}")).await.expect("rm");
+            }
+            share.remove_dir(&dir).await.expect("rmdir");
+            client.logoff().await.expect("logoff");
+        }
+    });
+}

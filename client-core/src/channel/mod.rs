@@ -507,6 +507,17 @@ impl Channel {
         self.inner.shared.lock().pending.len()
     }
 
+    /// Requests whose final reply is due: every outstanding one but those the server holds
+    /// for the caller asynchronously (a CHANGE_NOTIFY, a blocking LOCK) and nobody
+    /// cancelled, which may wait for ever. What a LOGOFF lets finish first (see `settle`).
+    pub(crate) fn settling(&self) -> usize {
+        let st = self.inner.shared.lock();
+        st.pending
+            .values()
+            .filter(|p| p.async_id.is_none() || p.cancel != CancelState::None)
+            .count()
+    }
+
     /// Outstanding requests and when the channel last made progress.
     pub(crate) fn progress(&self) -> Progress {
         let st = self.inner.shared.lock();

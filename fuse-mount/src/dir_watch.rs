@@ -206,12 +206,12 @@ impl DirWatches {
     /// End the watches of `path` and of the directories below it, and wait (a bounded time)
     /// until the server has closed their directories: before the mount removes or renames
     /// `path` (see the module notes). `path_of` gives a watched directory's path now. The
-    /// next use of a directory watches it again.
+    /// next use of a directory watches it again. The future says how many ended.
     pub fn end_at_or_below(
         &self,
         path: &str,
         path_of: impl Fn(u64) -> Option<String>,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> impl Future<Output = usize> + Send + 'static {
         // Paths come from the inode table: not looked up under the registry's lock.
         let dirs: Vec<u64> = self.watched.lock().unwrap().keys().copied().collect();
         let ending: HashSet<u64> = dirs
@@ -224,11 +224,18 @@ impl DirWatches {
     /// End every watch, closing their directories, and wait (a bounded time) for those
     /// CLOSEs: at unmount, before the session logs off.
     pub fn end_all(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.end_where(|_| true)
+        let ending = self.end_where(|_| true);
+        async move {
+            ending.await;
+        }
     }
 
-    /// End the watches of the directories `which` picks; the future waits for them.
-    fn end_where(&self, which: impl Fn(u64) -> bool) -> impl Future<Output = ()> + Send + 'static {
+    /// End the watches of the directories `which` picks; the future waits for them and says
+    /// how many there were.
+    fn end_where(
+        &self,
+        which: impl Fn(u64) -> bool,
+    ) -> impl Future<Output = usize> + Send + 'static {
         let tasks: Vec<_> = {
             let mut watched = self.watched.lock().unwrap();
             let ending: Vec<u64> = watched.keys().copied().filter(|&d| which(d)).collect();
@@ -242,6 +249,7 @@ impl DirWatches {
                 .collect()
         };
         async move {
+            let ended = tasks.len();
             // The tasks run on their own: one bound for them all.
             let all = async {
                 for task in tasks {
@@ -251,6 +259,7 @@ impl DirWatches {
             if tokio::time::timeout(END_PATIENCE, all).await.is_err() {
                 tracing::debug!("directory watches did not end in time");
             }
+            ended
         }
     }
 

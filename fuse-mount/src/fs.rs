@@ -856,19 +856,20 @@ impl SmbFs {
         for h in &writers {
             closes_held.push(h.closing.lock().await);
         }
-        match self
-            .share
-            .rename(
-                &from,
-                &to,
-                if noreplace {
-                    IfExists::Fail
-                } else {
-                    IfExists::Replace
-                },
-            )
-            .await
+        let if_exists = if noreplace {
+            IfExists::Fail
+        } else {
+            IfExists::Replace
+        };
+        let mut renamed = self.share.rename(&from, &to, if_exists).await;
+        // A lookup below `from` may have started a watch there meanwhile, which the server
+        // counts as an open handle below: end it and try once more.
+        if matches!(&renamed, Err(e) if e.status() == Some(NtStatus::ACCESS_DENIED))
+            && self.end_watches_at(&from).await > 0
         {
+            renamed = self.share.rename(&from, &to, if_exists).await;
+        }
+        match renamed {
             Ok(()) => {}
             Err(e)
                 if !noreplace
@@ -1360,11 +1361,12 @@ impl SmbFs {
 
     /// End the directory watches at and below `path`, closing their directories: before
     /// removing or renaming it (see `dir_watch`'s module notes).
-    async fn end_watches_at(&self, path: &str) {
+    /// Returns how many ended.
+    async fn end_watches_at(&self, path: &str) -> usize {
         let inodes = &self.inodes;
         self.watches
             .end_at_or_below(path, |dir| inodes.lock().unwrap().path(dir))
-            .await;
+            .await
     }
 
     /// OPENDIR: open a listing of the directory and read its first page (a directory that

@@ -222,12 +222,9 @@ impl DirWatches {
     }
 
     /// End every watch, closing their directories, and wait (a bounded time) for those
-    /// CLOSEs: at unmount, before the session logs off.
-    pub fn end_all(&self) -> impl Future<Output = ()> + Send + 'static {
-        let ending = self.end_where(|_| true);
-        async move {
-            ending.await;
-        }
+    /// CLOSEs: at unmount, before the session logs off. The future says how many ended.
+    pub fn end_all(&self) -> impl Future<Output = usize> + Send + 'static {
+        self.end_where(|_| true)
     }
 
     /// End the watches of the directories `which` picks; the future waits for them and says
@@ -336,9 +333,9 @@ impl Watch {
     }
 }
 
-/// Run one watch until it fails, is told to end (it closes the directory first), or is
-/// aborted (eviction, idleness, unmount: dropping the `DirWatch` cancels its request and
-/// closes the directory in the background).
+/// Run one watch until it fails, is told to end (it closes the directory first: removal,
+/// rename, unmount), or is aborted (eviction, idleness, the watches dropped: dropping the
+/// `DirWatch` cancels its request and closes the directory in the background).
 async fn run(w: Watch) {
     let mut watch = match w
         .share

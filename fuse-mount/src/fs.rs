@@ -1359,9 +1359,8 @@ impl SmbFs {
             .await;
     }
 
-    /// End the directory watches at and below `path`, closing their directories: before
-    /// removing or renaming it (see `dir_watch`'s module notes).
-    /// Returns how many ended.
+    /// End the directory watches at and below `path`, closing their directories, before
+    /// removing or renaming it (see `dir_watch`'s module notes); returns how many ended.
     async fn end_watches_at(&self, path: &str) -> usize {
         let inodes = &self.inodes;
         self.watches

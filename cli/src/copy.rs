@@ -16,6 +16,7 @@ use smb3_client::{IfExists, Share};
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
 use crate::in_flight::{ChunkMemory, InFlight};
+use crate::local_dest::partial_name;
 use crate::plan::{self, remote_name, Job, PlanOptions};
 use crate::preserve;
 use crate::progress::Progress;
@@ -237,9 +238,8 @@ async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<String> {
     let mut failures = Vec::new();
     for d in dirs {
         let r = match &d {
-            plan::DirJob::Local { local, meta } => {
-                preserve::dir_to_local(local, meta).map_err(|e| format!("{}: {e}", local.display()))
-            }
+            plan::DirJob::Local { local, meta } => preserve::dir_to_local(local, meta)
+                .map_err(|e| format!("{}: {e}", local.path().display())),
             plan::DirJob::Remote { remote, meta } => preserve::dir_to_remote(share, remote, meta)
                 .await
                 .map_err(|e| format!("{}: {e}", remote_name(share, remote))),
@@ -252,9 +252,10 @@ async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<String> {
 /// The names of a job's two ends, as shown to the user.
 fn names(share: &Share, job: &Job) -> (String, String) {
     match job {
-        Job::Download { remote, local, .. } => {
-            (remote_name(share, remote), local.display().to_string())
-        }
+        Job::Download { remote, local, .. } => (
+            remote_name(share, remote),
+            local.path().display().to_string(),
+        ),
         Job::Upload { local, remote, .. } => {
             (local.display().to_string(), remote_name(share, remote))
         }
@@ -314,9 +315,12 @@ async fn process(
     result.bytes = done.bytes;
     result.resumed_from = done.resumed_from;
     if opts.preserve {
-        let kept = match &job {
-            Job::Download { local, meta, .. } => preserve::to_local(local, meta),
-            Job::Upload { remote, meta, .. } => preserve::to_remote(share, remote, meta).await,
+        let kept = match (&job, &done.local_file) {
+            (Job::Download { local, meta, .. }, Some(file)) => {
+                preserve::to_local(file, &local.path(), meta)
+            }
+            (Job::Download { .. }, None) => Err("the written file was not kept open".into()),
+            (Job::Upload { remote, meta, .. }, _) => preserve::to_remote(share, remote, meta).await,
         };
         if let Err(e) = kept {
             let line = format!("{}: copied, but {e}", result.dest);
@@ -335,12 +339,13 @@ async fn process(
 /// Whether the destination exists with the source's size and last-write time (`--update`).
 async fn dest_up_to_date(share: &Share, job: &Job) -> bool {
     match job {
-        Job::Download { local, meta, .. } => match std::fs::metadata(local) {
-            Ok(d) => {
+        // Looked at without following links: a link at the name is not up to date.
+        Job::Download { local, meta, .. } => match local.metadata() {
+            Ok(Some(d)) => {
                 d.is_file()
                     && preserve::up_to_date(meta.len, meta.modified, d.len(), d.modified().ok())
             }
-            Err(_) => false,
+            _ => false,
         },
         Job::Upload { remote, meta, .. } => match share.metadata(remote).await {
             Ok(d) => {
@@ -363,16 +368,17 @@ async fn compare(
     let depth = crate::transfer::depth_now(opts.depth.max(1), share);
     let (src, dst, src_name, dst_name) = match job {
         Job::Download { remote, local, .. } => {
+            let shown = local.path().display().to_string();
+            // The destination is read without following links, as it was written.
+            let written = async {
+                let file = local.open_read().map_err(|e| e.to_string())?;
+                hashing::local_file_of(file, shown.clone()).await
+            };
             let (s, d) = tokio::join!(
                 hashing::remote_file(share, remote, opts.chunk, depth, in_flight),
-                hashing::local_file(local)
+                written
             );
-            (
-                s,
-                d,
-                remote_name(share, remote),
-                local.display().to_string(),
-            )
+            (s, d, remote_name(share, remote), shown)
         }
         Job::Upload { local, remote, .. } => {
             let (s, d) = tokio::join!(
@@ -403,18 +409,10 @@ async fn compare(
     }
 }
 
-fn partial_local(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    target.with_file_name(format!(".{name}.smbcp-partial"))
-}
-
 pub(crate) fn partial_remote(target: &str) -> String {
     match target.rsplit_once('/') {
-        Some((dir, name)) => format!("{dir}/.{name}.smbcp-partial"),
-        None => format!(".{target}.smbcp-partial"),
+        Some((dir, name)) => format!("{dir}/{}", partial_name(name)),
+        None => partial_name(target),
     }
 }
 
@@ -491,7 +489,15 @@ async fn copy_one(
     };
     match job {
         Job::Download { remote, local, .. } => {
-            let partial = partial_local(local);
+            let shown = local.path();
+            let partial = local.partial(opts.resume).map_err(|e| {
+                let cause = format!("{}: {e}", shown.display());
+                FileError {
+                    line: format!("{cause}; not copied"),
+                    cause,
+                    lost_handle: false,
+                }
+            })?;
             let small = if in_one_round_trip(job, opts) {
                 small_file::download(
                     share,
@@ -513,29 +519,38 @@ async fn copy_one(
                 }
             };
             match moved {
-                Ok(t) => std::fs::rename(&partial, local).map(|_| t).map_err(|e| {
-                    let cause = format!("{}: {e}", local.display());
-                    FileError {
-                        line: cause.clone(),
-                        cause,
-                        lost_handle: false,
+                Ok(mut t) => match partial.commit() {
+                    Ok(file) => {
+                        t.local_file = Some(file);
+                        Ok(t)
                     }
-                }),
+                    Err(e) => {
+                        let cause = format!("{}: {e}", shown.display());
+                        Err(FileError {
+                            line: cause.clone(),
+                            cause,
+                            lost_handle: false,
+                        })
+                    }
+                },
                 Err(e) => {
-                    // With --resume the partial file stays for the next run.
-                    let kept = opts.resume && partial.exists();
+                    // With --resume the partial file stays for the next run, if that run
+                    // will find it (a fresh name, taken because the usual one was not
+                    // ours, would not be).
+                    let kept = opts.resume && partial.resumable();
+                    let kept_as = partial.path();
                     if !kept {
-                        let _ = std::fs::remove_file(&partial);
+                        let _ = partial.discard();
                     }
                     let cause = format!("{}: {}", remote_name(share, remote), e.line);
                     Err(FileError {
                         line: format!(
                             "{cause}; {} was not written{}",
-                            local.display(),
+                            shown.display(),
                             if kept {
                                 format!(
                                     " (the part copied is kept as {} for --resume)",
-                                    partial.display()
+                                    kept_as.display()
                                 )
                             } else {
                                 String::new()
@@ -632,9 +647,7 @@ mod tests {
     fn partial_names() {
         assert_eq!(partial_remote("a/b/c.bin"), "a/b/.c.bin.smbcp-partial");
         assert_eq!(partial_remote("c.bin"), ".c.bin.smbcp-partial");
-        assert_eq!(
-            partial_local(Path::new("/x/y.txt")),
-            PathBuf::from("/x/.y.txt.smbcp-partial")
-        );
+        let long = "n".repeat(250);
+        assert!(partial_remote(&format!("d/{long}")).starts_with("d/.smbcp-partial-"));
     }
 }

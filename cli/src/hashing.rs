@@ -2,8 +2,9 @@
 //! for checking a partial file before `--resume` trusts it.
 
 use std::fmt::Write as _;
-use std::io::Read;
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 use sha2::{Digest, Sha256};
@@ -29,22 +30,31 @@ const LOCAL_BLOCK: usize = 1024 * 1024;
 /// SHA-256 of `len` bytes of the local file `path` from `offset`, read on the blocking pool.
 /// A file shorter than `offset + len` is an error: the bytes the caller meant are not there.
 pub(crate) async fn local_range(path: &Path, offset: u64, len: u64) -> Result<Sha, String> {
-    let path = path.to_path_buf();
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    local_range_of(Arc::new(file), path.display().to_string(), offset, len).await
+}
+
+/// [`local_range`] of a file already open (`shown` names it in errors).
+pub(crate) async fn local_range_of(
+    file: Arc<std::fs::File>,
+    shown: String,
+    offset: u64,
+    len: u64,
+) -> Result<Sha, String> {
     tokio::task::spawn_blocking(move || {
-        let shown = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut f = std::fs::File::open(&path).map_err(shown)?;
-        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset)).map_err(shown)?;
+        let err = |e: std::io::Error| format!("{shown}: {e}");
         let mut h = Sha256::new();
-        let mut left = len;
+        let mut at = offset;
+        let end = offset + len;
         let mut buf = vec![0u8; LOCAL_BLOCK];
-        while left > 0 {
-            let want = left.min(LOCAL_BLOCK as u64) as usize;
-            let n = f.read(&mut buf[..want]).map_err(shown)?;
+        while at < end {
+            let want = (end - at).min(LOCAL_BLOCK as u64) as usize;
+            let n = file.read_at(&mut buf[..want], at).map_err(err)?;
             if n == 0 {
-                return Err(format!("{}: shorter than expected", path.display()));
+                return Err(format!("{shown}: shorter than expected"));
             }
             h.update(&buf[..n]);
-            left -= n as u64;
+            at += n as u64;
         }
         Ok(h.finalize().into())
     })
@@ -109,10 +119,17 @@ pub(crate) async fn remote_file(
 
 /// SHA-256 and size of the whole local file at `path`.
 pub(crate) async fn local_file(path: &Path) -> Result<(Sha, u64), String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
-    Ok((local_range(path, 0, size).await?, size))
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    local_file_of(file, path.display().to_string()).await
+}
+
+/// SHA-256 and size of a whole local file already open (`shown` names it in errors).
+pub(crate) async fn local_file_of(
+    file: std::fs::File,
+    shown: String,
+) -> Result<(Sha, u64), String> {
+    let size = file.metadata().map_err(|e| format!("{shown}: {e}"))?.len();
+    Ok((local_range_of(Arc::new(file), shown, 0, size).await?, size))
 }
 
 #[cfg(test)]

@@ -11,20 +11,24 @@ pub mod copy;
 pub mod glob;
 mod hashing;
 pub mod in_flight;
+mod local_dest;
 pub mod location;
 #[cfg(unix)]
 pub mod mount_status;
+mod name_clash;
 pub mod on_server;
 mod plan;
 mod preserve;
 mod progress;
 mod resume;
+pub mod security_args;
 mod small_file;
 pub mod status;
 mod transfer;
 mod window;
 
-use smb3_client::{Client, ClientConfig, Error, KeyLog, NtStatus, UserCredentials};
+use smb3_client::{Client, ClientConfig, Error, KeyLog, NtStatus, Password, UserCredentials};
+use zeroize::Zeroizing;
 
 pub use location::{Location, RemotePath};
 
@@ -37,17 +41,39 @@ pub const EXIT_USAGE: i32 = 2;
 
 /// Library logs on stderr, only when `RUST_LOG` asks for them (e.g.
 /// `RUST_LOG=smb3_client=info`): the channels lost, requests replayed, sessions set up again.
-/// Without it the tools print only their own lines.
+/// Without it the tools print only their own lines. Whatever `RUST_LOG` says, nothing that
+/// would write a secret gets through ([`without_secrets`]).
 pub fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
     if std::env::var_os("RUST_LOG").is_none() {
         return;
     }
-    let filter = tracing_subscriber::EnvFilter::from_default_env();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_filter(tracing_subscriber::filter::filter_fn(without_secrets));
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// Crates that log secrets below `info`: at debug and trace the security package (sspi
+/// 0.23) writes the NTLM AUTHENTICATE message (crackable offline), Kerberos tickets, the
+/// ticket's session key and the SMB session key; the picky crates are its Kerberos codecs.
+pub const SECRET_LOGGING_TARGETS: &[&str] = &["sspi", "picky", "picky_krb", "picky_asn1"];
+
+/// Whether a log line or span may be written: nothing below `info` from the targets of
+/// [`SECRET_LOGGING_TARGETS`], whatever `RUST_LOG` asks, a more specific directive such as
+/// `sspi::ntlm=trace` included. Use it as a filter next to the `RUST_LOG` one.
+pub fn without_secrets(meta: &tracing::Metadata<'_>) -> bool {
+    let target = meta.target();
+    let secret = SECRET_LOGGING_TARGETS.iter().any(|t| {
+        target
+            .strip_prefix(t)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    });
+    !secret || *meta.level() <= tracing::Level::INFO
 }
 
 /// Credentials from, in order: the URL's user, `--user`, `SMB_USER`; password from
@@ -62,19 +88,16 @@ pub fn credentials(
         .clone()
         .or_else(|| user_flag.map(str::to_string));
     let mut domain = remote.domain.clone();
-    let mut password = None;
+    let mut password: Option<Password> = None;
     if let Some(path) = credentials_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read credentials file: {e}", path.display()))?;
+        let text = read_private_file(path)?;
         for line in text.lines() {
             let Some((k, v)) = line.split_once('=') else {
                 continue;
             };
             match k.trim() {
                 "username" | "user" => user = user.or_else(|| Some(v.trim().to_string())),
-                "password" | "pass" => {
-                    password = Some(v.trim_end_matches(['\r', '\n']).to_string())
-                }
+                "password" | "pass" => password = Some(v.trim_end_matches(['\r', '\n']).into()),
                 "domain" | "workgroup" => domain = domain.or_else(|| Some(v.trim().to_string())),
                 _ => {}
             }
@@ -92,13 +115,51 @@ pub fn credentials(
         .or_else(|| std::env::var("SMB_DOMAIN").ok())
         .unwrap_or_default();
     let password = password
-        .or_else(|| std::env::var("SMB_PASSWORD").ok())
+        .or_else(|| std::env::var("SMB_PASSWORD").ok().map(Password::from))
         .ok_or("no password: set SMB_PASSWORD or use --credentials FILE")?;
     Ok(UserCredentials {
         user,
         domain,
         password,
     })
+}
+
+/// The contents of a credentials file, which must be private: owned by this user (or root)
+/// and neither readable nor writable by group or others, the rule ssh applies to private
+/// keys. A password anyone on the machine can read is refused rather than used with a
+/// warning (mount.cifs only warns): the fix, `chmod 600`, is one command, and a warning in
+/// a nightly job's log is read by nobody. The text is wiped from memory when dropped.
+pub fn read_private_file(path: &std::path::Path) -> Result<Zeroizing<String>, String> {
+    use std::io::Read as _;
+    let shown = path.display();
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| format!("{shown}: cannot read credentials file: {e}"))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let md = file
+            .metadata()
+            .map_err(|e| format!("{shown}: cannot read credentials file: {e}"))?;
+        let me = rustix::process::geteuid().as_raw();
+        if md.uid() != me && md.uid() != 0 {
+            return Err(format!(
+                "{shown}: credentials file belongs to uid {}, not to this user (uid {me}) or \
+                 root: refused",
+                md.uid()
+            ));
+        }
+        if md.mode() & 0o077 != 0 {
+            return Err(format!(
+                "{shown}: credentials file is open to group or others (mode {:04o}): \
+                 refused; make it private with: chmod 600 {shown}",
+                md.mode() & 0o7777
+            ));
+        }
+    }
+    let mut text = Zeroizing::new(String::new());
+    file.read_to_string(&mut text)
+        .map_err(|e| format!("{shown}: cannot read credentials file: {e}"))?;
+    Ok(text)
 }
 
 /// The environment variable naming a file to append session keys to, for reading a packet
@@ -142,5 +203,79 @@ pub fn describe(e: &Error) -> String {
             _ => source.to_string(),
         },
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::Layer as _;
+
+    /// Whether logging at `level` is on for an sspi target (or another) under
+    /// `RUST_LOG=rust_log`, filtered as `init_logging` does.
+    fn enabled(rust_log: &str, sspi: bool, level: Level) -> bool {
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::sink)
+            .with_filter(tracing_subscriber::EnvFilter::new(rust_log))
+            .with_filter(tracing_subscriber::filter::filter_fn(without_secrets));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || match (sspi, level) {
+            (true, Level::TRACE) => tracing::enabled!(target: "sspi::ntlm", Level::TRACE),
+            (true, Level::DEBUG) => tracing::enabled!(target: "sspi", Level::DEBUG),
+            (true, _) => tracing::enabled!(target: "sspi::negotiate", Level::INFO),
+            (false, _) => tracing::enabled!(target: "smb3_client::channel", Level::TRACE),
+        })
+    }
+
+    #[test]
+    fn a_credentials_file_must_be_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("smbcp-creds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("creds");
+        std::fs::write(&path, "username=alice\npassword=s3cret\n").unwrap();
+        for loose in [0o644, 0o640, 0o604, 0o660, 0o602] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(loose)).unwrap();
+            let e = read_private_file(&path).unwrap_err();
+            assert!(
+                e.contains("chmod 600") && !e.contains("s3cret"),
+                "{loose:o}: {e}"
+            );
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(read_private_file(&path).unwrap().contains("s3cret"));
+        // Another user's file, however private, is not this user's password.
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&path, Some(12345), None).unwrap();
+            let e = read_private_file(&path).unwrap_err();
+            assert!(e.contains("belongs to uid 12345"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn no_log_level_lets_the_security_package_write_secrets() {
+        for rust_log in [
+            "trace",
+            "sspi=trace",
+            "trace,sspi=trace",
+            "sspi::ntlm=trace",
+        ] {
+            assert!(!enabled(rust_log, true, Level::TRACE), "{rust_log}");
+            assert!(!enabled(rust_log, true, Level::DEBUG), "{rust_log}");
+        }
+        assert!(enabled("trace", true, Level::INFO));
+        assert!(
+            enabled("trace", false, Level::TRACE),
+            "the rest still traces"
+        );
+        let sspi_like = tracing::Level::TRACE;
+        assert!(
+            sspi_like > Level::INFO,
+            "levels order from error up to trace"
+        );
     }
 }

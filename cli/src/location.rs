@@ -95,13 +95,21 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
     };
     let (mut domain, mut user) = (None, None);
     if let Some(u) = userinfo {
-        let u = percent_decode(u).map_err(|e| bad(&e))?;
-        // A password in the URL would end up in shell history and process lists.
-        if u.contains(':') {
-            return Err(bad(
-                "passwords are not accepted in URLs; use SMB_PASSWORD or --credentials",
-            ));
-        }
+        // A password in the URL would end up in shell history and process lists. The error
+        // shows the URL with the password left out: it would otherwise be echoed into
+        // terminals, logs and CI output too.
+        let u = match percent_decode(u) {
+            Ok(u) if !u.contains(':') => u,
+            _ if u.contains(':') || u.to_ascii_lowercase().contains("%3a") => {
+                let name = u.split([':', '%']).next().unwrap_or_default();
+                return Err(format!(
+                    "smb://{name}:<hidden>@{hostport}/{path}: invalid location: passwords are \
+                     not accepted in URLs; use SMB_PASSWORD or --credentials"
+                ));
+            }
+            Ok(u) => u,
+            Err(e) => return Err(bad(&e)),
+        };
         match u.split_once(';') {
             Some((d, n)) => {
                 domain = Some(d.to_string());
@@ -196,6 +204,18 @@ mod tests {
         assert!(Location::parse("smb://host").is_err());
         assert!(Location::parse("smb://host/").is_err());
         assert!(Location::parse("smb://u:pw@host/s").is_err());
+        for url in [
+            "smb://u:s3cret@host/s/p",
+            "smb://u%3As3cret@host/s",
+            "smb://d;u:s3cret@h/s",
+        ] {
+            let e = Location::parse(url).unwrap_err();
+            assert!(!e.contains("s3cret"), "the password is echoed: {e}");
+            assert!(
+                e.contains("<hidden>") && e.contains("passwords are not accepted"),
+                "{e}"
+            );
+        }
         assert!(Location::parse("smb://:12/s").is_err());
         assert_eq!(
             Location::parse("./x").unwrap(),

@@ -2,23 +2,34 @@
 //! trees, applying `--exclude`, and (unless `--dry-run`) creating the destination's
 //! directories on the way.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use smb3_client::{Metadata, Share, WalkOptions};
 
 use crate::describe;
 use crate::glob::Excludes;
+use crate::local_dest::{split_dest, LocalRoot, LocalTarget, NameFolding};
+use crate::name_clash::NameClashes;
 
 /// Remote directories listed at the same time while planning a download.
 const LISTINGS_AT_ONCE: usize = 16;
 
+/// How an SMB share compares names: case-insensitively (MS-FSCC 2.1.5; Samba by default for
+/// SMB2 clients), with no Unicode normalization.
+const REMOTE_FOLDING: NameFolding = NameFolding {
+    case_insensitive: true,
+    normalization_insensitive: false,
+};
+
 /// One file to copy.
 #[derive(Clone, Debug)]
 pub(crate) enum Job {
-    /// Remote to local.
+    /// Remote to local: written only below the destination, never through a link
+    /// (`local_dest.rs`).
     Download {
         remote: String,
-        local: PathBuf,
+        local: LocalTarget,
         meta: Metadata,
     },
     /// Local to remote.
@@ -43,7 +54,7 @@ impl Job {
 #[derive(Clone, Debug)]
 pub(crate) enum DirJob {
     /// A local directory made from a remote one.
-    Local { local: PathBuf, meta: Metadata },
+    Local { local: LocalTarget, meta: Metadata },
     /// A remote directory made from a local one.
     Remote {
         remote: String,
@@ -56,7 +67,7 @@ impl DirJob {
     /// otherwise move again.
     pub(crate) fn depth(&self) -> usize {
         match self {
-            DirJob::Local { local, .. } => local.components().count(),
+            DirJob::Local { local, .. } => local.path().components().count(),
             DirJob::Remote { remote, .. } => remote.split('/').count(),
         }
     }
@@ -123,6 +134,33 @@ pub(crate) async fn download(
         ));
         return plan;
     }
+    // The directory named on the command line (or the one holding the file named there) is
+    // the user's: created if missing, links in it followed. Below it nothing is.
+    let (root_path, dest_name) = split_dest(dest, dest_is_dir);
+    if opts.create_dirs && !root_path.exists() {
+        if let Err(e) = std::fs::create_dir_all(&root_path) {
+            plan.failures.push(format!("{}: {e}", root_path.display()));
+            return plan;
+        }
+    }
+    let root = match LocalRoot::open(&root_path) {
+        Ok(r) => r,
+        Err(e) if !opts.create_dirs && e.kind() == std::io::ErrorKind::NotFound => {
+            // --dry-run into a directory not made yet: plan against its future path.
+            match LocalRoot::open(Path::new(".")) {
+                Ok(r) => r,
+                Err(e) => {
+                    plan.failures.push(format!("{}: {e}", root_path.display()));
+                    return plan;
+                }
+            }
+        }
+        Err(e) => {
+            plan.failures.push(format!("{}: {e}", root_path.display()));
+            return plan;
+        }
+    };
+    let mut clashes = NameClashes::new(root.name_folding(opts.create_dirs));
     for src in sources {
         let md = match share.metadata(src).await {
             Ok(md) => md,
@@ -132,12 +170,25 @@ pub(crate) async fn download(
                 continue;
             }
         };
-        let name = base_name_remote(src);
-        let target = if dest_is_dir {
-            dest.join(name)
-        } else {
-            dest.to_path_buf()
+        let name = dest_name
+            .clone()
+            .unwrap_or_else(|| base_name_remote(src).to_string());
+        let target = match LocalTarget::new(&root, vec![name.clone()]) {
+            Ok(t) => t,
+            Err(e) => {
+                plan.failures
+                    .push(format!("{}: {e}", remote_name(share, src)));
+                continue;
+            }
         };
+        if let Err(first) = clashes.admit("", &name) {
+            plan.failures.push(format!(
+                "{}: {}",
+                remote_name(share, src),
+                clashes.explain(&name, &first)
+            ));
+            continue;
+        }
         if md.is_dir() {
             if !opts.recursive {
                 plan.failures.push(format!(
@@ -150,10 +201,11 @@ pub(crate) async fn download(
                 local: target.clone(),
                 meta: md.clone(),
             });
-            if let Err(e) = remote_tree(share, src, &target, opts, &mut plan).await {
+            let walked = remote_tree(share, src, &target, opts, &mut clashes, &mut plan).await;
+            if let Err(e) = walked {
                 plan.failures.push(e);
             }
-        } else if opts.excludes.excludes(name) {
+        } else if opts.excludes.excludes(base_name_remote(src)) {
             plan.excluded += 1;
         } else {
             plan.jobs.push(Job::Download {
@@ -168,16 +220,21 @@ pub(crate) async fn download(
 
 /// Walk a remote directory (the library's breadth-first walk), creating local directories
 /// and listing files to fetch. Paths matched against `--exclude` are relative to `dir`; a
-/// directory that cannot be listed is a failure of its own and the rest is copied.
+/// directory that cannot be listed, an entry whose name the library refused, and a name the
+/// destination would take for another already planned are failures of their own, and the
+/// rest is copied.
 async fn remote_tree(
     share: &Share,
     dir: &str,
-    local: &Path,
+    local: &LocalTarget,
     opts: &PlanOptions<'_>,
+    clashes: &mut NameClashes,
     plan: &mut Plan,
 ) -> Result<(), String> {
     if opts.create_dirs {
-        std::fs::create_dir_all(local).map_err(|e| format!("{}: {e}", local.display()))?;
+        local
+            .create_dir()
+            .map_err(|e| format!("{}: {e}", local.path().display()))?;
     }
     let root = dir.trim_end_matches('/');
     let prefix = if root.is_empty() {
@@ -185,8 +242,8 @@ async fn remote_tree(
     } else {
         format!("{root}/")
     };
-    // Excluded directories: the walk still lists them, their entries are left out here.
-    let mut excluded_dirs = std::collections::HashSet::new();
+    // Directories whose entries are left out: excluded, or not copied for their name.
+    let mut left_out: HashSet<String> = HashSet::new();
     // Directories are listed several at once: a tree of many small directories is bound by
     // the round trips of its listings.
     let mut walk = share.walk(
@@ -196,47 +253,94 @@ async fn remote_tree(
             ..WalkOptions::default()
         },
     );
+    // Clashes are found per destination directory, named by its place below `local`.
+    let base = local.path().display().to_string();
     while let Some(item) = walk.next().await {
         let e = match item {
             Ok(e) => e,
             Err(err) => {
-                plan.failures.push(format!(
-                    "{}: {}",
-                    remote_name(share, &err.path),
-                    describe(&err.error)
-                ));
+                plan.failures.push(match &err.error {
+                    // The error names the directory and the raw name itself.
+                    smb3_client::Error::UnsafeName { .. } => {
+                        format!(
+                            "//{}/{}: {}",
+                            share.client().server_addr().ip(),
+                            share.name(),
+                            err.error
+                        )
+                    }
+                    other => format!("{}: {}", remote_name(share, &err.path), describe(other)),
+                });
                 continue;
             }
         };
         let rel = e.path.strip_prefix(&prefix).unwrap_or(&e.path).to_string();
         let is_dir = e.entry.metadata.is_dir();
         let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
-        if excluded_dirs.contains(parent) {
+        if left_out.contains(parent) {
             if is_dir {
-                excluded_dirs.insert(rel);
+                left_out.insert(rel);
             }
             continue;
         }
         if opts.excludes.excludes(&rel) {
             plan.excluded += 1;
             if is_dir {
-                excluded_dirs.insert(rel);
+                left_out.insert(rel);
             }
             continue;
         }
-        let l = local.join(&rel);
+        let not_copied = |line: String, plan: &mut Plan, left_out: &mut HashSet<String>| {
+            let line = if is_dir {
+                format!("{line} (nor anything in it)")
+            } else {
+                line
+            };
+            plan.failures.push(line);
+            if is_dir {
+                left_out.insert(rel.clone());
+            }
+        };
+        let target = rel.split('/').try_fold(local.clone(), |t, c| t.join(c));
+        let target = match target {
+            Ok(t) => t,
+            Err(err) => {
+                not_copied(
+                    format!("{}: {err}", remote_name(share, &e.path)),
+                    plan,
+                    &mut left_out,
+                );
+                continue;
+            }
+        };
+        if let Err(first) = clashes.admit(&format!("{base}/{parent}"), &e.entry.name) {
+            let why = clashes.explain(&e.entry.name, &first);
+            not_copied(
+                format!("{}: {why}", remote_name(share, &e.path)),
+                plan,
+                &mut left_out,
+            );
+            continue;
+        }
         if is_dir {
             if opts.create_dirs {
-                std::fs::create_dir_all(&l).map_err(|err| format!("{}: {err}", l.display()))?;
+                if let Err(err) = target.create_dir() {
+                    not_copied(
+                        format!("{}: {err}", target.path().display()),
+                        plan,
+                        &mut left_out,
+                    );
+                    continue;
+                }
             }
             plan.dirs.push(DirJob::Local {
-                local: l,
+                local: target,
                 meta: e.entry.metadata,
             });
         } else {
             plan.jobs.push(Job::Download {
                 remote: e.path,
-                local: l,
+                local: target,
                 meta: e.entry.metadata,
             });
         }
@@ -268,6 +372,8 @@ pub(crate) async fn upload(
         ));
         return plan;
     }
+    // SMB names are case-insensitive (MS-FSCC 2.1.5): `foo` and `FOO` are one file there.
+    let mut clashes = NameClashes::new(REMOTE_FOLDING);
     for src in sources {
         let md = match std::fs::metadata(src) {
             Ok(md) => md,
@@ -285,6 +391,14 @@ pub(crate) async fn upload(
         } else {
             dest.to_string()
         };
+        if let Err(first) = clashes.admit("", base_name_remote(&target)) {
+            plan.failures.push(format!(
+                "{}: {}",
+                src.display(),
+                clashes.explain(base_name_remote(&target), &first)
+            ));
+            continue;
+        }
         if md.is_dir() {
             if !opts.recursive {
                 plan.failures
@@ -295,7 +409,7 @@ pub(crate) async fn upload(
                 remote: target.clone(),
                 meta: md.clone(),
             });
-            if let Err(e) = local_tree(share, src, &target, opts, &mut plan).await {
+            if let Err(e) = local_tree(share, src, &target, opts, &mut clashes, &mut plan).await {
                 plan.failures.push(e);
             }
         } else if opts.excludes.excludes(&name) {
@@ -316,6 +430,7 @@ async fn local_tree(
     dir: &Path,
     remote: &str,
     opts: &PlanOptions<'_>,
+    clashes: &mut NameClashes,
     plan: &mut Plan,
 ) -> Result<(), String> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
@@ -339,6 +454,17 @@ async fn local_tree(
                 continue;
             }
             let r = join_remote(&rdir, &name);
+            if let Err(first) = clashes.admit(&rdir, &name) {
+                let why = clashes.explain(&name, &first);
+                let nor = if md.is_dir() {
+                    " (nor anything in it)"
+                } else {
+                    ""
+                };
+                plan.failures
+                    .push(format!("{}: {why}{nor}", entry.path().display()));
+                continue;
+            }
             if md.is_dir() {
                 plan.dirs.push(DirJob::Remote {
                     remote: r.clone(),

@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use smb3_client::{DosAttributes, FileTimes, Metadata, Share};
 
 use crate::describe;
+use crate::local_dest::LocalTarget;
 
 /// Whether two times are equal at 100 ns, the resolution SMB carries times in (FILETIME).
 /// Exact at the server's resolution, on purpose: no 2-second window as for FAT, so a file
@@ -57,8 +58,8 @@ pub(crate) async fn dir_to_remote(
 }
 
 /// Set the times of the local directory `local` from the remote source's metadata.
-pub(crate) fn dir_to_local(local: &Path, source: &Metadata) -> Result<(), String> {
-    let dir = std::fs::File::open(local).map_err(|e| format!("opening: {e}"))?;
+pub(crate) fn dir_to_local(local: &LocalTarget, source: &Metadata) -> Result<(), String> {
+    let dir = local.open_as_dir().map_err(|e| format!("opening: {e}"))?;
     dir.set_times(local_times(source))
         .map_err(|e| format!("setting times: {e}"))
 }
@@ -105,11 +106,14 @@ pub(crate) async fn to_remote(
     Ok(())
 }
 
-/// Set the times and write bits of the downloaded file `local` from the remote source's
-/// metadata.
-pub(crate) fn to_local(local: &Path, source: &Metadata) -> Result<(), String> {
-    let shown = |what: &str, e: std::io::Error| format!("{}: {what}: {e}", local.display());
-    let file = std::fs::File::open(local).map_err(|e| shown("opening", e))?;
+/// Set the times and write bits of the downloaded file `file` (still open from writing it,
+/// so no path is followed again) from the remote source's metadata; `shown` names it.
+pub(crate) fn to_local(
+    file: &std::fs::File,
+    shown: &Path,
+    source: &Metadata,
+) -> Result<(), String> {
+    let shown = |what: &str, e: std::io::Error| format!("{}: {what}: {e}", shown.display());
     file.set_times(local_times(source))
         .map_err(|e| shown("setting times", e))?;
     if source.attributes.contains(DosAttributes::READONLY) {
@@ -118,7 +122,8 @@ pub(crate) fn to_local(local: &Path, source: &Metadata) -> Result<(), String> {
             .map_err(|e| shown("reading mode", e))?
             .permissions();
         perms.set_readonly(true);
-        std::fs::set_permissions(local, perms).map_err(|e| shown("clearing write bits", e))?;
+        file.set_permissions(perms)
+            .map_err(|e| shown("clearing write bits", e))?;
     }
     Ok(())
 }

@@ -9,12 +9,14 @@
 //! When the destination exists, or a lost connection leaves unknown whether the CREATE ran,
 //! the file takes the regular path (a partial name renamed over the destination).
 
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use bytes::Bytes;
 use smb3_client::{ConnectionLossCause, Error, NtStatus, ReplayHazard, Share};
 
 use crate::in_flight::InFlight;
+use crate::local_dest::Partial;
 use crate::progress::Progress;
 use crate::transfer::{TransferError, Transferred};
 
@@ -64,6 +66,7 @@ fn done(n: u64, progress: &Progress) -> Outcome {
     Outcome::Done(Transferred {
         bytes: n,
         resumed_from: 0,
+        local_file: None,
     })
 }
 
@@ -100,7 +103,7 @@ fn exists_or_unknown(e: &Error) -> bool {
 pub(crate) async fn download(
     share: &Share,
     remote: &str,
-    partial: &Path,
+    partial: &Partial,
     size: u64,
     in_flight: &InFlight,
     progress: &Progress,
@@ -116,11 +119,14 @@ pub(crate) async fn download(
         Err(e) => return Outcome::Failed(TransferError::request(&e)),
     };
     let n = data.len() as u64;
-    let path = partial.to_path_buf();
-    let written = tokio::task::spawn_blocking(move || std::fs::write(&path, &data)).await;
+    let file = partial.file.clone();
+    let written = tokio::task::spawn_blocking(move || file.write_all_at(&data, 0)).await;
     match written {
         Ok(Ok(())) => done(n, progress),
-        Ok(Err(e)) => Outcome::Failed(TransferError::local(format!("{}: {e}", partial.display()))),
+        Ok(Err(e)) => Outcome::Failed(TransferError::local(format!(
+            "{}: {e}",
+            partial.path().display()
+        ))),
         Err(e) => Outcome::Failed(TransferError::local(e.to_string())),
     }
 }

@@ -11,8 +11,9 @@ use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
 
 use crate::chunk_read::{read_chunk, ChunkSource};
 use crate::describe;
-use crate::hashing::{local_range, remote_range, Sha};
+use crate::hashing::{local_range, local_range_of, remote_range, Sha};
 use crate::in_flight::InFlight;
+use crate::local_dest::Partial;
 use crate::progress::Progress;
 use crate::resume::{self, Plan};
 use crate::window::for_each_chunk;
@@ -85,6 +86,9 @@ pub(crate) struct Transferred {
     pub(crate) bytes: u64,
     /// Where it started: above 0 when a partial file was continued.
     pub(crate) resumed_from: u64,
+    /// A download's local file, still open once renamed into place: `-p` sets its times
+    /// and mode through it rather than by a path that could lead elsewhere by then.
+    pub(crate) local_file: Option<Arc<std::fs::File>>,
 }
 
 /// Why one transfer failed.
@@ -183,11 +187,12 @@ where
     }
 }
 
-/// Download `remote` into the local `partial` file; returns what was transferred.
+/// Download `remote` into the local `partial` file (see `local_dest.rs`); returns what was
+/// transferred.
 pub(crate) async fn download(
     share: &Share,
     remote: &str,
-    partial: &Path,
+    partial: &Partial,
     opts: &TransferOptions<'_>,
     progress: &Progress,
 ) -> Result<Transferred, TransferError> {
@@ -196,42 +201,27 @@ pub(crate) async fn download(
         .await
         .map_err(|e| TransferError::request(&e))?;
     let size = file.size_at_open();
-    let existing = if opts.resume {
-        std::fs::metadata(partial).ok().filter(|m| m.is_file())
-    } else {
-        None
-    };
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(existing.is_none())
-        .open(partial)
-        .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+    let shown = partial.path().display().to_string();
+    let out = partial.file.clone();
     let mut start = 0;
-    if let Some(m) = existing {
+    if let Some(kept) = partial.existing_len.filter(|_| opts.resume) {
         let file_ref = &file;
-        start = resume_point(
-            m.len(),
-            size,
-            opts,
-            &partial.display().to_string(),
-            progress,
-            |from, len| async move {
-                let mine = local_range(partial, from, len).await?;
-                let theirs = opts.remote_sha(share, file_ref, from, len).await?;
-                Ok((mine, theirs))
-            },
-        )
+        let (mine, shown_ref) = (&out, &shown);
+        start = resume_point(kept, size, opts, &shown, progress, |from, len| async move {
+            let mine = local_range_of(mine.clone(), shown_ref.clone(), from, len).await?;
+            let theirs = opts.remote_sha(share, file_ref, from, len).await?;
+            Ok((mine, theirs))
+        })
         .await;
         // Drop what lies beyond: the tail may have holes, and a shorter source must not
         // leave old bytes at the end.
         out.set_len(start)
-            .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+            .map_err(|e| TransferError::local(format!("{shown}: {e}")))?;
         progress.not_copied(start);
     }
-    let out = Arc::new(out);
     let file_ref = &file;
     let depth = || depth_now(opts.depth, share);
+    let shown = &shown;
     for_each_chunk(start, size, opts.chunk, depth, |off, len| {
         let out = out.clone();
         async move {
@@ -250,7 +240,7 @@ pub(crate) async fn download(
             tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
                 .await
                 .map_err(|e| TransferError::local(e.to_string()))?
-                .map_err(|e| TransferError::local(format!("{}: {e}", partial.display())))?;
+                .map_err(|e| TransferError::local(format!("{shown}: {e}")))?;
             progress.add(n);
             Ok(())
         }
@@ -260,6 +250,7 @@ pub(crate) async fn download(
     Ok(Transferred {
         bytes: size - start,
         resumed_from: start,
+        local_file: None,
     })
 }
 
@@ -336,5 +327,6 @@ pub(crate) async fn upload(
     Ok(Transferred {
         bytes: size - start,
         resumed_from: start,
+        local_file: None,
     })
 }

@@ -206,6 +206,55 @@ fn many_small_files_arrive_whole_and_replace_what_was_there() {
     std::fs::remove_dir_all(&local).ok();
 }
 
+/// A credentials file carries the password only when it is private (mode 0600, this user's);
+/// a loose one is refused with the fix, a usage error, and the password is never printed.
+#[test]
+fn a_credentials_file_is_used_only_when_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tb = testbed();
+    let local = scratch("creds");
+    let file = local.join("c.bin");
+    std::fs::write(&file, b"by credentials file").unwrap();
+    let creds = local.join("smb.cred");
+    std::fs::write(
+        &creds,
+        format!(
+            "username={}\npassword={}\ndomain={}\n",
+            tb.user(),
+            tb.password(),
+            tb.domain()
+        ),
+    )
+    .unwrap();
+    let target = format!("//{}/plain/c.bin", tb.server_addr(1));
+    let run = || {
+        tb.client_command(SMBCP)
+            .env_remove("SMB_PASSWORD")
+            .env_remove("SMB_USER")
+            .args(["--credentials", creds.to_str().unwrap()])
+            .args([file.to_str().unwrap(), &target])
+            .output()
+            .expect("run smbcp")
+    };
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = run();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("chmod 600") && !err.contains(tb.password()),
+        "{err}"
+    );
+    assert!(!tb.share_path("plain").join("c.bin").exists());
+
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(tb.share_path("plain").join("c.bin")).unwrap(),
+        b"by credentials file"
+    );
+}
+
 #[test]
 fn errors_are_one_clear_line_and_nothing_is_half_written() {
     let tb = testbed();

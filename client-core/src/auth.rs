@@ -21,30 +21,70 @@ use sspi::{
     SecurityStatus, Sspi, SspiImpl, Username,
 };
 
+use zeroize::Zeroizing;
+
 use crate::config::ClientConfig;
 use crate::error::{AuthDetail, AuthFailure, ConfigError, Error, KerberosHint, Result};
+use crate::password::{KeptSecret, Password};
 
 use self::kdc::KdcTransport;
 
 /// User name, domain and password. NTLM uses all three; Kerberos asks the KDC for
 /// `user@REALM` with the password, the realm coming from `ClientConfig::kerberos_realm`.
-#[derive(Clone)]
+/// The password is wiped from memory once the last copy is dropped; a session keeps only
+/// what it needs to authenticate channels and reconnects (for NTLM the NT hash, not the
+/// password: see [`Password`]).
+#[derive(Clone, Debug)]
 pub struct UserCredentials {
     /// Account name.
     pub user: String,
     /// NetBIOS domain or workgroup; empty means the server's own.
     pub domain: String,
-    /// Password.
-    pub password: String,
+    /// Password (`"secret".into()`).
+    pub password: Password,
 }
 
-impl std::fmt::Debug for UserCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserCredentials")
-            .field("user", &self.user)
-            .field("domain", &self.domain)
-            .field("password", &"<hidden>")
-            .finish()
+/// What a session keeps of the caller's credentials to authenticate again: the user, the
+/// domain and, per mechanism, the least secret that works ([`KeptSecret`]).
+#[derive(Clone, Debug)]
+pub(crate) struct SessionCredentials {
+    pub(crate) user: String,
+    pub(crate) domain: String,
+    secret: KeptSecret,
+}
+
+impl SessionCredentials {
+    /// Keep of `creds` what sessions with `config` need: the NT hash for NTLM, the password
+    /// when Kerberos is configured (with or without the NTLM fallback).
+    pub(crate) fn keep(creds: &UserCredentials, config: &ClientConfig) -> SessionCredentials {
+        let secret = if config.kerberos_realm.is_some() {
+            KeptSecret::Password(creds.password.clone())
+        } else {
+            KeptSecret::NtHash(creds.password.nt_hash())
+        };
+        SessionCredentials {
+            user: creds.user.clone(),
+            domain: creds.domain.clone(),
+            secret,
+        }
+    }
+
+    /// The secret as sspi takes it in a password field: for NTLM always the NT hash in
+    /// sspi's `$NTLM$:` form, so that no password is ever mistaken for one.
+    fn ntlm_password(&self) -> Zeroizing<String> {
+        match &self.secret {
+            KeptSecret::NtHash(h) => h.sspi_password(),
+            KeptSecret::Password(p) => p.nt_hash().sspi_password(),
+        }
+    }
+
+    fn kerberos_password(&self) -> Result<&str> {
+        match &self.secret {
+            KeptSecret::Password(p) => Ok(p.expose()),
+            KeptSecret::NtHash(_) => Err(Error::ApiMisuse(
+                "Kerberos needs the password, but the session kept only an NT hash",
+            )),
+        }
     }
 }
 
@@ -185,7 +225,7 @@ impl Authenticator {
     /// Start the exchange the configuration asks for: Kerberos when a realm is set (see
     /// [`KerberosSettings::from_config`]), NTLMv2 otherwise.
     pub(crate) fn for_config(
-        creds: &UserCredentials,
+        creds: &SessionCredentials,
         server: &str,
         config: &ClientConfig,
     ) -> Result<Authenticator> {
@@ -199,7 +239,7 @@ impl Authenticator {
     /// NTLM only when `settings` allow the fallback), the first token carries the AP-REQ for
     /// `cifs/<host>`.
     pub(crate) fn kerberos(
-        creds: &UserCredentials,
+        creds: &SessionCredentials,
         settings: &KerberosSettings,
     ) -> Result<Authenticator> {
         let workstation = local_host_name();
@@ -227,7 +267,7 @@ impl Authenticator {
         let (account, realm) = kerberos_account(&creds.user, &settings.realm);
         // The realm goes in as the domain: sspi takes the client realm (and the salt of the
         // password key, realm + account name for AD users) from it.
-        let identity = identity(&account, Some(&realm), &creds.password)?;
+        let identity = identity(&account, Some(&realm), creds.kerberos_password()?)?;
         let principal = format!("{account}@{realm}");
         let acquired = ctx
             .acquire_credentials_handle()
@@ -252,7 +292,7 @@ impl Authenticator {
     }
 
     /// Start an NTLM-over-SPNEGO exchange for `creds` against `server` (host name or address).
-    pub(crate) fn ntlm(creds: &UserCredentials, server: &str) -> Result<Authenticator> {
+    pub(crate) fn ntlm(creds: &SessionCredentials, server: &str) -> Result<Authenticator> {
         let workstation = local_host_name();
         let config = NegotiateConfig::new(
             Box::new(NtlmConfig::new(workstation.clone())),
@@ -261,7 +301,7 @@ impl Authenticator {
         );
         let mut ctx = Negotiate::new_client(config).map_err(sspi_err)?;
         let domain = (!creds.domain.is_empty()).then_some(creds.domain.as_str());
-        let identity = identity(&creds.user, domain, &creds.password)?;
+        let identity = identity(&creds.user, domain, &creds.ntlm_password())?;
         let acquired = ctx
             .acquire_credentials_handle()
             .with_credential_use(CredentialUse::Outbound)
@@ -374,10 +414,17 @@ impl Authenticator {
         self.done
     }
 
-    /// The session key once complete (16 bytes for NTLM; Kerberos keys may be longer).
-    pub(crate) fn session_key(&self) -> Result<Vec<u8>> {
+    /// Whether the exchange is a Kerberos one (asked for, and not fallen back to NTLM).
+    pub(crate) fn uses_kerberos(&self) -> bool {
+        self.kerberos.is_some() && self.ctx.negotiated_protocol().is_kerberos()
+    }
+
+    /// The session key once complete (16 bytes for NTLM; Kerberos keys may be longer),
+    /// wiped when dropped: the signing and encryption keys are derived from it and it is not
+    /// kept.
+    pub(crate) fn session_key(&self) -> Result<Zeroizing<Vec<u8>>> {
         let keys = self.ctx.query_context_session_key().map_err(sspi_err)?;
-        Ok(keys.session_key.as_ref().clone())
+        Ok(Zeroizing::new(keys.session_key.as_ref().clone()))
     }
 }
 
@@ -555,6 +602,7 @@ mod tests {
             domain: "IGNORED".into(),
             password: "pw".into(),
         };
+        let creds = SessionCredentials::keep(&creds, &c);
         let auth = Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap();
         assert_eq!(auth.target, "cifs/dc.testbed.lan");
         let who = auth.kerberos.as_ref().unwrap();
@@ -576,6 +624,7 @@ mod tests {
             domain: String::new(),
             password: "pw".into(),
         };
+        let creds = SessionCredentials::keep(&creds, &c);
         let auth = Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

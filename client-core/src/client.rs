@@ -11,7 +11,7 @@ use smb3_proto::msg::session_setup::SessionFlags;
 use smb3_proto::Dialect;
 
 use crate::addressing::Addressing;
-use crate::auth::UserCredentials;
+use crate::auth::{SessionCredentials, UserCredentials};
 use crate::channel::{BufferPool, Channel};
 use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
@@ -53,8 +53,11 @@ impl Client {
         let mut client_guid = [0u8; 16];
         rand::rng().fill_bytes(&mut client_guid);
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
+        // From here on the session holds only what re-authenticating needs (the NT hash for
+        // NTLM), not the caller's password.
+        let creds = SessionCredentials::keep(creds, &config);
         let established =
-            session::session_setup(&channel, &negotiated, creds, &host, &config, 0).await?;
+            session::session_setup(&channel, &negotiated, &creds, &host, &config, 0).await?;
         let can_encrypt = established
             .security
             .as_ref()
@@ -84,7 +87,7 @@ impl Client {
             server_name: host,
             server_addr: addr,
             client_guid,
-            creds: creds.clone(),
+            creds,
             logged_off: AtomicBool::new(false),
             breaks,
             leases: Arc::default(),

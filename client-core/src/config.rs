@@ -6,15 +6,26 @@ use smb3_proto::{Cipher, Dialect, SigningAlgorithm};
 
 use crate::key_log::KeyLog;
 
-/// Client settings. `ClientConfig::default()` is what a Windows client would do.
+/// Client settings. `ClientConfig::default()` is what a Windows client would do, and safe:
+/// signing required, SMB 3.0 or newer.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ClientConfig {
-    /// Lowest dialect offered.
+    /// Lowest dialect offered. 3.0 by default: 2.1 has no protection against a man in the
+    /// middle who rewrites NEGOTIATE to downgrade the connection (3.0 and 3.0.2 check it
+    /// afterwards with VALIDATE_NEGOTIATE_INFO, 3.1.1 with its preauth integrity hash), so
+    /// only a caller who must reach an SMB 2.1 server should lower it.
     pub min_dialect: Dialect,
     /// Highest dialect offered.
     pub max_dialect: Dialect,
-    /// Require every reply to be signed even when the server does not insist.
+    /// Require every reply after SESSION_SETUP to be signed or encrypted, whatever the
+    /// server asks (on by default, as Windows 11 24H2 does): an unsigned reply, which a man
+    /// in the middle may have changed, drops the connection with
+    /// [`ProtocolError::UnsignedReply`](crate::ProtocolError::UnsignedReply), and a guest
+    /// session, which cannot sign, is refused. Turning it off is unsafe: then a 2.1, 3.0 or
+    /// 3.0.2 session signs only when the server requires it, and replies can be forged.
+    /// Interim replies and oplock/lease break notifications are unsigned by rule (MS-SMB2
+    /// 3.2.5.1.3); what they can change is limited (a break only ever lowers a lease).
     pub require_signing: bool,
     /// Encrypt the whole session (SMB 3.x), even on shares that do not require it.
     pub encrypt: bool,
@@ -152,9 +163,9 @@ impl NicOverride {
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
-            min_dialect: Dialect::Smb210,
+            min_dialect: Dialect::Smb300,
             max_dialect: Dialect::Smb311,
-            require_signing: false,
+            require_signing: true,
             encrypt: false,
             ciphers: vec![
                 Cipher::Aes128Gcm,

@@ -13,11 +13,11 @@ use smb3_proto::replay::Replay;
 use smb3_proto::{Command, NtStatus};
 
 use crate::addressing::{Addressing, OpenState, Target, TreeContext};
-use crate::auth::UserCredentials;
+use crate::auth::SessionCredentials;
 use crate::channel::{BufferPool, ChannelOptions, OnAbandoned, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
-use crate::error::Result;
+use crate::error::{ConnectionLossCause, Result};
 use crate::failover::replay;
 use crate::lease::{BreakSink, LeaseTable};
 use crate::multichannel::state::Multichannel;
@@ -112,7 +112,7 @@ pub(crate) struct SessionCore {
     pub(crate) server_addr: SocketAddr,
     pub(crate) client_guid: [u8; 16],
     /// Binding a channel authenticates again as the same user (MS-SMB2 3.2.4.2.3.1).
-    pub(crate) creds: UserCredentials,
+    pub(crate) creds: SessionCredentials,
     pub(crate) logged_off: AtomicBool,
     /// Every channel forwards its break notifications here (see `lease`).
     pub(crate) breaks: BreakSink,
@@ -229,5 +229,17 @@ impl SessionCore {
     /// LOGOFF is being sent: lost channels are not brought back any more.
     pub(crate) fn mark_logged_off(&self) {
         self.logged_off.store(true, Ordering::Relaxed);
+    }
+
+    /// Something the session stands on proved false (a NEGOTIATE that VALIDATE_NEGOTIATE_INFO
+    /// does not confirm: MS-SMB2 3.2.5.14.12 has the client close its sessions and terminate
+    /// the connection). Every channel is closed with `cause` and the session is not set up
+    /// again: every later request fails at once.
+    pub(crate) fn terminate(&self, cause: &ConnectionLossCause) {
+        self.mark_logged_off();
+        self.multichannel.shutdown();
+        for member in self.multichannel.channels.active() {
+            member.channel.close(cause.clone());
+        }
     }
 }

@@ -98,11 +98,7 @@ impl KeyLog {
     /// Append one line per session and bound channel ([`SessionKeys::to_line`]) to the file at
     /// `path`, created readable by its owner only. A failed write is logged, never fatal.
     pub fn append_to(path: &Path) -> std::io::Result<KeyLog> {
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).append(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = Mutex::new(options.open(path)?);
+        let file = Mutex::new(open_private_append(path)?);
         let shown = path.display().to_string();
         Ok(KeyLog::new(move |keys| {
             let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
@@ -115,6 +111,52 @@ impl KeyLog {
     pub(crate) fn record(&self, keys: &SessionKeys) {
         (self.0)(keys)
     }
+}
+
+/// Open `path` to append keys, private to this user: created 0600; never through a symbolic
+/// link (one planted at a predictable path would send the keys elsewhere); refused when it is
+/// not a regular file or belongs to another user; an existing file open to group or others
+/// is made 0600 first.
+fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Error, ErrorKind};
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            return Error::new(
+                ErrorKind::InvalidInput,
+                "is a symbolic link: refused (a key log must be a file of its own)",
+            );
+        }
+        e
+    })?;
+    let md = file.metadata()?;
+    if !md.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let me = rustix::process::geteuid().as_raw();
+        if md.uid() != me {
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                format!("belongs to uid {}, not to this user (uid {me})", md.uid()),
+            ));
+        }
+        if md.mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -172,6 +214,35 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_refused_and_a_loose_file_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("smb3-keylog-ln-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let elsewhere = dir.join("victim");
+        std::fs::write(&elsewhere, b"untouched").unwrap();
+        let planted = dir.join("keys.log");
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+        let e = KeyLog::append_to(&planted).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"untouched");
+
+        let loose = dir.join("loose.log");
+        std::fs::write(&loose, b"").unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+        KeyLog::append_to(&loose).unwrap().record(&keys());
+        let mode = std::fs::metadata(&loose).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        assert!(
+            KeyLog::append_to(&dir).is_err(),
+            "a directory is no key log"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

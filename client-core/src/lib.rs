@@ -54,8 +54,10 @@ mod listing;
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;
+mod names;
 mod negotiated;
 mod orphans;
+mod password;
 mod security;
 mod server_copy;
 mod session;
@@ -78,7 +80,7 @@ pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
     Error, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError, ReclaimRefusal,
-    ReopenFailure, Result, ServerCopyFault, SnapshotListFault,
+    ReopenFailure, Result, ServerCopyFault, SnapshotListFault, UnsafeNameReason,
 };
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
@@ -90,6 +92,8 @@ pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
 pub use multichannel::status::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
+pub use names::check_name;
+pub use password::Password;
 pub use share::Share;
 pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,

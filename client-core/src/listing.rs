@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 
 use crate::attributes::DosAttributes;
 use crate::error::{decode, Error, Result};
+use crate::names::check_entry;
 use crate::share::{Share, DIR_BUFFER};
 use crate::tree::Tree;
 use crate::types::DirEntry;
@@ -30,6 +31,13 @@ pub struct ReadDir {
     path: String,
     handle: Option<DirHandle>,
     page: std::vec::IntoIter<DirEntry>,
+    /// Entries of the pages read whose names are not single path components
+    /// ([`Error::UnsafeName`]), each handed out as one error before the next page is read.
+    refused: VecDeque<Error>,
+    /// Whether the directory's own `.` and `..` entries were listed: left out once each; a
+    /// second one is no entry of a real directory and is refused like any unsafe name.
+    seen_dot: bool,
+    seen_dot_dot: bool,
 }
 
 impl std::fmt::Debug for ReadDir {
@@ -87,6 +95,9 @@ impl Share {
                 open: true,
             }),
             page: Vec::new().into_iter(),
+            refused: VecDeque::new(),
+            seen_dot: false,
+            seen_dot_dot: false,
         })
     }
 
@@ -107,11 +118,19 @@ impl ReadDir {
     /// The next page of entries (one QUERY_DIRECTORY reply); `None` once the directory is
     /// exhausted, when the handle has been closed. A page may be empty only in name: entries
     /// `.` and `..` are dropped, so a page of just those is skipped.
+    ///
+    /// An entry whose name is not a single path component (`../x`, `a/b`, see
+    /// [`check_name`](crate::check_name)) is never handed out: after the page it came in,
+    /// each such entry is one `Err(`[`Error::UnsafeName`]`)`, and the listing goes on with
+    /// the next call.
     pub async fn next_page(&mut self) -> Result<Option<Vec<DirEntry>>> {
         loop {
             let rest: Vec<DirEntry> = self.page.by_ref().collect();
             if !rest.is_empty() {
                 return Ok(Some(rest));
+            }
+            if let Some(refused) = self.refused.pop_front() {
+                return Err(refused);
             }
             let Some(handle) = &self.handle else {
                 return Ok(None);
@@ -135,16 +154,32 @@ impl ReadDir {
                 self.close_handle().await?;
                 return Ok(None);
             }
-            self.page = page
-                .into_iter()
-                .filter(|e| e.file_name != "." && e.file_name != "..")
-                .map(DirEntry::from)
-                .collect::<Vec<_>>()
-                .into_iter();
+            let mut entries = Vec::with_capacity(page.len());
+            for e in page {
+                let own = match e.file_name.as_str() {
+                    "." => Some(&mut self.seen_dot),
+                    ".." => Some(&mut self.seen_dot_dot),
+                    _ => None,
+                };
+                if let Some(seen) = own {
+                    if !std::mem::replace(seen, true) {
+                        continue;
+                    }
+                }
+                match check_entry(&self.path, &e.file_name) {
+                    Ok(()) => entries.push(DirEntry::from(e)),
+                    Err(refused) => {
+                        tracing::warn!(error = %refused, "directory entry refused");
+                        self.refused.push_back(refused);
+                    }
+                }
+            }
+            self.page = entries.into_iter();
         }
     }
 
-    /// The next entry; `None` at the end.
+    /// The next entry; `None` at the end. An entry refused for its name is one
+    /// `Err(`[`Error::UnsafeName`]`)` and the listing goes on (see [`ReadDir::next_page`]).
     pub async fn next_entry(&mut self) -> Result<Option<DirEntry>> {
         loop {
             if let Some(e) = self.page.next() {
@@ -226,7 +261,9 @@ impl std::error::Error for WalkError {
 /// A breadth-first walk of a tree, from [`Share::walk`]: directories are listed in the order
 /// they were found, `concurrency` at a time, and every entry below the root (directories
 /// included, before what they hold) comes out of [`Walk::next`]. A directory that cannot be
-/// listed gives one [`WalkError`] and the walk goes on. Nothing leads the walk in a circle:
+/// listed gives one [`WalkError`] and the walk goes on; so does each entry refused for its
+/// name ([`Error::UnsafeName`], its `path` the directory that listed it), and the rest of that
+/// directory is still walked. Nothing leads the walk in a circle:
 /// reparse points (symbolic links, junctions, as Windows reports them) are reported but not
 /// entered, and a directory whose file id was already walked is reported but not entered
 /// again (a server such as Samba shows a symbolic link to a directory as that directory,
@@ -339,6 +376,8 @@ async fn list_one(
                 }
             }
             Ok(None) => return Some(found),
+            // One entry left out for its name: say so, and list the rest.
+            Err(e @ Error::UnsafeName { .. }) => tx.send(fail(e)).await.ok()?,
             Err(e) => {
                 tx.send(fail(e)).await.ok()?;
                 return Some(found);

@@ -17,7 +17,7 @@ use smb3_proto::msg::session_setup::{
 use smb3_proto::msg::FileId;
 use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 
-use crate::auth::{Authenticator, UserCredentials};
+use crate::auth::{Authenticator, SessionCredentials};
 use crate::channel::{Channel, Request, Response};
 use crate::config::ClientConfig;
 use crate::error::{
@@ -73,14 +73,30 @@ pub(crate) async fn negotiate(
     let mut req = Request::new(&body);
     req.keep_sent = true;
     req.timeout = config.request_timeout;
-    let resp = channel.call(req).await?.check(&[])?;
+    let resp = match channel.call(req).await?.check(&[]) {
+        // A server that speaks none of the dialects offered says so (MS-SMB2 3.3.5.4).
+        Err(Error::Status {
+            status: NtStatus::NOT_SUPPORTED,
+            ..
+        }) => return Err(ConfigError::NoCommonDialect.into()),
+        other => other?,
+    };
     let decoded = NegotiateResponse::decode(&resp.msg).map_err(|source| ProtocolError::Decode {
         command: smb3_proto::Command::NEGOTIATE,
         source,
     })?;
+    // MS-SMB2 3.2.5.2: the dialect must be one the client offered. One below the client's
+    // lowest is what a man in the middle who rewrote the request's list would get.
     let dialect = match decoded.dialect {
         Some(d) if dialects.contains(&d) => d,
-        _ => return Err(ConfigError::NoCommonDialect.into()),
+        _ => {
+            return Err(ProtocolError::DialectNotOffered {
+                chosen: decoded.dialect_revision,
+                lowest: dialects[0],
+                highest: dialects[dialects.len() - 1],
+            }
+            .into())
+        }
     };
     let mut preauth = None;
     let mut cipher = None;
@@ -101,8 +117,8 @@ pub(crate) async fn negotiate(
         h.update(resp.sent.as_deref().unwrap_or_default());
         h.update(&resp.msg);
         preauth = Some(h);
-        cipher = decoded.contexts.cipher();
-        if let Some(s) = decoded.contexts.signing_algorithm() {
+        cipher = offered_cipher(&decoded.contexts, config)?;
+        if let Some(s) = offered_signing(&decoded.contexts, config)? {
             signing_algorithm = s;
         }
     } else if dialect.is_smb3()
@@ -124,6 +140,37 @@ pub(crate) async fn negotiate(
         preauth,
         gss_token: decoded.security_buffer,
     })
+}
+
+/// The cipher a 3.1.1 server chose: none when it sent no encryption context or cipher 0 (no
+/// common cipher, MS-SMB2 2.2.4.1.2); an error when it is not one the client offered
+/// (3.2.5.2).
+fn offered_cipher(
+    contexts: &smb3_proto::msg::negotiate::NegotiateContexts,
+    config: &ClientConfig,
+) -> Result<Option<Cipher>> {
+    match contexts.cipher_id {
+        None | Some(0) => Ok(None),
+        Some(id) => match Cipher::from_id(id) {
+            Some(c) if config.ciphers.contains(&c) => Ok(Some(c)),
+            _ => Err(ProtocolError::CipherNotOffered(id).into()),
+        },
+    }
+}
+
+/// The signing algorithm a 3.1.1 server chose, when it sent one; an error when it is not one
+/// the client offered (MS-SMB2 3.2.5.2). Without the context, AES-CMAC applies.
+fn offered_signing(
+    contexts: &smb3_proto::msg::negotiate::NegotiateContexts,
+    config: &ClientConfig,
+) -> Result<Option<SigningAlgorithm>> {
+    match contexts.signing_algorithm_id {
+        None => Ok(None),
+        Some(id) => match SigningAlgorithm::from_id(id) {
+            Some(a) if config.signing_algorithms.contains(&a) => Ok(Some(a)),
+            _ => Err(ProtocolError::SigningAlgorithmNotOffered(id).into()),
+        },
+    }
 }
 
 /// An authenticated session on its first channel.
@@ -156,7 +203,7 @@ struct BindingOf<'a> {
 async fn exchange(
     channel: &Channel,
     negotiated: &Negotiated,
-    creds: &UserCredentials,
+    creds: &SessionCredentials,
     server_name: &str,
     config: &ClientConfig,
     binding: Option<BindingOf<'_>>,
@@ -244,9 +291,21 @@ async fn exchange(
         if status == NtStatus::MORE_PROCESSING_REQUIRED {
             continue;
         }
-        // SUCCESS: let the security package see the server's last token (mechListMIC).
+        // SUCCESS: let the security package see the server's last token (the AP-REP of
+        // Kerberos, the mechListMIC).
         if !server_token.is_empty() && !auth.is_complete() {
             auth = auth.step_off_runtime(server_token).await?.0;
+        }
+        // Kerberos asked for mutual authentication (RFC 4120 3.2.4): the exchange is complete
+        // only once the AP-REP came back and verified under the ticket's session key, which
+        // only the real server holds; its subkey is then the session key. A server that says
+        // SUCCESS without one could be anyone, and the key sspi would hand out is not the
+        // one the server settled on.
+        if auth.uses_kerberos() && !auth.is_complete() {
+            return Err(Error::Auth {
+                kind: AuthFailure::MutualAuthentication,
+                detail: AuthDetail::NoMutualAuthentication,
+            });
         }
         return Ok(Exchange {
             auth,
@@ -259,15 +318,22 @@ async fn exchange(
 }
 
 /// The final SESSION_SETUP reply is signed with the key just derived (MS-SMB2 3.2.5.3.1).
-/// A binding's final reply must be signed (MS-SMB2 3.2.5.3.3); a new session's is whenever
-/// the server signs.
+/// A binding's final reply must be signed (MS-SMB2 3.2.5.3.3); a new session's must be when
+/// signing is required or the dialect is 3.1.1, and is checked whenever the server signs.
 fn check_final_signature(
     sec: &SessionSecurity,
     last: &crate::channel::Response,
     must_be_signed: bool,
 ) -> Result<()> {
     let signed = last.header.flags.has(smb3_proto::HeaderFlags::SIGNED);
-    if (must_be_signed && !signed) || (signed && !sec.verify_message(&last.msg)) {
+    if must_be_signed && !signed {
+        return Err(ProtocolError::UnsignedReply {
+            command: smb3_proto::Command::SESSION_SETUP,
+            message_id: last.header.message_id,
+        }
+        .into());
+    }
+    if signed && !sec.verify_message(&last.msg) {
         return Err(ProtocolError::BadSignature {
             command: smb3_proto::Command::SESSION_SETUP,
             message_id: last.header.message_id,
@@ -283,7 +349,7 @@ fn check_final_signature(
 pub(crate) async fn session_setup(
     channel: &Channel,
     negotiated: &Negotiated,
-    creds: &UserCredentials,
+    creds: &SessionCredentials,
     server_name: &str,
     config: &ClientConfig,
     previous_session_id: u64,
@@ -308,6 +374,15 @@ pub(crate) async fn session_setup(
             },
         });
     }
+    // A guest session has no key: nothing it receives could be checked.
+    if anonymous && config.require_signing {
+        return Err(Error::Auth {
+            kind: AuthFailure::NoSessionKey,
+            detail: AuthDetail::GuestCannotSign {
+                user: creds.user.clone(),
+            },
+        });
+    }
     let security = if anonymous {
         None
     } else {
@@ -320,7 +395,10 @@ pub(crate) async fn session_setup(
             must_sign(negotiated, config),
             config.key_log.as_ref(),
         )?;
-        check_final_signature(&sec, &ex.last, false)?;
+        // MS-SMB2 3.2.5.3.1: on 3.1.1 the final reply must be signed; where signing is
+        // required, it is too, since its SessionFlags (ENCRYPT_DATA) decide whether the rest
+        // of the session is encrypted and must not be open to change on the way.
+        check_final_signature(&sec, &ex.last, must_sign(negotiated, config))?;
         Some(Arc::new(sec))
     };
     Ok(Established {
@@ -338,7 +416,7 @@ pub(crate) async fn session_setup(
 pub(crate) async fn bind_session(
     channel: &Channel,
     negotiated: &Negotiated,
-    creds: &UserCredentials,
+    creds: &SessionCredentials,
     server_name: &str,
     config: &ClientConfig,
     session_id: u64,
@@ -379,11 +457,12 @@ pub(crate) async fn bind_session(
     Ok(sec)
 }
 
-/// Whether replies must be signed: the server or the client requires it (Session.
-/// SigningRequired, MS-SMB2 3.2.5.3.1), and on 3.1.1 by this client's choice. There the spec
-/// only demands a signed final SESSION_SETUP reply and lets the client sign the rest (3.2.4.1.1,
-/// "MAY"); with AES-GMAC signing costs little (~30 GB/s per core, docs/PERFORMANCE.md) and
-/// it protects every byte against tampering, so a 3.1.1 session signs and checks everything.
+/// Whether replies must be signed: the client requires it (the default, as Windows 11 24H2
+/// does), the server does (Session.SigningRequired, MS-SMB2 3.2.5.3.1), or the dialect is
+/// 3.1.1. There the spec only demands a signed final SESSION_SETUP reply and lets the client
+/// sign the rest (3.2.4.1.1, "MAY"); with AES-GMAC signing costs little (~30 GB/s per core,
+/// docs/PERFORMANCE.md) and it protects every byte against tampering, so a 3.1.1 session
+/// signs and checks everything even when the caller opted out of requiring it.
 fn must_sign(negotiated: &Negotiated, config: &ClientConfig) -> bool {
     config.require_signing
         || negotiated
@@ -413,6 +492,11 @@ pub(crate) fn check_validate_negotiate(
     request: &IoctlRequest,
     resp: &Response,
 ) -> Result<()> {
+    // MS-SMB2 3.2.5.14.12: a reply neither signed nor encrypted ends the connection. A signed
+    // one has been verified by the channel (the session has keys whenever this is sent).
+    if !resp.sealed && !resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED) {
+        return Err(ProtocolError::UnprotectedNegotiateValidation.into());
+    }
     let out = decode_ioctl(request, &resp.msg)?;
     let v = decode(
         Command::IOCTL,

@@ -23,7 +23,9 @@ use crate::addressing::{DurableGrant, FileIdentity, OpenParams, OpenState, Serve
 use crate::client::Client;
 use crate::durable;
 use crate::engine::Call;
-use crate::error::{decode, EncryptionRequiredBy, Error, ProtocolError, Result};
+use crate::error::{
+    decode, ConnectionLossCause, EncryptionRequiredBy, Error, ProtocolError, Result,
+};
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
@@ -591,7 +593,22 @@ impl Share {
         }
         let request = validate_negotiate_request(&core.config, core.client_guid);
         let resp = self.tree.core.send(&request, self.tree.call()).await?;
-        check_validate_negotiate(&core.negotiated, &request, &resp)
+        let checked = check_validate_negotiate(&core.negotiated, &request, &resp);
+        if let Err(Error::Protocol(why)) = &checked {
+            // The negotiation was tampered with, or cannot be shown not to have been: the
+            // connection goes (MS-SMB2 3.2.5.14.12), and the tree with it.
+            core.addressing.trees.remove(self.tree.context.handle);
+            let copy = match why {
+                ProtocolError::UnprotectedNegotiateValidation => {
+                    ProtocolError::UnprotectedNegotiateValidation
+                }
+                _ => ProtocolError::NegotiateValidation,
+            };
+            core.terminate(&ConnectionLossCause::ProtocolViolation {
+                source: Arc::new(copy.into()),
+            });
+        }
+        checked
     }
 }
 

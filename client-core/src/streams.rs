@@ -12,9 +12,10 @@ use smb3_proto::msg::fscc_stream::{FileStreamInformation, StreamEntry};
 use smb3_proto::msg::query_info::QueryInfoRequest;
 use smb3_proto::Command;
 
-use crate::error::{decode, Result};
+use crate::error::{decode, Error, Result};
 use crate::file::File;
 use crate::info_query::{query_growing, FIRST_BUFFER, TOO_SMALL};
+use crate::names::check_name;
 use crate::share::Share;
 
 /// One data stream of a file.
@@ -57,9 +58,22 @@ impl From<StreamEntry> for StreamInfo {
     }
 }
 
-fn stream_list(output: &[u8]) -> Result<Vec<StreamInfo>> {
+/// The streams of the file `owner` from a FileStreamInformation reply. A stream name is
+/// appended to the file's path to open it, and smbcp creates streams of that name: one that
+/// is not a single name (`..`, `a\b`) is refused like a listing's entry.
+fn stream_list(output: &[u8], owner: &str) -> Result<Vec<StreamInfo>> {
     let info = decode(Command::QUERY_INFO, FileStreamInformation::decode(output))?;
-    Ok(info.entries.into_iter().map(StreamInfo::from).collect())
+    let streams: Vec<StreamInfo> = info.entries.into_iter().map(StreamInfo::from).collect();
+    for s in streams.iter().filter(|s| !s.is_default()) {
+        if let Err(reason) = check_name(s.stream_name()) {
+            return Err(Error::UnsafeName {
+                dir: owner.to_string(),
+                name: s.name.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(streams)
 }
 
 impl Share {
@@ -83,7 +97,7 @@ impl Share {
                 },
             )
             .await?;
-        stream_list(&output)
+        stream_list(&output, path)
     }
 }
 
@@ -101,7 +115,7 @@ impl File {
                 .map_err(|e| self.err(e))
         })
         .await?;
-        stream_list(&output)
+        stream_list(&output, self.path())
     }
 }
 
@@ -124,5 +138,41 @@ mod tests {
         assert!(!info(":foo:$DATA").is_default());
         assert_eq!(info(":a:b:$data").stream_name(), "a:b");
         assert_eq!(info(":odd").stream_name(), "odd");
+    }
+
+    /// One FileStreamInformation entry (MS-FSCC 2.4.44) named `name`.
+    fn entry(name: &str, last: bool) -> Vec<u8> {
+        let units: Vec<u8> = name.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let len = 24 + units.len();
+        let padded = len.div_ceil(8) * 8;
+        let mut e = Vec::with_capacity(padded);
+        e.extend_from_slice(&(if last { 0 } else { padded as u32 }).to_le_bytes());
+        e.extend_from_slice(&(units.len() as u32).to_le_bytes());
+        e.extend_from_slice(&5u64.to_le_bytes());
+        e.extend_from_slice(&8u64.to_le_bytes());
+        e.extend_from_slice(&units);
+        if !last {
+            e.resize(padded, 0);
+        }
+        e
+    }
+
+    #[test]
+    fn a_stream_name_that_is_not_one_name_is_refused() {
+        let mut ok = entry("::$DATA", false);
+        ok.extend(entry(":tag:$DATA", true));
+        let got = stream_list(&ok, "f.txt").unwrap();
+        assert_eq!(got.len(), 2);
+        for bad in [":..\\..\\x:$DATA", ":a/b:$DATA", ":..:$DATA"] {
+            let mut list = entry("::$DATA", false);
+            list.extend(entry(bad, true));
+            match stream_list(&list, "f.txt") {
+                Err(crate::Error::UnsafeName { dir, name, .. }) => {
+                    assert_eq!(dir, "f.txt");
+                    assert_eq!(name, bad);
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
     }
 }

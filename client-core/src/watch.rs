@@ -26,6 +26,7 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::channel::Response;
 use crate::error::{decode, Result};
+use crate::names::check_relative_path;
 use crate::tree::Tree;
 
 /// How much of the tree a watch covers (SMB2_WATCH_TREE, MS-SMB2 2.2.35).
@@ -131,6 +132,13 @@ impl Change {
 
     fn from_wire(info: FileNotifyInformation) -> Change {
         let path = info.file_name.replace('\\', "/");
+        // A name that is not a relative path of plain names (`..`, an empty component, a
+        // `/` the server sent as such) is not passed on: the caller would join it to the
+        // directory. Listing the directory again, through the listing's own check, is safe.
+        if let Err(reason) = check_relative_path(&path) {
+            tracing::warn!(name = ?info.file_name, %reason, "change notification for an unsafe name; asking for a rescan");
+            return Change::Rescan;
+        }
         match info.action {
             NotifyAction::ADDED => Change::Added(path),
             NotifyAction::REMOVED => Change::Removed(path),
@@ -352,6 +360,29 @@ mod tests {
         assert_eq!(c(1, "é").path(), Some("é"));
         assert_eq!(Change::Rescan.path(), None);
         assert_eq!(c(4, "d/e").to_string(), "renamed from d/e");
+    }
+
+    #[test]
+    fn unsafe_names_become_a_rescan() {
+        let added = |name: &str| {
+            Change::from_wire(FileNotifyInformation {
+                action: NotifyAction(1),
+                file_name: name.into(),
+            })
+        };
+        for name in [
+            "..",
+            "..\\..\\x",
+            "\\abs",
+            "a\\\\b",
+            "",
+            "a\0b",
+            ".",
+            "d\\..",
+        ] {
+            assert_eq!(added(name), Change::Rescan, "{name:?}");
+        }
+        assert_eq!(added("d\\e.txt"), Change::Added("d/e.txt".into()));
     }
 
     #[test]

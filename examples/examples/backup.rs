@@ -66,7 +66,9 @@ async fn run() -> Result<u64, Box<dyn std::error::Error>> {
     let creds = UserCredentials {
         user: args[3].clone(),
         domain: args.get(4).cloned().unwrap_or_default(),
-        password: std::env::var("SMB_PASSWORD").map_err(|_| "set SMB_PASSWORD")?,
+        password: std::env::var("SMB_PASSWORD")
+            .map_err(|_| "set SMB_PASSWORD")?
+            .into(),
     };
     let client = Client::connect(&args[0], &creds, ClientConfig::default()).await?;
     let live = client.share(&args[1]).await?;
@@ -101,6 +103,10 @@ async fn run() -> Result<u64, Box<dyn std::error::Error>> {
         if entry.path == ".snapshots" || entry.path.starts_with(".snapshots/") {
             continue;
         }
+        // The walk's paths are made of names the library checked (`smb3_client::check_name`:
+        // no `..`, `/` or NUL from the server), so this stays below `data`. A tool writing
+        // into a directory others can write to must also not follow their links: smbcp opens
+        // each component with O_NOFOLLOW (cli/src/local_dest.rs).
         let target = data.join(&entry.path);
         let m = &entry.entry.metadata;
         let done = if m.is_dir() {

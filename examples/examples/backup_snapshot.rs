@@ -22,7 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let creds = UserCredentials {
         user: args[3].clone(),
         domain: args.get(4).cloned().unwrap_or_default(),
-        password: std::env::var("SMB_PASSWORD").map_err(|_| "set SMB_PASSWORD")?,
+        password: std::env::var("SMB_PASSWORD")
+            .map_err(|_| "set SMB_PASSWORD")?
+            .into(),
     };
     let client = blocking::Client::connect(&args[0], &creds, ClientConfig::default())?;
     let live = client.share(&args[1])?;
@@ -67,6 +69,7 @@ fn copy_tree(
         } else {
             format!("{remote}/{}", entry.name)
         };
+        // One component: `read_dir` refuses names that are not (`..`, `a/b`, ...).
         let target = local.join(&entry.name);
         if entry.metadata.is_dir() {
             let (f, b) = copy_tree(share, &path, &target, opts)?;

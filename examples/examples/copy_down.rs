@@ -21,7 +21,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let creds = UserCredentials {
         user: args[4].clone(),
         domain: args.get(5).cloned().unwrap_or_default(),
-        password: std::env::var("SMB_PASSWORD").map_err(|_| "set SMB_PASSWORD")?,
+        password: std::env::var("SMB_PASSWORD")
+            .map_err(|_| "set SMB_PASSWORD")?
+            .into(),
     };
     let client = Client::connect(&args[0], &creds, ClientConfig::default()).await?;
     println!(

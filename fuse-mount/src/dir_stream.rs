@@ -32,8 +32,19 @@ pub(crate) trait Lister {
 
 impl Pages for ReadDir {
     type Entry = DirEntry;
+    /// The library's pages, without the entries it refused for their names (`..`, `a/b`,
+    /// see `smb3_client::check_name`): no name the kernel could not take as one component
+    /// reaches it, and one such entry does not make the whole directory unreadable. Each is
+    /// logged.
     async fn next_page(&mut self) -> Result<Option<Vec<DirEntry>>, Error> {
-        ReadDir::next_page(self).await
+        loop {
+            match ReadDir::next_page(self).await {
+                Err(e @ Error::UnsafeName { .. }) => {
+                    tracing::warn!(error = %e, "directory entry left out");
+                }
+                other => return other,
+            }
+        }
     }
 }
 

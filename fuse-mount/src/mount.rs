@@ -41,12 +41,18 @@ pub const EXIT_USAGE: i32 = 2;
     about = "Mount an SMB share with FUSE, over every channel to the server.",
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
-        vers=2.1|3|3.0|3.02|3.1.1, seal, actimeo=SECONDS, cache=strict|none, rsize=, wsize=,\n  \
+        vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, actimeo=SECONDS,\n  \
+        cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
         channels_per_nic=, nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=,\n  \
-        ntlm_fallback, allow_other, allow_root,\n  \
+        ntlm_fallback, allow_other, allow_root, perm|noperm,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
         and the generic nodev, nosuid, noexec, noatime, _netdev, nofail, ...\n\
+        Security: SMB 3.0 or newer is offered (vers=default); vers=2.1, for servers that\n\
+        speak nothing newer, has no downgrade protection. Every reply must be signed (sign);\n\
+        nosign is UNSAFE (anyone on the path can alter replies) and the only way to accept\n\
+        a guest session. With allow_other the kernel checks the shown modes (perm); noperm\n\
+        lets every local user act with the SMB user's rights.\n\
         The password comes from SMB_PASSWORD or the credentials file, never the command line."
 )]
 pub struct Args {
@@ -69,14 +75,20 @@ pub struct Args {
 
 /// Run `smbfuse` with parsed arguments; returns the exit status.
 pub fn run(args: Args) -> i32 {
+    // Before any secret is read: from here on this process may hold the password.
+    daemon::forbid_inspection();
     if !args.foreground && !args.daemon_child {
-        return daemon::spawn_and_wait();
+        let handoff = handoff_of(&args);
+        return daemon::spawn_and_wait(handoff.as_ref());
     }
-    if args.daemon_child {
+    let handed = if args.daemon_child {
         daemon::detach();
-    }
+        daemon::receive_handoff()
+    } else {
+        None
+    };
     init_logging(&args);
-    match prepare(&args) {
+    match prepare(&args, handed) {
         Ok(p) => serve(p, args.daemon_child),
         Err((code, msg)) => {
             eprintln!("smbfuse: {msg}");
@@ -85,27 +97,117 @@ pub fn run(args: Args) -> i32 {
     }
 }
 
+/// What the daemon is handed instead of `SMB_PASSWORD` in its environment: the user and
+/// domain as they resolve here, with the password from the environment. `None` when there is
+/// no such password or the credentials do not resolve (the daemon then tries itself and
+/// reports why, in its place among the other checks).
+fn handoff_of(args: &Args) -> Option<daemon::Handoff> {
+    let password = zeroize::Zeroizing::new(std::env::var(daemon::PASSWORD_ENV).ok()?);
+    let opts = MountOptions::parse(&args.options).ok()?;
+    let remote = remote_of(&args.source, &opts).ok()?;
+    let creds = smbcp::credentials(
+        &remote,
+        opts.username.as_deref(),
+        opts.credentials.as_deref(),
+    )
+    .ok()?;
+    Some(daemon::Handoff {
+        user: creds.user,
+        domain: creds.domain,
+        password,
+    })
+}
+
 fn init_logging(args: &Args) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    use tracing_subscriber::util::SubscriberInitExt;
+    let rust_log = std::env::var("RUST_LOG").ok();
     if let Some(path) = &args.log_file {
-        match std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
+        match open_log_file(path) {
             Ok(file) => {
-                let _ = builder
-                    .with_ansi(false)
-                    .with_writer(std::sync::Mutex::new(file))
-                    .try_init();
+                let _ = log_subscriber(std::sync::Mutex::new(file), rust_log.as_deref()).try_init();
             }
-            Err(e) => eprintln!("smbfuse: cannot open log file {}: {e}", path.display()),
+            Err(e) => eprintln!("smbfuse: {e}; logging nowhere"),
         }
     } else if !args.daemon_child {
-        let _ = builder.with_writer(std::io::stderr).try_init();
+        let _ = log_subscriber(std::io::stderr, rust_log.as_deref()).try_init();
     }
+}
+
+/// The daemon's log: `rust_log` (`RUST_LOG`; warn without it) chooses what is written, except
+/// that the security package and its Kerberos codecs (`smbcp::SECRET_LOGGING_TARGETS`) never
+/// log below info: at debug and trace they write NTLM AUTHENTICATE messages, Kerberos
+/// tickets and session keys. The cap is a second filter on the layer
+/// (`smbcp::without_secrets`) rather than `sspi=info` directives added to the `RUST_LOG`
+/// one: such a directive loses to a more specific `sspi::ntlm=trace` or a span directive
+/// (`[span]=trace`), and it raises those targets to info when `RUST_LOG` asks for less.
+fn log_subscriber<W>(
+    writer: W,
+    rust_log: Option<&str>,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::Layer;
+    let filter = rust_log
+        .and_then(|s| tracing_subscriber::EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+    let layer = tracing_subscriber::fmt::layer()
+        // No colours: tracing-subscriber is built without its `ansi` feature.
+        .with_ansi(false)
+        .with_writer(writer)
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(
+            smbcp::without_secrets,
+        ));
+    tracing_subscriber::registry().with(layer)
+}
+
+/// Open the daemon's log file for appending, private to its owner: created 0600; refused when
+/// the name is a symbolic link (never followed: someone who can write the directory could
+/// point it at a file of the mounting user's), when it is not a regular file, or when it
+/// belongs to a user other than this one or root; an existing file that group or others may
+/// read is made 0600. The log names files and servers and is nobody else's business.
+pub fn open_log_file(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        // O_NONBLOCK: a FIFO in the log's place fails or opens at once instead of hanging
+        // the mount; it is refused below either way. Regular files ignore the flag.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!("log file {shown} is a symbolic link: refused"),
+            Some(libc::ENXIO) => format!("log file {shown} is not a regular file: refused"),
+            _ => format!("cannot open log file {shown}: {e}"),
+        })?;
+    let md = file
+        .metadata()
+        .map_err(|e| format!("log file {shown}: {e}"))?;
+    if !md.is_file() {
+        return Err(format!("log file {shown} is not a regular file: refused"));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if md.uid() != me && md.uid() != 0 {
+        return Err(format!(
+            "log file {shown} belongs to uid {}, not to this user (uid {me}) or root: refused",
+            md.uid()
+        ));
+    }
+    if md.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| {
+                format!(
+                    "log file {shown} is open to group or others (mode {:04o}) and cannot be \
+                     made private: {e}",
+                    md.mode() & 0o7777
+                )
+            })?;
+    }
+    Ok(file)
 }
 
 /// Everything checked and connected, ready to mount.
@@ -154,29 +256,72 @@ pub fn parse_source(source: &str) -> Result<RemotePath, String> {
     }
 }
 
-fn prepare(args: &Args) -> Result<Prepared, Failure> {
-    let opts = MountOptions::parse(&args.options).map_err(usage)?;
-    let mut remote = parse_source(&args.source).map_err(usage)?;
+/// The source as a remote location, with the port and domain the options give.
+fn remote_of(source: &str, opts: &MountOptions) -> Result<RemotePath, String> {
+    let mut remote = parse_source(source)?;
     if let Some(port) = opts.port {
         remote.port = port;
     }
     if remote.domain.is_none() {
         remote.domain = opts.domain.clone();
     }
+    Ok(remote)
+}
+
+/// What a failed connection says, with the option that would change it where the cause is
+/// one of the safe defaults (signing required, no guest sessions).
+fn explain_connect_failure(msg: String, opts: &MountOptions) -> String {
+    if !opts.require_signing {
+        return msg;
+    }
+    if msg.contains("mapped to guest") {
+        format!(
+            "{msg}; a guest session cannot be signed: only -o nosign (UNSAFE: anyone on the \
+             path can then alter the server's replies) accepts one"
+        )
+    } else if msg.contains("where signing is required") {
+        format!(
+            "{msg}; if this server cannot sign, -o nosign turns the requirement off (UNSAFE: \
+             anyone on the path can then alter its replies)"
+        )
+    } else {
+        msg
+    }
+}
+
+fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Failure> {
+    let opts = MountOptions::parse(&args.options).map_err(usage)?;
+    let remote = remote_of(&args.source, &opts).map_err(usage)?;
     check_mountpoint(&args.mountpoint).map_err(usage)?;
     let mountpoint = std::fs::canonicalize(&args.mountpoint)
         .map_err(|e| usage(format!("mount point {}: {e}", args.mountpoint.display())))?;
-    let creds = smbcp::credentials(
+    let resolved = smbcp::credentials(
         &remote,
         opts.username.as_deref(),
         opts.credentials.as_deref(),
-    )
-    .map_err(|e| {
-        usage(
-            e.replace("--user", "-o username=")
-                .replace("--credentials FILE", "-o credentials=FILE"),
-        )
-    })?;
+    );
+    let creds = match (resolved, handed) {
+        (Ok(c), _) => c,
+        // No password here: the daemon was started without SMB_PASSWORD, and the command
+        // handed the credentials over (a credentials file's password, found above, wins as
+        // it does for every smbcp tool).
+        (Err(_), Some(h)) => smb3_client::UserCredentials {
+            user: h.user,
+            domain: h.domain,
+            password: h.password.as_str().into(),
+        },
+        (Err(e), None) => {
+            return Err(usage(
+                e.replace("--user", "-o username=")
+                    .replace("--credentials FILE", "-o credentials=FILE"),
+            ))
+        }
+    };
+    // Read: nothing needs it in the environment any more, and whatever this process starts
+    // (fusermount3, say) must not inherit it. /proc/PID/environ keeps showing the initial
+    // environment of a foreground daemon; `daemon::forbid_inspection` keeps other processes
+    // of the user out of it, and a background daemon never had it there.
+    std::env::remove_var(daemon::PASSWORD_ENV);
     let mut config = ClientConfig::default();
     opts.apply_to(&mut config).map_err(usage)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -187,7 +332,7 @@ fn prepare(args: &Args) -> Result<Prepared, Failure> {
     let share = rt.block_on(async {
         let client = smbcp::connect(&remote, &creds, config)
             .await
-            .map_err(failed)?;
+            .map_err(|e| failed(explain_connect_failure(e, &opts)))?;
         let share = match client.share(&remote.share).await {
             Ok(s) => s,
             Err(e) => {
@@ -287,7 +432,7 @@ fn fuse_config(opts: &MountOptions, remote: &RemotePath) -> fuser::Config {
         M::Subtype("smbfuse".into()),
         if opts.read_only { M::RO } else { M::RW },
     ];
-    if opts.default_permissions {
+    if opts.kernel_checks_permissions() {
         mo.push(M::DefaultPermissions);
     }
     for flag in &opts.kernel_flags {
@@ -370,12 +515,26 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     if let Some(dev) = &device {
         crate::kernel::set_readahead(dev, opts.max_readahead);
     }
+    // Before `ready`: `smbctl status` works as soon as smbfuse returns, and a background
+    // daemon's stderr is still the user's terminal for the warning.
+    #[cfg(unix)]
+    let status_socket =
+        match crate::status::serve(rt.handle(), fs.clone(), &mountpoint, remote.display()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                // The mount works without it; only `smbctl status` does not.
+                tracing::warn!(error = %e, "no status socket");
+                if daemon_child {
+                    eprintln!(
+                        "smbfuse: warning: no status socket, smbctl status will not answer: {e}"
+                    );
+                }
+                None
+            }
+        };
     if daemon_child {
         daemon::ready();
     }
-    #[cfg(unix)]
-    let status_socket =
-        crate::status::serve(rt.handle(), fs.clone(), &mountpoint, remote.display());
     // SIGTERM / SIGINT: unmount, which ends the request loop below like `umount` does.
     let mp = mountpoint.clone();
     let session_ended = Arc::new(AtomicBool::new(false));
@@ -496,6 +655,187 @@ mod tests {
         let e = check_mountpoint(&base.join("missing")).unwrap_err();
         assert!(e.ends_with("does not exist"), "{e}");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn the_log_file_is_private_and_never_reached_through_a_link() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let base = std::env::temp_dir().join(format!("smbfuse-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().mode() & 0o7777;
+
+        // Created 0600, appended to.
+        let log = base.join("new.log");
+        std::io::Write::write_all(&mut open_log_file(&log).unwrap(), b"one\n").unwrap();
+        assert_eq!(mode(&log), 0o600);
+        std::io::Write::write_all(&mut open_log_file(&log).unwrap(), b"two\n").unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"one\ntwo\n");
+
+        // An existing one others may read: made private, kept.
+        let loose = base.join("loose.log");
+        std::fs::write(&loose, b"old\n").unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o666)).unwrap();
+        open_log_file(&loose).unwrap();
+        assert_eq!(mode(&loose), 0o600);
+        assert_eq!(std::fs::read(&loose).unwrap(), b"old\n");
+
+        // A symbolic link, even to one's own file: refused, the target untouched.
+        let target = base.join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = base.join("link.log");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = open_log_file(&link).unwrap_err();
+        assert!(e.contains("symbolic link: refused"), "{e}");
+        assert_eq!(mode(&target), 0o644);
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        let dangling = base.join("dangling.log");
+        std::os::unix::fs::symlink(base.join("made-through-link"), &dangling).unwrap();
+        assert!(open_log_file(&dangling).is_err());
+        assert!(!base.join("made-through-link").exists());
+
+        // Not a regular file: refused without hanging (a FIFO nobody reads).
+        let fifo = base.join("fifo.log");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            let e = open_log_file(&fifo).unwrap_err();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        assert!(open_log_file(&base).is_err(), "a directory");
+
+        // Another user's file (chown needs root).
+        if rustix::process::geteuid().is_root() {
+            let theirs = base.join("theirs.log");
+            std::fs::write(&theirs, b"").unwrap();
+            std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o666)).unwrap();
+            std::os::unix::fs::lchown(&theirs, Some(12345), None).unwrap();
+            let e = open_log_file(&theirs).unwrap_err();
+            assert!(e.contains("belongs to uid 12345"), "{e}");
+            assert_eq!(mode(&theirs), 0o666);
+        } else {
+            eprintln!("not root: the other-owner case is skipped");
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A writer into a shared buffer, for reading back what was logged.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What is logged of one event per (target, level) below, under `rust_log`.
+    fn logged(rust_log: Option<&str>) -> String {
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = log_subscriber(move || writer.clone(), rust_log);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("outer");
+            let _in = span.enter();
+            tracing::trace!(target: "sspi::ntlm", "sspi-trace");
+            tracing::debug!(target: "sspi::kerberos", "sspi-debug");
+            tracing::info!(target: "sspi", "sspi-info");
+            tracing::debug!(target: "picky_krb::messages", "picky-krb-debug");
+            tracing::debug!(target: "picky_asn1", "picky-asn1-debug");
+            tracing::debug!(target: "smb3_client::session", "client-debug");
+            tracing::trace!(target: "smb3_client::channel", "client-trace");
+            tracing::warn!(target: "smbfuse", "smbfuse-warn");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        text
+    }
+
+    #[test]
+    fn secrets_libraries_never_log_below_info() {
+        for rust_log in [
+            "trace",
+            "debug",
+            "sspi=trace,trace",
+            "trace,sspi=trace,picky_krb=trace,picky_asn1=trace",
+            "sspi::ntlm=trace,sspi::kerberos=trace,picky_krb::messages=trace,trace",
+            "[outer]=trace,trace",
+        ] {
+            let text = logged(Some(rust_log));
+            for hidden in [
+                "sspi-trace",
+                "sspi-debug",
+                "picky-krb-debug",
+                "picky-asn1-debug",
+            ] {
+                assert!(
+                    !text.contains(hidden),
+                    "{rust_log}: {hidden} logged:\n{text}"
+                );
+            }
+            let mut shown = vec!["sspi-info", "client-debug", "smbfuse-warn"];
+            if rust_log != "debug" {
+                shown.push("client-trace");
+            }
+            for shown in shown {
+                assert!(text.contains(shown), "{rust_log}: {shown} missing:\n{text}");
+            }
+        }
+        // Without RUST_LOG, or with less than info: the cap raises nothing.
+        let text = logged(None);
+        assert!(
+            text.contains("smbfuse-warn") && !text.contains("sspi-info"),
+            "{text}"
+        );
+        assert!(!text.contains("client-debug"), "{text}");
+        let text = logged(Some("warn,smb3_client=debug"));
+        assert!(
+            text.contains("client-debug") && !text.contains("sspi-info"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_safe_defaults_name_their_opt_out_when_they_stop_a_mount() {
+        let safe = MountOptions::parse::<&str>(&[]).unwrap();
+        let guest = "10.0.0.1:445: authentication failed: server offered only a guest \
+                     session: user \"x\" was mapped to guest"
+            .to_string();
+        let e = explain_connect_failure(guest.clone(), &safe);
+        assert!(
+            e.starts_with(&guest) && e.contains("-o nosign (UNSAFE"),
+            "{e}"
+        );
+        let unsigned = "unsigned TREE_CONNECT reply (MessageId 3) where signing is required: \
+                        refused"
+            .to_string();
+        assert!(explain_connect_failure(unsigned, &safe).contains("-o nosign"));
+        let other = "connection refused".to_string();
+        assert_eq!(explain_connect_failure(other.clone(), &safe), other);
+        let nosign = MountOptions::parse(&["nosign"]).unwrap();
+        assert_eq!(explain_connect_failure(guest.clone(), &nosign), guest);
+    }
+
+    #[test]
+    fn other_users_meet_default_permissions() {
+        use fuser::MountOption as M;
+        let remote = parse_source("//h/s").unwrap();
+        let has = |opts: &str| {
+            fuse_config(&MountOptions::parse(&[opts]).unwrap(), &remote)
+                .mount_options
+                .contains(&M::DefaultPermissions)
+        };
+        assert!(!has(""));
+        assert!(has("allow_other"));
+        assert!(!has("allow_other,noperm"));
+        assert!(has("allow_other,noperm,default_permissions"));
+        assert!(has("default_permissions"));
     }
 
     #[test]

@@ -31,8 +31,15 @@ pub struct MountOptions {
     pub file_mode: u32,
     /// `dir_mode=` (octal, default 0755).
     pub dir_mode: u32,
-    /// `vers=`: the dialects offered (`2.1`, `3`, `3.0`, `3.02`, `3.1.1`, `default`).
+    /// `vers=`: the dialects offered (`2.1`, `3`, `3.0`, `3.02`, `3.1.1`, `default`). `None`
+    /// keeps the library's range, SMB 3.0 to 3.1.1: 2.1 has no protection against a man in
+    /// the middle who rewrites NEGOTIATE to downgrade the connection, so it is offered only
+    /// when asked for by name.
     pub dialects: Option<(Dialect, Dialect)>,
+    /// `sign` (the default): every reply must be signed (or sealed), and a guest session,
+    /// which cannot sign, is refused. `nosign` turns both off: UNSAFE, for servers that
+    /// cannot sign; anyone on the path can then alter what the server sends.
+    pub require_signing: bool,
     /// `seal`: encrypt the whole session.
     pub seal: bool,
     /// `actimeo=` seconds: how long attributes and names are cached (default 1).
@@ -70,6 +77,10 @@ pub struct MountOptions {
     pub allow_root: bool,
     /// `default_permissions`: the kernel checks the shown modes before asking the server.
     pub default_permissions: bool,
+    /// `perm` (the default, as mount.cifs) / `noperm`: with `allow_other`, `perm` makes the
+    /// kernel check the shown modes (`default_permissions`) before another local user acts
+    /// with the SMB user's rights; `noperm` lets every local user act with them.
+    pub perm: bool,
     /// `ro` (`rw` is the default).
     pub read_only: bool,
     /// `max_readahead=` bytes: the kernel's read-ahead window for sequential readers
@@ -131,6 +142,7 @@ impl Default for MountOptions {
             file_mode: 0o755,
             dir_mode: 0o755,
             dialects: None,
+            require_signing: true,
             seal: false,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
@@ -149,6 +161,7 @@ impl Default for MountOptions {
             allow_other: false,
             allow_root: false,
             default_permissions: false,
+            perm: true,
             read_only: false,
             max_readahead: DEFAULT_READAHEAD,
             max_write: MAX_FUSE_IO,
@@ -190,8 +203,6 @@ const IGNORED: &[&str] = &[
     "nolazytime",
     "silent",
     "loud",
-    "noperm",
-    "perm",
 ];
 
 fn octal(name: &str, v: &str) -> Result<u32, String> {
@@ -276,6 +287,8 @@ impl MountOptions {
             "file_mode" => self.file_mode = octal(name, need()?)?,
             "dir_mode" => self.dir_mode = octal(name, need()?)?,
             "vers" => self.dialects = dialects(need()?)?,
+            "sign" => self.require_signing = true,
+            "nosign" => self.require_signing = false,
             "seal" => self.seal = true,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
             "cache" => {
@@ -316,6 +329,8 @@ impl MountOptions {
             "allow_other" => self.allow_other = true,
             "allow_root" => self.allow_root = true,
             "default_permissions" => self.default_permissions = true,
+            "perm" => self.perm = true,
+            "noperm" => self.perm = false,
             "closetimeo" => self.closetimeo = Duration::from_secs(number(name, need()?)?),
             "watch_dirs" => {
                 let n: usize = number(name, need()?)?;
@@ -360,12 +375,23 @@ impl MountOptions {
         Ok(())
     }
 
+    /// Whether the kernel checks the shown owner and modes before a request reaches the
+    /// daemon: asked for with `default_permissions`, and on whenever other users may use the
+    /// mount (`allow_other`) unless `noperm` says otherwise. Without it, every local user
+    /// allowed in acts with the rights of the SMB user the mount logged on as.
+    pub fn kernel_checks_permissions(&self) -> bool {
+        self.default_permissions || (self.allow_other && self.perm)
+    }
+
     /// Apply the session settings to a client configuration.
     pub fn apply_to(&self, config: &mut ClientConfig) -> Result<(), String> {
         if let Some((min, max)) = self.dialects {
             config.min_dialect = min;
             config.max_dialect = max;
         }
+        // A guest session has no key to sign with: accepting one is part of the same opt-out.
+        config.require_signing = self.require_signing;
+        config.allow_guest = !self.require_signing;
         config.encrypt = self.seal;
         let io = self.rsize.into_iter().chain(self.wsize).max();
         if let Some(n) = io {
@@ -476,5 +502,79 @@ mod tests {
         let o = MountOptions::parse(&["prefetch=4000M"]).unwrap();
         assert_eq!(o.prefetch, MAX_PREFETCH);
         assert!(!o.hard && o.multichannel && !o.read_only);
+    }
+
+    #[test]
+    fn signing_is_required_unless_nosign() {
+        let mut c = ClientConfig::default();
+        MountOptions::parse::<&str>(&[])
+            .unwrap()
+            .apply_to(&mut c)
+            .unwrap();
+        assert!(c.require_signing && !c.allow_guest);
+        assert_eq!(
+            (c.min_dialect, c.max_dialect),
+            (Dialect::Smb300, Dialect::Smb311)
+        );
+
+        let o = MountOptions::parse(&["nosign"]).unwrap();
+        assert!(!o.require_signing);
+        let mut c = ClientConfig::default();
+        o.apply_to(&mut c).unwrap();
+        assert!(!c.require_signing && c.allow_guest);
+
+        // `sign` is the default spelled out; the later of the two wins, as for every option.
+        for (opts, want) in [
+            ("sign", true),
+            ("nosign,sign", true),
+            ("sign,nosign", false),
+        ] {
+            let o = MountOptions::parse(&[opts]).unwrap();
+            let mut c = ClientConfig::default();
+            o.apply_to(&mut c).unwrap();
+            assert_eq!((c.require_signing, c.allow_guest), (want, !want), "{opts}");
+        }
+    }
+
+    #[test]
+    fn vers_sets_both_ends_and_default_keeps_the_library_range() {
+        for (vers, want) in [
+            ("2.1", (Dialect::Smb210, Dialect::Smb210)),
+            ("3", (Dialect::Smb300, Dialect::Smb311)),
+            ("3.0", (Dialect::Smb300, Dialect::Smb300)),
+            ("3.02", (Dialect::Smb302, Dialect::Smb302)),
+            ("3.1.1", (Dialect::Smb311, Dialect::Smb311)),
+            ("default", (Dialect::Smb300, Dialect::Smb311)),
+        ] {
+            let mut c = ClientConfig::default();
+            MountOptions::parse(&[format!("vers={vers}")])
+                .unwrap()
+                .apply_to(&mut c)
+                .unwrap();
+            assert_eq!((c.min_dialect, c.max_dialect), want, "vers={vers}");
+            // Choosing a dialect lowers nothing else.
+            assert!(c.require_signing, "vers={vers}");
+        }
+    }
+
+    #[test]
+    fn other_users_get_kernel_permission_checks_unless_noperm() {
+        for (opts, checks) in [
+            ("", false),
+            ("perm", false),
+            ("noperm", false),
+            ("allow_root", false),
+            ("allow_other", true),
+            ("allow_other,perm", true),
+            ("allow_other,noperm", false),
+            ("noperm,allow_other", false),
+            ("allow_other,noperm,perm", true),
+            ("default_permissions", true),
+            ("default_permissions,noperm", true),
+            ("allow_other,noperm,default_permissions", true),
+        ] {
+            let o = MountOptions::parse(&[opts]).unwrap();
+            assert_eq!(o.kernel_checks_permissions(), checks, "{opts:?}");
+        }
     }
 }

@@ -1570,3 +1570,191 @@ fn pjdfstest_fails_only_where_expected() {
     drop(m);
     no_open_files(&tb);
 }
+
+/// The super options of the mount at `mp` (after ` - TYPE SOURCE ` in /proc/self/mountinfo):
+/// what the kernel's FUSE mount was given, `default_permissions` and `allow_other` among them.
+fn super_options(mp: &Path) -> String {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let want = mp.to_string_lossy();
+    let line = text
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+        .unwrap_or_else(|| panic!("{} is not mounted", mp.display()));
+    let after = line.split_once(" - ").expect("mountinfo separator").1;
+    after.splitn(3, ' ').nth(2).unwrap_or_default().to_string()
+}
+
+/// A background mount: no password in the daemon's environment, its status socket and log
+/// private, the security library silent below info under `RUST_LOG=trace`, and other users
+/// checked by the kernel (`allow_other` brings `default_permissions`).
+#[test]
+fn a_background_mount_keeps_its_secrets_and_status_private() {
+    let tb = testbed();
+    let mp = scratch("private");
+    let log_dir = scratch("private-log");
+    let log = log_dir.join("smbfuse.log");
+    let mut cmd = smbfuse_cmd(&tb, tb.password());
+    cmd.arg(source(&tb, "plain"))
+        .arg(&mp)
+        .args(["-o", "allow_other"])
+        .arg("--log-file")
+        .arg(&log)
+        .env("RUST_LOG", "trace");
+    let t = Instant::now();
+    let out = cmd.output().expect("run smbfuse");
+    let m = Mounted {
+        mp: mp.clone(),
+        child: None,
+    };
+    eprintln!("background mount took {:?}", t.elapsed());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pids = daemons_of(&mp);
+    assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
+
+    // The password reached the daemon on a pipe, not in its environment.
+    let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).unwrap();
+    let names: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter_map(|v| v.split(|b| *b == b'=').next())
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "RUST_LOG"),
+        "environ read: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n == "SMB_PASSWORD"),
+        "SMB_PASSWORD in the daemon's environment"
+    );
+    std::fs::write(m.path("f"), b"via the daemon").unwrap();
+    assert_eq!(
+        std::fs::read(tb.share_path("plain").join("f")).unwrap(),
+        b"via the daemon"
+    );
+
+    // allow_other without noperm: the kernel checks modes for the other users.
+    let opts = super_options(&mp);
+    assert!(
+        opts.split(',').any(|o| o == "allow_other")
+            && opts.split(',').any(|o| o == "default_permissions"),
+        "super options: {opts}"
+    );
+
+    // The status socket answers as soon as smbfuse returned, 0600 in a 0700 directory.
+    let sock = smbcp::mount_status::socket_path(&mp);
+    let md = std::fs::symlink_metadata(&sock).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_socket(&md.file_type()),
+        "{}",
+        sock.display()
+    );
+    assert_eq!(md.mode() & 0o7777, 0o600, "{}", sock.display());
+    let dir_md = std::fs::symlink_metadata(sock.parent().unwrap()).unwrap();
+    assert_eq!(
+        (dir_md.uid(), dir_md.mode() & 0o077),
+        (0, 0),
+        "socket directory mode {:o}",
+        dir_md.mode()
+    );
+    let status = smbcp::mount_status::read_status(&mp).expect("status");
+    assert_eq!(status["share"], "plain");
+    assert_ne!(status["signing"], "-", "a signed session by default");
+
+    run(Command::new("umount").arg(&mp));
+    assert!(
+        wait_until(Duration::from_secs(20), || !alive(pids[0])),
+        "daemon still running after umount"
+    );
+    drop(m);
+    assert!(!sock.exists(), "socket removed at unmount");
+
+    // The log: private; sspi's lines reach it (at info: its spans' return values), none of
+    // them, nor picky's, below info (those carry NTLM messages, tickets and keys).
+    let md = std::fs::symlink_metadata(&log).unwrap();
+    assert_eq!(md.mode() & 0o7777, 0o600);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let below_info = |l: &&str| l.contains(" DEBUG ") || l.contains(" TRACE ");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" INFO ") && l.contains(" sspi::")),
+        "no line from sspi at all:\n{text}"
+    );
+    // A line's target is the word ending in ':' after its level and spans.
+    let secret: Vec<&str> = text
+        .lines()
+        .filter(below_info)
+        .filter(|l| {
+            l.split_whitespace()
+                .any(|w| (w.starts_with("sspi") || w.starts_with("picky")) && w.ends_with(':'))
+        })
+        .collect();
+    assert!(
+        secret.is_empty(),
+        "security library lines below info: {secret:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&log_dir);
+}
+
+/// Signing, guest sessions and permission checks as options: a guest session is refused
+/// (with the option that would allow it named) unless `nosign`; `vers=2.1` still mounts,
+/// signed; `noperm` leaves `allow_other` without `default_permissions`.
+#[test]
+fn guest_needs_nosign_and_vers_2_1_and_noperm_still_mount() {
+    let tb = testbed();
+    let guest = format!("smb://no-such-user@{}/public", tb.server_addr(1));
+    let mp = scratch("guest-refused");
+    fails(&tb, "whatever", &guest, &mp, &[], 1, "-o nosign");
+    let _ = std::fs::remove_dir_all(&mp);
+
+    let mut cmd = smbfuse_cmd(&tb, "whatever");
+    let mp = scratch("guest");
+    cmd.arg(&guest).arg(&mp).args(["-o", "nosign"]);
+    let m = Mounted {
+        mp: mp.clone(),
+        child: None,
+    };
+    let out = cmd.output().expect("run smbfuse");
+    assert!(
+        out.status.success(),
+        "guest with nosign: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(m.path("from-guest.txt"), b"guest data").unwrap();
+    assert_eq!(
+        std::fs::read(tb.share_path("public").join("from-guest.txt")).unwrap(),
+        b"guest data"
+    );
+    let status = smbcp::mount_status::read_status(&mp).expect("status");
+    assert_eq!(status["signing"], "-", "a guest session cannot sign");
+    drop(m);
+
+    let m = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "vers21",
+        &["vers=2.1,allow_other,noperm"],
+    );
+    std::fs::write(m.path("old"), b"2.1").unwrap();
+    assert_eq!(std::fs::read(m.path("old")).unwrap(), b"2.1");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            smbcp::mount_status::read_status(&m.mp).is_ok()
+        }),
+        "the mount's status socket never answered"
+    );
+    let status = smbcp::mount_status::read_status(&m.mp).unwrap();
+    assert_eq!(status["dialect"], "2.1");
+    assert_ne!(status["signing"], "-", "signing is still required on 2.1");
+    let opts = super_options(&m.mp);
+    assert!(
+        opts.split(',').any(|o| o == "allow_other")
+            && !opts.split(',').any(|o| o == "default_permissions"),
+        "super options: {opts}"
+    );
+    drop(m);
+    no_open_files(&tb);
+}

@@ -24,7 +24,7 @@ fn creds(tb: &Testbed) -> UserCredentials {
     UserCredentials {
         user: tb.user().to_string(),
         domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
+        password: tb.password().into(),
     }
 }
 
@@ -388,7 +388,7 @@ fn wrong_password_missing_share_missing_file() {
     let (srv, cr) = (server(&tb), creds(&tb));
     client_block_on(&rt, async move {
         let mut bad = cr.clone();
-        bad.password.push('x');
+        bad.password = format!("{}x", tb.password()).into();
         let e = Client::connect(&srv, &bad, ClientConfig::default())
             .await
             .expect_err("must fail");
@@ -538,11 +538,29 @@ fn guest_sessions_only_when_allowed() {
         );
         assert!(e.to_string().contains("guest"), "{e}");
 
+        // Allowed, a guest session is still refused while signing is required (the
+        // default): it has no key, so nothing the server sends could be checked.
         let mut config = ClientConfig::default();
         config.allow_guest = true;
+        let e = Client::connect(&srv, &stranger, config.clone())
+            .await
+            .expect_err("a guest session cannot be signed");
+        assert!(
+            matches!(
+                &e,
+                Error::Auth {
+                    kind: AuthFailure::NoSessionKey,
+                    detail: AuthDetail::GuestCannotSign { user },
+                } if user == "no-such-user"
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("signing is required"), "{e}");
+
+        config.require_signing = false;
         let client = Client::connect(&srv, &stranger, config)
             .await
-            .expect("guest allowed");
+            .expect("guest allowed, signing not required");
         assert_eq!(
             client.signing(),
             None,

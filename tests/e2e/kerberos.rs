@@ -202,7 +202,7 @@ fn ntlm_refused_wrong_password_and_unreachable_kdc() {
 
     // Kerberos with a wrong password: the KDC refuses pre-authentication.
     let mut wrong = tb.credentials();
-    wrong.password.push('x');
+    wrong.password = format!("{}x", tb.password()).into();
     let (r, took) = connect(kerberos_config(&tb), wrong);
     match r {
         Err(Error::Auth {

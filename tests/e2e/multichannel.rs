@@ -37,7 +37,7 @@ fn creds(tb: &Testbed) -> UserCredentials {
     UserCredentials {
         user: tb.user().to_string(),
         domain: tb.domain().to_string(),
-        password: tb.password().to_string(),
+        password: tb.password().into(),
     }
 }
 
@@ -229,6 +229,7 @@ fn smb21_and_disabled_sessions_stay_on_one_channel_and_say_why() {
     let tb = start(TestbedConfig::unshaped(2));
     in_client(&tb, |tb, creds| async move {
         let mut cfg = config();
+        cfg.min_dialect = Dialect::Smb210;
         cfg.max_dialect = Dialect::Smb210;
         let client = connect(tb.server_addr(1).into(), &creds, cfg).await;
         assert_eq!(client.channels().len(), 1);

@@ -603,7 +603,7 @@ impl Testbed {
         smb3_client::UserCredentials {
             user: self.user().to_string(),
             domain: self.domain().to_string(),
-            password: self.password().to_string(),
+            password: self.password().into(),
         }
     }
 

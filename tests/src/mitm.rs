@@ -8,20 +8,27 @@
 //! it on [`crate::Testbed::client_runtime`]) and forwards each connection to `upstream`.
 //!
 //! Frames are handed to the mischief whole; [`Smb2`] reads and writes the fields of the first
-//! SMB2 header in one. A test that changes a signed or encrypted frame breaks its signature or
-//! tag, which is the point of some cases; the others use a guest session, which is unsigned,
-//! or sign the changed reply again with the session's key ([`SigningKeys`], fed by the
-//! client's key log), as a hostile server holding the session would.
+//! SMB2 header in one, and the bodies the security tests rewrite: a NEGOTIATE's dialects,
+//! SecurityMode and negotiate contexts, a SESSION_SETUP reply's SessionFlags and security
+//! buffer, a QUERY_DIRECTORY reply's entry names (in place, same length). A test that changes
+//! a signed or encrypted frame breaks its signature or tag, which is the point of some cases
+//! (a man in the middle without the keys); the others use a guest session, which is unsigned,
+//! or play a hostile server holding the session's keys ([`SigningKeys`], fed by the in-process
+//! client's key log or by an smbcp subprocess's `SMB_KEYLOGFILE`): sign the changed reply
+//! again, or open a sealed reply and send it on signed, or sealed again.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use smb3_client::{KeyLog, SessionKeys};
+use smb3_proto::crypto::seal::Sealer;
 use smb3_proto::crypto::signing::Signer;
 use smb3_proto::crypto::CryptoBackend;
+use smb3_proto::{Cipher, Dialect, SigningAlgorithm};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -323,19 +330,226 @@ impl Smb2 {
     pub fn frame(&self) -> Bytes {
         Bytes::copy_from_slice(&self.0)
     }
+
+    fn put_u16(&mut self, at: usize, v: u16) {
+        self.0[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// Whether this is a reply (SMB2_FLAGS_SERVER_TO_REDIR).
+    pub fn is_reply(&self) -> bool {
+        self.flags() & 1 != 0
+    }
+
+    /// Whether the header says SMB2_FLAGS_SIGNED.
+    pub fn is_signed(&self) -> bool {
+        self.flags() & 0x8 != 0
+    }
+
+    // ------------------------------------------------------------ NEGOTIATE (MS-SMB2 2.2.3, 2.2.4)
+
+    /// The Dialects of a NEGOTIATE request (DialectCount at body offset 2, the list at 36).
+    pub fn request_dialects(&self) -> Vec<u16> {
+        let count = self.u16_at(64 + 2) as usize;
+        (0..count).map(|i| self.u16_at(64 + 36 + 2 * i)).collect()
+    }
+
+    /// Rewrite every dialect of a NEGOTIATE request in place (the count stays).
+    pub fn map_request_dialects(&mut self, f: impl Fn(u16) -> u16) -> &mut Self {
+        for (i, d) in self.request_dialects().into_iter().enumerate() {
+            self.put_u16(64 + 36 + 2 * i, f(d));
+        }
+        self
+    }
+
+    /// SecurityMode of a NEGOTIATE request (body offset 4) or response (body offset 2).
+    pub fn negotiate_security_mode(&self) -> u16 {
+        self.u16_at(if self.is_reply() { 66 } else { 68 })
+    }
+
+    /// Set SecurityMode of a NEGOTIATE request or response.
+    pub fn set_negotiate_security_mode(&mut self, mode: u16) -> &mut Self {
+        let at = if self.is_reply() { 66 } else { 68 };
+        self.put_u16(at, mode);
+        self
+    }
+
+    /// DialectRevision of a NEGOTIATE response (body offset 4).
+    pub fn negotiate_dialect(&self) -> u16 {
+        self.u16_at(68)
+    }
+
+    /// The negotiate contexts (MS-SMB2 2.2.3.1 / 2.2.4.1) of a 3.1.1 NEGOTIATE request or
+    /// response: each context's type and where its data lies in the message. The offset is
+    /// from the start of the header (request: NegotiateContextOffset at body offset 28, count
+    /// at 32; response: offset at 60, count at 6); contexts are 8-byte aligned.
+    pub fn negotiate_contexts(&self) -> Vec<(u16, std::ops::Range<usize>)> {
+        let (offset, count) = if self.is_reply() {
+            (self.u32_at(64 + 60) as usize, self.u16_at(64 + 6))
+        } else {
+            (self.u32_at(64 + 28) as usize, self.u16_at(64 + 32))
+        };
+        let mut out = Vec::new();
+        let mut at = offset;
+        for _ in 0..count {
+            if at + 8 > self.0.len() {
+                break;
+            }
+            let kind = self.u16_at(at);
+            let len = self.u16_at(at + 2) as usize;
+            let data = at + 8..(at + 8 + len).min(self.0.len());
+            at = (data.end).next_multiple_of(8);
+            out.push((kind, data));
+        }
+        out
+    }
+
+    /// The algorithm ids of the first negotiate context of `kind` (2 = ENCRYPTION_CAPABILITIES,
+    /// 8 = SIGNING_CAPABILITIES: a count, then the ids), or `None` without one.
+    pub fn context_algorithms(&self, kind: u16) -> Option<Vec<u16>> {
+        let (_, data) = self
+            .negotiate_contexts()
+            .into_iter()
+            .find(|(k, _)| *k == kind)?;
+        let count = self.u16_at(data.start) as usize;
+        Some(
+            (0..count)
+                .map(|i| self.u16_at(data.start + 2 + 2 * i))
+                .collect(),
+        )
+    }
+
+    /// Replace every algorithm id in the first negotiate context of `kind` by `id`; false
+    /// when there is no such context.
+    pub fn set_context_algorithms(&mut self, kind: u16, id: u16) -> bool {
+        let Some((_, data)) = self
+            .negotiate_contexts()
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+        else {
+            return false;
+        };
+        let count = self.u16_at(data.start) as usize;
+        for i in 0..count {
+            self.put_u16(data.start + 2 + 2 * i, id);
+        }
+        true
+    }
+
+    // ------------------------------------------------------------ SESSION_SETUP (MS-SMB2 2.2.6)
+
+    /// SessionFlags of a SESSION_SETUP response (body offset 2): IS_GUEST 0x1, IS_NULL 0x2,
+    /// ENCRYPT_DATA 0x4.
+    pub fn session_flags(&self) -> u16 {
+        self.u16_at(66)
+    }
+
+    /// Set SessionFlags of a SESSION_SETUP response.
+    pub fn set_session_flags(&mut self, flags: u16) -> &mut Self {
+        self.put_u16(66, flags);
+        self
+    }
+
+    /// The security buffer of a SESSION_SETUP response (offset at body offset 4, length at 6).
+    pub fn session_security_buffer(&self) -> &[u8] {
+        let offset = self.u16_at(68) as usize;
+        let len = self.u16_at(70) as usize;
+        self.0.get(offset..offset + len).unwrap_or(&[])
+    }
+
+    /// Empty the security buffer of a SESSION_SETUP response: length 0, offset at the end of
+    /// the fixed part, where the message now ends.
+    pub fn empty_session_security_buffer(&mut self) -> &mut Self {
+        self.put_u16(70, 0);
+        self.put_u16(68, 64 + 8);
+        self.0.truncate(64 + 8);
+        self
+    }
+
+    // ------------------------------------------------------------ QUERY_DIRECTORY (MS-SMB2 2.2.34)
+
+    /// Where each entry of a QUERY_DIRECTORY response in FileIdBothDirectoryInformation
+    /// (MS-FSCC 2.4.17) keeps its name: (offset of FileName, FileNameLength in bytes). The
+    /// output buffer's offset is at body offset 2, its length at 4; each entry's
+    /// NextEntryOffset at 0, FileNameLength at 60, FileName at 104.
+    fn directory_name_slots(&self) -> Vec<(usize, usize)> {
+        if self.0.len() < 64 + 8 {
+            return Vec::new();
+        }
+        let start = self.u16_at(66) as usize;
+        let end = (start + self.u32_at(68) as usize).min(self.0.len());
+        let mut out = Vec::new();
+        let mut at = start;
+        while at + 104 <= end {
+            let len = self.u32_at(at + 60) as usize;
+            if at + 104 + len > end {
+                break;
+            }
+            out.push((at + 104, len));
+            let next = self.u32_at(at) as usize;
+            if next == 0 {
+                break;
+            }
+            at += next;
+        }
+        out
+    }
+
+    /// The names in a QUERY_DIRECTORY response (FileIdBothDirectoryInformation), in order.
+    pub fn directory_names(&self) -> Vec<String> {
+        self.directory_name_slots()
+            .into_iter()
+            .map(|(at, len)| utf16_name(&self.0[at..at + len]))
+            .collect()
+    }
+
+    /// Rename entries of a QUERY_DIRECTORY response in place: every name for which `rename`
+    /// gives a new one of the same UTF-16 length (so that no offset moves) is overwritten.
+    /// Returns how many were renamed; panics on a replacement of another length.
+    pub fn rename_directory_entries(&mut self, rename: impl Fn(&str) -> Option<String>) -> usize {
+        let mut renamed = 0;
+        for (at, len) in self.directory_name_slots() {
+            let old = utf16_name(&self.0[at..at + len]);
+            let Some(new) = rename(&old) else {
+                continue;
+            };
+            let bytes: Vec<u8> = new.encode_utf16().flat_map(u16::to_le_bytes).collect();
+            assert_eq!(
+                bytes.len(),
+                len,
+                "{new:?} must be as long in UTF-16 as {old:?}"
+            );
+            self.0[at..at + len].copy_from_slice(&bytes);
+            renamed += 1;
+        }
+        renamed
+    }
 }
 
-/// The signing keys of the sessions the client under test sets up, taken from its key log
-/// ([`smb3_client::ClientConfig::key_log`]), so that a mischief can change a signed reply and
-/// sign it again.
+fn utf16_name(bytes: &[u8]) -> String {
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    String::from_utf16_lossy(&units)
+}
+
+/// The keys of the sessions the client under test sets up, so that a mischief can play a
+/// hostile server (or a man in the middle who somehow holds the keys): change a signed reply
+/// and sign it again, or open a sealed reply and send it on in another form. Fed either by the
+/// in-process client's key log ([`SigningKeys::key_log`]) or, for a client in another process
+/// (smbcp with `SMB_KEYLOGFILE`), by that file, read again whenever a session it names is not
+/// known yet ([`SigningKeys::from_key_log_file`]).
 #[derive(Clone, Default)]
-pub struct SigningKeys(Arc<Mutex<HashMap<u64, SessionKeys>>>);
+pub struct SigningKeys {
+    keys: Arc<Mutex<HashMap<u64, SessionKeys>>>,
+    file: Option<Arc<PathBuf>>,
+}
 
 impl SigningKeys {
     /// The key log to put in the client's configuration. Only the keys of a session's first
     /// channel are kept: the proxy sits on that one.
     pub fn key_log(&self) -> KeyLog {
-        let keys = self.0.clone();
+        let keys = self.keys.clone();
         KeyLog::new(move |k| {
             if !k.bound_channel {
                 keys.lock().unwrap().insert(k.session_id, k.clone());
@@ -343,10 +557,53 @@ impl SigningKeys {
         })
     }
 
+    /// Keys read from the key-log file at `path` (`SMB_KEYLOGFILE`, one
+    /// [`SessionKeys::to_line`] line per session and bound channel), which need not exist yet:
+    /// it is read again each time a session it should name is asked for.
+    pub fn from_key_log_file(path: impl Into<PathBuf>) -> SigningKeys {
+        SigningKeys {
+            keys: Arc::default(),
+            file: Some(Arc::new(path.into())),
+        }
+    }
+
+    /// Sessions whose keys are known (reading the key-log file again first, if there is one).
+    pub fn sessions(&self) -> usize {
+        self.reload();
+        self.keys.lock().unwrap().len()
+    }
+
+    /// The keys of `session_id`, reading the key-log file again when they are not known yet.
+    pub fn get(&self, session_id: u64) -> Option<SessionKeys> {
+        if let Some(k) = self.keys.lock().unwrap().get(&session_id) {
+            return Some(k.clone());
+        }
+        self.reload();
+        self.keys.lock().unwrap().get(&session_id).cloned()
+    }
+
+    fn reload(&self) {
+        let Some(path) = &self.file else {
+            return;
+        };
+        let Ok(text) = std::fs::read_to_string(path.as_path()) else {
+            return;
+        };
+        let mut keys = self.keys.lock().unwrap();
+        for k in text.lines().filter_map(parse_key_log_line) {
+            if !k.bound_channel {
+                // Keep a cipher found by opening a sealed frame (the line does not name it).
+                let cipher = keys.get(&k.session_id).and_then(|old| old.cipher);
+                let entry = keys.entry(k.session_id).or_insert(k);
+                entry.cipher = entry.cipher.or(cipher);
+            }
+        }
+    }
+
     /// Sign `msg` (one whole message, not a compound) as the server would with the key of
     /// the session its header names. False when that session's key is not known.
     pub fn sign(&self, msg: &mut Smb2) -> bool {
-        let Some(keys) = self.0.lock().unwrap().get(&msg.session_id()).cloned() else {
+        let Some(keys) = self.get(msg.session_id()) else {
             return false;
         };
         let signer = Signer::new(
@@ -359,6 +616,174 @@ impl SigningKeys {
             .sign_in_place(&mut msg.0[..], &[])
             .expect("a whole message");
         true
+    }
+
+    /// Whether `msg` (one whole message) carries the right signature for its session.
+    pub fn verifies(&self, msg: &Smb2) -> bool {
+        let Some(keys) = self.get(msg.session_id()) else {
+            return false;
+        };
+        Signer::new(
+            keys.signing_algorithm,
+            &keys.signing_key,
+            CryptoBackend::default(),
+        )
+        .is_ok_and(|s| s.verify(&msg.0))
+    }
+
+    /// Decrypt a sealed reply (a TRANSFORM_HEADER frame, MS-SMB2 2.2.41) with the session's
+    /// server-to-client key, as the server that sealed it could: the SMB2 message (or
+    /// compound) inside. `None` when the frame is not sealed, the session or its keys are
+    /// unknown, or it does not open. A key log line does not name the cipher: each cipher
+    /// of the key's length is tried, and the one that opens is remembered.
+    pub fn unseal(&self, frame: &[u8]) -> Option<Smb2> {
+        if !is_sealed(frame) {
+            return None;
+        }
+        let session_id = u64::from_le_bytes(frame[44..52].try_into().unwrap());
+        let keys = self.get(session_id)?;
+        let key = keys.decryption_key.as_ref()?;
+        let candidates = match (keys.cipher, key.len()) {
+            (Some(c), _) => vec![c],
+            (None, 16) => vec![Cipher::Aes128Gcm, Cipher::Aes128Ccm],
+            (None, 32) => vec![Cipher::Aes256Gcm, Cipher::Aes256Ccm],
+            _ => return None,
+        };
+        for cipher in candidates {
+            let Ok(sealer) = Sealer::new(cipher, key, CryptoBackend::default()) else {
+                continue;
+            };
+            if let Ok(plain) = sealer.open(BytesMut::from(frame)) {
+                if let Some(k) = self.keys.lock().unwrap().get_mut(&session_id) {
+                    k.cipher = Some(cipher);
+                }
+                return Some(Smb2(plain));
+            }
+        }
+        None
+    }
+
+    /// Encrypt `msg` (a message or compound) for the client as the server would: a
+    /// TRANSFORM_HEADER frame under the session's server-to-client key, with a fresh nonce.
+    /// `None` when the session's keys or cipher are not known.
+    pub fn seal(&self, msg: &Smb2) -> Option<Bytes> {
+        let keys = self.get(msg.session_id())?;
+        let sealer = Sealer::new(
+            keys.cipher?,
+            keys.decryption_key.as_ref()?,
+            CryptoBackend::default(),
+        )
+        .ok()?;
+        sealer
+            .seal(msg.session_id(), &[&msg.0[..]])
+            .ok()
+            .map(BytesMut::freeze)
+    }
+}
+
+/// One line of a key-log file (`SMB3 session_id=<8 bytes LE hex> dialect=3.1.1
+/// signing=AesGmac bound_channel=false session_key=<hex> signing_key=<hex> [c2s=<hex>
+/// s2c=<hex>]`, see [`SessionKeys::to_line`]) back as keys. The line does not name the cipher,
+/// so `cipher` is `None`. `None` for a line of another form.
+pub fn parse_key_log_line(line: &str) -> Option<SessionKeys> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "SMB3" {
+        return None;
+    }
+    let fields: HashMap<&str, &str> = fields.filter_map(|f| f.split_once('=')).collect();
+    let id: [u8; 8] = unhex(fields.get("session_id")?)?.try_into().ok()?;
+    let dialect = match *fields.get("dialect")? {
+        "2.1" => Dialect::Smb210,
+        "3.0" => Dialect::Smb300,
+        "3.0.2" => Dialect::Smb302,
+        "3.1.1" => Dialect::Smb311,
+        _ => return None,
+    };
+    let signing_algorithm = match *fields.get("signing")? {
+        "HmacSha256" => SigningAlgorithm::HmacSha256,
+        "AesCmac" => SigningAlgorithm::AesCmac,
+        "AesGmac" => SigningAlgorithm::AesGmac,
+        _ => return None,
+    };
+    let optional = |name: &str| fields.get(name).and_then(|v| unhex(v));
+    Some(SessionKeys {
+        session_id: u64::from_le_bytes(id),
+        dialect,
+        signing_algorithm,
+        cipher: None,
+        session_key: unhex(fields.get("session_key")?)?,
+        signing_key: unhex(fields.get("signing_key")?)?,
+        encryption_key: optional("c2s"),
+        decryption_key: optional("s2c"),
+        bound_channel: *fields.get("bound_channel")? == "true",
+    })
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether `frame` is an encrypted message: a TRANSFORM_HEADER (MS-SMB2 2.2.41) and more.
+pub fn is_sealed(frame: &[u8]) -> bool {
+    frame.len() > 52 && frame[..4] == [0xFD, b'S', b'M', b'B']
+}
+
+/// What a [`renaming_entries`] rule has done so far.
+#[derive(Clone, Debug, Default)]
+pub struct RenameCounts {
+    /// Entries renamed.
+    pub renamed: Arc<AtomicU64>,
+    /// Changed replies that could not be signed again because their session's key was not
+    /// known (sent on with their old signature, which then fails).
+    pub unsigned: Arc<AtomicU64>,
+}
+
+/// A rule for every connection that renames entries of QUERY_DIRECTORY replies
+/// (FileIdBothDirectoryInformation, MS-SMB2 2.2.34, MS-FSCC 2.4.17) in place while `on`
+/// holds: each entry whose name is a key of `renames` gets the value, which must be as long in
+/// UTF-16. With `keys`, the changed reply is signed again with the session's key, as a hostile
+/// server holding the session would; without, its signature is left as it was, as a man in
+/// the middle without the keys must.
+pub fn renaming_entries(
+    renames: HashMap<String, String>,
+    keys: Option<SigningKeys>,
+    on: Arc<std::sync::atomic::AtomicBool>,
+    counts: RenameCounts,
+) -> impl FnMut(u64) -> Option<BoxedRule> {
+    let renames = Arc::new(renames);
+    move |_| {
+        let (renames, keys, on, counts) =
+            (renames.clone(), keys.clone(), on.clone(), counts.clone());
+        Some(Box::new(move |dir, frame: Bytes| {
+            let Some(mut m) = Smb2::of(&frame) else {
+                return vec![Action::Frame(frame)];
+            };
+            if !on.load(Ordering::SeqCst)
+                || dir != Direction::ToClient
+                || m.command() != command::QUERY_DIRECTORY
+                || m.status() != 0
+                || m.next_command() != 0
+            {
+                return vec![Action::Frame(frame)];
+            }
+            let n = m.rename_directory_entries(|name| renames.get(name).cloned());
+            if n == 0 {
+                return vec![Action::Frame(frame)];
+            }
+            counts.renamed.fetch_add(n as u64, Ordering::SeqCst);
+            if let Some(keys) = &keys {
+                if !keys.sign(&mut m) {
+                    counts.unsigned.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            vec![Action::Frame(m.frame())]
+        }) as BoxedRule)
     }
 }
 
@@ -386,4 +811,65 @@ pub mod command {
     pub const IOCTL: u16 = 0x000B;
     /// QUERY_INFO.
     pub const QUERY_INFO: u16 = 0x0010;
+}
+
+/// Constants of the wire the security tests rewrite (MS-SMB2 2.2.3, 2.2.4, 2.2.6, 2.2.31).
+pub mod wire {
+    /// SMB2_NEGOTIATE_SIGNING_REQUIRED in a NEGOTIATE's SecurityMode.
+    pub const SIGNING_REQUIRED: u16 = 0x0002;
+    /// SMB2_ENCRYPTION_CAPABILITIES negotiate context.
+    pub const ENCRYPTION_CAPABILITIES: u16 = 0x0002;
+    /// SMB2_SIGNING_CAPABILITIES negotiate context.
+    pub const SIGNING_CAPABILITIES: u16 = 0x0008;
+    /// SMB2_SESSION_FLAG_ENCRYPT_DATA in a SESSION_SETUP response.
+    pub const SESSION_FLAG_ENCRYPT_DATA: u16 = 0x0004;
+    /// FSCTL_VALIDATE_NEGOTIATE_INFO.
+    pub const FSCTL_VALIDATE_NEGOTIATE_INFO: u32 = 0x0014_0204;
+    /// STATUS_PENDING: an interim reply (MS-SMB2 3.3.4.2).
+    pub const STATUS_PENDING: u32 = 0x0000_0103;
+    /// STATUS_MORE_PROCESSING_REQUIRED: a SESSION_SETUP round that is not the last.
+    pub const STATUS_MORE_PROCESSING_REQUIRED: u32 = 0xC000_0016;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_log_line_reads_back_as_the_keys_it_was_written_from() {
+        let keys = SessionKeys {
+            session_id: 0x0000_0400_0000_0019,
+            dialect: Dialect::Smb311,
+            signing_algorithm: SigningAlgorithm::AesGmac,
+            cipher: Some(Cipher::Aes128Gcm),
+            session_key: vec![0x42; 16],
+            signing_key: vec![0x01, 0xab],
+            encryption_key: Some(vec![0x02]),
+            decryption_key: Some(vec![0x03]),
+            bound_channel: false,
+        };
+        let back = parse_key_log_line(&keys.to_line()).expect("a key log line");
+        // The line does not name the cipher.
+        assert_eq!(
+            back,
+            SessionKeys {
+                cipher: None,
+                ..keys.clone()
+            }
+        );
+        let plain = SessionKeys {
+            encryption_key: None,
+            decryption_key: None,
+            bound_channel: true,
+            dialect: Dialect::Smb302,
+            signing_algorithm: SigningAlgorithm::AesCmac,
+            ..keys
+        };
+        let back = parse_key_log_line(&plain.to_line()).expect("a line without c2s/s2c");
+        assert_eq!(back.decryption_key, None);
+        assert!(back.bound_channel);
+        assert_eq!(back.dialect, Dialect::Smb302);
+        assert!(parse_key_log_line("CLIENT_RANDOM 00 11").is_none());
+        assert!(parse_key_log_line("SMB3 session_id=zz").is_none());
+    }
 }

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use smb3_client::{ClientConfig, Dialect, Dispatch};
+use smb3_client::{ClientConfig, Dispatch};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
 use smbcp::glob::Excludes;
 use smbcp::on_server::{copy_on_server, OnServerOptions};
+use smbcp::security_args::SecurityArgs;
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// Copy files to or from an SMB share, many chunks and files in flight at once.
@@ -107,12 +108,8 @@ struct Args {
     /// File with username=, password=, domain= lines (mount.cifs format).
     #[arg(long)]
     credentials: Option<PathBuf>,
-    /// Encrypt the whole session (SMB 3.x).
-    #[arg(long)]
-    encrypt: bool,
-    /// Highest dialect to offer: 2.1, 3.0, 3.0.2 or 3.1.1.
-    #[arg(long, value_parser = parse_dialect)]
-    max_dialect: Option<Dialect>,
+    #[command(flatten)]
+    security: SecurityArgs,
     #[command(flatten)]
     channels: ChannelArgs,
     #[command(flatten)]
@@ -156,16 +153,6 @@ fn parse_budget(s: &str) -> Result<u64, String> {
         return Err("--max-in-flight must be at least 1M".into());
     }
     Ok(v)
-}
-
-fn parse_dialect(s: &str) -> Result<Dialect, String> {
-    match s {
-        "2.1" | "2.10" => Ok(Dialect::Smb210),
-        "3.0" | "3" => Ok(Dialect::Smb300),
-        "3.0.2" | "3.02" => Ok(Dialect::Smb302),
-        "3.1.1" | "3.11" => Ok(Dialect::Smb311),
-        _ => Err(format!("unknown dialect {s:?} (2.1, 3.0, 3.0.2, 3.1.1)")),
-    }
 }
 
 /// Keep freed chunk buffers (1-8 MiB each) in the heap for reuse instead of returning them to
@@ -218,9 +205,9 @@ async fn run(args: Args) -> i32 {
     let mut config = ClientConfig::default();
     config.io_size = args.chunk_size;
     config.io_depth = args.depth;
-    config.encrypt = args.encrypt;
-    if let Some(d) = args.max_dialect {
-        config.max_dialect = d;
+    if let Err(e) = args.security.apply(&mut config) {
+        eprintln!("smbcp: {e}");
+        return EXIT_USAGE;
     }
     // A copy starts on the first channel while the others bind (see below, where it
     // starts), so channels join at different times: each chunk goes to the channel with the

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use smb3_client::ClientConfig;
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
+use smbcp::security_args::SecurityArgs;
 use smbcp::status;
 use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
 
@@ -23,6 +24,8 @@ struct Args {
     credentials: Option<std::path::PathBuf>,
     #[command(flatten)]
     auth: AuthArgs,
+    #[command(flatten)]
+    security: SecurityArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -135,7 +138,11 @@ async fn run(args: Args) -> i32 {
     if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
         channels.apply(&mut config);
     }
-    if let Err(e) = args.auth.apply(&mut config) {
+    if let Err(e) = args
+        .auth
+        .apply(&mut config)
+        .and_then(|()| args.security.apply(&mut config))
+    {
         eprintln!("smbctl: {e}");
         return EXIT_USAGE;
     }

@@ -165,6 +165,8 @@ pub(crate) struct Response {
     /// The request was sent more than once (replayed after a lost channel or a stale
     /// refusal): this reply may answer a repeat of a request the server already carried out.
     pub(crate) resent: bool,
+    /// The reply came encrypted (in a TRANSFORM_HEADER frame whose tag verified).
+    pub(crate) sealed: bool,
 }
 
 impl Response {
@@ -218,6 +220,10 @@ struct Pending {
     on_abandoned: Option<OnAbandoned>,
     /// The request's [`Request::on_interim`].
     on_interim: Option<Arc<tokio::sync::Notify>>,
+    /// The request went out encrypted: every reply to it, interim ones too, must come
+    /// encrypted (MS-SMB2 3.3.4.1.4: the server encrypts any response to an encrypted
+    /// request), or a man in the middle could answer an encrypted session in plaintext.
+    sealed: bool,
 }
 
 impl Pending {
@@ -677,8 +683,9 @@ impl Channel {
         let shared = &self.inner.shared;
         let charges: Vec<u16> = reqs.iter().map(|r| r.credit_charge).collect();
         let total_charge: u32 = charges.iter().map(|&c| u32::from(c.max(1))).sum();
-        // A compound is sealed as a whole when any member asks for it.
+        // A compound is sealed as a whole when any member asks for it (and keys exist).
         let seal_any = reqs.iter().any(|r| r.encrypt);
+        let sealing = seal_any && shared.crypto().is_some();
         let mut receivers = Vec::with_capacity(reqs.len());
         let reservations = loop {
             let granted = shared.credit_granted.notified();
@@ -726,6 +733,7 @@ impl Channel {
                                 cancel: CancelState::None,
                                 on_abandoned: req.on_abandoned.clone(),
                                 on_interim: req.on_interim.clone(),
+                                sealed: sealing,
                             },
                         );
                         st.requests += 1;
@@ -739,7 +747,7 @@ impl Channel {
         };
         // From here to the queue there is no await: every reserved MessageId is sent.
         let crypto = shared.crypto();
-        let seal = reqs.iter().any(|r| r.encrypt) && crypto.is_some();
+        let seal = sealing;
         let count = reqs.len();
         let mut messages: Vec<(BytesMut, Bytes)> = Vec::with_capacity(count);
         let mut signed = Vec::with_capacity(count);
@@ -1062,11 +1070,11 @@ fn handle_frame(
         match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
             (Verdict::Verify, Some(c)) => {
                 if !c.verify_in_place(plain.as_mut_slice()) {
-                    return Err(reject(shared, &header));
+                    return Err(reject(shared, &header, bad_signature(&header)));
                 }
                 verified_in_place = true;
             }
-            (Verdict::Reject, _) => return Err(reject(shared, &header)),
+            (Verdict::Reject, _) => return Err(reject(shared, &header, unsigned(&header))),
             _ => {}
         }
     }
@@ -1088,13 +1096,19 @@ fn handle_frame(
         if !verified_in_place {
             match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
                 (Verdict::Verify, Some(c)) if !c.verify(&msg) => {
-                    return Err(reject(shared, &header))
+                    return Err(reject(shared, &header, bad_signature(&header)))
                 }
-                (Verdict::Reject, _) => return Err(reject(shared, &header)),
+                (Verdict::Reject, _) => return Err(reject(shared, &header, unsigned(&header))),
                 _ => {}
             }
         }
-        deliver(shared, header, msg, if i == 0 { frame_len } else { 0 })?;
+        deliver(
+            shared,
+            header,
+            msg,
+            if i == 0 { frame_len } else { 0 },
+            encrypted,
+        )?;
     }
     Ok(())
 }
@@ -1134,14 +1148,38 @@ fn verdict(crypto: Option<&dyn ChannelCrypto>, header: &Header, encrypted: bool)
     }
 }
 
-/// A reply failed its signature check: the request it claims to answer learns exactly why;
-/// the others see the connection drop, since nothing more from it is trusted.
-fn reject(shared: &Shared, header: &Header) -> Error {
+/// A reply failed its signature check (`why`): the request it claims to answer learns exactly
+/// why; the others see the connection drop, since nothing more from it is trusted.
+fn reject(shared: &Shared, header: &Header, why: Error) -> Error {
     let pending = shared.lock().pending.remove(&header.message_id);
     if let Some(p) = pending {
-        let _ = p.reply.send(Err(bad_signature(header)));
+        let _ = p.reply.send(Err(same_error(&why, header)));
     }
-    bad_signature(header)
+    why
+}
+
+/// A second copy of a signature verdict (errors are not `Clone`).
+fn same_error(why: &Error, header: &Header) -> Error {
+    match why {
+        Error::Protocol(ProtocolError::UnsignedReply { .. }) => unsigned(header),
+        _ => bad_signature(header),
+    }
+}
+
+fn unsigned(header: &Header) -> Error {
+    ProtocolError::UnsignedReply {
+        command: header.command,
+        message_id: header.message_id,
+    }
+    .into()
+}
+
+fn unsealed(header: &Header) -> Error {
+    ProtocolError::UnsealedReply {
+        command: header.command,
+        message_id: header.message_id,
+    }
+    .into()
 }
 
 fn bad_signature(header: &Header) -> Error {
@@ -1161,7 +1199,13 @@ fn note_reply(st: &mut State, now: Instant) {
     st.last_reply = now;
 }
 
-fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result<()> {
+fn deliver(
+    shared: &Shared,
+    header: Header,
+    msg: Bytes,
+    wire_len: u64,
+    encrypted: bool,
+) -> Result<()> {
     let interim = header.status == NtStatus::PENDING && header.is_async();
     let mut st = shared.lock();
     st.bytes_received += wire_len;
@@ -1175,6 +1219,15 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
             got: header.command,
         }
         .into());
+    }
+    if p.sealed && !encrypted {
+        let p = st
+            .pending
+            .remove(&header.message_id)
+            .expect("checked above");
+        drop(st);
+        let _ = p.reply.send(Err(unsealed(&header)));
+        return Err(unsealed(&header));
     }
     let charge = p.charge;
     if interim {
@@ -1208,6 +1261,7 @@ fn deliver(shared: &Shared, header: Header, msg: Bytes, wire_len: u64) -> Result
         msg,
         sent: p.sent,
         resent: false,
+        sealed: encrypted,
     };
     // The caller may have given up (dropped its future, or timed out): the reply goes to the
     // request's `on_abandoned`, if it has one, or is discarded.

@@ -47,6 +47,16 @@ pub enum AuthDetail {
     },
     /// The server bound a new channel as guest: not the same user (MS-SMB2 3.2.5.3.3).
     BoundAsGuest,
+    /// The server made the session a guest (or anonymous) one, which has no key to sign
+    /// with, while signing is required ([`ClientConfig::require_signing`](crate::ClientConfig)).
+    GuestCannotSign {
+        /// The user name the client logged on with.
+        user: String,
+    },
+    /// Kerberos mutual authentication did not complete: the server accepted the session
+    /// without the AP-REP that proves it holds the service key (RFC 4120 3.2.4), or with one
+    /// the security package could not verify. Without it any server could have answered.
+    NoMutualAuthentication,
 }
 
 /// The likely cause of a Kerberos failure, read from the KDC's error.
@@ -100,6 +110,15 @@ impl fmt::Display for AuthDetail {
             AuthDetail::KeyDerivation(e) => write!(f, "{e}"),
             AuthDetail::MappedToGuest { user } => write!(f, "user {user:?} was mapped to guest"),
             AuthDetail::BoundAsGuest => f.write_str("the server bound the channel as guest"),
+            AuthDetail::GuestCannotSign { user } => write!(
+                f,
+                "user {user:?} was mapped to guest, and a guest session cannot be signed \
+                 (signing is required; only an unsafe opt-out allows unsigned sessions)"
+            ),
+            AuthDetail::NoMutualAuthentication => f.write_str(
+                "the server accepted the Kerberos session without a verified AP-REP \
+                 (mutual authentication failed: it may not be the server it claims to be)",
+            ),
         }
     }
 }
@@ -114,7 +133,9 @@ impl StdError for AuthDetail {
             AuthDetail::KeyDerivation(e) => Some(e),
             AuthDetail::Rounds { .. }
             | AuthDetail::MappedToGuest { .. }
-            | AuthDetail::BoundAsGuest => None,
+            | AuthDetail::BoundAsGuest
+            | AuthDetail::GuestCannotSign { .. }
+            | AuthDetail::NoMutualAuthentication => None,
         }
     }
 }

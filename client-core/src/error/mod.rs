@@ -8,10 +8,12 @@ use smb3_proto::{Command, DecodeError, NtStatus};
 mod auth_detail;
 mod connection_loss;
 mod handle_loss;
+mod unsafe_name;
 
 pub use auth_detail::{AuthDetail, AuthSource, KerberosHint};
 pub use connection_loss::{ConnectionLossCause, LossSign};
 pub use handle_loss::{FileChange, HandleLossCause, ReclaimRefusal, ReopenFailure};
+pub use unsafe_name::UnsafeNameReason;
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -115,6 +117,23 @@ pub enum Error {
         /// The share-relative path concerned, when there is one.
         path: Option<String>,
     },
+    /// The server gave a name that cannot be one path component (`..`, `a/b`, `/tmp/x`, a
+    /// NUL, ...; see [`check_name`](crate::check_name)) as an entry of the directory `dir`.
+    /// The entry is left out; a listing or walk goes on with the rest. Only a hostile or
+    /// broken server sends one: MS-FSCC 2.1.5 forbids such names.
+    #[error(
+        "{}: the server listed an entry named {name:?}, which is not a single file name \
+         ({reason}); refused",
+        shown_dir(dir)
+    )]
+    UnsafeName {
+        /// The share-relative directory listed (`""` for the share's root).
+        dir: String,
+        /// The name exactly as the server sent it.
+        name: String,
+        /// What is wrong with it.
+        reason: UnsafeNameReason,
+    },
     /// Invalid configuration or URL.
     #[error("configuration error: {0}")]
     Config(ConfigError),
@@ -127,6 +146,35 @@ fn path_prefix(path: &Option<String>) -> String {
     match path {
         Some(p) => format!("{p}: "),
         None => String::new(),
+    }
+}
+
+fn dialect_name(code: u16) -> String {
+    match smb3_proto::Dialect::from_code(code) {
+        Some(d) => d.to_string(),
+        None => format!("{code:#06x}"),
+    }
+}
+
+fn cipher_name(id: u16) -> String {
+    match smb3_proto::Cipher::from_id(id) {
+        Some(c) => format!("{c:?}"),
+        None => format!("{id:#06x}"),
+    }
+}
+
+fn signing_name(id: u16) -> String {
+    match smb3_proto::SigningAlgorithm::from_id(id) {
+        Some(a) => format!("{a:?}"),
+        None => format!("{id:#06x}"),
+    }
+}
+
+fn shown_dir(dir: &str) -> &str {
+    if dir.is_empty() {
+        "(share root)"
+    } else {
+        dir
     }
 }
 
@@ -161,6 +209,8 @@ pub enum AuthFailure {
     NoSessionKey,
     /// The server would only give a guest session and the caller did not allow that.
     GuestNotAllowed,
+    /// The server did not prove who it is (Kerberos mutual authentication failed).
+    MutualAuthentication,
 }
 
 impl std::fmt::Display for AuthFailure {
@@ -170,6 +220,7 @@ impl std::fmt::Display for AuthFailure {
             AuthFailure::TooManyRounds => "too many authentication rounds",
             AuthFailure::NoSessionKey => "no session key for signing",
             AuthFailure::GuestNotAllowed => "server offered only a guest session",
+            AuthFailure::MutualAuthentication => "the server did not authenticate itself",
         })
     }
 }
@@ -193,14 +244,72 @@ pub enum ProtocolError {
     /// A frame could not be decoded before its command was known.
     #[error("malformed frame: {0}")]
     Frame(#[source] DecodeError),
-    /// A signed reply did not verify, or a reply that must be signed was not.
-    #[error("bad or missing signature on {command} reply (MessageId {message_id})")]
+    /// A signed reply did not verify: it was changed on the way, or signed with another key.
+    #[error("bad signature on {command} reply (MessageId {message_id})")]
     BadSignature {
         /// The command.
         command: Command,
         /// Its MessageId.
         message_id: u64,
     },
+    /// A reply came unsigned where signing is required (MS-SMB2 3.2.5.1.3): a man in the
+    /// middle may have stripped its signature to change it. Signing is required by default
+    /// ([`ClientConfig::require_signing`](crate::ClientConfig)).
+    #[error(
+        "unsigned {command} reply (MessageId {message_id}) where signing is required: \
+         refused (it may have been altered on the way)"
+    )]
+    UnsignedReply {
+        /// The command.
+        command: Command,
+        /// Its MessageId.
+        message_id: u64,
+    },
+    /// A reply to an encrypted request came in plaintext: the server must encrypt every
+    /// response to an encrypted request (MS-SMB2 3.3.4.1.4), so a man in the middle wrote it.
+    #[error(
+        "{command} reply (MessageId {message_id}) came unencrypted on an encrypted session \
+         or share: refused"
+    )]
+    UnsealedReply {
+        /// The command.
+        command: Command,
+        /// Its MessageId.
+        message_id: u64,
+    },
+    /// The server chose a dialect the client did not offer (MS-SMB2 3.2.5.2), for instance
+    /// 2.1 when the client's lowest is 3.0: a man in the middle rewrote the NEGOTIATE
+    /// request to downgrade the connection.
+    #[error(
+        "the server chose dialect {}, which the client did not offer (offered {lowest} to \
+         {highest}): possible downgrade attack",
+        dialect_name(*chosen)
+    )]
+    DialectNotOffered {
+        /// The DialectRevision the server sent.
+        chosen: u16,
+        /// The lowest dialect offered.
+        lowest: smb3_proto::Dialect,
+        /// The highest dialect offered.
+        highest: smb3_proto::Dialect,
+    },
+    /// The server chose a cipher the client did not offer (MS-SMB2 3.2.5.2: the response's
+    /// cipher must be one of the request's).
+    #[error(
+        "the server chose cipher {}, which the client did not offer",
+        cipher_name(*.0)
+    )]
+    CipherNotOffered(u16),
+    /// The server chose a signing algorithm the client did not offer (MS-SMB2 3.2.5.2).
+    #[error(
+        "the server chose signing algorithm {}, which the client did not offer",
+        signing_name(*.0)
+    )]
+    SigningAlgorithmNotOffered(u16),
+    /// A FSCTL_VALIDATE_NEGOTIATE_INFO reply came neither signed nor encrypted; MS-SMB2
+    /// 3.2.5.14.12 has the client drop the connection.
+    #[error("the VALIDATE_NEGOTIATE_INFO reply was neither signed nor encrypted")]
+    UnprotectedNegotiateValidation,
     /// An encrypted frame failed to decrypt or authenticate.
     #[error("encrypted frame failed to decrypt")]
     Decrypt,
@@ -460,7 +569,7 @@ impl Error {
             Error::SnapshotNotFound { .. } => ENOENT,
             Error::Unsupported { .. } => ENOTSUP,
             Error::Auth { .. } => EACCES,
-            Error::Protocol(_) => EIO,
+            Error::Protocol(_) | Error::UnsafeName { .. } => EIO,
             // The open is gone; what it was doing is lost (an NFS stale handle's EIO).
             Error::HandleLost { .. } => EIO,
             #[allow(unreachable_patterns)]

@@ -76,9 +76,9 @@ pub(crate) fn plan_ack(table: &LeaseTable, msg: &Bytes) -> Option<Ack> {
     };
     match notification {
         BreakNotification::Lease(n) => {
-            if table.is_known(&n.lease_key) {
-                table.record_state(&n.lease_key, n.new_lease_state, Some(n.new_epoch));
-            } else {
+            // Never more than held: the notification may be forged (see `record_break`).
+            let kept = table.record_break(&n.lease_key, n.new_lease_state, Some(n.new_epoch));
+            if !table.is_known(&n.lease_key) {
                 tracing::debug!(key = ?n.lease_key, "lease break for a key we do not hold");
             }
             tracing::debug!(
@@ -90,7 +90,11 @@ pub(crate) fn plan_ack(table: &LeaseTable, msg: &Bytes) -> Option<Ack> {
             n.ack_required().then(|| Ack::Lease {
                 ack: LeaseBreakAck {
                     lease_key: n.lease_key,
-                    lease_state: n.new_lease_state,
+                    lease_state: if table.is_known(&n.lease_key) {
+                        kept
+                    } else {
+                        n.new_lease_state
+                    },
                 },
                 tree: table.tree_for(&n.lease_key),
             })

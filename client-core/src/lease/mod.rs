@@ -219,6 +219,31 @@ impl LeaseTable {
         entry.changes.send_replace(Some(state));
     }
 
+    /// Record a break of `key`'s lease to `new_state`, and return the state to acknowledge.
+    /// Break notifications are unsigned by rule (MS-SMB2 3.2.5.1.3: MessageId 0xFFFF...), so
+    /// a man in the middle can write one: a break may only take caching away, never grant it
+    /// (MS-SMB2 3.3.4.7 breaks to a subset of the state held). What is kept is what both the
+    /// recorded state and the notification allow; a key with no lease recorded keeps none.
+    pub(crate) fn record_break(
+        &self,
+        key: &LeaseKey,
+        new_state: LeaseState,
+        epoch: Option<u16>,
+    ) -> LeaseState {
+        let held = {
+            let t = self.lock();
+            t.by_key
+                .get(key)
+                .and_then(|file| t.by_file.get(file))
+                .and_then(|entry| entry.state)
+        };
+        let kept = LeaseState(held.map_or(LeaseState::NONE, |h| h.0) & new_state.0);
+        if held.is_some() {
+            self.record_state(key, kept, epoch);
+        }
+        kept
+    }
+
     fn watch(&self, file: &FileKey) -> Option<LeaseWatch> {
         self.lock().by_file.get(file).map(|e| LeaseWatch {
             changes: e.changes.subscribe(),
@@ -575,6 +600,30 @@ mod tests {
         let msg = lease_break(a.key(), 0, LeaseState::READ_CACHING, 0, 3);
         assert_eq!(plan(&table, &msg), None);
         assert_eq!(a.state(), Some(LeaseState(0)));
+    }
+
+    /// A break is unsigned, so a man in the middle can send one: it must never raise what
+    /// the client believes it may cache.
+    #[test]
+    fn a_forged_break_can_lower_caching_but_never_raise_it() {
+        let table = Arc::new(LeaseTable::default());
+        let a = table.acquire(tree(4), "f");
+        a.record_grant(LeaseState(LeaseState::READ_CACHING), Some(1));
+        // "From R to RWH": the client keeps R and acknowledges only R.
+        let msg = lease_break(a.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RWH, 2);
+        let Some(Ack::Lease { ack, .. }) = plan_ack(&table, &msg) else {
+            panic!("expected a lease ack");
+        };
+        assert_eq!(ack.lease_state, LeaseState(LeaseState::READ_CACHING));
+        assert_eq!(a.state(), Some(LeaseState(LeaseState::READ_CACHING)));
+        // A file whose open was granted no lease gets none from a break.
+        let b = table.acquire(tree(4), "g");
+        let msg = lease_break(b.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
+        let Some(Ack::Lease { ack, .. }) = plan_ack(&table, &msg) else {
+            panic!("expected a lease ack");
+        };
+        assert_eq!(ack.lease_state, LeaseState(0));
+        assert_eq!(b.state(), None);
     }
 
     #[test]

@@ -136,6 +136,12 @@ pub struct CopyReport {
     /// Every file's outcome: the small files' (one chunk or less) in completion order, then
     /// the larger ones' in completion order.
     pub per_file: Vec<FileResult>,
+    /// The destination cannot be what the command line asks (several sources into what is
+    /// not a directory, `one.txt newdir/` where `newdir` does not exist, ...): nothing was
+    /// copied; a usage error, as `cp` would refuse it.
+    pub usage_error: Option<String>,
+    /// Lines the user should read that report no failure (a sparse file copied in full).
+    pub notes: Vec<String>,
 }
 
 /// Plan and run a download of remote `sources` (share-relative paths) into `dest`.
@@ -149,14 +155,16 @@ pub async fn download(
     run(share, plan, opts).await
 }
 
-/// Plan and run an upload of local `sources` into the share-relative directory or file `dest`.
+/// Plan and run an upload of local `sources` into the share-relative directory or file `dest`
+/// (`dest_names_dir`: it was given with a trailing `/`, so it must be a directory).
 pub async fn upload(
     share: &Share,
     sources: &[PathBuf],
     dest: &str,
+    dest_names_dir: bool,
     opts: &CopyOptions,
 ) -> CopyReport {
-    let plan = plan::upload(share, sources, dest, &plan_options(opts)).await;
+    let plan = plan::upload(share, sources, dest, dest_names_dir, &plan_options(opts)).await;
     run(share, plan, opts).await
 }
 
@@ -174,10 +182,14 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         dirs,
         failures,
         excluded,
+        usage_error,
+        notes,
     } = plan;
     let mut report = CopyReport {
         failures,
         excluded,
+        usage_error,
+        notes,
         ..CopyReport::default()
     };
     let total: u64 = jobs.iter().map(Job::size).sum();
@@ -426,10 +438,18 @@ async fn copy_with_retries(
     progress: &Progress,
 ) -> (Result<Transferred, String>, Vec<String>) {
     let mut restarts = Vec::new();
+    // A source that changed during its copy is copied once more: a file written now and
+    // then holds still the second time; one written all along fails (`source_change.rs`).
+    let mut changed_again = false;
     loop {
         let attempt = progress.for_file();
         match copy_one(share, job, opts, memory, &attempt).await {
             Ok(t) => return (Ok(t), restarts),
+            Err(e) if e.changed && !changed_again => {
+                changed_again = true;
+                attempt.rewind();
+                restarts.push(format!("{}; copying it again from the start", e.cause));
+            }
             Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
                 attempt.rewind();
                 restarts.push(format!(
@@ -471,6 +491,8 @@ struct FileError {
     cause: String,
     /// The server lost the open (`Error::HandleLost`): starting over may succeed.
     lost_handle: bool,
+    /// The source changed while it was copied.
+    changed: bool,
 }
 
 async fn copy_one(
@@ -496,6 +518,7 @@ async fn copy_one(
                     line: format!("{cause}; not copied"),
                     cause,
                     lost_handle: false,
+                    changed: false,
                 }
             })?;
             let small = if in_one_round_trip(job, opts) {
@@ -530,6 +553,7 @@ async fn copy_one(
                             line: cause.clone(),
                             cause,
                             lost_handle: false,
+                            changed: false,
                         })
                     }
                 },
@@ -558,6 +582,7 @@ async fn copy_one(
                         ),
                         cause,
                         lost_handle: e.lost_handle,
+                        changed: e.changed,
                     })
                 }
             }
@@ -611,6 +636,7 @@ async fn copy_one(
                 ),
                 cause,
                 lost_handle: e.lost_handle,
+                changed: e.changed,
             })
         }
     }

@@ -23,6 +23,7 @@ mod progress;
 mod resume;
 pub mod security_args;
 mod small_file;
+mod source_change;
 pub mod status;
 mod transfer;
 mod window;
@@ -114,14 +115,69 @@ pub fn credentials(
     let domain = domain
         .or_else(|| std::env::var("SMB_DOMAIN").ok())
         .unwrap_or_default();
-    let password = password
-        .or_else(|| std::env::var("SMB_PASSWORD").ok().map(Password::from))
-        .ok_or("no password: set SMB_PASSWORD or use --credentials FILE")?;
+    let password = match password.or_else(|| std::env::var("SMB_PASSWORD").ok().map(Password::from))
+    {
+        Some(p) => p,
+        None => {
+            let whom = if domain.is_empty() {
+                format!("{user}@{}", remote.host)
+            } else {
+                format!("{domain}\\{user}@{}", remote.host)
+            };
+            ask_password(&format!("Password for {whom}: "))?.ok_or(
+                "no password: set SMB_PASSWORD or use --credentials FILE (or run on a \
+                 terminal to be asked)",
+            )?
+        }
+    };
     Ok(UserCredentials {
         user,
         domain,
         password,
     })
+}
+
+/// Ask for the password on the terminal, as smbclient and mount.cifs do, without echoing
+/// it: only when standard input is a terminal (a job run from cron or a pipe fails at once
+/// instead of waiting for an answer that never comes). `Ok(None)` without a terminal. The
+/// bytes typed go straight into memory that is wiped.
+pub fn ask_password(prompt: &str) -> Result<Option<Password>, String> {
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
+    use std::io::{IsTerminal as _, Read as _, Write as _};
+    if !std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return Ok(None);
+    };
+    let shown = |e: std::io::Error| format!("reading the password from the terminal: {e}");
+    let saved = tcgetattr(&tty).map_err(|e| shown(e.into()))?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    tcsetattr(&tty, OptionalActions::Flush, &quiet).map_err(|e| shown(e.into()))?;
+    let asked = (|| {
+        tty.write_all(prompt.as_bytes())?;
+        tty.flush()?;
+        let mut typed = Zeroizing::new(Vec::with_capacity(128));
+        let mut byte = [0u8; 1];
+        while tty.read(&mut byte)? == 1 && byte[0] != b'\n' {
+            typed.push(byte[0]);
+        }
+        Ok(typed)
+    })();
+    // Echo back on whatever happened.
+    let restored = tcsetattr(&tty, OptionalActions::Now, &saved);
+    let typed = asked.map_err(shown)?;
+    restored.map_err(|e| shown(e.into()))?;
+    let text = std::str::from_utf8(&typed[..])
+        .map_err(|_| "the password typed is not UTF-8".to_string())?
+        .trim_end_matches('\r');
+    Ok(Some(Password::from(text)))
 }
 
 /// The contents of a credentials file, which must be private: owned by this user (or root)

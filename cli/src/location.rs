@@ -16,6 +16,8 @@ pub struct RemotePath {
     pub share: String,
     /// Path inside the share, `/`-separated, without a leading slash ("" = share root).
     pub path: String,
+    /// The location ended in `/` (or `\`): it names a directory, as it does for `cp`.
+    pub names_dir: bool,
 }
 
 impl RemotePath {
@@ -32,6 +34,7 @@ impl RemotePath {
     pub fn with_path(&self, path: String) -> RemotePath {
         RemotePath {
             path,
+            names_dir: false,
             ..self.clone()
         }
     }
@@ -145,6 +148,7 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
     if share.is_empty() {
         return Err(bad("no share name"));
     }
+    let names_dir = inner.ends_with('/');
     let inner = inner
         .split('/')
         .filter(|p| !p.is_empty())
@@ -157,6 +161,7 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
         domain,
         share: share.to_string(),
         path: inner,
+        names_dir,
     })
 }
 
@@ -180,6 +185,13 @@ mod tests {
         assert_eq!(r.user.as_deref(), Some("alice"));
         assert_eq!(r.share, "data");
         assert_eq!(r.path, "dir/fé.txt");
+        assert!(!r.names_dir);
+        assert!(remote("smb://h/s/dir/").names_dir);
+        assert!(remote(r"\\h\s\dir\").names_dir);
+        assert!(
+            !remote("smb://h/s/").names_dir,
+            "the share's root is a directory anyway"
+        );
         let r = remote("smb://[fd00::1]/s");
         assert_eq!(
             (r.host.as_str(), r.port, r.path.as_str()),

@@ -22,6 +22,7 @@ use smb3_client::{
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
 use crate::describe;
+use crate::plan::{refused_destination, DestState};
 
 /// How a server-side copy run goes.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +50,7 @@ pub async fn copy_on_server(
     sources: &[String],
     to: &Share,
     dest: &str,
+    dest_names_dir: bool,
     opts: OnServerOptions,
 ) -> CopyReport {
     let started = Instant::now();
@@ -64,12 +66,24 @@ pub async fn copy_on_server(
         report: CopyReport::default(),
     };
     let dest = dest.trim_end_matches('/');
-    let dest_is_dir = dest.is_empty() || to.metadata(dest).await.is_ok_and(|m| m.is_dir());
-    if sources.len() > 1 && !dest_is_dir {
-        run.report.failures.push(format!(
-            "{}: destination must be an existing directory for several sources",
-            run.shown(to, dest)
-        ));
+    let state = if dest.is_empty() {
+        DestState::Dir
+    } else {
+        match to.metadata(dest).await {
+            Ok(m) if m.is_dir() => DestState::Dir,
+            Ok(_) => DestState::NotDir,
+            Err(e) if e.to_errno() == libc::ENOENT => DestState::Missing,
+            Err(e) => {
+                let line = format!("{}: {}", run.shown(to, dest), describe(&e));
+                run.report.failures.push(line);
+                return run.report;
+            }
+        }
+    };
+    let dest_is_dir = state == DestState::Dir;
+    let shown = run.shown(to, dest);
+    if let Some(line) = refused_destination(&shown, state, dest_names_dir, sources.len(), true) {
+        run.report.usage_error = Some(line);
         return run.report;
     }
     for source in sources {
@@ -80,7 +94,13 @@ pub async fn copy_on_server(
             (true, false) => format!("{dest}/{name}"),
             (false, _) => dest.to_string(),
         };
-        match from.metadata(source).await {
+        let meta = from.metadata(source).await;
+        let becomes_dir = opts.recursive && meta.as_ref().is_ok_and(|m| m.is_dir());
+        if let Some(line) = refused_destination(&shown, state, dest_names_dir, 1, becomes_dir) {
+            run.report.usage_error = Some(line);
+            return run.report;
+        }
+        match meta {
             Err(e) => run.failed(source, &target, describe(&e)),
             Ok(m) if m.is_dir() && !opts.recursive => {
                 run.failed(source, &target, "is a directory (use -r)".into())

@@ -83,6 +83,62 @@ pub(crate) struct Plan {
     pub(crate) failures: Vec<String>,
     /// Files and directories left out by `--exclude` (a directory counts once).
     pub(crate) excluded: u64,
+    /// The destination cannot be what the command line asks (see [`refused_destination`]):
+    /// nothing is copied, and smbcp exits as for a usage error.
+    pub(crate) usage_error: Option<String>,
+    /// Things the user should know that are no failure: one line each (sparse files copied
+    /// in full).
+    pub(crate) notes: Vec<String>,
+}
+
+/// Whether a file of `len` bytes with `allocated` bytes on disk has holes worth saying so:
+/// less than half of it allocated, and at least 1 MiB missing.
+fn mostly_holes(len: u64, allocated: u64) -> bool {
+    allocated < len / 2 && len - allocated >= 1 << 20
+}
+
+/// The note for a sparse source copied in full: `shown` names it.
+fn inflated_note(shown: &str, len: u64, allocated: u64) -> String {
+    format!(
+        "{shown}: sparse ({allocated} of {len} bytes allocated); copied in full, its holes \
+         written as zeros (sparse copies are not made yet)"
+    )
+}
+
+/// What is at a destination path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DestState {
+    /// A directory: sources go below it.
+    Dir,
+    /// Something that is not a directory.
+    NotDir,
+    /// Nothing yet.
+    Missing,
+}
+
+/// Why `cp` would refuse the destination `shown`, as smbcp's usage error: several sources
+/// need an existing directory, and a destination ending in `/` (`names_dir`) must be one,
+/// unless the one source is a directory copied with `-r`, which then becomes it
+/// (`cp -r dir new/`). `None` when the copy may go ahead.
+pub(crate) fn refused_destination(
+    shown: &str,
+    dest: DestState,
+    names_dir: bool,
+    sources: usize,
+    source_becomes_dir: bool,
+) -> Option<String> {
+    match dest {
+        DestState::Dir => None,
+        _ if sources > 1 => Some(format!(
+            "{shown}: not an existing directory (several sources need one)"
+        )),
+        DestState::NotDir if names_dir => Some(format!("{shown}: not a directory")),
+        DestState::Missing if names_dir && !source_becomes_dir => Some(format!(
+            "{shown}: no such directory (a destination ending in / must be an existing \
+             directory; copy a directory with -r to create it)"
+        )),
+        _ => None,
+    }
 }
 
 /// How planning behaves.
@@ -127,11 +183,19 @@ pub(crate) async fn download(
 ) -> Plan {
     let mut plan = Plan::default();
     let dest_is_dir = dest.is_dir();
-    if sources.len() > 1 && !dest_is_dir {
-        plan.failures.push(format!(
-            "{}: destination must be an existing directory for several sources",
-            dest.display()
-        ));
+    let state = match (dest_is_dir, dest.exists()) {
+        (true, _) => DestState::Dir,
+        (false, true) => DestState::NotDir,
+        (false, false) => DestState::Missing,
+    };
+    let names_dir = {
+        use std::os::unix::ffi::OsStrExt as _;
+        dest.as_os_str().as_bytes().ends_with(b"/")
+    };
+    let shown = dest.display().to_string();
+    // Whether the one source is a directory is known only once it is looked at, below.
+    if let Some(line) = refused_destination(&shown, state, names_dir, sources.len(), true) {
+        plan.usage_error = Some(line);
         return plan;
     }
     // The directory named on the command line (or the one holding the file named there) is
@@ -170,6 +234,11 @@ pub(crate) async fn download(
                 continue;
             }
         };
+        let becomes_dir = md.is_dir() && opts.recursive;
+        if let Some(line) = refused_destination(&shown, state, names_dir, 1, becomes_dir) {
+            plan.usage_error = Some(line);
+            return plan;
+        }
         let name = dest_name
             .clone()
             .unwrap_or_else(|| base_name_remote(src).to_string());
@@ -208,6 +277,7 @@ pub(crate) async fn download(
         } else if opts.excludes.excludes(base_name_remote(src)) {
             plan.excluded += 1;
         } else {
+            note_sparse_remote(share, src, &md, &mut plan);
             plan.jobs.push(Job::Download {
                 remote: src.clone(),
                 local: target,
@@ -216,6 +286,28 @@ pub(crate) async fn download(
         }
     }
     plan
+}
+
+/// Note a remote file whose data is mostly holes (it downloads in full).
+fn note_sparse_remote(share: &Share, path: &str, md: &Metadata, plan: &mut Plan) {
+    if mostly_holes(md.len, md.allocation_size) {
+        let shown = remote_name(share, path);
+        plan.notes
+            .push(inflated_note(&shown, md.len, md.allocation_size));
+    }
+}
+
+/// Note a local file whose data is mostly holes (it uploads in full).
+fn note_sparse_local(path: &Path, md: &std::fs::Metadata, plan: &mut Plan) {
+    use std::os::unix::fs::MetadataExt as _;
+    let allocated = md.blocks() * 512;
+    if mostly_holes(md.len(), allocated) {
+        plan.notes.push(inflated_note(
+            &path.display().to_string(),
+            md.len(),
+            allocated,
+        ));
+    }
 }
 
 /// Walk a remote directory (the library's breadth-first walk), creating local directories
@@ -338,6 +430,7 @@ async fn remote_tree(
                 meta: e.entry.metadata,
             });
         } else {
+            note_sparse_remote(share, &e.path, &e.entry.metadata, plan);
             plan.jobs.push(Job::Download {
                 remote: e.path,
                 local: target,
@@ -353,23 +446,23 @@ pub(crate) async fn upload(
     share: &Share,
     sources: &[PathBuf],
     dest: &str,
+    names_dir: bool,
     opts: &PlanOptions<'_>,
 ) -> Plan {
     let mut plan = Plan::default();
-    let dest_is_dir = match share.metadata(dest).await {
-        Ok(md) => md.is_dir(),
-        Err(e) if e.to_errno() == 2 => false,
+    let shown = remote_name(share, dest);
+    let state = match share.metadata(dest).await {
+        Ok(md) if md.is_dir() => DestState::Dir,
+        Ok(_) => DestState::NotDir,
+        Err(e) if e.to_errno() == 2 => DestState::Missing,
         Err(e) => {
-            plan.failures
-                .push(format!("{}: {}", remote_name(share, dest), describe(&e)));
+            plan.failures.push(format!("{shown}: {}", describe(&e)));
             return plan;
         }
     };
-    if sources.len() > 1 && !dest_is_dir {
-        plan.failures.push(format!(
-            "{}: destination must be an existing directory for several sources",
-            remote_name(share, dest)
-        ));
+    let dest_is_dir = state == DestState::Dir;
+    if let Some(line) = refused_destination(&shown, state, names_dir, sources.len(), true) {
+        plan.usage_error = Some(line);
         return plan;
     }
     // SMB names are case-insensitive (MS-FSCC 2.1.5): `foo` and `FOO` are one file there.
@@ -382,6 +475,11 @@ pub(crate) async fn upload(
                 continue;
             }
         };
+        let becomes_dir = md.is_dir() && opts.recursive;
+        if let Some(line) = refused_destination(&shown, state, names_dir, 1, becomes_dir) {
+            plan.usage_error = Some(line);
+            return plan;
+        }
         let name = src
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -415,6 +513,7 @@ pub(crate) async fn upload(
         } else if opts.excludes.excludes(&name) {
             plan.excluded += 1;
         } else {
+            note_sparse_local(src, &md, &mut plan);
             plan.jobs.push(Job::Upload {
                 local: src.clone(),
                 remote: target,
@@ -472,6 +571,7 @@ async fn local_tree(
                 });
                 stack.push((entry.path(), r, rel));
             } else if md.is_file() {
+                note_sparse_local(&entry.path(), &md, plan);
                 plan.jobs.push(Job::Upload {
                     local: entry.path(),
                     remote: r,
@@ -481,4 +581,35 @@ async fn local_tree(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{refused_destination, DestState};
+
+    #[test]
+    fn destinations_are_refused_where_cp_refuses_them() {
+        let refused = |dest, names_dir, sources, becomes_dir| {
+            refused_destination("d", dest, names_dir, sources, becomes_dir)
+        };
+        // An existing directory takes anything.
+        assert_eq!(refused(DestState::Dir, true, 3, false), None);
+        // Several sources need one.
+        for dest in [DestState::NotDir, DestState::Missing] {
+            assert!(refused(dest, false, 2, false)
+                .unwrap()
+                .contains("several sources"));
+        }
+        // `one.txt newdir/`: no such directory; `one.txt file/`: not a directory.
+        assert!(refused(DestState::Missing, true, 1, false)
+            .unwrap()
+            .contains("no such directory"));
+        assert!(refused(DestState::NotDir, true, 1, true)
+            .unwrap()
+            .contains("not a directory"));
+        // `-r dir newdir/` makes it; `one.txt newname` and `one.txt existing` are files.
+        assert_eq!(refused(DestState::Missing, true, 1, true), None);
+        assert_eq!(refused(DestState::Missing, false, 1, false), None);
+        assert_eq!(refused(DestState::NotDir, false, 1, false), None);
+    }
 }

@@ -18,6 +18,7 @@ use smb3_client::{ConnectionLossCause, Error, NtStatus, ReplayHazard, Share};
 use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
 use crate::progress::Progress;
+use crate::source_change::LocalVersion;
 use crate::transfer::{TransferError, Transferred};
 
 /// What the one-round-trip path did with a file.
@@ -72,12 +73,17 @@ fn done(n: u64, progress: &Progress) -> Outcome {
 
 /// The whole of the local file at `path` if it holds at most `limit` bytes; `None` if it is
 /// longer (only `limit + 1` bytes are read to find out).
+/// A file that changed while it was read is `None` too: the regular path copies it, and
+/// checks it again (`source_change.rs`).
 fn read_at_most(path: &Path, limit: u32) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     let mut data = Vec::with_capacity(limit as usize);
-    std::fs::File::open(path)?
-        .take(u64::from(limit) + 1)
-        .read_to_end(&mut data)?;
+    let file = std::fs::File::open(path)?;
+    let version = LocalVersion::of(&file.metadata()?);
+    (&file).take(u64::from(limit) + 1).read_to_end(&mut data)?;
+    if !version.still(&file, path)? {
+        return Ok(None);
+    }
     Ok((data.len() <= limit as usize).then_some(data))
 }
 

@@ -16,6 +16,7 @@ use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
 use crate::progress::Progress;
 use crate::resume::{self, Plan};
+use crate::source_change::{remote_changed, LocalVersion, CHANGED};
 use crate::window::for_each_chunk;
 
 /// Chunks kept in flight per file for each channel that can carry them, so that every
@@ -98,6 +99,9 @@ pub(crate) struct TransferError {
     pub(crate) partial_created: bool,
     /// The server lost the open (`Error::HandleLost`): starting over may succeed.
     pub(crate) lost_handle: bool,
+    /// The source changed while it was copied (`source_change.rs`): copying it again may
+    /// catch a version that holds still.
+    pub(crate) changed: bool,
 }
 
 impl TransferError {
@@ -107,6 +111,17 @@ impl TransferError {
             line,
             partial_created: false,
             lost_handle: false,
+            changed: false,
+        }
+    }
+
+    /// The source changed during the copy (the destination's partial file exists).
+    pub(crate) fn changed(line: String) -> Self {
+        TransferError {
+            line,
+            partial_created: true,
+            lost_handle: false,
+            changed: true,
         }
     }
 
@@ -116,6 +131,7 @@ impl TransferError {
             line,
             partial_created: true,
             lost_handle: false,
+            changed: false,
         }
     }
 
@@ -125,6 +141,7 @@ impl TransferError {
             line: describe(e),
             partial_created: true,
             lost_handle: matches!(e, Error::HandleLost { .. }),
+            changed: false,
         }
     }
 }
@@ -246,7 +263,15 @@ pub(crate) async fn download(
         }
     })
     .await?;
+    let now = file
+        .metadata()
+        .await
+        .map_err(|e| TransferError::request(&e))?;
+    let changed = remote_changed(file.metadata_at_open(), &now);
     file.close().await.map_err(|e| TransferError::request(&e))?;
+    if changed {
+        return Err(TransferError::changed(CHANGED.into()));
+    }
     Ok(Transferred {
         bytes: size - start,
         resumed_from: start,
@@ -266,11 +291,12 @@ pub(crate) async fn upload(
     let src = ChunkSource::new(
         std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?,
     );
-    let size = src
+    let opened = src
         .file()
         .metadata()
-        .map_err(|e| TransferError::before(e.to_string()))?
-        .len();
+        .map_err(|e| TransferError::before(e.to_string()))?;
+    let version = LocalVersion::of(&opened);
+    let size = opened.len();
     let existing = if opts.resume {
         share.metadata(partial).await.ok().filter(|m| m.is_file())
     } else {
@@ -324,6 +350,12 @@ pub(crate) async fn upload(
     })
     .await?;
     file.close().await.map_err(|e| TransferError::request(&e))?;
+    let unchanged = version
+        .still(src.file(), local)
+        .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
+    if !unchanged {
+        return Err(TransferError::changed(CHANGED.into()));
+    }
     Ok(Transferred {
         bytes: size - start,
         resumed_from: start,

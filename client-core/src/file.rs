@@ -43,7 +43,8 @@ struct FileInner {
     /// FileId (swappable by a reconnect) and what reopening the file takes.
     state: Arc<OpenState>,
     path: String,
-    size_at_open: u64,
+    /// What the CREATE reply said of the file (size, times, attributes).
+    at_open: Metadata,
     /// The open's hold on its lease key and its place among the session's durable opens;
     /// released once the handle is closed.
     holds: Option<OpenHolds>,
@@ -87,7 +88,7 @@ impl File {
         tree: Arc<Tree>,
         path: String,
         state: Arc<OpenState>,
-        size_at_open: u64,
+        at_open: Metadata,
         holds: OpenHolds,
     ) -> File {
         File {
@@ -95,7 +96,7 @@ impl File {
                 tree,
                 state,
                 path,
-                size_at_open,
+                at_open,
                 holds: Some(holds),
                 closed: AtomicBool::new(false),
             }),
@@ -109,7 +110,14 @@ impl File {
 
     /// Size of the file when it was opened.
     pub fn size_at_open(&self) -> u64 {
-        self.inner.size_at_open
+        self.inner.at_open.len
+    }
+
+    /// The file as the CREATE reply described it: size, times and attributes when it was
+    /// opened (MS-SMB2 2.2.14). Compared with [`File::metadata`] after reading it, it tells
+    /// whether the file changed meanwhile (its last-write or change time moved).
+    pub fn metadata_at_open(&self) -> &Metadata {
+        &self.inner.at_open
     }
 
     /// Whether the server granted a durable handle (one that survives a lost connection for
@@ -328,7 +336,7 @@ impl File {
             eof: false,
             chunk,
             depth,
-            size_hint: self.inner.size_at_open,
+            size_hint: self.inner.at_open.len,
         }
     }
 

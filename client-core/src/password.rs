@@ -32,6 +32,12 @@ impl Password {
         self.0.as_str()
     }
 
+    /// The password itself, for what must have it: handing it to another process of the
+    /// program's own (smbfuse's daemon). Every copy made of it is one more to wipe.
+    pub fn expose_secret(&self) -> &str {
+        self.0.as_str()
+    }
+
     /// Whether the password is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

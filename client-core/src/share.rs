@@ -253,7 +253,7 @@ impl Share {
             self.tree.clone(),
             path.to_string(),
             state,
-            created.end_of_file,
+            Metadata::of_create(&created),
             holds,
         ))
     }

@@ -308,6 +308,22 @@ pub(crate) fn wire_path(path: &str) -> Result<String, crate::Error> {
 
 /// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with
 /// BUFFER_OVERFLOW still holds the fixed part; only the name is cut short.
+impl Metadata {
+    /// What a CREATE reply says of the file it opened (MS-SMB2 2.2.14); no file id or link
+    /// count (the reply has neither).
+    pub(crate) fn of_create(created: &smb3_proto::msg::create::CreateResponse) -> Metadata {
+        Metadata::from_parts(
+            created.file_attributes,
+            created.end_of_file,
+            created.allocation_size,
+            created.creation_time,
+            created.last_access_time,
+            created.last_write_time,
+            created.change_time,
+        )
+    }
+}
+
 pub(crate) fn metadata_from_reply(msg: &bytes::Bytes) -> Result<Metadata> {
     let info: FileAllInformation = decode(
         Command::QUERY_INFO,

@@ -23,16 +23,16 @@ pub const CHILD_FLAG: &str = "--daemon-child";
 /// The environment variable a password may come from (`smbcp::credentials` reads it).
 pub const PASSWORD_ENV: &str = "SMB_PASSWORD";
 
-/// What the parent hands the daemon on its stdin when the password came from
-/// [`PASSWORD_ENV`]: the user and domain as the parent resolved them, and the password. A
-/// password from a credentials file is not handed over: the daemon reads the file itself,
-/// which wins over the environment as it does for every smbcp tool.
+/// What the parent hands the daemon on its stdin: the user, domain and password as the
+/// parent resolved them (from [`PASSWORD_ENV`], a credentials file, or the terminal, which
+/// the daemon no longer has). A credentials file is read again by the daemon and wins, as
+/// it does for every smbcp tool.
 pub struct Handoff {
     /// The user name, as `smbcp::credentials` resolved it.
     pub user: String,
     /// The domain, as `smbcp::credentials` resolved it.
     pub domain: String,
-    /// The value of [`PASSWORD_ENV`].
+    /// The password.
     pub password: Zeroizing<String>,
 }
 

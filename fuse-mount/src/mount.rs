@@ -97,14 +97,15 @@ pub fn run(args: Args) -> i32 {
     }
 }
 
-/// What the daemon is handed instead of `SMB_PASSWORD` in its environment: the user and
-/// domain as they resolve here, with the password from the environment. `None` when there is
-/// no such password or the credentials do not resolve (the daemon then tries itself and
+/// What the daemon is handed instead of `SMB_PASSWORD` in its environment: the user, domain
+/// and password as they resolve here (the environment, a credentials file, or asked on the
+/// terminal). `None` when the credentials do not resolve (the daemon then tries itself and
 /// reports why, in its place among the other checks).
 fn handoff_of(args: &Args) -> Option<daemon::Handoff> {
-    let password = zeroize::Zeroizing::new(std::env::var(daemon::PASSWORD_ENV).ok()?);
     let opts = MountOptions::parse(&args.options).ok()?;
     let remote = remote_of(&args.source, &opts).ok()?;
+    // Asks on the terminal when neither SMB_PASSWORD nor a credentials file gives one: the
+    // daemon has no terminal to ask on.
     let creds = smbcp::credentials(
         &remote,
         opts.username.as_deref(),
@@ -114,7 +115,7 @@ fn handoff_of(args: &Args) -> Option<daemon::Handoff> {
     Some(daemon::Handoff {
         user: creds.user,
         domain: creds.domain,
-        password,
+        password: zeroize::Zeroizing::new(creds.password.expose_secret().to_string()),
     })
 }
 

@@ -14,10 +14,6 @@ use smbcp::on_server::{copy_on_server, OnServerOptions};
 use smbcp::security_args::SecurityArgs;
 use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
 
-/// Copy files to or from an SMB share, many chunks and files in flight at once.
-///
-/// Remote locations are smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH or //HOST/SHARE/PATH.
-/// The password comes from SMB_PASSWORD or --credentials FILE, never from the command line.
 /// What `-p/--preserve` keeps.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Preserve {
@@ -27,8 +23,29 @@ enum Preserve {
     All,
 }
 
+/// What `smbcp --help` teaches before the options: the locations, the password, the exit
+/// status and examples, in the first screen.
+const GUIDE: &str = "\
+Locations:
+  smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
+  SMB_USER). A destination ending in / must be an existing directory, as for cp.
+Password:
+  SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
+  mode 0600), or asked for on the terminal; never on the command line.
+Exit status:
+  0 all copied, 1 some files failed (each named on stderr), 2 usage or configuration error.
+Examples:
+  smbcp big.iso smb://alice@nas/data/isos/             upload into a directory
+  smbcp -r 'smb://CORP;alice@nas/data/projects' ./bk/  download a tree
+  smbcp -a --update ~/photos smb://alice@nas/backup/   back up: only what changed moves";
+
+/// Copy files and trees to and from SMB shares, over every channel to the server.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(
+    version,
+    after_help = GUIDE,
+    help_template = "{about-with-newline}\n{usage-heading} {usage}{after-help}\n\n{all-args}"
+)]
 struct Args {
     /// Sources (all remote, or all local), then the destination. Remote sources with a
     /// remote destination on the same server are copied by the server itself.
@@ -327,7 +344,7 @@ async fn run(args: Args) -> i32 {
                     Location::Remote(_) => None,
                 })
                 .collect();
-            upload(&share, &sources, &r.path, &opts).await
+            upload(&share, &sources, &r.path, r.names_dir, &opts).await
         }
         (Direction::Down, Location::Local(p)) => {
             download(&share, &remote_paths(&locations), p, &opts).await
@@ -351,7 +368,16 @@ async fn run(args: Args) -> i32 {
                 preserve_all: args.preserve == Some(Preserve::All),
             };
             let sources = remote_paths(&locations);
-            copy_on_server(&d.host, &share, &sources, &dest_share, &d.path, on_server).await
+            copy_on_server(
+                &d.host,
+                &share,
+                &sources,
+                &dest_share,
+                &d.path,
+                d.names_dir,
+                on_server,
+            )
+            .await
         }
         _ => unreachable!("direction matches destination"),
     };
@@ -378,6 +404,13 @@ enum Direction {
 }
 
 fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32 {
+    if let Some(line) = &report.usage_error {
+        eprintln!("smbcp: {line}");
+        return EXIT_USAGE;
+    }
+    for line in &report.notes {
+        eprintln!("smbcp: note: {line}");
+    }
     for line in &report.retried {
         eprintln!("smbcp: {line}");
     }

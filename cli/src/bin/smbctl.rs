@@ -10,9 +10,29 @@ use smbcp::security_args::SecurityArgs;
 use smbcp::status;
 use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
 
-/// Inspect SMB shares and sessions.
+/// What `smbctl --help` teaches before the commands: locations, the password, the exit
+/// status and examples, in the first screen.
+const GUIDE: &str = "\
+Locations:
+  smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
+  SMB_USER).
+Password:
+  SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
+  mode 0600), or asked for on the terminal; never on the command line.
+Exit status:
+  0 done, 1 the server or the network failed it (one line on stderr), 2 usage error.
+Examples:
+  smbctl ls smb://alice@nas/data/projects      list a directory
+  smbctl channels --explain smb://alice@nas/data   channels per NIC pair, and why
+  smbctl status /mnt/data                      the session behind an smbfuse mount";
+
+/// Inspect SMB shares, the client's channels to them, and smbfuse mounts.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(
+    version,
+    after_help = GUIDE,
+    help_template = "{about-with-newline}\n{usage-heading} {usage}{after-help}\n\n{all-args}"
+)]
 struct Args {
     #[command(subcommand)]
     command: Cmd,

@@ -22,6 +22,7 @@ mod preserve;
 mod progress;
 mod resume;
 pub mod security_args;
+pub mod show;
 mod small_file;
 mod source_change;
 pub mod status;

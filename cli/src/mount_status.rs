@@ -106,23 +106,67 @@ pub fn socket_path(mountpoint: &Path) -> PathBuf {
 /// Read the status of the mount on `mountpoint`.
 pub fn read_status(mountpoint: &Path) -> Result<serde_json::Value, String> {
     use std::io::Read;
-    let canonical =
+    let given =
         std::fs::canonicalize(mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
-    let sock = socket_path(&canonical);
-    check_socket(&sock).map_err(|e| format!("{}: {e}", canonical.display()))?;
-    let mut conn = std::os::unix::net::UnixStream::connect(&sock).map_err(|e| {
+    // Any path inside the mount will do: the mount's root is where the device changes going
+    // up.
+    let root = mount_root(&given);
+    let shown = if root == given {
+        given.display().to_string()
+    } else {
+        format!("{} (in {})", given.display(), root.display())
+    };
+    let sock = socket_path(&root);
+    let no_mount = |e: &dyn std::fmt::Display| {
         format!(
-            "{}: no smbfuse mount answers there ({}: {e})",
-            canonical.display(),
+            "{shown}: no smbfuse mount answers there ({}: {e})",
             sock.display()
         )
-    })?;
+    };
+    if std::fs::symlink_metadata(&sock).is_err() {
+        return Err(no_mount(&"no status socket"));
+    }
+    check_socket(&sock).map_err(|e| format!("{shown}: {e}"))?;
+    let mut conn = std::os::unix::net::UnixStream::connect(&sock).map_err(|e| no_mount(&e))?;
     conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
     let mut text = String::new();
     conn.read_to_string(&mut text)
         .map_err(|e| format!("{}: reading the status: {e}", sock.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: bad status: {e}", sock.display()))
+}
+
+/// The root of the mount holding `path` (canonical): the highest directory on the same
+/// device, going up until the parent is on another one.
+fn mount_root(path: &Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt as _;
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let mut at = path.to_path_buf();
+    let Some(here) = dev(&at) else {
+        return at;
+    };
+    while let Some(parent) = at.parent() {
+        if dev(parent) != Some(here) {
+            break;
+        }
+        at = parent.to_path_buf();
+    }
+    at
+}
+
+/// Whether the mount's messages are sealed, in words: the cipher alone says only what was
+/// agreed in NEGOTIATE, not whether the session or the share encrypts.
+fn encryption_words(v: &serde_json::Value) -> String {
+    let cipher = v["cipher"].as_str().unwrap_or("-");
+    if v["encrypts_everything"].as_bool() == Some(true) {
+        format!("{cipher} (the whole session)")
+    } else if v["share_encrypted"].as_bool() == Some(true) {
+        format!("{cipher} (this share)")
+    } else if cipher == "-" {
+        "off".into()
+    } else {
+        format!("off ({cipher} agreed, not used)")
+    }
 }
 
 /// The status for people.
@@ -133,7 +177,7 @@ pub fn print_status(v: &serde_json::Value) {
         "SMB {}, signing {}, encryption {}; {} open file(s), {} parked after close, {} node(s) known",
         s("dialect"),
         s("signing"),
-        s("cipher"),
+        encryption_words(v),
         v["open_files"],
         v["parked_handles"],
         v["nodes"],
@@ -192,6 +236,24 @@ pub fn print_status(v: &serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encryption_says_whether_messages_are_sealed() {
+        let v = |cipher: &str, session: bool, share: bool| serde_json::json!({"cipher": cipher, "encrypts_everything": session, "share_encrypted": share});
+        assert_eq!(
+            encryption_words(&v("Aes128Gcm", false, false)),
+            "off (Aes128Gcm agreed, not used)"
+        );
+        assert_eq!(encryption_words(&v("-", false, false)), "off");
+        assert_eq!(
+            encryption_words(&v("Aes128Gcm", false, true)),
+            "Aes128Gcm (this share)"
+        );
+        assert_eq!(
+            encryption_words(&v("Aes256Gcm", true, true)),
+            "Aes256Gcm (the whole session)"
+        );
+    }
 
     #[test]
     fn socket_names_are_short_and_distinct() {

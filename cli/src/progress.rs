@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{HumanDuration, ProgressBar, ProgressState, ProgressStyle};
 
 /// Counters of a whole run, and the bar when there is one.
 #[derive(Clone)]
@@ -24,12 +24,25 @@ impl Progress {
     pub(crate) fn new(show: bool, files: u64, bytes: u64) -> Progress {
         let bar = show.then(|| {
             let b = ProgressBar::new(bytes);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{bytes:>10}/{total_bytes} {wide_bar} {binary_bytes_per_sec:>12} eta {eta} {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
+            // Decimal units, as the summary line's MB/s; no rate or ETA before the first
+            // bytes (a rate of 0 B/s and an ETA of 0 s say something false).
+            let style = ProgressStyle::with_template(
+                "{decimal_bytes:>10}/{decimal_total_bytes} {wide_bar} {rate:>11} eta {left} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = match s.pos() {
+                    0 => write!(w, "-"),
+                    _ => write!(w, "{:.1} MB/s", s.per_sec() / 1e6),
+                };
+            })
+            .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = match s.pos() {
+                    0 => write!(w, "-"),
+                    _ => write!(w, "{:#}", HumanDuration(s.eta())),
+                };
+            });
+            b.set_style(style);
             b.enable_steady_tick(Duration::from_millis(500));
             b
         });

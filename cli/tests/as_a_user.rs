@@ -319,3 +319,78 @@ fn the_password_is_asked_on_a_terminal_and_never_echoed() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no password"), "{}", stderr(&o));
 }
+
+const SMBCTL: &str = env!("CARGO_BIN_EXE_smbctl");
+
+/// smbctl with the test user's password, in the time zone `tz` (a POSIX TZ string).
+fn smbctl_in(tb: &Testbed, tz: &str, args: &[&str]) -> Output {
+    let out = tb
+        .client_command(SMBCTL)
+        .env("SMB_PASSWORD", tb.password())
+        .env("TZ", tz)
+        .args(args)
+        .output()
+        .expect("run smbctl");
+    eprintln!(
+        "smbctl {args:?}: {:?}\n{}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `smbctl ls -l` shows attributes and the last-write time in local time, `-h` sizes as
+/// `ls -h`, `--json` every field; `stat` prints times as ISO 8601 in local time (no more
+/// `SystemTime { tv_sec: .. }`), with `--json` too.
+#[test]
+fn smbctl_ls_long_and_stat_speak_local_time() {
+    let tb = testbed();
+    let plain = tb.share_path("plain");
+    std::fs::create_dir_all(plain.join("dir")).unwrap();
+    let f = std::fs::File::create(plain.join("dir/report.pdf")).unwrap();
+    f.set_len(1536 * 1024).unwrap();
+    // 2026-11-27 12:00:00 UTC.
+    let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_780_800);
+    f.set_times(std::fs::FileTimes::new().set_modified(t))
+        .unwrap();
+    drop(f);
+    std::fs::write(plain.join("dir/small.txt"), b"tiny").unwrap();
+    let tz = "XST-01:30"; // 90 minutes east of UTC, no daylight saving
+
+    let o = smbctl_in(&tb, tz, &["ls", "-l", "-h", &url(&tb, "plain/dir")]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.ends_with("report.pdf"))
+        .expect("listed");
+    assert!(line.starts_with("-"), "{line}");
+    assert!(line.contains(" 1.5M "), "{line}");
+    assert!(line.contains("2026-11-27 13:30:00"), "{line}");
+
+    let o = smbctl_in(&tb, tz, &["ls", "--json", &url(&tb, "plain/dir")]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let pdf = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "report.pdf")
+        .expect("in the JSON");
+    assert_eq!(pdf["size"], 1536 * 1024);
+    assert_eq!(pdf["modified"], "2026-11-27T13:30:00+01:30");
+
+    let o = smbctl_in(&tb, tz, &["stat", &url(&tb, "plain/dir/report.pdf")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("modified: 2026-11-27T13:30:00+01:30"), "{out}");
+    assert!(out.contains("size: 1572864 (1.5M)"), "{out}");
+    assert!(!out.contains("SystemTime"), "{out}");
+    let o = smbctl_in(
+        &tb,
+        tz,
+        &["stat", "--json", &url(&tb, "plain/dir/small.txt")],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["size"], 4);
+    assert_eq!(v["type"], "file");
+}

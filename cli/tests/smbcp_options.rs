@@ -582,6 +582,9 @@ fn progress_bar_on_a_terminal_only() {
     let tty = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{tty}");
     assert!(tty.contains("/3 files"), "{tty}");
+    // The bar speaks the summary line's units (MB, not MiB), and no rate before any byte.
+    assert!(tty.contains(" MB") && !tty.contains("MiB"), "{tty}");
+    assert!(!tty.contains(" B/s") && tty.contains("- eta -"), "{tty}");
     // Not a terminal (as in every other test): no bar, just the summary line.
     let o = smbcp(
         &tb,

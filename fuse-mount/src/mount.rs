@@ -230,7 +230,9 @@ fn failed(msg: impl Into<String>) -> Failure {
     (EXIT_MOUNT_FAILED, msg.into())
 }
 
-/// The mount point must be an existing, empty directory.
+/// The mount point must be an existing, empty directory that is not a mount point already:
+/// a second mount stacked on the first would hide it (an empty share's mount passes the
+/// emptiness check), as mount.cifs refuses too.
 pub fn check_mountpoint(path: &Path) -> Result<(), String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
@@ -240,11 +242,57 @@ pub fn check_mountpoint(path: &Path) -> Result<(), String> {
     if !meta.is_dir() {
         return Err(format!("mount point {shown} is not a directory"));
     }
+    if let Ok(canonical) = std::fs::canonicalize(path) {
+        if is_mounted_on(&canonical) {
+            return Err(format!(
+                "{shown} is a mount point already (umount it first)"
+            ));
+        }
+    }
     let mut entries = std::fs::read_dir(path).map_err(|e| format!("mount point {shown}: {e}"))?;
     if entries.next().is_some() {
         return Err(format!("mount point {shown} is not empty"));
     }
     Ok(())
+}
+
+/// Whether something is mounted on `path` (canonical): listed as a mount point in
+/// /proc/self/mountinfo (field 5, with spaces and the like as octal escapes), or, where
+/// there is no such file, on another device than its parent.
+fn is_mounted_on(path: &Path) -> bool {
+    if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
+        return info
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .any(|m| Path::new(&unescape_mountinfo(m)) == path);
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    path.parent()
+        .is_some_and(|parent| dev(parent).is_some() && dev(parent) != dev(path))
+}
+
+/// A mountinfo path with its `\ooo` octal escapes (space, tab, newline, backslash) undone.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The source as a remote location.
@@ -640,6 +688,17 @@ fn unmount(mp: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mountinfo_paths_are_unescaped_and_mount_points_found() {
+        assert_eq!(unescape_mountinfo("/mnt/my\\040share"), "/mnt/my share");
+        assert_eq!(unescape_mountinfo("/a\\134b"), "/a\\b");
+        assert_eq!(unescape_mountinfo("/plain"), "/plain");
+        assert!(is_mounted_on(Path::new("/proc")));
+        assert!(!is_mounted_on(
+            &std::env::temp_dir().join("surely-not-a-mount-point")
+        ));
+    }
 
     #[test]
     fn mount_points_are_checked() {

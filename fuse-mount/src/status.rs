@@ -28,7 +28,10 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "dialect": client.dialect().to_string(),
         "signing": client.signing().map_or("-".to_string(), |s| format!("{s:?}")),
         "cipher": client.cipher().map_or("-".to_string(), |c| format!("{c:?}")),
+        // Whether messages are actually sealed, not only whether a cipher was agreed: the
+        // whole session (the server's SESSION_SETUP flag or `seal`), or this share's tree.
         "encrypts_everything": client.encrypts_everything(),
+        "share_encrypted": fs.share().is_encrypted(),
         "open_files": fs.open_files(),
         "parked_handles": fs.parked_handles(),
         "nodes": fs.known_nodes(),

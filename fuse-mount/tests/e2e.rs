@@ -1615,6 +1615,18 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     let pids = daemons_of(&mp);
     assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
 
+    // A second mount onto it is refused, not stacked on top (the share is empty, so the
+    // mount point passes the emptiness check).
+    let again = smbfuse_cmd(&tb, tb.password())
+        .arg(source(&tb, "plain"))
+        .arg(&mp)
+        .output()
+        .expect("run smbfuse");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a mount point already"), "{err}");
+    assert_eq!(daemons_of(&mp).len(), 1, "still one daemon");
+
     // The password reached the daemon on a pipe, not in its environment.
     let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).unwrap();
     let names: Vec<String> = environ
@@ -1663,6 +1675,14 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     let status = smbcp::mount_status::read_status(&mp).expect("status");
     assert_eq!(status["share"], "plain");
     assert_ne!(status["signing"], "-", "a signed session by default");
+    // The truth about sealing: a cipher is agreed, but neither the session nor this share
+    // encrypts.
+    assert_eq!(status["encrypts_everything"], false);
+    assert_eq!(status["share_encrypted"], false);
+    // Asked from any path inside the mount.
+    std::fs::create_dir_all(mp.join("deep/er")).unwrap();
+    let inside = smbcp::mount_status::read_status(&mp.join("deep/er")).expect("status inside");
+    assert_eq!(inside["mountpoint"], status["mountpoint"]);
 
     run(Command::new("umount").arg(&mp));
     assert!(

@@ -7,8 +7,8 @@ use smb3_client::ClientConfig;
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::security_args::SecurityArgs;
-use smbcp::status;
 use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
+use smbcp::{show, status};
 
 /// What `smbctl --help` teaches before the commands: locations, the password, the exit
 /// status and examples, in the first screen.
@@ -50,15 +50,32 @@ struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// List a directory.
+    /// List a directory (sorted by name).
+    #[command(disable_help_flag = true)]
     Ls {
         /// smb://USER@HOST/SHARE/PATH
         url: String,
+        /// Long: attributes (r read-only, h hidden, s system, a archive) and the last-write
+        /// time, in local time.
+        #[arg(short, long)]
+        long: bool,
+        /// Sizes in powers of 1024 (1.5M), as ls -h.
+        #[arg(short = 'h', long = "human-readable")]
+        human: bool,
+        /// Print JSON: one object per entry, times in ISO 8601 local time.
+        #[arg(long)]
+        json: bool,
+        /// Print help.
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
     },
-    /// Show size, times and attributes of a path.
+    /// Show size, times (ISO 8601, local time) and attributes of a path.
     Stat {
         /// smb://USER@HOST/SHARE/PATH
         url: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the session's channels per interface pair (planned and current), and each channel.
     Channels {
@@ -147,8 +164,8 @@ async fn run(args: Args) -> i32 {
         return mount_status(mountpoint, *json);
     }
     let url = match &args.command {
-        Cmd::Ls { url }
-        | Cmd::Stat { url }
+        Cmd::Ls { url, .. }
+        | Cmd::Stat { url, .. }
         | Cmd::Channels { url, .. }
         | Cmd::Interfaces { url, .. }
         | Cmd::Watch { url, .. } => url.clone(),
@@ -196,21 +213,27 @@ async fn run(args: Args) -> i32 {
         }
     };
     let result = match args.command {
-        Cmd::Ls { .. } => share.read_dir(&r.path).await.map(|mut entries| {
-            entries.sort_by(|a, b| a.name.cmp(&b.name));
-            for e in entries {
-                let kind = if e.metadata.is_dir() { 'd' } else { '-' };
-                println!("{kind} {:>14} {}", e.metadata.len, e.name);
+        Cmd::Ls {
+            long, human, json, ..
+        } => {
+            return match list(&share, &r, long, human, json).await {
+                Ok(refused) if refused > 0 => EXIT_SOME_FAILED,
+                Ok(_) => 0,
+                Err(e) => {
+                    eprintln!("smbctl: {}: {}", r.display(), describe(&e));
+                    EXIT_SOME_FAILED
+                }
             }
-        }),
-        Cmd::Stat { .. } => share.metadata(&r.path).await.map(|m| {
-            println!("path: {}", r.display());
-            println!("type: {}", if m.is_dir() { "directory" } else { "file" });
-            println!("size: {}", m.len);
-            println!("allocated: {}", m.allocation_size);
-            println!("attributes: {:#x} ({})", m.attributes.bits(), m.attributes);
-            if let Some(t) = m.modified {
-                println!("modified: {:?}", t);
+        }
+        Cmd::Stat { json, .. } => share.metadata(&r.path).await.map(|m| {
+            if json {
+                let mut v = show::metadata_json(&m);
+                v["path"] = r.display().into();
+                println!("{v}");
+            } else {
+                for line in show::stat_lines(&r.display(), &m, false) {
+                    println!("{line}");
+                }
             }
         }),
         Cmd::Channels { json, explain, .. } => {
@@ -247,6 +270,47 @@ async fn run(args: Args) -> i32 {
             EXIT_SOME_FAILED
         }
     }
+}
+
+/// `smbctl ls`: the directory's entries sorted by name; each entry the library refused for
+/// its name (`Error::UnsafeName`) is one line on stderr instead. Returns how many were.
+async fn list(
+    share: &smb3_client::Share,
+    r: &RemotePath,
+    long: bool,
+    human: bool,
+    json: bool,
+) -> smb3_client::Result<usize> {
+    let mut listing = share.list(&r.path).await?;
+    let (mut entries, mut refused) = (Vec::new(), 0);
+    loop {
+        match listing.next_page().await {
+            Ok(Some(page)) => entries.extend(page),
+            Ok(None) => break,
+            Err(e @ smb3_client::Error::UnsafeName { .. }) => {
+                eprintln!("smbctl: {}: {e}", r.display());
+                refused += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    if json {
+        let all: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                let mut v = show::metadata_json(&e.metadata);
+                v["name"] = e.name.clone().into();
+                v
+            })
+            .collect();
+        println!("{}", serde_json::Value::from(all));
+    } else {
+        for e in &entries {
+            println!("{}", show::ls_line(e, long, human));
+        }
+    }
+    Ok(refused)
 }
 
 /// Print every change under `r.path` until the process is interrupted (or the server fails

@@ -8,6 +8,7 @@ pub mod auth_args;
 pub mod channel_args;
 mod chunk_read;
 pub mod copy;
+pub mod generate;
 pub mod glob;
 mod hashing;
 pub mod in_flight;

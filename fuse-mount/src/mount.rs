@@ -66,11 +66,26 @@ pub struct Args {
     /// Stay in the foreground (logs on stderr, filtered by RUST_LOG).
     #[arg(short = 'f', long)]
     pub foreground: bool,
-    /// Write the daemon's log here (RUST_LOG filters; default level info).
+    /// Write the daemon's log here (RUST_LOG filters; warnings and errors without it).
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     #[arg(long = "daemon-child", hide = true)]
     daemon_child: bool,
+}
+
+/// `smbfuse --generate man|bash|zsh|fish` alone: the man page or a completion script (see
+/// `smbcp::generate`), parsed apart because the source and mount point are required
+/// otherwise.
+#[derive(clap::Parser, Debug)]
+#[command(name = "smbfuse")]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["generate", "generate_into"])))]
+pub struct GenerateOnly {
+    /// What to print.
+    #[arg(long, value_enum)]
+    pub generate: Option<smbcp::generate::Generate>,
+    /// Write every man page and completion script below this `share` directory.
+    #[arg(long, value_name = "DIR")]
+    pub generate_into: Option<PathBuf>,
 }
 
 /// Run `smbfuse` with parsed arguments; returns the exit status.

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use smb3_client::{ClientConfig, Dispatch};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
@@ -42,6 +42,7 @@ Examples:
 /// Copy files and trees to and from SMB shares, over every channel to the server.
 #[derive(Parser, Debug)]
 #[command(
+    name = "smbcp",
     version,
     after_help = GUIDE,
     help_template = "{about-with-newline}\n{usage-heading} {usage}{after-help}\n\n{all-args}"
@@ -141,6 +142,12 @@ struct Args {
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
+    /// Print the man page or a shell's completion script (see scripts/install.sh).
+    #[arg(long, value_enum, hide = true, exclusive = true, value_name = "WHAT")]
+    generate: Option<smbcp::generate::Generate>,
+    /// Write every man page and completion script below this `share` directory.
+    #[arg(long, hide = true, exclusive = true, value_name = "DIR")]
+    generate_into: Option<std::path::PathBuf>,
 }
 
 /// A byte count with an optional K, M or G suffix (powers of 1024).
@@ -192,6 +199,12 @@ fn keep_freed_buffers() {}
 fn main() -> ExitCode {
     keep_freed_buffers();
     let args = Args::parse();
+    if let Some(what) = args.generate {
+        return ExitCode::from(smbcp::generate::print(Args::command(), what, "1") as u8);
+    }
+    if let Some(dir) = &args.generate_into {
+        return ExitCode::from(smbcp::generate::print_all(Args::command(), "1", dir) as u8);
+    }
     smbcp::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

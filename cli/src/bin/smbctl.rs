@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use smb3_client::ClientConfig;
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
@@ -29,13 +29,20 @@ Examples:
 /// Inspect SMB shares, the client's channels to them, and smbfuse mounts.
 #[derive(Parser, Debug)]
 #[command(
+    name = "smbctl",
     version,
     after_help = GUIDE,
     help_template = "{about-with-newline}\n{usage-heading} {usage}{after-help}\n\n{all-args}"
 )]
 struct Args {
     #[command(subcommand)]
-    command: Cmd,
+    command: Option<Cmd>,
+    /// Print the man page or a shell's completion script (see scripts/install.sh).
+    #[arg(long, value_enum, hide = true, exclusive = true, value_name = "WHAT")]
+    generate: Option<smbcp::generate::Generate>,
+    /// Write every man page and completion script below this `share` directory.
+    #[arg(long, hide = true, exclusive = true, value_name = "DIR")]
+    generate_into: Option<std::path::PathBuf>,
     /// User name (also SMB_USER, or the URL).
     #[arg(short, long, global = true)]
     user: Option<String>,
@@ -120,6 +127,12 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(what) = args.generate {
+        return ExitCode::from(smbcp::generate::print(Args::command(), what, "1") as u8);
+    }
+    if let Some(dir) = &args.generate_into {
+        return ExitCode::from(smbcp::generate::print_all(Args::command(), "1", dir) as u8);
+    }
     smbcp::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -159,11 +172,15 @@ fn remote(url: &str) -> Result<RemotePath, String> {
     }
 }
 
-async fn run(args: Args) -> i32 {
-    if let Cmd::Status { mountpoint, json } = &args.command {
+async fn run(mut args: Args) -> i32 {
+    let Some(command) = args.command.take() else {
+        let _ = Args::command().print_help();
+        return EXIT_USAGE;
+    };
+    if let Cmd::Status { mountpoint, json } = &command {
         return mount_status(mountpoint, *json);
     }
-    let url = match &args.command {
+    let url = match &command {
         Cmd::Ls { url, .. }
         | Cmd::Stat { url, .. }
         | Cmd::Channels { url, .. }
@@ -172,7 +189,7 @@ async fn run(args: Args) -> i32 {
         Cmd::Status { .. } => unreachable!("handled above"),
     };
     let mut config = ClientConfig::default();
-    if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &args.command {
+    if let Cmd::Channels { channels, .. } | Cmd::Interfaces { channels, .. } = &command {
         channels.apply(&mut config);
     }
     if let Err(e) = args
@@ -212,7 +229,7 @@ async fn run(args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
-    let result = match args.command {
+    let result = match command {
         Cmd::Ls {
             long, human, json, ..
         } => {

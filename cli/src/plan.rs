@@ -288,6 +288,58 @@ pub(crate) async fn download(
     plan
 }
 
+/// How the share compares names in `dir`. SMB names are case-insensitive (MS-FSCC 2.1.5) unless
+/// the file system says FILE_CASE_SENSITIVE_SEARCH (MS-FSCC 2.5.1); but Samba says so
+/// whatever it does (4.17 sets it and still takes `FOO` for an existing `foo` unless
+/// `case sensitive = yes`), so when it is set the share is asked: a file made under a fresh
+/// name and looked up in upper case. Case-insensitive when that cannot be done (`--dry-run`
+/// creates nothing, a directory that does not exist yet, no right to create): the safe
+/// side, where a clash is reported rather than one file overwriting another.
+async fn remote_folding(share: &Share, dir: &str, may_create: bool) -> NameFolding {
+    match share.fs_attributes().await {
+        Ok(a) if a.case_sensitive && may_create => {}
+        _ => return REMOTE_FOLDING,
+    }
+    let name = format!(".smbcp-case-probe-{:016x}", rand::random::<u64>());
+    let probe = join_remote(dir, &name);
+    if share
+        .write_new_file(&probe, bytes::Bytes::new())
+        .await
+        .is_err()
+    {
+        return REMOTE_FOLDING;
+    }
+    let folds = share
+        .metadata(&join_remote(dir, &name.to_uppercase()))
+        .await
+        .is_ok();
+    if let Err(e) = share.remove_file(&probe).await {
+        tracing::warn!(path = %probe, error = %e, "case probe left behind");
+    }
+    if folds {
+        REMOTE_FOLDING
+    } else {
+        NameFolding::EXACT
+    }
+}
+
+/// Note the names already in the remote directory `dir` (none when it does not exist yet), so
+/// that a name differing from one only in case is reported instead of overwriting it.
+async fn note_existing_remote(share: &Share, dir: &str, clashes: &mut NameClashes) {
+    let Ok(mut listing) = share.list(dir).await else {
+        return;
+    };
+    loop {
+        match listing.next_page().await {
+            Ok(Some(page)) => page.iter().for_each(|e| clashes.existing(dir, &e.name)),
+            Ok(None) => return,
+            // An entry refused for its name: nothing of ours can clash with it.
+            Err(smb3_client::Error::UnsafeName { .. }) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Note a remote file whose data is mostly holes (it downloads in full).
 fn note_sparse_remote(share: &Share, path: &str, md: &Metadata, plan: &mut Plan) {
     if mostly_holes(md.len, md.allocation_size) {
@@ -465,8 +517,16 @@ pub(crate) async fn upload(
         plan.usage_error = Some(line);
         return plan;
     }
-    // SMB names are case-insensitive (MS-FSCC 2.1.5): `foo` and `FOO` are one file there.
-    let mut clashes = NameClashes::new(REMOTE_FOLDING);
+    let probe_dir = if dest_is_dir {
+        dest
+    } else {
+        dest.rsplit_once('/').map_or("", |(d, _)| d)
+    };
+    let folding = remote_folding(share, probe_dir, opts.create_dirs).await;
+    let mut clashes = NameClashes::new(folding);
+    if dest_is_dir && clashes.folds() {
+        note_existing_remote(share, dest, &mut clashes).await;
+    }
     for src in sources {
         let md = match std::fs::metadata(src) {
             Ok(md) => md,
@@ -489,11 +549,12 @@ pub(crate) async fn upload(
         } else {
             dest.to_string()
         };
-        if let Err(first) = clashes.admit("", base_name_remote(&target)) {
+        let target_dir = if dest_is_dir { dest } else { "" };
+        if let Err(clash) = clashes.admit(target_dir, base_name_remote(&target)) {
             plan.failures.push(format!(
                 "{}: {}",
                 src.display(),
-                clashes.explain(base_name_remote(&target), &first)
+                clashes.explain(base_name_remote(&target), &clash)
             ));
             continue;
         }
@@ -534,6 +595,10 @@ async fn local_tree(
 ) -> Result<(), String> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
     while let Some((ldir, rdir, rel_dir)) = stack.pop() {
+        // A directory there from an earlier copy may hold names in another case.
+        if clashes.folds() {
+            note_existing_remote(share, &rdir, clashes).await;
+        }
         if opts.create_dirs {
             share
                 .create_dir_all(&rdir)

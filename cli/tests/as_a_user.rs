@@ -394,3 +394,72 @@ fn smbctl_ls_long_and_stat_speak_local_time() {
     assert_eq!(v["size"], 4);
     assert_eq!(v["type"], "file");
 }
+
+/// On a case-insensitive share `foo` and `FOO` are one file: a tree holding both, or a second
+/// run copying `foo` where an earlier one left `FOO`, would overwrite one with the other and
+/// report both copied. Each such name is reported and not copied (exit 1); the rest is.
+#[test]
+fn names_that_differ_only_in_case_are_never_merged_on_the_share() {
+    let tb = testbed();
+    let local = scratch("case");
+    let both = local.join("both");
+    std::fs::create_dir_all(&both).unwrap();
+    std::fs::write(both.join("foo"), b"lower").unwrap();
+    std::fs::write(both.join("FOO"), b"UPPER").unwrap();
+    std::fs::write(both.join("other"), b"other").unwrap();
+    let o = smbcp(&tb, &["-r", both.to_str().unwrap(), &url(&tb, "plain/")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("differ only in case"), "{err}");
+    let copied: Vec<String> = std::fs::read_dir(tb.share_path("plain").join("both"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(copied.len(), 2, "one of foo/FOO, and other: {copied:?}");
+    assert!(copied.contains(&"other".to_string()));
+
+    // Two runs: case1/FOO, then case2/foo into the same directory.
+    let case1 = local.join("case1");
+    let case2 = local.join("case2");
+    std::fs::create_dir_all(&case1).unwrap();
+    std::fs::create_dir_all(&case2).unwrap();
+    std::fs::write(case1.join("FOO"), b"first run").unwrap();
+    std::fs::write(case2.join("foo"), b"second run").unwrap();
+    std::fs::write(case2.join("bar"), b"bar").unwrap();
+    let merged = tb.share_path("plain").join("merged");
+    std::fs::create_dir_all(&merged).unwrap();
+    // Made here as root: the test user must be able to write into it.
+    std::fs::set_permissions(&merged, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let o = smbcp(
+        &tb,
+        &[
+            case1.join("FOO").to_str().unwrap(),
+            &url(&tb, "plain/merged/"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = smbcp(
+        &tb,
+        &[
+            case2.join("foo").to_str().unwrap(),
+            case2.join("bar").to_str().unwrap(),
+            &url(&tb, "plain/merged/"),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds \"FOO\""), "{err}");
+    assert_eq!(std::fs::read(merged.join("FOO")).unwrap(), b"first run");
+    assert!(!merged.join("foo").exists());
+    assert_eq!(std::fs::read(merged.join("bar")).unwrap(), b"bar");
+
+    // The same name again is the same file: replaced, as before.
+    let o = smbcp(
+        &tb,
+        &[
+            case1.join("FOO").to_str().unwrap(),
+            &url(&tb, "plain/merged/"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

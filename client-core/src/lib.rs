@@ -105,6 +105,7 @@ pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;
 pub use streams::StreamInfo;
 pub use types::{
-    DirEntry, FileType, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, ShareMode, TrafficCounters,
+    DirEntry, FileType, FsAttributes, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, ShareMode,
+    TrafficCounters,
 };
 pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

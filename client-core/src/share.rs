@@ -8,8 +8,8 @@ use smb3_proto::msg::create::{
     CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
 };
 use smb3_proto::msg::fscc::{
-    FileAllInformation, FileAttributes, FileDispositionInformation, FileFsFullSizeInformation,
-    FileRenameInformation,
+    FileAllInformation, FileAttributes, FileDispositionInformation, FileFsAttributeInformation,
+    FileFsFullSizeInformation, FileRenameInformation,
 };
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
@@ -32,7 +32,7 @@ use crate::session::{check_validate_negotiate, validate_negotiate_request};
 use crate::timewarp;
 use crate::tree::{ScopedHandle, Tree};
 use crate::types::{
-    metadata_from_reply, wire_path, DirEntry, FsInfo, IfExists, Metadata, OpenOptions,
+    metadata_from_reply, wire_path, DirEntry, FsAttributes, FsInfo, IfExists, Metadata, OpenOptions,
 };
 use crate::watch::{DirWatch, WatchFilter, WatchScope};
 
@@ -569,6 +569,35 @@ impl Share {
                     available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
                     free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
                     block_size: unit,
+                })
+            },
+        )
+        .await
+    }
+
+    /// How the share's file system treats names and what it supports (QUERY_INFO
+    /// FileFsAttributeInformation, MS-FSCC 2.5.1): whether `foo` and `FOO` are one file,
+    /// the longest name, sparse files, named streams.
+    pub async fn fs_attributes(&self) -> Result<FsAttributes> {
+        self.with_handle(
+            "",
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateOptions::DIRECTORY_FILE,
+            |id| async move {
+                let req = QueryInfoRequest::fs_info::<FileFsAttributeInformation>(id, 1024);
+                let resp = self.tree.core.send(&req, self.tree.call()).await?;
+                let fs: FileFsAttributeInformation = decode(
+                    Command::QUERY_INFO,
+                    QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
+                )?;
+                let has = |flag: u32| fs.file_system_attributes & flag != 0;
+                Ok(FsAttributes {
+                    case_sensitive: has(FileFsAttributeInformation::CASE_SENSITIVE_SEARCH),
+                    case_preserving: has(FileFsAttributeInformation::CASE_PRESERVED_NAMES),
+                    sparse_files: has(FileFsAttributeInformation::SUPPORTS_SPARSE_FILES),
+                    named_streams: has(FileFsAttributeInformation::NAMED_STREAMS),
+                    max_name_length: fs.maximum_component_name_length,
+                    file_system_name: fs.file_system_name,
                 })
             },
         )

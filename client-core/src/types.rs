@@ -278,6 +278,26 @@ impl std::ops::BitOr for ShareMode {
     }
 }
 
+/// How the share's file system treats names and what it supports (MS-FSCC 2.5.1
+/// FileFsAttributeInformation), from [`Share::fs_attributes`](crate::Share::fs_attributes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FsAttributes {
+    /// FILE_CASE_SENSITIVE_SEARCH: `foo` and `FOO` are two files. Without it they are one
+    /// (Windows, and Samba for SMB2 clients unless `case sensitive = yes`).
+    pub case_sensitive: bool,
+    /// FILE_CASE_PRESERVED_NAMES: names keep the case they were created with.
+    pub case_preserving: bool,
+    /// FILE_SUPPORTS_SPARSE_FILES.
+    pub sparse_files: bool,
+    /// FILE_NAMED_STREAMS.
+    pub named_streams: bool,
+    /// The longest name component, in characters.
+    pub max_name_length: u32,
+    /// The file system's name (`NTFS`, Samba's underlying one, ...).
+    pub file_system_name: String,
+}
+
 /// Size and free space of the share's file system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FsInfo {

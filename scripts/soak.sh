@@ -5,6 +5,7 @@
 #   sudo bash scripts/soak.sh                        # one hour, random seed (printed)
 #   sudo bash scripts/soak.sh --minutes 3            # the short mode
 #   sudo bash scripts/soak.sh --seed 42 --out /tmp/soak-42
+#   sudo bash scripts/soak.sh --mount --minutes 60   # the same through an smbfuse mount
 #
 # Every argument goes to the binary (`soak --help`). The results directory (default
 # /tmp/soak-<seed>) gets samples.csv (written as the run goes), samples.json, events.csv,
@@ -14,7 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=${CARGO_TARGET_DIR:-target}
+# --mount uses the smbfuse and smbctl built beside the soak.
 cargo build --release -p smb3-benches --bin soak >&2
+cargo build --release -p smbfuse -p smbcp --bins >&2
 
 # The results directory is chosen here so the log can go into it; the seed too, so that both
 # are known before the run starts.

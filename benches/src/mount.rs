@@ -94,6 +94,11 @@ impl Mount {
             .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
     }
 
+    /// The daemon's process ID.
+    pub fn daemon_pid(&self) -> u32 {
+        self.daemon.id()
+    }
+
     /// CPU time the daemon has used so far.
     pub fn daemon_cpu(&self) -> Duration {
         process_cpu(self.daemon.id()).unwrap_or_default()

@@ -204,6 +204,12 @@ pub fn print_status(v: &serde_json::Value) {
             p["streaks"], p["served_bytes"], p["dropped_bytes"]
         );
     }
+    if v["library_tasks"].is_object() {
+        println!("{}", crate::status::tasks_line(&v["library_tasks"]));
+    }
+    if let Some(heap) = v["heap_in_use_bytes"].as_u64() {
+        println!("heap in use: {:.1} MiB", heap as f64 / f64::from(1 << 20));
+    }
     let channels = v["channels"].as_array().cloned().unwrap_or_default();
     println!(
         "{:<22} {:<22} {:>8} {:>12} {:>9}  STATE",

@@ -123,7 +123,43 @@ pub fn failover_json(f: &FailoverCounters) -> serde_json::Value {
         "opens_reopened": f.opens_reopened,
         "opens_lost": f.opens_lost,
         "last_reestablish_ms": ms(f.last_reestablish),
+        "listings_resumed": f.listings_resumed,
     })
+}
+
+/// The library's background tasks in this process as JSON: per kind, those alive and those
+/// ever started.
+pub fn tasks_json() -> serde_json::Value {
+    let kinds: serde_json::Map<String, serde_json::Value> = smb3_client::tasks::live()
+        .iter()
+        .map(|c| {
+            (
+                c.kind.label().to_string(),
+                serde_json::json!({"live": c.live, "started": c.started}),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(kinds)
+}
+
+/// The live tasks of [`tasks_json`] in one line for people: the total, then each kind with
+/// any alive, most first.
+pub fn tasks_line(tasks: &serde_json::Value) -> String {
+    let mut live: Vec<(String, u64)> = tasks
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(kind, c)| Some((kind.clone(), c["live"].as_u64()?)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    live.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let total: u64 = live.iter().map(|(_, n)| n).sum();
+    let each: Vec<String> = live.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    if each.is_empty() {
+        "library tasks: none".to_string()
+    } else {
+        format!("library tasks: {total} ({})", each.join(", "))
+    }
 }
 
 /// One line of failover counters for people.
@@ -144,6 +180,12 @@ pub fn failover_line(f: &FailoverCounters) -> String {
         ms(f.max_failover),
         ms(f.last_reconnect),
     );
+    if f.listings_resumed > 0 {
+        line.push_str(&format!(
+            "; {} listing(s) resumed after losing a request",
+            f.listings_resumed
+        ));
+    }
     if f.sessions_reestablished > 0 {
         line.push_str(&format!(
             "; session re-established {} time(s), last in {}: {} open(s) reclaimed, {} reopened, \
@@ -294,7 +336,25 @@ fn yes(b: bool) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::speed;
+    use super::{speed, tasks_line};
+
+    #[test]
+    fn live_tasks_read_as_a_total_and_the_kinds_with_most_first() {
+        let v = serde_json::json!({
+            "channel-reader": {"live": 4, "started": 9},
+            "probe": {"live": 0, "started": 3},
+            "watchdog": {"live": 1, "started": 1},
+            "channel-writer": {"live": 4, "started": 9},
+        });
+        assert_eq!(
+            tasks_line(&v),
+            "library tasks: 9 (4 channel-reader, 4 channel-writer, 1 watchdog)"
+        );
+        assert_eq!(
+            tasks_line(&serde_json::json!({"probe": {"live": 0, "started": 3}})),
+            "library tasks: none"
+        );
+    }
 
     #[test]
     fn speeds_read_naturally() {

@@ -27,6 +27,7 @@ use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
 use crate::lease::{LeaseCaching, LeaseRef, LeaseWatch};
+use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
 use crate::types::{metadata_from_reply, Metadata};
 
@@ -75,7 +76,7 @@ impl Drop for FileInner {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let tree = self.tree.clone();
             let state = self.state.clone();
-            rt.spawn(async move {
+            tasks::spawn_on(&rt, TaskKind::BackgroundClose, async move {
                 let _ = tree.close_open(&state).await;
                 drop(holds);
             });
@@ -415,7 +416,9 @@ impl FileReader {
             let file = self.file.clone();
             let (off, len) = (self.next_issue, self.chunk);
             self.inflight
-                .push_back(tokio::spawn(async move { file.read_chunk(off, len).await }));
+                .push_back(tasks::spawn(TaskKind::ReadAhead, async move {
+                    file.read_chunk(off, len).await
+                }));
             self.next_issue += u64::from(self.chunk);
         }
     }
@@ -507,9 +510,10 @@ impl FileWriter {
         let off = self.pos;
         self.pos += data.len() as u64;
         let file = self.file.clone();
-        self.inflight.push_back(tokio::spawn(
-            async move { file.write_chunk(off, data).await },
-        ));
+        self.inflight
+            .push_back(tasks::spawn(TaskKind::WriteBehind, async move {
+                file.write_chunk(off, data).await
+            }));
     }
 
     /// Wait for the oldest write; `Ready(Ok)` when none is left.

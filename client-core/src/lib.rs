@@ -67,6 +67,7 @@ mod small_files;
 mod snapshots;
 mod sparse;
 mod streams;
+pub mod tasks;
 mod timewarp;
 mod tree;
 mod types;

@@ -6,8 +6,17 @@
 //! the walk's entries pass through a bounded queue, so a walker that stops reading stops the
 //! listing too. What a walk holds besides that is the paths of the directories it has found
 //! and not yet listed.
+//!
+//! A listing survives the loss of its QUERY_DIRECTORY. That request is never sent twice (the
+//! server's enumeration cursor may already have moved past the page whose reply was lost,
+//! docs/FAILOVER.md), so when it is lost with its channel, or the handle is gone with a
+//! re-established session, the listing opens the directory again, enumerates it from its
+//! start and skips every name it has already handed out. To know those names it keeps a
+//! 128-bit keyed digest of each (about 32 bytes per entry with the set's overhead: 32 MiB for
+//! a million entries), not the names themselves.
 
 use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use smb3_proto::msg::create::{AccessMask, CreateOptions};
@@ -21,6 +30,7 @@ use crate::attributes::DosAttributes;
 use crate::error::{decode, Error, Result};
 use crate::names::check_entry;
 use crate::share::{Share, DIR_BUFFER};
+use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
 use crate::types::DirEntry;
 
@@ -38,6 +48,53 @@ pub struct ReadDir {
     /// second one is no entry of a real directory and is refused like any unsafe name.
     seen_dot: bool,
     seen_dot_dot: bool,
+    /// To open the directory again after a lost QUERY_DIRECTORY.
+    share: Share,
+    /// Digests of the names handed out (or refused), skipped after a resumption.
+    delivered: NameDigests,
+    /// Times this listing was resumed (bounded by [`MAX_RESUMPTIONS`]).
+    resumptions: u32,
+}
+
+/// How many times one listing opens its directory again before the loss is the caller's.
+/// Each resumption follows a lost channel or session; a listing that keeps losing them is
+/// better told so than retried forever.
+const MAX_RESUMPTIONS: u32 = 8;
+
+/// A set of names kept as 128-bit digests keyed at random per listing: a server cannot
+/// choose names that collide, and two names collide by chance with a probability of about
+/// n² / 2¹²⁹ (nothing for any real directory).
+#[derive(Default)]
+struct NameDigests {
+    keys: (std::hash::RandomState, std::hash::RandomState),
+    set: HashSet<u128>,
+}
+
+impl NameDigests {
+    fn digest(&self, name: &str) -> u128 {
+        (u128::from(self.keys.0.hash_one(name)) << 64) | u128::from(self.keys.1.hash_one(name))
+    }
+
+    /// Record `name`; `false` when it was recorded before.
+    fn insert(&mut self, name: &str) -> bool {
+        let d = self.digest(name);
+        self.set.insert(d)
+    }
+}
+
+/// Whether a failed QUERY_DIRECTORY leaves the listing able to go on from a new handle: the
+/// request was lost with its channel and not sent again, or the handle did not survive a
+/// re-established session. Anything the server answered about the directory itself (access
+/// denied, not found) is the caller's.
+fn resumable(e: &Error) -> bool {
+    match e {
+        Error::ConnectionLost { command, .. } => *command == Command::QUERY_DIRECTORY,
+        Error::HandleLost { .. } => true,
+        Error::Status { status, .. } => {
+            matches!(*status, NtStatus::FILE_CLOSED | NtStatus::INVALID_HANDLE)
+        }
+        _ => false,
+    }
 }
 
 impl std::fmt::Debug for ReadDir {
@@ -77,6 +134,21 @@ impl Share {
     /// Open the directory `path` for a listing that arrives page by page: memory stays
     /// bounded whatever the directory's size (see [`ReadDir`]). `.` and `..` are left out.
     pub async fn list(&self, path: &str) -> Result<ReadDir> {
+        let handle = self.open_dir(path).await?;
+        Ok(ReadDir {
+            path: path.to_string(),
+            handle: Some(handle),
+            page: Vec::new().into_iter(),
+            refused: VecDeque::new(),
+            seen_dot: false,
+            seen_dot_dot: false,
+            share: self.clone(),
+            delivered: NameDigests::default(),
+            resumptions: 0,
+        })
+    }
+
+    async fn open_dir(&self, path: &str) -> Result<DirHandle> {
         let id = self
             .open_for(
                 path,
@@ -87,24 +159,20 @@ impl Share {
             )
             .await
             .map_err(|e| e.with_path(path))?;
-        Ok(ReadDir {
-            path: path.to_string(),
-            handle: Some(DirHandle {
-                tree: self.tree.clone(),
-                id,
-                open: true,
-            }),
-            page: Vec::new().into_iter(),
-            refused: VecDeque::new(),
-            seen_dot: false,
-            seen_dot_dot: false,
+        Ok(DirHandle {
+            tree: self.tree.clone(),
+            id,
+            open: true,
         })
     }
 
     /// Walk the tree below `root` breadth-first (see [`Walk`]).
     pub fn walk(&self, root: &str, options: WalkOptions) -> Walk {
         let (tx, rx) = mpsc::channel(WALK_QUEUE);
-        let driver = tokio::spawn(drive(self.clone(), root.to_string(), options, tx));
+        let driver = tasks::spawn(
+            TaskKind::WalkDriver,
+            drive(self.clone(), root.to_string(), options, tx),
+        );
         Walk { rx, driver }
     }
 }
@@ -123,6 +191,10 @@ impl ReadDir {
     /// [`check_name`](crate::check_name)) is never handed out: after the page it came in,
     /// each such entry is one `Err(`[`Error::UnsafeName`]`)`, and the listing goes on with
     /// the next call.
+    ///
+    /// A QUERY_DIRECTORY lost with its channel is no error: the listing goes on from the
+    /// directory opened again, without repeating a name (see the module's documentation;
+    /// counted in [`FailoverCounters::listings_resumed`](crate::FailoverCounters)).
     pub async fn next_page(&mut self) -> Result<Option<Vec<DirEntry>>> {
         loop {
             let rest: Vec<DirEntry> = self.page.by_ref().collect();
@@ -137,11 +209,18 @@ impl ReadDir {
             };
             let req = QueryDirectoryRequest::new(handle.id, "*", DIR_BUFFER);
             let tree = handle.tree.clone();
-            let resp = tree
+            let resp = match tree
                 .core
                 .send(&req, tree.call().allowing(&[NtStatus::NO_MORE_FILES]))
                 .await
-                .map_err(|e| e.with_path(&self.path))?;
+            {
+                Ok(resp) => resp,
+                Err(e) if resumable(&e) && self.resumptions < MAX_RESUMPTIONS => {
+                    self.resume(&e).await?;
+                    continue;
+                }
+                Err(e) => return Err(e.with_path(&self.path)),
+            };
             let page = if resp.header.status == NtStatus::NO_MORE_FILES {
                 Vec::new()
             } else {
@@ -166,6 +245,10 @@ impl ReadDir {
                         continue;
                     }
                 }
+                if !self.delivered.insert(&e.file_name) && self.resumptions > 0 {
+                    // Handed out before the listing was resumed.
+                    continue;
+                }
                 match check_entry(&self.path, &e.file_name) {
                     Ok(()) => entries.push(DirEntry::from(e)),
                     Err(refused) => {
@@ -176,6 +259,26 @@ impl ReadDir {
             }
             self.page = entries.into_iter();
         }
+    }
+
+    /// Open the directory again after `lost` and start over, skipping what was handed out.
+    async fn resume(&mut self, lost: &Error) -> Result<()> {
+        self.resumptions += 1;
+        tracing::info!(
+            path = %self.path,
+            error = %lost,
+            resumption = self.resumptions,
+            "directory listing lost its request; opening the directory again"
+        );
+        // The old handle, if the server still has it, is closed in the background.
+        drop(self.handle.take());
+        let handle = self.share.open_dir(&self.path).await?;
+        self.handle = Some(handle);
+        // The new enumeration lists the directory's own entries again.
+        self.seen_dot = false;
+        self.seen_dot_dot = false;
+        self.share.tree.core.multichannel.failover.listing_resumed();
+        Ok(())
     }
 
     /// The next entry; `None` at the end. An entry refused for its name is one
@@ -315,7 +418,11 @@ async fn drive(share: Share, root: String, options: WalkOptions, tx: WalkSender)
             let Some((dir, depth)) = queue.pop_front() else {
                 break;
             };
-            listings.spawn(list_one(share.clone(), dir, depth, options, tx.clone()));
+            tasks::spawn_into(
+                &mut listings,
+                TaskKind::WalkListing,
+                list_one(share.clone(), dir, depth, options, tx.clone()),
+            );
         }
         match listings.join_next().await {
             Some(Ok(Some(found))) => queue.extend(
@@ -398,7 +505,40 @@ fn join(dir: &str, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::join;
+    use super::{join, resumable, NameDigests};
+    use crate::error::{ConnectionLossCause, Error};
+    use smb3_proto::{Command, NtStatus};
+
+    #[test]
+    fn a_name_is_recorded_once_and_names_differ_by_case() {
+        let mut names = NameDigests::default();
+        assert!(names.insert("report.txt"));
+        assert!(!names.insert("report.txt"));
+        assert!(names.insert("Report.txt"), "names are compared exactly");
+        assert!(names.insert(""));
+        // Two listings key their digests differently.
+        let other = NameDigests::default();
+        assert_ne!(names.digest("report.txt"), other.digest("report.txt"));
+    }
+
+    #[test]
+    fn only_a_lost_query_or_a_lost_handle_resumes_a_listing() {
+        let lost = |command| Error::ConnectionLost {
+            command,
+            cause: ConnectionLossCause::ClosedByServer,
+        };
+        assert!(resumable(&lost(Command::QUERY_DIRECTORY)));
+        assert!(!resumable(&lost(Command::CREATE)));
+        let status = |status| Error::Status {
+            status,
+            command: Command::QUERY_DIRECTORY,
+            path: None,
+        };
+        assert!(resumable(&status(NtStatus::FILE_CLOSED)));
+        assert!(resumable(&status(NtStatus::INVALID_HANDLE)));
+        assert!(!resumable(&status(NtStatus::ACCESS_DENIED)));
+        assert!(!resumable(&Error::ApiMisuse("x")));
+    }
 
     #[test]
     fn paths_join_without_doubled_or_leading_slashes() {

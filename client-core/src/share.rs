@@ -48,6 +48,14 @@ pub struct Share {
     snapshot: Option<u64>,
 }
 
+/// Whether `e` says the handle a request was sent on no longer exists at the server.
+fn handle_gone(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::FILE_CLOSED | NtStatus::INVALID_HANDLE)
+    ) || matches!(e, Error::HandleLost { .. })
+}
+
 impl Client {
     /// Connect to a share (`TREE_CONNECT`).
     pub async fn share(&self, name: &str) -> Result<Share> {
@@ -322,15 +330,38 @@ impl Share {
         f: F,
     ) -> Result<T>
     where
-        F: FnOnce(FileId) -> Fut,
+        F: Fn(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let handle = ScopedHandle::new(&self.tree, self.open_for(path, access, options).await?);
-        let result = f(handle.id()).await;
-        let closed = handle.close().await;
-        let value = result.map_err(|e| e.with_path(path))?;
-        closed.map_err(|e| e.with_path(path))?;
-        Ok(value)
+        let failover = &self.tree.core.multichannel.failover;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let sessions_before = failover.reestablishments();
+            let handle = ScopedHandle::new(&self.tree, self.open_for(path, access, options).await?);
+            let result = f(handle.id()).await;
+            // A handle opened in a session that has since been re-established is gone with
+            // it (only durable opens are reclaimed, and this one is not): the server answers
+            // FILE_CLOSED or INVALID_HANDLE to what is sent on it.
+            let outlived = failover.reestablishments() != sessions_before;
+            if outlived && attempts == 1 && result.as_ref().is_err_and(handle_gone) {
+                tracing::info!(
+                    path,
+                    "handle lost with a re-established session before its request ran; \
+                     opening the file again"
+                );
+                handle.forget();
+                continue;
+            }
+            let closed = handle.close().await;
+            let value = result.map_err(|e| e.with_path(path))?;
+            match closed {
+                // The request ran; its handle then went with the session.
+                Err(e) if outlived && handle_gone(&e) => {}
+                other => other.map_err(|e| e.with_path(path))?,
+            }
+            return Ok(value);
+        }
     }
 
     /// Size, times and attributes of `path`, in one round trip (CREATE + QUERY_INFO + CLOSE
@@ -534,16 +565,19 @@ impl Share {
             from,
             AccessMask::DELETE | AccessMask::SYNCHRONIZE,
             0,
-            |id| async move {
-                let info = FileRenameInformation {
-                    replace_if_exists: replace,
-                    file_name: target,
-                };
-                self.tree
-                    .core
-                    .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
-                    .await
-                    .map(|_| ())
+            |id| {
+                let target = target.clone();
+                async move {
+                    let info = FileRenameInformation {
+                        replace_if_exists: replace,
+                        file_name: target,
+                    };
+                    self.tree
+                        .core
+                        .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
+                        .await
+                        .map(|_| ())
+                }
             },
         )
         .await

@@ -14,6 +14,7 @@ use crate::channel::Response;
 use crate::engine::{Call, SessionCore};
 use crate::error::{decode, Result};
 use crate::orphans;
+use crate::tasks::{self, TaskKind};
 
 /// One connected tree. Listed in the session's addressing while anything holds it.
 pub(crate) struct Tree {
@@ -76,7 +77,7 @@ impl Tree {
         };
         let tree = self.clone();
         let busy = self.core.background.start();
-        rt.spawn(async move {
+        tasks::spawn_on(&rt, TaskKind::BackgroundClose, async move {
             let _busy = busy;
             if let Err(e) = tree.close(file_id).await {
                 // The server drops the handle with the session anyway.
@@ -145,6 +146,11 @@ impl<'a> ScopedHandle<'a> {
         let closed = self.tree.close(self.id).await;
         self.closed = true;
         closed
+    }
+
+    /// Let the handle go without a CLOSE: it is known to be gone at the server already.
+    pub(crate) fn forget(mut self) {
+        self.closed = true;
     }
 }
 

@@ -25,6 +25,11 @@ impl RequestSizes {
         }
     }
 
+    /// Requests counted.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
     /// The counts as JSON: `{"requests", "full_size", "bytes"}`.
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({

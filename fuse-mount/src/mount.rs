@@ -596,6 +596,7 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
                 None
             }
         };
+    crate::idle_memory::watch_io(rt.handle(), fs.clone());
     if daemon_child {
         daemon::ready();
     }

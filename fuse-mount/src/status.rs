@@ -45,6 +45,8 @@ pub fn status_json(fs: &SmbFs, mountpoint: &Path, source: &str) -> serde_json::V
         "prefetch": fs.prefetch_stats().json(),
         "channels": client.channels().iter().map(channel_json).collect::<Vec<_>>(),
         "multichannel": multichannel_json(&client.multichannel()),
+        "library_tasks": smbcp::status::tasks_json(),
+        "heap_in_use_bytes": crate::idle_memory::heap_in_use(),
     })
 }
 

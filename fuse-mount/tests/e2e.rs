@@ -1679,6 +1679,30 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     // encrypts.
     assert_eq!(status["encrypts_everything"], false);
     assert_eq!(status["share_encrypted"], false);
+    // The library's background tasks, by kind: a mounted session has its channels' readers
+    // and writers, its watchdog and its reconnector.
+    let tasks = &status["library_tasks"];
+    for kind in [
+        "channel-reader",
+        "channel-writer",
+        "watchdog",
+        "reconnector",
+    ] {
+        assert!(
+            tasks[kind]["live"].as_u64().is_some_and(|n| n >= 1),
+            "{kind}: {tasks}"
+        );
+    }
+    let active = status["channels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["state"] == "active")
+        .count() as u64;
+    assert!(
+        tasks["channel-reader"]["live"].as_u64() >= Some(active),
+        "{active} active channels: {tasks}"
+    );
     // Asked from any path inside the mount.
     std::fs::create_dir_all(mp.join("deep/er")).unwrap();
     let inside = smbcp::mount_status::read_status(&mp.join("deep/er")).expect("status inside");

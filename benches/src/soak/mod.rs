@@ -11,15 +11,18 @@
 pub mod checks;
 pub mod content;
 pub mod faults;
+pub mod heap;
+pub mod mount;
 pub mod sampler;
 pub mod verdict;
 pub mod workload;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use smb3_client::tasks::TaskCount;
 use smb3_client::{ChannelState, Client, ClientConfig};
 use smb3_tests::{client_block_on, Testbed, TestbedConfig};
 
@@ -59,16 +62,43 @@ impl Settings {
 }
 
 /// The process at rest: workload stopped, every link up, every planned channel bound.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct AtRest {
     /// Open file descriptors.
     pub fds: u64,
     /// Live tokio tasks.
     pub tasks: u64,
-    /// RSS, KiB.
+    /// The library's live background tasks, per kind (`smb3_client::tasks`).
+    pub library: Vec<TaskCount>,
+    /// RSS, KiB, after the C allocator returned the free memory it held.
     pub rss_kib: u64,
+    /// Heap allocated and not freed, bytes ([`heap::live_bytes`]; `None` without the
+    /// counting allocator).
+    pub heap_bytes: Option<u64>,
     /// Active channels.
     pub channels: u64,
+}
+
+impl AtRest {
+    /// One line for the log: the counts, and the library's live tasks by kind.
+    pub fn describe(&self) -> String {
+        let kinds: Vec<String> = self
+            .library
+            .iter()
+            .filter(|c| c.live > 0)
+            .map(|c| format!("{} {}", c.live, c.kind))
+            .collect();
+        format!(
+            "fds {}, tasks {} (library: {}), RSS {} KiB, heap {} KiB, channels {}",
+            self.fds,
+            self.tasks,
+            kinds.join(", "),
+            self.rss_kib,
+            self.heap_bytes
+                .map_or("?".into(), |h| (h / 1024).to_string()),
+            self.channels
+        )
+    }
 }
 
 /// Everything a finished run produced.
@@ -91,6 +121,12 @@ pub struct Outcome {
     pub open_at_server: Result<Vec<String>, String>,
     /// Sessions smbd listed at the end.
     pub sessions_at_server: Result<usize, String>,
+    /// Sessions smbd should list at the end: the library's soak keeps its session, the
+    /// mount's is unmounted first.
+    pub expected_sessions: usize,
+    /// Whether the workload went through an smbfuse mount ([`mount`]): its interface poll is
+    /// the default 15 minutes, so the count of interface queries is not checked.
+    pub through_mount: bool,
     /// The last sample, taken at rest after the run.
     pub last: Sample,
 }
@@ -113,9 +149,25 @@ fn active(client: &Client) -> u64 {
         .count() as u64
 }
 
-/// Wait (bounded) until every planned channel is active and the task count stops falling,
-/// then read the process at rest.
-async fn at_rest(client: &Client, patience: Duration) -> AtRest {
+/// Kinds whose live count is above the one in `before`, with both counts.
+pub fn grown_kinds(before: &[TaskCount], after: &[TaskCount]) -> Vec<(String, u64, u64)> {
+    after
+        .iter()
+        .filter_map(|a| {
+            let b = before
+                .iter()
+                .find(|b| b.kind == a.kind)
+                .map_or(0, |b| b.live);
+            (a.live > b).then(|| (a.kind.label().to_string(), b, a.live))
+        })
+        .collect()
+}
+
+/// Wait (bounded by `patience`) until every planned channel is active and the library's
+/// background work of the last operations (closes, lease acks, probes, held lease keys) has
+/// ended: its tasks back to `before`'s counts, or, without `before`, no longer falling. Then
+/// read the process at rest.
+async fn at_rest(client: &Client, patience: Duration, before: Option<&AtRest>) -> AtRest {
     let deadline = Instant::now() + patience;
     while Instant::now() < deadline {
         let planned = client.multichannel().planned() as u64;
@@ -124,26 +176,55 @@ async fn at_rest(client: &Client, patience: Duration) -> AtRest {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Let background work of the last operations (orphan closes, lease acks, probes) end.
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let mut tasks = metrics.num_alive_tasks();
-    for _ in 0..20 {
+    // The reply-buffer pool is released once unused for 10 s; after a workload, give it that.
+    let pool_released = Instant::now() + before.map_or(Duration::ZERO, |_| POOL_RELEASE);
+    let mut library = smb3_client::tasks::live();
+    if let Some(b) = before {
+        let waiting: Vec<String> = grown_kinds(&b.library, &library)
+            .iter()
+            .map(|(kind, b, a)| format!("{} {kind}", a - b))
+            .collect();
+        if !waiting.is_empty() {
+            eprintln!(
+                "soak: waiting for library tasks above their counts at rest to end: {}",
+                waiting.join(", ")
+            );
+        }
+    }
+    loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = metrics.num_alive_tasks();
-        if now >= tasks {
-            tasks = now;
+        let now = smb3_client::tasks::live();
+        let settled = match before {
+            Some(b) => grown_kinds(&b.library, &now).is_empty(),
+            None => now.iter().zip(&library).all(|(n, l)| n.live >= l.live),
+        };
+        library = now;
+        let at = Instant::now();
+        if (settled && at >= pool_released) || at >= deadline {
             break;
         }
-        tasks = now;
     }
+    let metrics = tokio::runtime::Handle::current().metrics();
+    heap::return_free_memory();
     AtRest {
         fds: sampler::fd_count(),
         // The caller's own task (this one) is not part of the library's count.
-        tasks: tasks.saturating_sub(1) as u64,
+        tasks: metrics.num_alive_tasks().saturating_sub(1) as u64,
+        library,
         rss_kib: sampler::rss_kib(),
+        heap_bytes: heap::live_bytes(),
         channels: active(client),
     }
 }
+
+/// How long the end of a run waits for the process to come to rest: channels bound again after
+/// the last fault, the last background work done. A lease key held for a durable open the
+/// server may still keep lasts the server's durable timeout and 5 s (`reconnect.rs`).
+const REST_PATIENCE: Duration = Duration::from_secs(150);
+
+/// The library releases its idle reply buffers once they went unused for 10 s (its
+/// `QUIET_BEFORE_RELEASE`), checked every 250 ms.
+const POOL_RELEASE: Duration = Duration::from_secs(11);
 
 /// Stop the run on SIGINT or SIGTERM, so the testbed is still taken down.
 fn on_signal(rt: &tokio::runtime::Runtime, stop: Arc<AtomicBool>, interrupted: Arc<AtomicBool>) {
@@ -181,16 +262,18 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
         let (login, cfg) = (Login::to(&tb), client_config(s));
         async move {
             let (client, share) = login.plain_share(cfg).await?;
-            let rest = at_rest(&client, Duration::from_secs(30)).await;
+            let rest = at_rest(&client, Duration::from_secs(30), None).await;
             Ok::<_, String>((client, share, rest))
         }
     })?;
-    eprintln!("soak: at rest before the workload: {rest_before:?}");
+    eprintln!(
+        "soak: at rest before the workload: {}",
+        rest_before.describe()
+    );
 
     let t0 = Instant::now();
     let tally = Arc::new(Tally::default());
     let fault_log = Arc::new(FaultLog::default());
-    let samples = Arc::new(Mutex::new(Vec::new()));
     let sources = Sources {
         client: client.clone(),
         runtime: rt.handle().clone(),
@@ -198,18 +281,9 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
         faults: fault_log.clone(),
         t0,
     };
-    let csv_path = s.out_dir.join("samples.csv");
-    let csv = std::fs::File::create(&csv_path)
-        .map_err(|e| format!("cannot create {}: {e}", csv_path.display()))?;
-    let sampler_stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (src, out, st, every) = (
-            sources.clone(),
-            samples.clone(),
-            sampler_stop.clone(),
-            s.sample_every,
-        );
-        std::thread::spawn(move || sampler::run(src, every, csv, out, st))
+    let sampling = {
+        let src = sources.clone();
+        sampler::Sampling::start(&s.out_dir, s.sample_every, move || src.sample())?
     };
 
     let ctx = Ctx {
@@ -235,28 +309,8 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
     )));
     drop(ctx);
 
-    let fault_thread = {
-        let (tb, stop, log) = (tb.clone(), stop.clone(), fault_log.clone());
-        let schedule = Schedule::for_run(s.duration);
-        let seed = s.seed;
-        std::thread::spawn(move || {
-            faults::run(tb, seed, schedule, Duration::from_secs(10), t0, stop, log)
-        })
-    };
-
-    while t0.elapsed() < s.duration && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    stop.store(true, Ordering::Relaxed);
-    let ran_for = t0.elapsed();
-    eprintln!("soak: workload stops after {:.0} s", ran_for.as_secs_f64());
-    if fault_thread.join().is_err() {
-        fault_log
-            .errors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push("the fault thread panicked".into());
-    }
+    let fault_thread = start_faults(&tb, s, t0, &stop, &fault_log);
+    let ran_for = run_for_duration(s, t0, &stop, fault_thread, &fault_log);
     // Every operation is bounded by OP_LIMIT, so the workers end within it.
     client_block_on(&rt, {
         let tally = tally.clone();
@@ -281,14 +335,16 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
     });
 
     let rest_after = client_block_on(&rt, {
-        let client = client.clone();
-        async move { at_rest(&client, Duration::from_secs(60)).await }
+        let (client, before) = (client.clone(), rest_before.clone());
+        async move { at_rest(&client, REST_PATIENCE, Some(&before)).await }
     });
-    eprintln!("soak: at rest after the workload: {rest_after:?}");
+    eprintln!(
+        "soak: at rest after the workload: {}",
+        rest_after.describe()
+    );
     let open_at_server = wait_for_no_open_files(&tb);
     let sessions_at_server = tb.session_count();
-    sampler_stop.store(true, Ordering::Relaxed);
-    let _ = sampler.join();
+    let samples = sampling.finish();
     let last = sources.sample();
 
     drop(sources);
@@ -300,7 +356,6 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
     drop(rt);
     drop(tb);
 
-    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
     Ok(Outcome {
         settings: s.clone(),
         ran_for,
@@ -311,8 +366,50 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
         rest: (rest_before, rest_after),
         open_at_server,
         sessions_at_server,
+        expected_sessions: 1,
+        through_mount: false,
         last,
     })
+}
+
+/// Start the faults of a run of `s` on their own thread, after 10 s of quiet.
+fn start_faults(
+    tb: &Arc<Testbed>,
+    s: &Settings,
+    t0: Instant,
+    stop: &Arc<AtomicBool>,
+    log: &Arc<FaultLog>,
+) -> std::thread::JoinHandle<()> {
+    let (tb, stop, log) = (tb.clone(), stop.clone(), log.clone());
+    let (schedule, seed) = (Schedule::for_run(s.duration), s.seed);
+    std::thread::spawn(move || {
+        faults::run(tb, seed, schedule, Duration::from_secs(10), t0, stop, log)
+    })
+}
+
+/// Let the workload run for the settings' duration (or until `stop` is set by a signal),
+/// then stop it and wait for the fault thread, which undoes its last fault. How long it ran.
+fn run_for_duration(
+    s: &Settings,
+    t0: Instant,
+    stop: &AtomicBool,
+    fault_thread: std::thread::JoinHandle<()>,
+    fault_log: &FaultLog,
+) -> Duration {
+    while t0.elapsed() < s.duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let ran_for = t0.elapsed();
+    eprintln!("soak: workload stops after {:.0} s", ran_for.as_secs_f64());
+    if fault_thread.join().is_err() {
+        fault_log
+            .errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push("the fault thread panicked".into());
+    }
+    ran_for
 }
 
 /// Handles smbd still lists, after waiting (bounded) for background closes to land.

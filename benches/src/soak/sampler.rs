@@ -21,10 +21,14 @@ pub struct Sample {
     pub t: f64,
     /// Resident set size, KiB (`VmRSS`).
     pub rss_kib: u64,
+    /// Heap allocated and not freed, KiB (0 without the counting allocator, `heap`).
+    pub heap_kib: u64,
     /// Open file descriptors (`/proc/self/fd`).
     pub fds: u64,
     /// Live tasks of the client's runtime (`RuntimeMetrics::num_alive_tasks`).
     pub tasks: u64,
+    /// Of those, the library's background tasks (`smb3_client::tasks`).
+    pub library_tasks: u64,
     /// Channels active / listed (listed includes failed and retired ones) / planned.
     pub channels_active: u64,
     /// Channels the session lists in any state.
@@ -53,31 +57,33 @@ pub struct Sample {
     pub opens_reopened: u64,
     /// Opens lost.
     pub opens_lost: u64,
+    /// Listings that went on after losing a QUERY_DIRECTORY.
+    pub listings_resumed: u64,
     /// Verified operations so far.
     pub ops: u64,
     /// Verified bytes so far.
     pub bytes: u64,
     /// Failures so far.
     pub failures: u64,
-    /// Tolerated losses so far.
-    pub tolerated: u64,
     /// Faults done so far.
     pub faults: u64,
 }
 
 /// The CSV header, in [`Sample::csv`] order.
-pub const CSV_HEADER: &str = "t_s,rss_kib,fds,tasks,channels_active,channels_listed,\
-channels_planned,interface_queries,channel_losses,silent_losses,false_alarms,replays,\
-not_replayed,reconnects,sessions_reestablished,opens_reclaimed,opens_reopened,opens_lost,\
-ops,bytes,failures,tolerated,faults";
+pub const CSV_HEADER: &str = "t_s,rss_kib,heap_kib,fds,tasks,library_tasks,channels_active,\
+channels_listed,channels_planned,interface_queries,channel_losses,silent_losses,false_alarms,\
+replays,not_replayed,reconnects,sessions_reestablished,opens_reclaimed,opens_reopened,\
+opens_lost,listings_resumed,ops,bytes,failures,faults";
 
 impl Sample {
     /// One CSV line.
     pub fn csv(&self) -> String {
         let v = [
             self.rss_kib,
+            self.heap_kib,
             self.fds,
             self.tasks,
+            self.library_tasks,
             self.channels_active,
             self.channels_listed,
             self.channels_planned,
@@ -92,10 +98,10 @@ impl Sample {
             self.opens_reclaimed,
             self.opens_reopened,
             self.opens_lost,
+            self.listings_resumed,
             self.ops,
             self.bytes,
             self.failures,
-            self.tolerated,
             self.faults,
         ];
         let rest: Vec<String> = v.iter().map(u64::to_string).collect();
@@ -122,7 +128,12 @@ impl Sample {
 
 /// Resident set size of this process in KiB.
 pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    rss_kib_of("self")
+}
+
+/// Resident set size in KiB of the process `pid` (a number, or `self`); 0 if it is gone.
+pub fn rss_kib_of(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -164,8 +175,10 @@ impl Sources {
         Sample {
             t: self.t0.elapsed().as_secs_f64(),
             rss_kib: rss_kib(),
+            heap_kib: super::heap::live_bytes().unwrap_or(0) / 1024,
             fds: fd_count(),
             tasks: self.runtime.metrics().num_alive_tasks() as u64,
+            library_tasks: smb3_client::tasks::live_total(),
             channels_active: channels
                 .iter()
                 .filter(|c| c.state == ChannelState::Active)
@@ -183,10 +196,10 @@ impl Sources {
             opens_reclaimed: f.opens_reclaimed,
             opens_reopened: f.opens_reopened,
             opens_lost: f.opens_lost,
+            listings_resumed: f.listings_resumed,
             ops: t.ops(),
             bytes: t.bytes(),
             failures: t.failed.load(Ordering::Relaxed),
-            tolerated: t.tolerated.load(Ordering::Relaxed),
             faults: self.faults.done.load(Ordering::Relaxed),
         }
     }
@@ -195,7 +208,7 @@ impl Sources {
 /// Sample every `every` until `stop`, appending to `csv` and to `out`; prints one progress
 /// line a minute.
 pub fn run(
-    src: Sources,
+    sample: impl Fn() -> Sample,
     every: Duration,
     mut csv: std::fs::File,
     out: Arc<Mutex<Vec<Sample>>>,
@@ -206,17 +219,20 @@ pub fn run(
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() >= next {
-            let s = src.sample();
+            let s = sample();
             let _ = writeln!(csv, "{}", s.csv());
             let _ = csv.flush();
             if n % 6 == 0 {
                 eprintln!(
-                    "soak {:6.0} s: rss {} MiB, fds {}, tasks {}, channels {}/{}, ops {}, \
-                     {:.1} GiB verified, faults {}, losses {}, replays {}, failures {}",
+                    "soak {:6.0} s: rss {} MiB (heap {} MiB), fds {}, tasks {} ({} library), channels {}/{}, \
+                     ops {}, {:.1} GiB verified, faults {}, losses {}, replays {}, \
+                     listings resumed {}, failures {}",
                     s.t,
                     s.rss_kib / 1024,
+                    s.heap_kib / 1024,
                     s.fds,
                     s.tasks,
+                    s.library_tasks,
                     s.channels_active,
                     s.channels_planned,
                     s.ops,
@@ -224,6 +240,7 @@ pub fn run(
                     s.faults,
                     s.channel_losses,
                     s.replays,
+                    s.listings_resumed,
                     s.failures
                 );
             }
@@ -232,5 +249,44 @@ pub fn run(
             next += every;
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The sampler of a run on its own thread, writing `samples.csv` in the run's directory as it
+/// goes and keeping every sample for the report.
+pub struct Sampling {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+}
+
+impl Sampling {
+    /// Start sampling with `sample` every `every` into `out_dir/samples.csv`.
+    pub fn start(
+        out_dir: &std::path::Path,
+        every: Duration,
+        sample: impl Fn() -> Sample + Send + 'static,
+    ) -> Result<Sampling, String> {
+        let path = out_dir.join("samples.csv");
+        let csv = std::fs::File::create(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (stop, samples) = (stop.clone(), samples.clone());
+            std::thread::spawn(move || run(sample, every, csv, samples, stop))
+        };
+        Ok(Sampling {
+            stop,
+            thread,
+            samples,
+        })
+    }
+
+    /// Stop sampling; the samples taken.
+    pub fn finish(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+        std::mem::take(&mut *self.samples.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }

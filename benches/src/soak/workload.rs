@@ -3,9 +3,9 @@
 //! against the server's disk, a download against the content the file was seeded with.
 //!
 //! What counts as a failure: a byte or size mismatch, an operation that does not finish
-//! within [`OP_LIMIT`], and any error except the one the library documents for requests that
-//! are not safe to send twice (`ConnectionLost` of a QUERY_DIRECTORY in mid-listing, see
-//! docs/FAILOVER.md, the replay table), which is counted as tolerated and the loop goes on.
+//! within [`OP_LIMIT`], and any error at all: the faults are ones the library survives (a
+//! listing whose QUERY_DIRECTORY is lost with its channel goes on from a new handle, see
+//! docs/FAILOVER.md), so none may reach the caller.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +16,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use smb3_client::{Error, OpenOptions, Share};
-use smb3_proto::Command;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::content::{self, SIZES};
@@ -85,14 +84,10 @@ pub struct Tally {
     pub bytes_up: AtomicU64,
     /// Bytes downloaded and verified.
     pub bytes_down: AtomicU64,
-    /// Losses the library documents for requests it must not replay (the loop goes on).
-    pub tolerated: AtomicU64,
     /// Failures (each also in `failures`).
     pub failed: AtomicU64,
     /// Every failure, with the time and the worker.
     pub failures: Mutex<Vec<String>>,
-    /// Every tolerated loss, with the time.
-    pub tolerated_log: Mutex<Vec<String>>,
 }
 
 impl Tally {
@@ -108,21 +103,12 @@ impl Tally {
         self.bytes_up.load(Ordering::Relaxed) + self.bytes_down.load(Ordering::Relaxed)
     }
 
-    fn fail(&self, t0: Instant, who: &str, what: String) {
+    /// Record a failure of `who`, with the time since `t0`.
+    pub fn fail(&self, t0: Instant, who: &str, what: String) {
         let line = format!("{:7.1} s {who}: {what}", t0.elapsed().as_secs_f64());
         eprintln!("soak FAILURE {line}");
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(line);
-    }
-
-    fn tolerate(&self, t0: Instant, who: &str, what: String) {
-        let line = format!("{:7.1} s {who}: {what}", t0.elapsed().as_secs_f64());
-        eprintln!("soak tolerated {line}");
-        self.tolerated.fetch_add(1, Ordering::Relaxed);
-        self.tolerated_log
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(line);
@@ -162,35 +148,22 @@ async fn book<F>(ctx: &Ctx, who: &str, what: &str, counter: &AtomicU64, bytes: &
 where
     F: std::future::Future<Output = Outcome>,
 {
-    let before =
-        ctx.tally.failed.load(Ordering::Relaxed) + ctx.tally.tolerated.load(Ordering::Relaxed);
+    let before = ctx.tally.failed.load(Ordering::Relaxed);
     match tokio::time::timeout(OP_LIMIT, op).await {
         Ok(Outcome::Verified(n)) => {
             counter.fetch_add(1, Ordering::Relaxed);
             bytes.fetch_add(n, Ordering::Relaxed);
         }
         Ok(Outcome::Failed(m)) => ctx.tally.fail(ctx.t0, who, format!("{what}: {m}")),
-        Ok(Outcome::Error(e)) if tolerated(&e) => {
-            ctx.tally.tolerate(ctx.t0, who, format!("{what}: {e}"))
-        }
         Ok(Outcome::Error(e)) => ctx.tally.fail(ctx.t0, who, format!("{what}: {e}")),
         Err(_) => ctx
             .tally
             .fail(ctx.t0, who, format!("{what}: not done after {OP_LIMIT:?}")),
     }
-    if ctx.tally.failed.load(Ordering::Relaxed) + ctx.tally.tolerated.load(Ordering::Relaxed)
-        > before
-    {
+    if ctx.tally.failed.load(Ordering::Relaxed) > before {
         // A worker that fails at once every time (a broken setup) must not flood the log.
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-}
-
-/// The one loss the library reports by design instead of surviving it: a directory listing
-/// whose QUERY_DIRECTORY was in flight on a lost channel (the server's cursor may have moved,
-/// so it is not replayed).
-fn tolerated(e: &Error) -> bool {
-    matches!(e, Error::ConnectionLost { command, .. } if *command == Command::QUERY_DIRECTORY)
 }
 
 /// Upload loop of worker `id`: a file of a random size under a random one of its names,

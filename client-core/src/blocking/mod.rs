@@ -38,6 +38,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
+use crate::tasks::{self, TaskKind};
 use crate::{DirEntry, FsInfo, IfExists, Metadata, OpenOptions, Snapshot, UserCredentials};
 
 /// Worker threads of the runtime [`Client::connect`] makes: enough to keep the reader and
@@ -73,7 +74,7 @@ impl Runtime {
             ));
         }
         let rt = self.get();
-        match rt.block_on(rt.spawn(fut)) {
+        match rt.block_on(tasks::spawn_on(rt.handle(), TaskKind::BlockingCall, fut)) {
             Ok(v) => Ok(v),
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             // Only a runtime shutting down cancels the task, and ours lives as long as `self`.

@@ -8,11 +8,21 @@
 //! 45 % more CPU per GiB downloaded (smbcp with its own allocator tuning switched off). So the
 //! buffers come from a pool shared by all channels of a client, and return to it when the last
 //! `Bytes` that refers to one is dropped.
+//!
+//! The pool does not keep its buffers for ever: once none was taken or given back for
+//! [`QUIET_BEFORE_RELEASE`], the session's periodic check empties it, so a client at rest
+//! holds no idle buffers (up to the pool's limit, 64 MiB by default, while it is busy).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Buffers are made in multiples of this, so frames of nearly the same size share them.
 const GRAIN: usize = 64 * 1024;
+
+/// How long the pool must go unused before its idle buffers are released. Long enough that
+/// a transfer's pauses (a file closed, the next opened) keep them; short enough that a
+/// client at rest returns them soon.
+pub(crate) const QUIET_BEFORE_RELEASE: Duration = Duration::from_secs(10);
 
 /// A pool of byte buffers that come back when the last `Bytes` made from one is dropped.
 ///
@@ -32,6 +42,8 @@ struct Pool {
 struct Idle {
     buffers: Vec<Vec<u8>>,
     bytes: usize,
+    /// When a buffer was last taken or given back.
+    last_used: Option<Instant>,
 }
 
 impl BufferPool {
@@ -48,6 +60,7 @@ impl BufferPool {
     pub fn take(&self, len: usize) -> Vec<u8> {
         {
             let mut idle = self.idle();
+            idle.last_used = Some(Instant::now());
             let fits = idle
                 .buffers
                 .iter()
@@ -78,9 +91,22 @@ impl BufferPool {
     /// Keep `buf` for a later frame if the pool has room for it.
     fn give_back(&self, buf: Vec<u8>) {
         let mut idle = self.idle();
+        idle.last_used = Some(Instant::now());
         if idle.bytes + buf.len() <= self.0.limit {
             idle.bytes += buf.len();
             idle.buffers.push(buf);
+        }
+    }
+
+    /// Drop the idle buffers if none was taken or given back for `quiet` before `now`.
+    pub(crate) fn release_if_quiet(&self, now: Instant, quiet: Duration) {
+        let mut idle = self.idle();
+        let unused_since = idle
+            .last_used
+            .is_none_or(|t| now.saturating_duration_since(t) >= quiet);
+        if unused_since && !idle.buffers.is_empty() {
+            idle.buffers = Vec::new();
+            idle.bytes = 0;
         }
     }
 
@@ -170,6 +196,24 @@ mod tests {
         assert_eq!(pool.idle_bytes(), 16 * GRAIN);
         assert_eq!(pool.take(900_000).len(), 16 * GRAIN);
         assert_eq!(pool.idle_bytes(), 0);
+    }
+
+    #[test]
+    fn idle_buffers_are_released_once_the_pool_went_unused_for_a_while() {
+        let pool = BufferPool::new(4 * GRAIN);
+        drop(PooledFrame::new(pool.take(GRAIN), GRAIN, pool.clone()));
+        assert_eq!(pool.idle_bytes(), GRAIN);
+        let quiet = Duration::from_secs(10);
+        let now = Instant::now();
+        pool.release_if_quiet(now, quiet);
+        assert_eq!(pool.idle_bytes(), GRAIN, "just used: kept");
+        pool.release_if_quiet(now + quiet, quiet);
+        assert_eq!(pool.idle_bytes(), 0, "unused for the quiet time: released");
+        // Taking a buffer counts as use, too.
+        let buf = pool.take(GRAIN);
+        pool.give_back(buf);
+        pool.release_if_quiet(Instant::now() + quiet / 2, quiet);
+        assert_eq!(pool.idle_bytes(), GRAIN);
     }
 
     #[test]

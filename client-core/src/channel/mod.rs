@@ -45,6 +45,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::error::{ConnectionLossCause, Error, ProtocolError, Result};
+use crate::tasks::{self, TaskKind};
 use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
 use credits::CreditWindow;
 use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
@@ -436,7 +437,7 @@ impl Channel {
         let wr = SocketHalf::new(wr, closed);
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let writer_shared = shared.clone();
-        let writer = tokio::spawn(async move {
+        let writer = tasks::spawn(TaskKind::ChannelWriter, async move {
             if let Err(e) = run_writer(wr, queue_rx).await {
                 writer_shared.fail(ConnectionLossCause::WriteFailed {
                     source: Arc::new(e),
@@ -446,7 +447,7 @@ impl Channel {
         .abort_handle();
         let reader_shared = shared.clone();
         let frame_buffers = opts.frame_buffers.clone();
-        let reader = tokio::spawn(async move {
+        let reader = tasks::spawn(TaskKind::ChannelReader, async move {
             let reason = read_loop(
                 &reader_shared,
                 FrameReader::new(rd, frame_buffers),

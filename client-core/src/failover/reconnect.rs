@@ -52,6 +52,7 @@ use crate::multichannel::manager;
 use crate::security::SessionSecurity;
 use crate::session;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
+use crate::tasks::{self, TaskKind};
 
 /// How often the session's channels are looked at.
 const CHECK: Duration = Duration::from_millis(50);
@@ -69,7 +70,7 @@ const LINGER_MARGIN: Duration = Duration::from_secs(5);
 
 /// Start watching a session for the loss of its last channel; the task ends with the session.
 pub(crate) fn start(core: &Arc<SessionCore>) {
-    tokio::spawn(run(Arc::downgrade(core)));
+    tasks::spawn(TaskKind::Reconnector, run(Arc::downgrade(core)));
 }
 
 async fn run(weak: Weak<SessionCore>) {
@@ -456,7 +457,7 @@ impl Direct<'_> {
         let Some(hold) = open.lease_key.and_then(|key| self.core.leases.hold(&key)) else {
             return;
         };
-        tokio::spawn(async move {
+        tasks::spawn(TaskKind::LeaseKeyHold, async move {
             tokio::time::sleep(lingers + LINGER_MARGIN).await;
             drop(hold);
         });

@@ -49,6 +49,11 @@ pub struct FailoverCounters {
     pub opens_lost: u64,
     /// Last time from the loss of the last channel to the session being usable again.
     pub last_reestablish: Option<Duration>,
+    /// Directory listings that lost a QUERY_DIRECTORY with its channel (or their handle with
+    /// the session) and went on: the directory opened again and enumerated from its start,
+    /// the names already handed out skipped. Those QUERY_DIRECTORYs are among
+    /// `not_replayed`, but no caller saw an error for them.
+    pub listings_resumed: u64,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +81,7 @@ pub(crate) struct FailoverState {
     opens_reclaimed: AtomicU64,
     opens_reopened: AtomicU64,
     opens_lost: AtomicU64,
+    listings_resumed: AtomicU64,
     times: Mutex<Times>,
     /// When requests first found no channel to go on in the outage under way (`None` when
     /// there is none), so that every request of one outage gives up at the same time.
@@ -160,6 +166,17 @@ impl FailoverState {
         self.not_replayed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Times the session was re-established so far (a handle opened before a change of this
+    /// count belongs to a session that is gone).
+    pub(crate) fn reestablishments(&self) -> u64 {
+        self.sessions_reestablished.load(Ordering::Relaxed)
+    }
+
+    /// A directory listing went on after losing its QUERY_DIRECTORY or its handle.
+    pub(crate) fn listing_resumed(&self) {
+        self.listings_resumed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A replayed request was answered: the failover that started at the oldest pending
     /// loss is over.
     pub(crate) fn replay_answered(&self, now: Instant) {
@@ -211,6 +228,7 @@ impl FailoverState {
             opens_reopened: self.opens_reopened.load(Ordering::Relaxed),
             opens_lost: self.opens_lost.load(Ordering::Relaxed),
             last_reestablish: t.last_reestablish,
+            listings_resumed: self.listings_resumed.load(Ordering::Relaxed),
         }
     }
 }

@@ -12,12 +12,14 @@ use tokio::time::Instant;
 use smb3_proto::msg::echo::EchoRequest;
 use smb3_proto::replay::harmless_if_late;
 
+use crate::channel::frame_buffers::QUIET_BEFORE_RELEASE;
 use crate::channel::{Channel, Request};
 use crate::engine::SessionCore;
 use crate::error::ConnectionLossCause;
 use crate::failover::detector::{self, DetectorConfig, Observed, Verdict, Why};
 use crate::multichannel::channel_set::Member;
 use crate::multichannel::nic_facts;
+use crate::tasks::{self, TaskKind};
 
 #[cfg(test)]
 mod tests;
@@ -28,7 +30,7 @@ const TICK: Duration = Duration::from_millis(250);
 /// Start the watchdog of a session; it ends when the session is dropped or logged off.
 pub(crate) fn start(core: &Arc<SessionCore>) {
     let weak = Arc::downgrade(core);
-    tokio::spawn(run(weak));
+    tasks::spawn(TaskKind::Watchdog, run(weak));
 }
 
 async fn run(weak: Weak<SessionCore>) {
@@ -41,6 +43,10 @@ async fn run(weak: Weak<SessionCore>) {
             return;
         }
         check(&core);
+        // The session's one periodic tick also hands back reply buffers nobody has used for
+        // a while, so a client at rest does not keep its busy-time pool.
+        core.frame_buffers
+            .release_if_quiet(std::time::Instant::now(), QUIET_BEFORE_RELEASE);
     }
 }
 
@@ -57,7 +63,10 @@ fn check(core: &Arc<SessionCore>) {
             Verdict::Poke { id } => {
                 if let Some(member) = members.iter().find(|m| m.id == id) {
                     if !member.probing.swap(true, Ordering::AcqRel) {
-                        tokio::spawn(poke(Arc::downgrade(core), member.clone()));
+                        tasks::spawn(
+                            TaskKind::KeepAlive,
+                            poke(Arc::downgrade(core), member.clone()),
+                        );
                     }
                 }
                 continue;
@@ -75,7 +84,10 @@ fn check(core: &Arc<SessionCore>) {
                 continue;
             }
         }
-        tokio::spawn(probe(Arc::downgrade(core), member.clone(), suspect));
+        tasks::spawn(
+            TaskKind::Probe,
+            probe(Arc::downgrade(core), member.clone(), suspect),
+        );
     }
 }
 

@@ -14,18 +14,23 @@ use super::{BreakQueue, LeaseCaching, LeaseTable};
 use crate::addressing::TreeContext;
 use crate::engine::{Call, SessionCore};
 use crate::error::decode;
+use crate::tasks::{self, TaskKind};
 
 /// Start the task that acknowledges breaks. It holds the session only weakly and ends when
 /// the session is gone (every sender of the queue dropped, or the session no longer there
 /// when a message arrives).
 pub(crate) fn spawn_break_handler(session: Weak<SessionCore>, queue: BreakQueue) {
-    tokio::spawn(run_break_handler(session, queue, |core, msg| {
+    let handler = run_break_handler(session, queue, |core, msg| {
         if let Some(ack) = plan_ack(&core.leases, &msg) {
             // Each acknowledgment on its own task: a slow reply must not hold up the breaks
             // behind it (the server waits on each one, up to 35 s in Samba).
-            tokio::spawn(async move { send_ack(&core, ack).await });
+            tasks::spawn(
+                TaskKind::BreakAck,
+                async move { send_ack(&core, ack).await },
+            );
         }
-    }));
+    });
+    tasks::spawn(TaskKind::BreakHandler, handler);
 }
 
 /// The handler's loop: hand each message to `on_message` with the session, while there is

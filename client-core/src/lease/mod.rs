@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::addressing::TreeContext;
 use crate::channel::Unsolicited;
+use crate::tasks::{self, TaskKind};
 
 pub(crate) mod breaks;
 
@@ -373,7 +374,7 @@ pub(crate) fn break_queue() -> (BreakSink, BreakQueue) {
 /// Pass one channel's unsolicited messages on to the session's break queue, until the
 /// channel closes.
 pub(crate) fn forward_unsolicited(mut from: Unsolicited, to: BreakSink) {
-    tokio::spawn(async move {
+    tasks::spawn(TaskKind::BreakForwarder, async move {
         while let Some(msg) = from.recv().await {
             if to.send(msg).is_err() {
                 break;

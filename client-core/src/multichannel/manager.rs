@@ -31,6 +31,7 @@ use crate::multichannel::channel_set::{Member, PathInfo};
 use crate::multichannel::planner::{self, Plan, PlanConfig, ServerInterface, Slot, SlotKey};
 use crate::multichannel::state::{Multichannel, Retry, State};
 use crate::multichannel::{inventory, nic_facts};
+use crate::tasks::{self, TaskKind};
 
 /// Largest interface list accepted (about 430 entries of 152 bytes).
 const MAX_INTERFACE_LIST: u32 = 64 * 1024;
@@ -58,14 +59,14 @@ pub(crate) fn start(core: &Arc<SessionCore>) {
     }
     let weak = Arc::downgrade(core);
     let wake = core.multichannel.wake.clone();
-    tokio::spawn(run(weak, wake));
+    tasks::spawn(TaskKind::ChannelManager, run(weak, wake));
 }
 
 /// Wake the manager when `member`'s connection dies, without keeping it open.
 pub(crate) fn watch_for_death(mc: &Multichannel, member: &Member) {
     let death = member.channel.death_watch();
     let wake = mc.wake.clone();
-    tokio::spawn(async move {
+    tasks::spawn(TaskKind::DeathWatch, async move {
         death.wait().await;
         wake.notify_one();
     });
@@ -90,7 +91,7 @@ async fn run(weak: Weak<SessionCore>, wake: Arc<Notify>) {
             // The query runs beside binding: its reply can queue behind bulk I/O for a
             // second or more, and lost slots must not wait for it.
             let (core, wake) = (core.clone(), wake.clone());
-            tokio::spawn(async move {
+            tasks::spawn(TaskKind::InterfaceQuery, async move {
                 discover_and_plan(&core).await;
                 core.multichannel.lock().querying = false;
                 drop(core);
@@ -320,7 +321,7 @@ fn drain(mc: &Multichannel, m: &Member, limit: Duration) {
     let channel = removed.channel.clone();
     drop(removed);
     let wake = mc.wake.clone();
-    tokio::spawn(async move {
+    tasks::spawn(TaskKind::ChannelRetire, async move {
         let deadline = Instant::now() + limit;
         while channel.outstanding() > 0 && !channel.is_dead() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -32,6 +32,11 @@ struct Args {
     /// Concurrent downloads.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=16))]
     downloaders: u64,
+    /// Run the workload through an smbfuse mount instead of the library: fio jobs writing
+    /// and verifying files, `ls -R` of a tree, renames read back (the `smbfuse` and `smbctl`
+    /// built next to this program are used). `--uploaders` sets the number of fio jobs.
+    #[arg(long)]
+    mount: bool,
     /// Directory for samples.csv, samples.json, events.csv and summary.json (default
     /// /tmp/soak-<seed>).
     #[arg(long)]
@@ -62,7 +67,13 @@ pub(super) fn main() -> ExitCode {
         args.minutes,
         settings.out_dir.display()
     );
-    let outcome = match soak::run(&settings) {
+    let ran = if args.mount {
+        programs_beside_this_one()
+            .and_then(|(smbfuse, smbctl)| soak::mount::run(&settings, &smbfuse, &smbctl))
+    } else {
+        soak::run(&settings)
+    };
+    let outcome = match ran {
         Ok(o) => o,
         Err(e) => {
             eprintln!("soak: cannot run: {e}");
@@ -79,4 +90,21 @@ pub(super) fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `smbfuse` and `smbctl` from the directory this program was built into.
+fn programs_beside_this_one() -> Result<(PathBuf, PathBuf), String> {
+    let me = std::env::current_exe().map_err(|e| format!("where am I: {e}"))?;
+    let beside = |name: &str| {
+        let p = me.with_file_name(name);
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{} not found: build it first (cargo build --release -p smbfuse -p smbcp)",
+                p.display()
+            ))
+        }
+    };
+    Ok((beside("smbfuse")?, beside("smbctl")?))
 }

@@ -6,6 +6,11 @@
 #[cfg(target_os = "linux")]
 mod linux;
 
+/// Counts the heap in use, the soak's measure of what the client keeps at rest.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static HEAP: smb3_benches::soak::heap::Counting = smb3_benches::soak::heap::Counting;
+
 #[cfg(target_os = "linux")]
 fn main() -> std::process::ExitCode {
     linux::main()

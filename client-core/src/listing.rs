@@ -12,8 +12,8 @@
 //! docs/FAILOVER.md), so when it is lost with its channel, or the handle is gone with a
 //! re-established session, the listing opens the directory again, enumerates it from its
 //! start and skips every name it has already handed out. To know those names it keeps a
-//! 128-bit keyed digest of each (about 32 bytes per entry with the set's overhead: 32 MiB for
-//! a million entries), not the names themselves.
+//! 128-bit keyed digest of each (16 bytes per entry: 16 MiB for a million), not the names
+//! themselves.
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher;
@@ -61,13 +61,19 @@ pub struct ReadDir {
 /// better told so than retried forever.
 const MAX_RESUMPTIONS: u32 = 8;
 
-/// A set of names kept as 128-bit digests keyed at random per listing: a server cannot
-/// choose names that collide, and two names collide by chance with a probability of about
-/// n² / 2¹²⁹ (nothing for any real directory).
+/// The names a listing has handed out, kept as 128-bit digests keyed at random per listing: a
+/// server cannot choose names that collide, and two names collide by chance with a
+/// probability of about n² / 2¹²⁹ (nothing for any real directory). 16 bytes per name, in
+/// two vectors rather than a hash set (which would take twice that and more while it grows):
+/// what was handed out since the last resumption is only appended to, and sorted into the
+/// rest when the listing is resumed, which is the only time it is searched.
 #[derive(Default)]
 struct NameDigests {
     keys: (std::hash::RandomState, std::hash::RandomState),
-    set: HashSet<u128>,
+    /// Handed out before the last resumption: sorted, no duplicates.
+    before_resumption: Vec<u128>,
+    /// Handed out since.
+    since_resumption: Vec<u128>,
 }
 
 impl NameDigests {
@@ -75,10 +81,24 @@ impl NameDigests {
         (u128::from(self.keys.0.hash_one(name)) << 64) | u128::from(self.keys.1.hash_one(name))
     }
 
-    /// Record `name`; `false` when it was recorded before.
-    fn insert(&mut self, name: &str) -> bool {
+    /// Record `name` as handed out.
+    fn record(&mut self, name: &str) {
         let d = self.digest(name);
-        self.set.insert(d)
+        self.since_resumption.push(d);
+    }
+
+    /// Whether `name` was handed out before the last resumption.
+    fn handed_out_before_resumption(&self, name: &str) -> bool {
+        self.before_resumption
+            .binary_search(&self.digest(name))
+            .is_ok()
+    }
+
+    /// The listing starts over: everything recorded so far is to be skipped.
+    fn resumption(&mut self) {
+        self.before_resumption.append(&mut self.since_resumption);
+        self.before_resumption.sort_unstable();
+        self.before_resumption.dedup();
     }
 }
 
@@ -245,10 +265,11 @@ impl ReadDir {
                         continue;
                     }
                 }
-                if !self.delivered.insert(&e.file_name) && self.resumptions > 0 {
-                    // Handed out before the listing was resumed.
+                if self.resumptions > 0 && self.delivered.handed_out_before_resumption(&e.file_name)
+                {
                     continue;
                 }
+                self.delivered.record(&e.file_name);
                 match check_entry(&self.path, &e.file_name) {
                     Ok(()) => entries.push(DirEntry::from(e)),
                     Err(refused) => {
@@ -274,6 +295,7 @@ impl ReadDir {
         drop(self.handle.take());
         let handle = self.share.open_dir(&self.path).await?;
         self.handle = Some(handle);
+        self.delivered.resumption();
         // The new enumeration lists the directory's own entries again.
         self.seen_dot = false;
         self.seen_dot_dot = false;
@@ -510,12 +532,26 @@ mod tests {
     use smb3_proto::{Command, NtStatus};
 
     #[test]
-    fn a_name_is_recorded_once_and_names_differ_by_case() {
+    fn names_handed_out_are_known_after_a_resumption_and_differ_by_case() {
         let mut names = NameDigests::default();
-        assert!(names.insert("report.txt"));
-        assert!(!names.insert("report.txt"));
-        assert!(names.insert("Report.txt"), "names are compared exactly");
-        assert!(names.insert(""));
+        names.record("report.txt");
+        names.record("b");
+        assert!(
+            !names.handed_out_before_resumption("report.txt"),
+            "nothing to skip before a resumption"
+        );
+        names.resumption();
+        assert!(names.handed_out_before_resumption("report.txt"));
+        assert!(names.handed_out_before_resumption("b"));
+        assert!(
+            !names.handed_out_before_resumption("Report.txt"),
+            "names are compared exactly"
+        );
+        names.record("c");
+        assert!(!names.handed_out_before_resumption("c"));
+        names.resumption();
+        assert!(names.handed_out_before_resumption("c"));
+        assert!(names.handed_out_before_resumption("report.txt"));
         // Two listings key their digests differently.
         let other = NameDigests::default();
         assert_ne!(names.digest("report.txt"), other.digest("report.txt"));

@@ -1,4 +1,4 @@
-//! `smbfuse SOURCE MOUNTPOINT [-o OPTIONS] [-f]`: see `smbfuse --help` and the README.
+//! `smbfuse SOURCE MOUNTPOINT [-o OPTIONS] [-f]`: see `smbfuse --help` and docs/MOUNT.md.
 
 use clap::{CommandFactory, Parser};
 

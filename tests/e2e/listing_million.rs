@@ -17,7 +17,10 @@ const ENTRIES: usize = 1_000_000;
 
 /// What the listing may add to the process's peak resident set. Holding the entries would
 /// take far more: a `DirEntry` with its metadata and name is over 100 bytes, so a million of
-/// them are above 100 MiB; one reply of at most 64 KiB of output holds a few hundred.
+/// them are above 100 MiB; one reply of at most 64 KiB of output holds a few hundred. What
+/// the listing does keep per entry is a 16-byte digest of its name, so that it can go on
+/// without repeating a name after losing its channel: 16 MiB here (measured growth 16.5 MiB;
+/// 52 MiB when those digests were in a hash set).
 const BOUND_MIB: u64 = 48;
 
 #[test]

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use crate::attributes::DosAttributes;
 use crate::error::{decode, Error, Result};
 use crate::names::check_entry;
-use crate::share::{Share, DIR_BUFFER};
+use crate::share::{handle_gone, Share, DIR_BUFFER};
 use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
 use crate::types::DirEntry;
@@ -107,14 +107,8 @@ impl NameDigests {
 /// re-established session. Anything the server answered about the directory itself (access
 /// denied, not found) is the caller's.
 fn resumable(e: &Error) -> bool {
-    match e {
-        Error::ConnectionLost { command, .. } => *command == Command::QUERY_DIRECTORY,
-        Error::HandleLost { .. } => true,
-        Error::Status { status, .. } => {
-            matches!(*status, NtStatus::FILE_CLOSED | NtStatus::INVALID_HANDLE)
-        }
-        _ => false,
-    }
+    matches!(e, Error::ConnectionLost { command, .. } if *command == Command::QUERY_DIRECTORY)
+        || handle_gone(e)
 }
 
 impl std::fmt::Debug for ReadDir {
@@ -151,8 +145,10 @@ impl DirHandle {
 }
 
 impl Share {
-    /// Open the directory `path` for a listing that arrives page by page: memory stays
-    /// bounded whatever the directory's size (see [`ReadDir`]). `.` and `..` are left out.
+    /// Open the directory `path` for a listing that arrives page by page: what it holds is
+    /// one page and a 16-byte digest per name handed out (so that it can go on after a lost
+    /// channel without repeating a name), whatever the directory's size (see [`ReadDir`]).
+    /// `.` and `..` are left out.
     pub async fn list(&self, path: &str) -> Result<ReadDir> {
         let handle = self.open_dir(path).await?;
         Ok(ReadDir {

@@ -49,7 +49,7 @@ pub struct Share {
 }
 
 /// Whether `e` says the handle a request was sent on no longer exists at the server.
-fn handle_gone(e: &Error) -> bool {
+pub(crate) fn handle_gone(e: &Error) -> bool {
     matches!(
         e.status(),
         Some(NtStatus::FILE_CLOSED | NtStatus::INVALID_HANDLE)

@@ -196,7 +196,12 @@ fn fio_loop(ctx: &Ctx, id: usize, seed: u64) {
             .args(["--verify=crc32c", "--do_verify=1", "--verify_fatal=1"])
             .arg(format!("--size={mib}M"))
             .arg(format!("--randseed={}", rng.random::<u32>()))
-            .args(["--output-format=terse", "--unlink=0"])
+            // fio would leave a verify state file in its working directory after a failure.
+            .args([
+                "--output-format=terse",
+                "--unlink=0",
+                "--verify_state_save=0",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -1,0 +1,459 @@
+//! One TCP connection: frames in, replies out. A frame may be sealed (TRANSFORM_HEADER) and
+//! may hold a compound; each request in it is checked (session, signature), handed to its
+//! command's handler, and answered in one frame, compounded, signed and sealed as the
+//! request was (MS-SMB2 3.3.4.1, 3.3.5.2).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::{BufMut, BytesMut};
+use smb3_proto::crypto::preauth::PreauthHash;
+use smb3_proto::crypto::Signer;
+use smb3_proto::header::{HEADER_LEN, PROTOCOL_ID};
+use smb3_proto::msg::transform::TRANSFORM_PROTOCOL_ID;
+use smb3_proto::{Command, Header, HeaderFlags, NtStatus};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::ops;
+use crate::state::{Sealing, State};
+use crate::wire::{Handled, Reply};
+use crate::{FaultAction, Shared};
+
+/// Frames above this are refused (the connection is closed): the largest request the
+/// server's MaxWriteSize allows is far below.
+const MAX_FRAME: usize = 16 << 20;
+
+/// Credits granted per reply at most.
+const MAX_GRANT: u16 = 512;
+
+/// Serve one connection until the client closes it, a frame is malformed, or the test cuts it.
+pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let mut cut = shared.cut.subscribe();
+    let (mut rd, mut wr) = stream.into_split();
+    let mut conn = Conn::new(shared);
+    let reset = loop {
+        let frame = tokio::select! {
+            frame = read_frame(&mut rd) => match frame {
+                Ok(frame) => frame,
+                Err(_) => break false,
+            },
+            _ = cut.changed() => break true,
+        };
+        match conn.handle(frame) {
+            Outcome::Send(bytes) => {
+                if wr.write_all(&bytes).await.is_err() {
+                    break false;
+                }
+            }
+            Outcome::Nothing => {}
+            Outcome::Cut => break true,
+        }
+    };
+    if reset {
+        // Zero linger: the close sends a reset and drops what is queued, as a dead link
+        // or a killed server does.
+        let _ = rd.as_ref().set_zero_linger();
+    }
+    conn.closed();
+}
+
+async fn read_frame(rd: &mut tokio::net::tcp::OwnedReadHalf) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    rd.read_exact(&mut len).await?;
+    let n = u32::from_be_bytes(len) as usize;
+    if len[0] != 0 || !(4..=MAX_FRAME).contains(&n) {
+        return Err(std::io::ErrorKind::InvalidData.into());
+    }
+    let mut frame = vec![0u8; n];
+    rd.read_exact(&mut frame).await?;
+    Ok(frame)
+}
+
+pub(crate) enum Outcome {
+    Send(Vec<u8>),
+    Nothing,
+    Cut,
+}
+
+/// What the connection knows after NEGOTIATE.
+#[derive(Clone)]
+pub(crate) struct Negotiated {
+    pub(crate) dialect: smb3_proto::Dialect,
+    pub(crate) signing: smb3_proto::SigningAlgorithm,
+    pub(crate) cipher: Option<smb3_proto::Cipher>,
+    pub(crate) client_guid: [u8; 16],
+    pub(crate) client_security_mode: u16,
+    pub(crate) client_capabilities: u32,
+    pub(crate) client_dialects: Vec<u16>,
+    pub(crate) server_security_mode: u16,
+    pub(crate) server_capabilities: u32,
+}
+
+/// A session setup in progress on this connection.
+pub(crate) struct PendingSetup {
+    pub(crate) acceptor: crate::auth::Acceptor,
+    pub(crate) preauth: Option<PreauthHash>,
+}
+
+pub(crate) struct Conn {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) negotiated: Option<Negotiated>,
+    /// Connection.PreauthIntegrityHashValue (3.1.1).
+    pub(crate) preauth: PreauthHash,
+    pub(crate) pending: HashMap<u64, PendingSetup>,
+    /// Channel.SigningKey of each session established on this connection.
+    pub(crate) signers: HashMap<u64, Arc<Signer>>,
+}
+
+/// The ids a related compound request takes from the one before it (MS-SMB2 3.3.5.2.7.2).
+#[derive(Default)]
+pub(crate) struct Previous {
+    pub(crate) session_id: u64,
+    pub(crate) tree_id: u32,
+    /// The FileId the previous request used or made, or the error it failed with.
+    pub(crate) file: Option<Result<u64, NtStatus>>,
+}
+
+/// A reply built and not yet signed: signing comes last, after compound padding.
+pub(crate) struct Built {
+    msg: BytesMut,
+    sign_with: Option<Arc<Signer>>,
+}
+
+impl Conn {
+    fn new(shared: Arc<Shared>) -> Conn {
+        Conn {
+            shared,
+            negotiated: None,
+            preauth: PreauthHash::new(),
+            pending: HashMap::new(),
+            signers: HashMap::new(),
+        }
+    }
+
+    /// The connection is gone: sessions that lived only here end, with their opens.
+    fn closed(&mut self) {
+        let mut state = self.shared.lock();
+        for session in self.signers.keys() {
+            let last = match state.sessions.get_mut(session) {
+                Some(s) => {
+                    s.connections = s.connections.saturating_sub(1);
+                    s.connections == 0
+                }
+                None => false,
+            };
+            if last {
+                state.end_session(*session);
+            }
+        }
+    }
+
+    fn handle(&mut self, mut frame: Vec<u8>) -> Outcome {
+        let mut sealing = None;
+        if frame.starts_with(&TRANSFORM_PROTOCOL_ID) {
+            // MS-SMB2 3.3.5.2.1.1: a message that does not decrypt ends the connection.
+            let Some(session_id) = frame
+                .get(44..52)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+            else {
+                return Outcome::Cut;
+            };
+            let Some(s) = self.sealing_of(session_id) else {
+                return Outcome::Cut;
+            };
+            match s.open.open_in_place(&mut frame) {
+                Ok(start) => {
+                    frame.drain(..start);
+                }
+                Err(_) => return Outcome::Cut,
+            }
+            sealing = Some(s);
+        }
+        let mut previous = Previous::default();
+        let mut built = Vec::new();
+        let mut at = 0;
+        let mut cut_after = false;
+        loop {
+            let Some(rest) = frame.get(at..) else {
+                return Outcome::Cut;
+            };
+            let Ok(header) = Header::decode(rest) else {
+                return Outcome::Cut;
+            };
+            let next = header.next_command as usize;
+            let end = if next == 0 { frame.len() } else { at + next };
+            if (next != 0 && (next % 8 != 0 || next < HEADER_LEN)) || end > frame.len() {
+                return Outcome::Cut;
+            }
+            let msg = &frame[at..end];
+            match self.one(msg, header, &mut previous, sealing.is_some()) {
+                MessageOutcome::Reply(b) => built.push(b),
+                MessageOutcome::NoReply => {}
+                MessageOutcome::Cut => return Outcome::Cut,
+                MessageOutcome::CutAfter => cut_after = true,
+            }
+            if next == 0 {
+                break;
+            }
+            at = end;
+        }
+        if cut_after {
+            return Outcome::Cut;
+        }
+        if built.is_empty() {
+            return Outcome::Nothing;
+        }
+        let compound = compose(built);
+        let payload = match &sealing {
+            Some(s) => {
+                let session_id =
+                    u64::from_le_bytes(compound[40..48].try_into().unwrap_or_default());
+                match s.seal.seal(session_id, &[&compound]) {
+                    Ok(sealed) => sealed.to_vec(),
+                    Err(_) => return Outcome::Cut,
+                }
+            }
+            None => compound,
+        };
+        let mut out = Vec::with_capacity(payload.len() + 4);
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(&payload);
+        Outcome::Send(out)
+    }
+
+    fn sealing_of(&self, session_id: u64) -> Option<Arc<Sealing>> {
+        self.shared
+            .lock()
+            .sessions
+            .get(&session_id)
+            .and_then(|s| s.sealing.clone())
+    }
+
+    /// One request of a frame.
+    fn one(
+        &mut self,
+        msg: &[u8],
+        mut header: Header,
+        previous: &mut Previous,
+        sealed: bool,
+    ) -> MessageOutcome {
+        if header.is_response() || msg.get(..4) != Some(&PROTOCOL_ID[..]) {
+            return MessageOutcome::Cut;
+        }
+        let related = header.flags.has(HeaderFlags::RELATED_OPERATIONS);
+        if related {
+            header.session_id = previous.session_id;
+            header.tree_id = previous.tree_id;
+        }
+        *self
+            .shared
+            .lock()
+            .requests
+            .entry(header.command)
+            .or_default() += 1;
+        match header.command {
+            Command::NEGOTIATE => return self.negotiate(msg, &header),
+            Command::SESSION_SETUP => return self.session_setup(msg, &header),
+            Command::CANCEL => return MessageOutcome::NoReply,
+            _ => {}
+        }
+        let signer = self.signers.get(&header.session_id).cloned();
+        let session_checked = self.check_session(msg, &header, signer.as_deref(), sealed);
+        let sign_with = signer.filter(|_| !sealed);
+        let result = match session_checked {
+            Err(status) => Err(status),
+            Ok(()) => {
+                let mut state = self.shared.lock();
+                let path = ops::request_path(&state, &header, msg, previous);
+                match state.take_fault(header.command, path.as_deref()) {
+                    Some(FaultAction::Fail(status)) => Err(status),
+                    Some(FaultAction::Cut) => return MessageOutcome::Cut,
+                    Some(FaultAction::Ignore) => return MessageOutcome::NoReply,
+                    Some(FaultAction::CutAfter) => {
+                        let _ = self.dispatch(&mut state, &header, msg, previous);
+                        return MessageOutcome::CutAfter;
+                    }
+                    None => self.dispatch(&mut state, &header, msg, previous),
+                }
+            }
+        };
+        previous.session_id = header.session_id;
+        if header.command != Command::TREE_CONNECT {
+            previous.tree_id = header.tree_id;
+        }
+        if let Err(status) = &result {
+            // A failed request hands its error to the related requests after it that need
+            // its FileId (MS-SMB2 3.3.5.2.7.2).
+            if previous.file.is_some() || header.command == Command::CREATE {
+                previous.file = Some(Err(*status));
+            }
+        }
+        let (status, body, tree_id) = match result {
+            Ok((reply, tree_id)) => (reply.status, reply.body, tree_id.unwrap_or(header.tree_id)),
+            Err(status) => (status, error_body(), header.tree_id),
+        };
+        let reply = reply_message(&header, status, &body, header.session_id, tree_id, related);
+        MessageOutcome::Reply(Built {
+            msg: reply,
+            sign_with,
+        })
+    }
+
+    /// The session named must be established on this connection, and a signed request's
+    /// signature right (MS-SMB2 3.3.5.2.4); a session that requires signing refuses unsigned
+    /// requests that were not sealed either.
+    fn check_session(
+        &self,
+        msg: &[u8],
+        header: &Header,
+        signer: Option<&Signer>,
+        sealed: bool,
+    ) -> Result<(), NtStatus> {
+        let Some(signer) = signer else {
+            return Err(NtStatus::USER_SESSION_DELETED);
+        };
+        if sealed {
+            return Ok(());
+        }
+        if header.flags.has(HeaderFlags::SIGNED) {
+            if !signer.verify(msg) {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            return Ok(());
+        }
+        if self.signing_required() {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        Ok(())
+    }
+
+    fn signing_required(&self) -> bool {
+        self.shared.config.require_signing
+            || self.negotiated.as_ref().is_some_and(|n| {
+                n.client_security_mode & 0x0002 != 0 || n.dialect == smb3_proto::Dialect::Smb311
+            })
+    }
+
+    fn dispatch(
+        &self,
+        state: &mut State,
+        header: &Header,
+        msg: &[u8],
+        previous: &mut Previous,
+    ) -> Result<(Reply, Option<u32>), NtStatus> {
+        let mut ctx = ops::Ctx {
+            state,
+            config: &self.shared.config,
+            server_guid: self.shared.server_guid,
+            negotiated: self.negotiated.as_ref(),
+            header,
+            msg,
+            previous,
+        };
+        let handled: Handled = match header.command {
+            Command::TREE_CONNECT => {
+                let (reply, tree) = ops::tree::connect(&mut ctx)?;
+                return Ok((reply, Some(tree)));
+            }
+            Command::LOGOFF => ops::tree::logoff(&mut ctx),
+            Command::TREE_DISCONNECT => ops::tree::disconnect(&mut ctx),
+            Command::CREATE => ops::create::create(&mut ctx),
+            Command::CLOSE => ops::create::close(&mut ctx),
+            Command::FLUSH => ops::io::flush(&mut ctx),
+            Command::READ => ops::io::read(&mut ctx),
+            Command::WRITE => ops::io::write(&mut ctx),
+            Command::LOCK => ops::lock::lock(&mut ctx),
+            Command::IOCTL => ops::ioctl::ioctl(&mut ctx),
+            Command::ECHO => Ok(Reply::empty(4)),
+            Command::QUERY_DIRECTORY => ops::dir::query_directory(&mut ctx),
+            Command::QUERY_INFO => ops::info::query(&mut ctx),
+            Command::SET_INFO => ops::info::set(&mut ctx),
+            _ => Err(NtStatus::NOT_SUPPORTED),
+        };
+        handled.map(|r| (r, None))
+    }
+}
+
+pub(crate) enum MessageOutcome {
+    Reply(Built),
+    NoReply,
+    Cut,
+    CutAfter,
+}
+
+/// Error response body (MS-SMB2 2.2.2): StructureSize 9, no contexts, no data but the one
+/// byte the structure size counts.
+fn error_body() -> BytesMut {
+    let mut b = BytesMut::with_capacity(9);
+    b.put_u16_le(9);
+    b.put_u8(0);
+    b.put_u8(0);
+    b.put_u32_le(0);
+    b.put_u8(0);
+    b
+}
+
+/// The reply to `request`, unsigned.
+pub(crate) fn reply_message(
+    request: &Header,
+    status: NtStatus,
+    body: &[u8],
+    session_id: u64,
+    tree_id: u32,
+    related: bool,
+) -> BytesMut {
+    let mut flags = HeaderFlags::SERVER_TO_REDIR;
+    if related {
+        flags |= HeaderFlags::RELATED_OPERATIONS;
+    }
+    let header = Header {
+        credit_charge: request.credit_charge,
+        status,
+        command: request.command,
+        credits: request.credits.clamp(1, MAX_GRANT),
+        flags: HeaderFlags(flags),
+        next_command: 0,
+        message_id: request.message_id,
+        async_id: 0,
+        tree_id,
+        session_id,
+        signature: [0; 16],
+    };
+    let mut out = BytesMut::with_capacity(HEADER_LEN + body.len());
+    header.encode(&mut out);
+    out.put_slice(body);
+    out
+}
+
+/// Chain replies into one compound: each but the last padded to 8 bytes with NextCommand
+/// set, then each signed over its own bytes, padding included (MS-SMB2 3.3.4.1.3).
+fn compose(built: Vec<Built>) -> Vec<u8> {
+    let count = built.len();
+    let mut out = Vec::new();
+    for (i, mut b) in built.into_iter().enumerate() {
+        if i + 1 < count {
+            while b.msg.len() % 8 != 0 {
+                b.msg.put_u8(0);
+            }
+            let next = b.msg.len() as u32;
+            b.msg[20..24].copy_from_slice(&next.to_le_bytes());
+        }
+        if let Some(signer) = &b.sign_with {
+            let _ = signer.sign_in_place(&mut b.msg, &[]);
+        }
+        out.extend_from_slice(&b.msg);
+    }
+    out
+}
+
+impl MessageOutcome {
+    /// A reply to send as it is, signed with `signer` when one is given.
+    pub(crate) fn reply(msg: BytesMut, signer: Option<Arc<Signer>>) -> MessageOutcome {
+        MessageOutcome::Reply(Built {
+            msg,
+            sign_with: signer,
+        })
+    }
+}

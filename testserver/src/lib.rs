@@ -1,0 +1,321 @@
+//! An SMB 3 server that runs inside a test process, over an in-memory file tree.
+//!
+//! It exists so that what sits above the client's channel (the library's `Share` and `File`,
+//! smbcp's copy engine, smbfuse's file system) can be tested in milliseconds, without root,
+//! network namespaces or smbd. The client under test is the real one, unchanged: it connects
+//! over loopback TCP (so the channel's socket handling is the one it uses against any server),
+//! negotiates SMB 3.1.1 (or 3.0.x, 2.1), authenticates with NTLMv2 over SPNEGO, and signs or
+//! seals every message with keys derived as for a real server.
+//!
+//! What it serves: NEGOTIATE with the 3.1.1 contexts, SESSION_SETUP, LOGOFF, TREE_CONNECT and
+//! DISCONNECT, CREATE (dispositions, directory options, share modes, delete-on-close), CLOSE,
+//! READ, WRITE, FLUSH, QUERY_INFO and SET_INFO for the common classes (rename, delete,
+//! truncate, times), QUERY_DIRECTORY, LOCK, ECHO, compounded requests, and
+//! FSCTL_VALIDATE_NEGOTIATE_INFO. What it does not (leases, durable handles, change notify,
+//! multichannel binding) is refused with STATUS_NOT_SUPPORTED or not offered, so a client
+//! that depends on it sees the difference.
+//!
+//! Tests steer it with [`TestServer::fail`] (a status, a cut connection or a lost reply for
+//! chosen requests) and [`TestServer::cut_connections`], and look at the result through
+//! [`TestServer::read_file`], [`TestServer::list`] and the counters.
+//!
+//! These tests prove the client's logic; the e2e tests against smbd stay, to prove it against
+//! a real server.
+
+mod auth;
+mod conn;
+mod files;
+mod ops;
+mod state;
+mod wire;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use smb3_proto::{Command, Dialect, NtStatus};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::files::{components, Content};
+use crate::state::State;
+
+/// How the server is set up.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The one account it accepts.
+    pub user: String,
+    /// Its domain (empty: the server's own).
+    pub domain: String,
+    /// Its password.
+    pub password: String,
+    /// Shares, each with an empty file tree.
+    pub shares: Vec<String>,
+    /// The highest dialect it speaks (it speaks every one from 2.1 up to this).
+    pub max_dialect: Dialect,
+    /// Whether it requires signing (SMB2_NEGOTIATE_SIGNING_REQUIRED).
+    pub require_signing: bool,
+    /// Whether it offers encryption (picks the client's first cipher when it does).
+    pub encryption: bool,
+    /// MaxReadSize, MaxWriteSize and MaxTransactSize.
+    pub max_io: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            user: "tester".to_string(),
+            domain: String::new(),
+            password: "in-memory secret".to_string(),
+            shares: vec!["data".to_string()],
+            max_dialect: Dialect::Smb311,
+            require_signing: true,
+            encryption: true,
+            max_io: 1 << 20,
+        }
+    }
+}
+
+/// What a planned fault does to the request it catches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAction {
+    /// Answer with this status instead of doing the request.
+    Fail(NtStatus),
+    /// Close the connection (with a reset) instead of answering; the request is not done.
+    Cut,
+    /// Do the request and then close the connection without sending the reply: the client
+    /// cannot know whether it was done.
+    CutAfter,
+    /// Do nothing and never answer; the connection stays up.
+    Ignore,
+}
+
+/// A fault planned for the next `times` requests of `command` (whose path contains
+/// `path_contains`, when set: the CREATE's name, or the path of the open the request is on).
+#[derive(Clone, Debug)]
+pub struct Fault {
+    /// The command it applies to.
+    pub command: Command,
+    /// Only requests about a path containing this (case-insensitive).
+    pub path_contains: Option<String>,
+    /// What it does.
+    pub action: FaultAction,
+    /// How many requests it catches.
+    pub times: usize,
+}
+
+impl Fault {
+    /// The next request of `command` fails with `status`.
+    pub fn fail(command: Command, status: NtStatus) -> Fault {
+        Fault {
+            command,
+            path_contains: None,
+            action: FaultAction::Fail(status),
+            times: 1,
+        }
+    }
+
+    /// The next request of `command` gets `action`.
+    pub fn on(command: Command, action: FaultAction) -> Fault {
+        Fault {
+            command,
+            path_contains: None,
+            action,
+            times: 1,
+        }
+    }
+
+    /// Only for requests about a path containing `part`.
+    pub fn at_path(mut self, part: &str) -> Fault {
+        self.path_contains = Some(part.to_lowercase());
+        self
+    }
+
+    /// For the next `n` matching requests instead of one.
+    pub fn times(mut self, n: usize) -> Fault {
+        self.times = n.max(1);
+        self
+    }
+
+    fn matches(&self, command: Command, path: Option<&str>) -> bool {
+        self.command == command
+            && match &self.path_contains {
+                None => true,
+                Some(part) => path.is_some_and(|p| p.to_lowercase().contains(part)),
+            }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    pub(crate) server_guid: [u8; 16],
+    pub(crate) state: Mutex<State>,
+    /// Bumped to make every connection close.
+    pub(crate) cut: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A handler that panicked leaves the state as it was at the panic; the test that
+        // caused it has failed already, and later tests should still see the server.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running server. Dropping it stops accepting and closes every connection.
+pub struct TestServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+}
+
+impl TestServer {
+    /// Start serving on a fresh loopback port, on the current tokio runtime.
+    pub async fn start(config: ServerConfig) -> io::Result<TestServer> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let mut server_guid = [0u8; 16];
+        rand::RngCore::fill_bytes(&mut rand::rng(), &mut server_guid);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(&config.shares)),
+            config,
+            server_guid,
+            cut: watch::channel(0).0,
+        });
+        let tasks = Arc::new(Mutex::new(JoinSet::new()));
+        let accept_shared = shared.clone();
+        let accept_tasks = Arc::downgrade(&tasks);
+        tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let Some(tasks) = accept_tasks.upgrade() else {
+                        return;
+                    };
+                    let shared = accept_shared.clone();
+                    let mut tasks = tasks.lock().unwrap_or_else(|e| e.into_inner());
+                    // Reap finished connections so a long test does not accumulate them.
+                    while tasks.try_join_next().is_some() {}
+                    tasks.spawn(conn::serve(stream, shared));
+                }
+            });
+        Ok(TestServer {
+            addr,
+            shared,
+            tasks,
+        })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `127.0.0.1:port`, as the client's `connect` takes it.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// Plan a fault (see [`Fault`]). Faults apply in the order planned.
+    pub fn fail(&self, fault: Fault) {
+        self.shared.lock().faults.push(fault);
+    }
+
+    /// Faults planned and not yet used up.
+    pub fn faults_pending(&self) -> usize {
+        self.shared.lock().faults.len()
+    }
+
+    /// Close every connection now, with a reset, as a lost link or a restarted server would.
+    pub fn cut_connections(&self) {
+        self.shared.cut.send_modify(|n| *n += 1);
+    }
+
+    /// Sessions alive.
+    pub fn sessions(&self) -> usize {
+        self.shared.lock().sessions.len()
+    }
+
+    /// Opens (handles) held by clients.
+    pub fn open_handles(&self) -> usize {
+        self.shared.lock().opens.len()
+    }
+
+    /// How many requests of `command` arrived.
+    pub fn requests(&self, command: Command) -> u64 {
+        self.shared
+            .lock()
+            .requests
+            .get(&command)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The contents of file `path` (`a/b` or `a\b`) of `share`, if it is a file.
+    pub fn read_file(&self, share: &str, path: &str) -> Option<Vec<u8>> {
+        let state = self.shared.lock();
+        let files = state.shares.get(&share.to_lowercase())?;
+        let path = path.replace('/', "\\");
+        let id = files.lookup(&components(&path).ok()?).ok()?;
+        files.get(id)?.data().cloned()
+    }
+
+    /// The names in directory `path` of `share`, sorted, or None when it is not a directory.
+    pub fn list(&self, share: &str, path: &str) -> Option<Vec<String>> {
+        let state = self.shared.lock();
+        let files = state.shares.get(&share.to_lowercase())?;
+        let path = path.replace('/', "\\");
+        let id = files.lookup(&components(&path).ok()?).ok()?;
+        let children = files.get(id)?.children()?;
+        let mut names: Vec<String> = children
+            .values()
+            .filter_map(|c| files.get(*c).map(|n| n.name.clone()))
+            .collect();
+        names.sort();
+        Some(names)
+    }
+
+    /// Put a file with `data` at `path` of `share`, making the directories on the way.
+    pub fn put_file(&self, share: &str, path: &str, data: &[u8]) {
+        let mut state = self.shared.lock();
+        let files = state
+            .shares
+            .get_mut(&share.to_lowercase())
+            .expect("put_file: no such share");
+        let path = path.replace('/', "\\");
+        let parts = components(&path).expect("put_file: a valid path");
+        let (name, dirs) = parts.split_last().expect("put_file: a file name");
+        let mut dir = files::ROOT;
+        for d in dirs {
+            dir = match files.child(dir, d) {
+                Some(id) => id,
+                None => files.create(dir, d, true, 0),
+            };
+        }
+        let id = match files.child(dir, name) {
+            Some(id) => id,
+            None => files.create(dir, name, false, 0),
+        };
+        if let Some(node) = files.get_mut(id) {
+            node.content = Content::File(data.to_vec());
+            node.touch_data();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.cut_connections();
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+}

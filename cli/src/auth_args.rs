@@ -25,19 +25,15 @@ pub struct AuthArgs {
 impl AuthArgs {
     /// Apply the options to `config`; Kerberos details without a realm are a usage error.
     pub fn apply(&self, config: &mut ClientConfig) -> Result<(), String> {
-        let Some(realm) = &self.kerberos_realm else {
-            if self.kdc.is_some() || self.spn_host.is_some() || self.ntlm_fallback {
-                return Err(
-                    "--kdc, --spn-host and --ntlm-fallback need --kerberos-realm".to_string(),
-                );
-            }
-            return Ok(());
+        let kerberos = smb3_frontend::KerberosOptions {
+            realm: self.kerberos_realm.clone(),
+            kdc: self.kdc.clone(),
+            spn_host: self.spn_host.clone(),
+            ntlm_fallback: self.ntlm_fallback,
         };
-        config.kerberos_realm = Some(realm.clone());
-        config.kerberos_kdc = self.kdc.clone();
-        config.kerberos_service_host = self.spn_host.clone();
-        config.ntlm_fallback = self.ntlm_fallback;
-        Ok(())
+        kerberos
+            .apply(config)
+            .map_err(|_| "--kdc, --spn-host and --ntlm-fallback need --kerberos-realm".to_string())
     }
 }
 

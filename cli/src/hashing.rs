@@ -10,7 +10,6 @@ use futures_util::stream::{self, StreamExt};
 use sha2::{Digest, Sha256};
 use smb3_client::{File, OpenOptions, Share};
 
-use crate::describe;
 use crate::in_flight::InFlight;
 
 /// A SHA-256 digest.
@@ -88,7 +87,7 @@ pub(crate) async fn remote_range(
         .buffered(depth.max(1));
     let mut h = Sha256::new();
     while let Some(piece) = pieces.next().await {
-        let (want, data, _held) = piece.map_err(|e| describe(&e))?;
+        let (want, data, _held) = piece.map_err(|e| e.brief().to_string())?;
         if data.len() != want {
             return Err("shorter than expected".into());
         }
@@ -108,12 +107,12 @@ pub(crate) async fn remote_file(
     let file = share
         .open(path, &OpenOptions::new().read(true))
         .await
-        .map_err(|e| describe(&e))?;
+        .map_err(|e| e.brief().to_string())?;
     let size = file.size_at_open();
     let result = remote_range(&file, 0, size, chunk, depth, in_flight).await;
     let closed = file.close().await;
     let sha = result?;
-    closed.map_err(|e| describe(&e))?;
+    closed.map_err(|e| e.brief().to_string())?;
     Ok((sha, size))
 }
 

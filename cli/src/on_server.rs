@@ -21,7 +21,6 @@ use smb3_client::{
 };
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
-use crate::describe;
 use crate::plan::{refused_destination, DestState};
 
 /// How a server-side copy run goes.
@@ -74,7 +73,7 @@ pub async fn copy_on_server(
             Ok(_) => DestState::NotDir,
             Err(e) if e.to_errno() == libc::ENOENT => DestState::Missing,
             Err(e) => {
-                let line = format!("{}: {}", run.shown(to, dest), describe(&e));
+                let line = format!("{}: {}", run.shown(to, dest), e.brief());
                 run.report.failures.push(line);
                 return run.report;
             }
@@ -101,7 +100,7 @@ pub async fn copy_on_server(
             return run.report;
         }
         match meta {
-            Err(e) => run.failed(source, &target, describe(&e)),
+            Err(e) => run.failed(source, &target, e.brief().to_string()),
             Ok(m) if m.is_dir() && !opts.recursive => {
                 run.failed(source, &target, "is a directory (use -r)".into())
             }
@@ -161,7 +160,7 @@ impl Run<'_> {
     /// listed or made fails with its files.
     async fn tree(&mut self, source: &str, target: &str) {
         if let Err(e) = self.to.create_dir_all(target).await {
-            self.failed(source, target, describe(&e));
+            self.failed(source, target, e.brief().to_string());
             return;
         }
         let prefix = format!("{}/", source.trim_end_matches('/'));
@@ -176,7 +175,7 @@ impl Run<'_> {
                 Ok(e) => e,
                 Err(err) => {
                     let t = into(&err.path);
-                    self.failed(&err.path, &t, describe(&err.error));
+                    self.failed(&err.path, &t, err.error.brief().to_string());
                     continue;
                 }
             };
@@ -188,7 +187,7 @@ impl Run<'_> {
                 match self.to.create_dir_all(&t).await {
                     Ok(()) => made.push((e.path, t)),
                     Err(err) => {
-                        self.failed(&e.path, &t, describe(&err));
+                        self.failed(&e.path, &t, err.brief().to_string());
                         unmade.push(e.path);
                     }
                 }
@@ -252,7 +251,7 @@ async fn copy_file(
             Err(e) if server_does_not_copy(&e) => {
                 eprintln!(
                     "smbcp: the server does not copy on its side ({}); copying through this machine",
-                    describe(&e)
+                    e.brief()
                 );
                 *server_copy = false;
                 through_client(from, source, to, &partial).await
@@ -262,16 +261,16 @@ async fn copy_file(
     } else {
         through_client(from, source, to, &partial).await
     };
-    let size = copied.map_err(|e| describe(&e))?;
+    let size = copied.map_err(|e| e.brief().to_string())?;
     if keep.all {
         if let Err(e) = copy_streams(from, source, to, &partial).await {
             let _ = to.remove_file(&partial).await;
-            return Err(format!("copying streams: {}", describe(&e)));
+            return Err(format!("copying streams: {}", e.brief()));
         }
     }
     if let Err(e) = to.rename(&partial, target, IfExists::Replace).await {
         let _ = to.remove_file(&partial).await;
-        return Err(describe(&e));
+        return Err(e.brief().to_string());
     }
     if keep.times {
         copy_times_and_attributes(from, source, to, target).await?;
@@ -314,7 +313,7 @@ async fn copy_times_and_attributes(
     let m = from
         .metadata(source)
         .await
-        .map_err(|e| format!("reading times: {}", describe(&e)))?;
+        .map_err(|e| format!("reading times: {}", e.brief()))?;
     let times = FileTimes {
         created: m.created,
         accessed: m.accessed,
@@ -323,7 +322,7 @@ async fn copy_times_and_attributes(
     };
     to.set_times_and_attributes(target, &times, m.attributes)
         .await
-        .map_err(|e| format!("setting times and attributes: {}", describe(&e)))
+        .map_err(|e| format!("setting times and attributes: {}", e.brief()))
 }
 
 /// Give `target` the owner, group and DACL of `source`, as the bytes the server sent. A
@@ -334,7 +333,7 @@ async fn copy_security(from: &Share, source: &str, to: &Share, target: &str) -> 
     let sd = from
         .security_descriptor(source, parts)
         .await
-        .map_err(|e| format!("reading the security descriptor: {}", describe(&e)))?;
+        .map_err(|e| format!("reading the security descriptor: {}", e.brief()))?;
     match to
         .set_security_descriptor_raw(target, sd.raw.clone(), parts)
         .await
@@ -342,14 +341,14 @@ async fn copy_security(from: &Share, source: &str, to: &Share, target: &str) -> 
         Err(e) if owner_refused(&e) => {
             eprintln!(
                 "smbcp: {target}: owner and group not kept ({}); the DACL is",
-                describe(&e)
+                e.brief()
             );
             to.set_security_descriptor_raw(target, sd.raw, SecurityParts::DACL)
                 .await
         }
         other => other,
     }
-    .map_err(|e| format!("setting the security descriptor: {}", describe(&e)))
+    .map_err(|e| format!("setting the security descriptor: {}", e.brief()))
 }
 
 /// The answers of a server that will not let this user set that owner or group.

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use smb3_client::{Metadata, Share, WalkOptions};
 
-use crate::describe;
 use crate::glob::Excludes;
 use crate::local_dest::{split_dest, LocalRoot, LocalTarget, NameFolding};
 use crate::name_clash::NameClashes;
@@ -230,7 +229,7 @@ pub(crate) async fn download(
             Ok(md) => md,
             Err(e) => {
                 plan.failures
-                    .push(format!("{}: {}", remote_name(share, src), describe(&e)));
+                    .push(format!("{}: {}", remote_name(share, src), e.brief()));
                 continue;
             }
         };
@@ -413,7 +412,7 @@ async fn remote_tree(
                             err.error
                         )
                     }
-                    other => format!("{}: {}", remote_name(share, &err.path), describe(other)),
+                    other => format!("{}: {}", remote_name(share, &err.path), other.brief()),
                 });
                 continue;
             }
@@ -508,7 +507,7 @@ pub(crate) async fn upload(
         Ok(_) => DestState::NotDir,
         Err(e) if e.to_errno() == 2 => DestState::Missing,
         Err(e) => {
-            plan.failures.push(format!("{shown}: {}", describe(&e)));
+            plan.failures.push(format!("{shown}: {}", e.brief()));
             return plan;
         }
     };
@@ -603,7 +602,7 @@ async fn local_tree(
             share
                 .create_dir_all(&rdir)
                 .await
-                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), describe(&e)))?;
+                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), e.brief()))?;
         }
         let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
         for entry in entries {

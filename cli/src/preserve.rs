@@ -13,7 +13,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use smb3_client::{DosAttributes, FileTimes, Metadata, Share};
 
-use crate::describe;
 use crate::local_dest::LocalTarget;
 
 /// Whether two times are equal at 100 ns, the resolution SMB carries times in (FILETIME).
@@ -54,7 +53,7 @@ pub(crate) async fn dir_to_remote(
     share
         .set_times(remote, &remote_times(source))
         .await
-        .map_err(|e| format!("setting times: {}", describe(&e)))
+        .map_err(|e| format!("setting times: {}", e.brief()))
 }
 
 /// Set the times of the local directory `local` from the remote source's metadata.
@@ -96,12 +95,12 @@ pub(crate) async fn to_remote(
     share
         .set_times(remote, &remote_times(source))
         .await
-        .map_err(|e| format!("setting times: {}", describe(&e)))?;
+        .map_err(|e| format!("setting times: {}", e.brief()))?;
     if source.permissions().readonly() {
         share
             .set_readonly(remote, true)
             .await
-            .map_err(|e| format!("setting read-only: {}", describe(&e)))?;
+            .map_err(|e| format!("setting read-only: {}", e.brief()))?;
     }
     Ok(())
 }

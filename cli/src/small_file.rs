@@ -57,7 +57,7 @@ pub(crate) async fn upload(
     match share.write_new_file(remote, data).await {
         Ok(()) => done(n, progress),
         Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
-        Err(e) => Outcome::Failed(TransferError::before(crate::describe(&e))),
+        Err(e) => Outcome::Failed(TransferError::before(e.brief().to_string())),
     }
 }
 

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
 
 use crate::chunk_read::{read_chunk, ChunkSource};
-use crate::describe;
 use crate::hashing::{local_range, local_range_of, remote_range, Sha};
 use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
@@ -138,7 +137,7 @@ impl TransferError {
     /// A failed request once the transfer started.
     pub(crate) fn request(e: &Error) -> Self {
         TransferError {
-            line: describe(e),
+            line: e.brief().to_string(),
             partial_created: true,
             lost_handle: matches!(e, Error::HandleLost { .. }),
             changed: false,
@@ -312,7 +311,7 @@ pub(crate) async fn upload(
                 .truncate(existing.is_none()),
         )
         .await
-        .map_err(|e| TransferError::before(describe(&e)))?;
+        .map_err(|e| TransferError::before(e.brief().to_string()))?;
     let mut start = 0;
     if let Some(m) = existing {
         let file_ref: &File = &file;

@@ -38,6 +38,7 @@ pub mod blocking;
 mod channel;
 mod client;
 mod config;
+pub mod credentials_file;
 mod durable;
 mod engine;
 mod error;
@@ -51,6 +52,8 @@ mod info_query;
 mod key_log;
 mod lease;
 mod listing;
+pub mod location;
+pub mod log_filter;
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;
@@ -80,8 +83,8 @@ pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
-    Error, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError, ReclaimRefusal,
-    ReopenFailure, Result, ServerCopyFault, SnapshotListFault, UnsafeNameReason,
+    Error, ErrorBrief, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError,
+    ReclaimRefusal, ReopenFailure, Result, ServerCopyFault, SnapshotListFault, UnsafeNameReason,
 };
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};

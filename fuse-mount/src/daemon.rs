@@ -20,7 +20,7 @@ use zeroize::Zeroizing;
 /// The flag that makes a process the daemon child.
 pub const CHILD_FLAG: &str = "--daemon-child";
 
-/// The environment variable a password may come from (`smbcp::credentials` reads it).
+/// The environment variable a password may come from (`smb3_frontend::credentials` reads it).
 pub const PASSWORD_ENV: &str = "SMB_PASSWORD";
 
 /// What the parent hands the daemon on its stdin: the user, domain and password as the
@@ -28,9 +28,9 @@ pub const PASSWORD_ENV: &str = "SMB_PASSWORD";
 /// the daemon no longer has). A credentials file is read again by the daemon and wins, as
 /// it does for every smbcp tool.
 pub struct Handoff {
-    /// The user name, as `smbcp::credentials` resolved it.
+    /// The user name, as `smb3_frontend::credentials` resolved it.
     pub user: String,
-    /// The domain, as `smbcp::credentials` resolved it.
+    /// The domain, as `smb3_frontend::credentials` resolved it.
     pub domain: String,
     /// The password.
     pub password: Zeroizing<String>,

@@ -6,8 +6,8 @@ fn main() {
     if let Ok(g) = smbfuse::mount::GenerateOnly::try_parse() {
         let cmd = smbfuse::mount::Args::command();
         let status = match (g.generate, g.generate_into) {
-            (Some(what), _) => smbcp::generate::print(cmd, what, "8"),
-            (None, Some(dir)) => smbcp::generate::print_all(cmd, "8", &dir),
+            (Some(what), _) => smb3_frontend::generate::print(cmd, what, "8"),
+            (None, Some(dir)) => smb3_frontend::generate::print_all(cmd, "8", &dir),
             (None, None) => 2,
         };
         std::process::exit(status);

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use smb3_client::location::{Location, RemotePath};
 use smb3_client::ClientConfig;
-use smbcp::location::{Location, RemotePath};
 
 use crate::adapter::{FuseAdapter, KernelSettings};
 use crate::daemon;
@@ -74,7 +74,7 @@ pub struct Args {
 }
 
 /// `smbfuse --generate man|bash|zsh|fish` alone: the man page or a completion script (see
-/// `smbcp::generate`), parsed apart because the source and mount point are required
+/// `smb3_frontend::generate`), parsed apart because the source and mount point are required
 /// otherwise.
 #[derive(clap::Parser, Debug)]
 #[command(name = "smbfuse")]
@@ -82,7 +82,7 @@ pub struct Args {
 pub struct GenerateOnly {
     /// What to print.
     #[arg(long, value_enum)]
-    pub generate: Option<smbcp::generate::Generate>,
+    pub generate: Option<smb3_frontend::generate::Generate>,
     /// Write every man page and completion script below this `share` directory.
     #[arg(long, value_name = "DIR")]
     pub generate_into: Option<PathBuf>,
@@ -121,7 +121,7 @@ fn handoff_of(args: &Args) -> Option<daemon::Handoff> {
     let remote = remote_of(&args.source, &opts).ok()?;
     // Asks on the terminal when neither SMB_PASSWORD nor a credentials file gives one: the
     // daemon has no terminal to ask on.
-    let creds = smbcp::credentials(
+    let creds = smb3_frontend::credentials(
         &remote,
         opts.username.as_deref(),
         opts.credentials.as_deref(),
@@ -150,10 +150,10 @@ fn init_logging(args: &Args) {
 }
 
 /// The daemon's log: `rust_log` (`RUST_LOG`; warn without it) chooses what is written, except
-/// that the security package and its Kerberos codecs (`smbcp::SECRET_LOGGING_TARGETS`) never
+/// that the security package and its Kerberos codecs (`smb3_client::log_filter::SECRET_LOGGING_TARGETS`) never
 /// log below info: at debug and trace they write NTLM AUTHENTICATE messages, Kerberos
 /// tickets and session keys. The cap is a second filter on the layer
-/// (`smbcp::without_secrets`) rather than `sspi=info` directives added to the `RUST_LOG`
+/// (`smb3_client::log_filter::without_secrets`) rather than `sspi=info` directives added to the `RUST_LOG`
 /// one: such a directive loses to a more specific `sspi::ntlm=trace` or a span directive
 /// (`[span]=trace`), and it raises those targets to info when `RUST_LOG` asks for less.
 fn log_subscriber<W>(
@@ -174,7 +174,7 @@ where
         .with_writer(writer)
         .with_filter(filter)
         .with_filter(tracing_subscriber::filter::filter_fn(
-            smbcp::without_secrets,
+            smb3_client::log_filter::without_secrets,
         ));
     tracing_subscriber::registry().with(layer)
 }
@@ -312,7 +312,7 @@ fn unescape_mountinfo(s: &str) -> String {
 
 /// The source as a remote location.
 pub fn parse_source(source: &str) -> Result<RemotePath, String> {
-    match Location::parse(source)? {
+    match smb3_frontend::parse_location(source)? {
         Location::Remote(r) => Ok(r),
         Location::Local(_) => Err(format!(
             "{source}: not an SMB location (smb://[DOMAIN;]USER@HOST/SHARE[/DIR] or //HOST/SHARE[/DIR])"
@@ -359,7 +359,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
     check_mountpoint(&args.mountpoint).map_err(usage)?;
     let mountpoint = std::fs::canonicalize(&args.mountpoint)
         .map_err(|e| usage(format!("mount point {}: {e}", args.mountpoint.display())))?;
-    let resolved = smbcp::credentials(
+    let resolved = smb3_frontend::credentials(
         &remote,
         opts.username.as_deref(),
         opts.credentials.as_deref(),
@@ -394,7 +394,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         .build()
         .map_err(|e| failed(format!("cannot start the runtime: {e}")))?;
     let share = rt.block_on(async {
-        let client = smbcp::connect(&remote, &creds, config)
+        let client = smb3_frontend::connect(&remote, &creds, config)
             .await
             .map_err(|e| failed(explain_connect_failure(e, &opts)))?;
         let share = match client.share(&remote.share).await {
@@ -405,7 +405,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
                     "//{}/{}: {}",
                     remote.host,
                     remote.share,
-                    smbcp::describe(&e)
+                    e.brief()
                 )));
             }
         };
@@ -413,7 +413,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
             let problem = match share.metadata(&remote.path).await {
                 Ok(m) if m.is_dir() => None,
                 Ok(_) => Some("not a directory".to_string()),
-                Err(e) => Some(smbcp::describe(&e)),
+                Err(e) => Some(e.brief().to_string()),
             };
             if let Some(p) = problem {
                 let _ = client.logoff().await;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use smb3_client::{ClientConfig, Dialect, Dispatch};
+use smb3_frontend::KerberosOptions;
 
 /// How file data is cached in the kernel (mount.cifs `cache=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,14 +64,9 @@ pub struct MountOptions {
     pub dispatch: Option<Dispatch>,
     /// `port=`: TCP port when the source does not name one.
     pub port: Option<u16>,
-    /// `krb5_realm=` (also `SMB_KRB_REALM`): Kerberos instead of NTLMv2.
-    pub kerberos_realm: Option<String>,
-    /// `kdc=` (also `SMB_KRB_KDC`).
-    pub kdc: Option<String>,
-    /// `spn_host=`.
-    pub spn_host: Option<String>,
-    /// `ntlm_fallback`.
-    pub ntlm_fallback: bool,
+    /// `krb5_realm=` (also `SMB_KRB_REALM`): Kerberos instead of NTLMv2; `kdc=` (also
+    /// `SMB_KRB_KDC`), `spn_host=` and `ntlm_fallback` with it.
+    pub kerberos: KerberosOptions,
     /// `allow_other`: users other than the mounting one may use the mount.
     pub allow_other: bool,
     /// `allow_root`: root may use it too.
@@ -154,10 +150,12 @@ impl Default for MountOptions {
             multichannel: true,
             dispatch: None,
             port: None,
-            kerberos_realm: std::env::var("SMB_KRB_REALM").ok(),
-            kdc: std::env::var("SMB_KRB_KDC").ok(),
-            spn_host: None,
-            ntlm_fallback: false,
+            kerberos: KerberosOptions {
+                realm: std::env::var("SMB_KRB_REALM").ok(),
+                kdc: std::env::var("SMB_KRB_KDC").ok(),
+                spn_host: None,
+                ntlm_fallback: false,
+            },
             allow_other: false,
             allow_root: false,
             default_permissions: false,
@@ -322,10 +320,10 @@ impl MountOptions {
             "multichannel" => self.multichannel = true,
             "dispatch" => self.dispatch = Some(need()?.parse().map_err(|e| format!("option {e}"))?),
             "port" => self.port = Some(number(name, need()?)?),
-            "krb5_realm" | "realm" => self.kerberos_realm = Some(need()?.to_string()),
-            "kdc" => self.kdc = Some(need()?.to_string()),
-            "spn_host" => self.spn_host = Some(need()?.to_string()),
-            "ntlm_fallback" => self.ntlm_fallback = true,
+            "krb5_realm" | "realm" => self.kerberos.realm = Some(need()?.to_string()),
+            "kdc" => self.kerberos.kdc = Some(need()?.to_string()),
+            "spn_host" => self.kerberos.spn_host = Some(need()?.to_string()),
+            "ntlm_fallback" => self.kerberos.ntlm_fallback = true,
             "allow_other" => self.allow_other = true,
             "allow_root" => self.allow_root = true,
             "default_permissions" => self.default_permissions = true,
@@ -408,18 +406,9 @@ impl MountOptions {
         if let Some(d) = self.dispatch {
             config.dispatch = d;
         }
-        let auth = smbcp::auth_args::AuthArgs {
-            kerberos_realm: self.kerberos_realm.clone(),
-            kdc: self.kdc.clone(),
-            spn_host: self.spn_host.clone(),
-            ntlm_fallback: self.ntlm_fallback,
-        };
-        auth.apply(config).map_err(|e| {
-            e.replace("--kerberos-realm", "krb5_realm=")
-                .replace("--kdc", "kdc=")
-                .replace("--spn-host", "spn_host=")
-                .replace("--ntlm-fallback", "ntlm_fallback")
-        })
+        self.kerberos
+            .apply(config)
+            .map_err(|_| "kdc=, spn_host= and ntlm_fallback need krb5_realm=".to_string())
     }
 }
 

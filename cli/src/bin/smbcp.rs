@@ -5,14 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
+use smb3_client::location::Location;
 use smb3_client::{ClientConfig, Dispatch};
+use smb3_frontend::{connect, credentials, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
 use smbcp::glob::Excludes;
 use smbcp::on_server::{copy_on_server, OnServerOptions};
 use smbcp::security_args::SecurityArgs;
-use smbcp::{connect, credentials, Location, EXIT_SOME_FAILED, EXIT_USAGE};
+use smbcp::{EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// What `-p/--preserve` keeps.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +146,7 @@ struct Args {
     quiet: bool,
     /// Print the man page or a shell's completion script (see scripts/install.sh).
     #[arg(long, value_enum, hide = true, exclusive = true, value_name = "WHAT")]
-    generate: Option<smbcp::generate::Generate>,
+    generate: Option<smb3_frontend::generate::Generate>,
     /// Write every man page and completion script below this `share` directory.
     #[arg(long, hide = true, exclusive = true, value_name = "DIR")]
     generate_into: Option<std::path::PathBuf>,
@@ -200,10 +202,10 @@ fn main() -> ExitCode {
     keep_freed_buffers();
     let args = Args::parse();
     if let Some(what) = args.generate {
-        return ExitCode::from(smbcp::generate::print(Args::command(), what, "1") as u8);
+        return ExitCode::from(smb3_frontend::generate::print(Args::command(), what, "1") as u8);
     }
     if let Some(dir) = &args.generate_into {
-        return ExitCode::from(smbcp::generate::print_all(Args::command(), "1", dir) as u8);
+        return ExitCode::from(smb3_frontend::generate::print_all(Args::command(), "1", dir) as u8);
     }
     smbcp::init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -223,7 +225,7 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> i32 {
     let mut locations = Vec::new();
     for p in &args.paths {
-        match Location::parse(p) {
+        match parse_location(p) {
             Ok(l) => locations.push(l),
             Err(e) => {
                 eprintln!("smbcp: {e}");
@@ -339,12 +341,7 @@ async fn run(args: Args) -> i32 {
     let share = match client.share(&remote.share).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
-                "smbcp: //{}/{}: {}",
-                remote.host,
-                remote.share,
-                smbcp::describe(&e)
-            );
+            eprintln!("smbcp: //{}/{}: {}", remote.host, remote.share, e.brief());
             return EXIT_SOME_FAILED;
         }
     };
@@ -369,7 +366,7 @@ async fn run(args: Args) -> i32 {
                 match client.share(&d.share).await {
                     Ok(s) => s,
                     Err(e) => {
-                        eprintln!("smbcp: //{}/{}: {}", d.host, d.share, smbcp::describe(&e));
+                        eprintln!("smbcp: //{}/{}: {}", d.host, d.share, e.brief());
                         return EXIT_SOME_FAILED;
                     }
                 }
@@ -459,7 +456,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32
         let channels: Vec<_> = client
             .channels()
             .iter()
-            .map(smbcp::status::channel_json)
+            .map(smb3_frontend::status_json::channel_json)
             .collect();
         let mut summary = serde_json::json!({
             "bytes": report.bytes,
@@ -475,8 +472,8 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32
             "mb_per_s": mb_s,
             "dialect": client.dialect().to_string(),
             "channels": channels,
-            "failover": smbcp::status::failover_json(&client.multichannel().failover),
-            "multichannel": smbcp::status::multichannel_json(&client.multichannel()),
+            "failover": smb3_frontend::status_json::failover_json(&client.multichannel().failover),
+            "multichannel": smb3_frontend::status_json::multichannel_json(&client.multichannel()),
             "peak_rss_bytes": smbcp::in_flight::peak_rss_bytes(),
         });
         if args.json_files {

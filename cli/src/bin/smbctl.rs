@@ -3,12 +3,15 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use smb3_client::location::{Location, RemotePath};
 use smb3_client::ClientConfig;
+use smb3_frontend::status_json;
+use smb3_frontend::{connect, credentials, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::security_args::SecurityArgs;
-use smbcp::{connect, credentials, describe, Location, RemotePath, EXIT_SOME_FAILED, EXIT_USAGE};
 use smbcp::{show, status};
+use smbcp::{EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// What `smbctl --help` teaches before the commands: locations, the password, the exit
 /// status and examples, in the first screen.
@@ -39,7 +42,7 @@ struct Args {
     command: Option<Cmd>,
     /// Print the man page or a shell's completion script (see scripts/install.sh).
     #[arg(long, value_enum, hide = true, exclusive = true, value_name = "WHAT")]
-    generate: Option<smbcp::generate::Generate>,
+    generate: Option<smb3_frontend::generate::Generate>,
     /// Write every man page and completion script below this `share` directory.
     #[arg(long, hide = true, exclusive = true, value_name = "DIR")]
     generate_into: Option<std::path::PathBuf>,
@@ -128,10 +131,10 @@ enum Cmd {
 fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(what) = args.generate {
-        return ExitCode::from(smbcp::generate::print(Args::command(), what, "1") as u8);
+        return ExitCode::from(smb3_frontend::generate::print(Args::command(), what, "1") as u8);
     }
     if let Some(dir) = &args.generate_into {
-        return ExitCode::from(smbcp::generate::print_all(Args::command(), "1", dir) as u8);
+        return ExitCode::from(smb3_frontend::generate::print_all(Args::command(), "1", dir) as u8);
     }
     smbcp::init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -147,9 +150,9 @@ fn main() -> ExitCode {
     ExitCode::from(rt.block_on(run(args)) as u8)
 }
 
-/// `smbctl status MOUNTPOINT`: ask the mount's daemon (see `smbcp::mount_status`).
+/// `smbctl status MOUNTPOINT`: ask the mount's daemon (see `smb3_frontend::mount_status`).
 fn mount_status(mountpoint: &std::path::Path, json: bool) -> i32 {
-    match smbcp::mount_status::read_status(mountpoint) {
+    match smb3_frontend::mount_status::read_status(mountpoint) {
         Ok(v) if json => {
             println!("{v}");
             0
@@ -166,7 +169,7 @@ fn mount_status(mountpoint: &std::path::Path, json: bool) -> i32 {
 }
 
 fn remote(url: &str) -> Result<RemotePath, String> {
-    match Location::parse(url)? {
+    match parse_location(url)? {
         Location::Remote(r) => Ok(r),
         Location::Local(_) => Err(format!("{url}: not an smb:// URL or //HOST/SHARE path")),
     }
@@ -225,7 +228,7 @@ async fn run(mut args: Args) -> i32 {
     let share = match client.share(&r.share).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("smbctl: {}: {}", r.display(), describe(&e));
+            eprintln!("smbctl: {}: {}", r.display(), e.brief());
             return EXIT_SOME_FAILED;
         }
     };
@@ -237,7 +240,7 @@ async fn run(mut args: Args) -> i32 {
                 Ok(refused) if refused > 0 => EXIT_SOME_FAILED,
                 Ok(_) => 0,
                 Err(e) => {
-                    eprintln!("smbctl: {}: {}", r.display(), describe(&e));
+                    eprintln!("smbctl: {}: {}", r.display(), e.brief());
                     EXIT_SOME_FAILED
                 }
             }
@@ -258,8 +261,8 @@ async fn run(mut args: Args) -> i32 {
             if json {
                 let v = serde_json::json!({
                     "dialect": client.dialect().to_string(),
-                    "channels": client.channels().iter().map(status::channel_json).collect::<Vec<_>>(),
-                    "multichannel": status::multichannel_json(&client.multichannel()),
+                    "channels": client.channels().iter().map(status_json::channel_json).collect::<Vec<_>>(),
+                    "multichannel": status_json::multichannel_json(&client.multichannel()),
                 });
                 println!("{v}");
             } else {
@@ -273,7 +276,7 @@ async fn run(mut args: Args) -> i32 {
             client.wait_for_channels(settle).await;
             let s = client.multichannel();
             if json {
-                println!("{}", status::multichannel_json(&s));
+                println!("{}", status_json::multichannel_json(&s));
             } else {
                 status::print_interfaces(&s);
             }
@@ -283,7 +286,7 @@ async fn run(mut args: Args) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("smbctl: {}: {}", r.display(), describe(&e));
+            eprintln!("smbctl: {}: {}", r.display(), e.brief());
             EXIT_SOME_FAILED
         }
     }

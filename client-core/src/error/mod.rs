@@ -6,11 +6,13 @@ use smb3_proto::msg::ioctl::{IoctlRequest, IoctlResponse};
 use smb3_proto::{Command, DecodeError, NtStatus};
 
 mod auth_detail;
+mod brief;
 mod connection_loss;
 mod handle_loss;
 mod unsafe_name;
 
 pub use auth_detail::{AuthDetail, AuthSource, KerberosHint};
+pub use brief::ErrorBrief;
 pub use connection_loss::{ConnectionLossCause, LossSign};
 pub use handle_loss::{FileChange, HandleLossCause, ReclaimRefusal, ReopenFailure};
 pub use unsafe_name::UnsafeNameReason;

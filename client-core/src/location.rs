@@ -1,5 +1,22 @@
-//! Command-line locations: `smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH`, `//HOST/SHARE/PATH`,
-//! or a local path.
+//! Where a person says a file is: `smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH`,
+//! `//HOST/SHARE/PATH` (or `\\HOST\SHARE\PATH`), or a local path.
+//!
+//! The text comes from a command line or a configuration file, so it is checked rather than
+//! trusted: a URL must name a host and a share, its port must be a number, its `%`-escapes
+//! must be whole and form UTF-8, and a password in it is refused (it would end up in shell
+//! histories and process lists) without being repeated in the error.
+//!
+//! ```
+//! use smb3_client::location::{Location, RemotePath};
+//! let Location::Remote(r) = Location::parse("smb://CORP;alice@nas:4455/data/reports/q3.csv")?
+//! else { unreachable!() };
+//! assert_eq!((r.host.as_str(), r.port, r.share.as_str()), ("nas", 4455, "data"));
+//! assert_eq!(r.path, "reports/q3.csv");
+//! assert_eq!(r.server(), "nas:4455"); // what `Client::connect` takes
+//! # Ok::<(), smb3_client::location::LocationError>(())
+//! ```
+
+use std::fmt;
 
 /// A remote location on a share.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +66,7 @@ impl RemotePath {
     }
 }
 
-/// A source or destination on the command line.
+/// A source or destination as a person gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
     /// On a share.
@@ -60,7 +77,7 @@ pub enum Location {
 
 impl Location {
     /// Parse an argument: URLs and UNC paths are remote, anything else local.
-    pub fn parse(arg: &str) -> Result<Location, String> {
+    pub fn parse(arg: &str) -> Result<Location, LocationError> {
         if let Some(rest) = arg.strip_prefix("smb://") {
             return parse_remote(arg, rest, true).map(Location::Remote);
         }
@@ -71,29 +88,104 @@ impl Location {
     }
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
+/// Why a location is not a valid one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LocationProblem {
+    /// Nothing names a share (`smb://host`, `smb://host/`).
+    NoShareName,
+    /// Nothing names a host (`smb://:445/share`).
+    NoHost,
+    /// The port is not a number from 0 to 65535.
+    BadPort,
+    /// A `[` opens an IPv6 address that no `]` closes.
+    UnterminatedIpv6,
+    /// A UNC path (`//user@host/...`) names a user: only `smb://` URLs can.
+    UserInUncPath,
+    /// The URL holds a password (`smb://user:password@host/...`).
+    PasswordInUrl,
+    /// A `%` is not followed by two characters.
+    TruncatedEscape,
+    /// A `%` is not followed by two hexadecimal digits.
+    BadEscape,
+    /// The bytes the `%`-escapes stand for are not UTF-8.
+    EscapesNotUtf8,
+}
+
+impl fmt::Display for LocationProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LocationProblem::NoShareName => "no share name",
+            LocationProblem::NoHost => "no host",
+            LocationProblem::BadPort => "bad port",
+            LocationProblem::UnterminatedIpv6 => "unterminated [IPv6]",
+            LocationProblem::UserInUncPath => "user names go in smb:// URLs, not UNC paths",
+            LocationProblem::PasswordInUrl => "passwords are not accepted in URLs",
+            LocationProblem::TruncatedEscape => "truncated %-escape",
+            LocationProblem::BadEscape => "bad %-escape",
+            LocationProblem::EscapesNotUtf8 => "%-escapes do not form UTF-8",
+        })
+    }
+}
+
+/// A location that could not be parsed: `LOCATION: invalid location: PROBLEM`. A password
+/// in the URL is never part of the message: it shows as `<hidden>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocationError {
+    shown: String,
+    problem: LocationProblem,
+}
+
+impl LocationError {
+    /// What is wrong.
+    pub fn problem(&self) -> LocationProblem {
+        self.problem
+    }
+
+    /// The location as given, with any password replaced by `<hidden>`.
+    pub fn location(&self) -> &str {
+        &self.shown
+    }
+}
+
+impl fmt::Display for LocationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: invalid location: {}", self.shown, self.problem)
+    }
+}
+
+impl std::error::Error for LocationError {}
+
+fn percent_decode(s: &str) -> Result<String, LocationProblem> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or("truncated %-escape")?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| "bad %-escape")?);
+            let hex = s
+                .get(i + 1..i + 3)
+                .ok_or(LocationProblem::TruncatedEscape)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| LocationProblem::BadEscape)?);
             i += 3;
         } else {
             out.push(bytes[i]);
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| "%-escapes do not form UTF-8".to_string())
+    String::from_utf8(out).map_err(|_| LocationProblem::EscapesNotUtf8)
 }
 
-fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String> {
-    let bad = |why: &str| format!("{orig}: invalid location: {why}");
-    let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no share name"))?;
+fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, LocationError> {
+    let bad = |problem| LocationError {
+        shown: orig.to_string(),
+        problem,
+    };
+    let (authority, path) = rest
+        .split_once('/')
+        .ok_or_else(|| bad(LocationProblem::NoShareName))?;
     let (userinfo, hostport) = match authority.rsplit_once('@') {
         Some((u, h)) if url => (Some(u), h),
-        Some(_) => return Err(bad("user names go in smb:// URLs, not UNC paths")),
+        Some(_) => return Err(bad(LocationProblem::UserInUncPath)),
         None => (None, authority),
     };
     let (mut domain, mut user) = (None, None);
@@ -105,13 +197,13 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
             Ok(u) if !u.contains(':') => u,
             _ if u.contains(':') || u.to_ascii_lowercase().contains("%3a") => {
                 let name = u.split([':', '%']).next().unwrap_or_default();
-                return Err(format!(
-                    "smb://{name}:<hidden>@{hostport}/{path}: invalid location: passwords are \
-                     not accepted in URLs; use SMB_PASSWORD or --credentials"
-                ));
+                return Err(LocationError {
+                    shown: format!("smb://{name}:<hidden>@{hostport}/{path}"),
+                    problem: LocationProblem::PasswordInUrl,
+                });
             }
             Ok(u) => u,
-            Err(e) => return Err(bad(&e)),
+            Err(e) => return Err(bad(e)),
         };
         match u.split_once(';') {
             Some((d, n)) => {
@@ -124,29 +216,32 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, String>
     let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
         let (h, after) = v6
             .split_once(']')
-            .ok_or_else(|| bad("unterminated [IPv6]"))?;
+            .ok_or_else(|| bad(LocationProblem::UnterminatedIpv6))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad("bad port"))?,
+            Some(p) => p.parse().map_err(|_| bad(LocationProblem::BadPort))?,
             None => 445,
         };
         (h.to_string(), port)
     } else {
         match hostport.split_once(':') {
-            Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
+            Some((h, p)) => (
+                h.to_string(),
+                p.parse().map_err(|_| bad(LocationProblem::BadPort))?,
+            ),
             None => (hostport.to_string(), 445),
         }
     };
     if host.is_empty() {
-        return Err(bad("no host"));
+        return Err(bad(LocationProblem::NoHost));
     }
     let path = if url {
-        percent_decode(path).map_err(|e| bad(&e))?
+        percent_decode(path).map_err(bad)?
     } else {
         path.to_string()
     };
     let (share, inner) = path.split_once('/').unwrap_or((&path, ""));
     if share.is_empty() {
-        return Err(bad("no share name"));
+        return Err(bad(LocationProblem::NoShareName));
     }
     let names_dir = inner.ends_with('/');
     let inner = inner
@@ -174,6 +269,10 @@ mod tests {
             Location::Remote(r) => r,
             Location::Local(_) => panic!("{s} parsed as local"),
         }
+    }
+
+    fn problem(s: &str) -> LocationProblem {
+        Location::parse(s).unwrap_err().problem()
     }
 
     #[test]
@@ -213,22 +312,35 @@ mod tests {
 
     #[test]
     fn errors_and_local() {
-        assert!(Location::parse("smb://host").is_err());
-        assert!(Location::parse("smb://host/").is_err());
-        assert!(Location::parse("smb://u:pw@host/s").is_err());
+        assert_eq!(problem("smb://host"), LocationProblem::NoShareName);
+        assert_eq!(problem("smb://host/"), LocationProblem::NoShareName);
+        assert_eq!(problem("smb://u:pw@host/s"), LocationProblem::PasswordInUrl);
         for url in [
             "smb://u:s3cret@host/s/p",
             "smb://u%3As3cret@host/s",
             "smb://d;u:s3cret@h/s",
         ] {
-            let e = Location::parse(url).unwrap_err();
+            let e = Location::parse(url).unwrap_err().to_string();
             assert!(!e.contains("s3cret"), "the password is echoed: {e}");
             assert!(
                 e.contains("<hidden>") && e.contains("passwords are not accepted"),
                 "{e}"
             );
         }
-        assert!(Location::parse("smb://:12/s").is_err());
+        assert_eq!(problem("smb://:12/s"), LocationProblem::NoHost);
+        assert_eq!(problem("smb://h:99999/s"), LocationProblem::BadPort);
+        assert_eq!(
+            problem("smb://[fd00::1/s"),
+            LocationProblem::UnterminatedIpv6
+        );
+        assert_eq!(problem("//u@h/s"), LocationProblem::UserInUncPath);
+        assert_eq!(problem("smb://h/s/a%4"), LocationProblem::TruncatedEscape);
+        assert_eq!(problem("smb://h/s/a%zz"), LocationProblem::BadEscape);
+        assert_eq!(problem("smb://h/s/%ff"), LocationProblem::EscapesNotUtf8);
+        assert_eq!(
+            Location::parse("smb://h").unwrap_err().to_string(),
+            "smb://h: invalid location: no share name"
+        );
         assert_eq!(
             Location::parse("./x").unwrap(),
             Location::Local("./x".into())

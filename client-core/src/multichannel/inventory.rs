@@ -9,7 +9,6 @@ use std::io;
 use std::net::IpAddr;
 
 use super::nic_facts;
-use super::planner;
 use crate::config::NicOverride;
 
 /// One address of one local NIC: a NIC with two addresses gives two entries sharing a name.
@@ -38,11 +37,29 @@ pub(crate) struct LocalInterface {
 
 impl LocalInterface {
     /// Whether the planner counts this NIC as RSS-capable: what the OS or an override said,
-    /// else the planner's rule for an unknown NIC ([`planner::assumes_rss`]).
+    /// else the rule for an unknown NIC ([`assumes_rss`]).
     pub(crate) fn rss_capable(&self) -> bool {
-        self.rss
-            .unwrap_or_else(|| planner::assumes_rss(self.link_speed))
+        self.rss.unwrap_or_else(|| assumes_rss(self.link_speed))
     }
+}
+
+/// A local NIC whose RSS the OS does not report (macOS) counts as RSS-capable from this link
+/// speed up (bits per second): see [`assumes_rss`].
+pub(crate) const ASSUMED_RSS_MIN_SPEED: u64 = 10_000_000_000;
+
+/// Whether a local NIC whose RSS capability nobody reported (the OS has no queue count, as on
+/// macOS, and no `NicOverride` says) is treated as RSS-capable: yes when its link speed is
+/// known and at least 10 Gb/s ([`ASSUMED_RSS_MIN_SPEED`]).
+///
+/// Why: at 10 Gb/s and more one TCP connection is bound by the one core that handles its
+/// receive path, which is what several channels per NIC pair relieve, and NICs of that class
+/// are multi-queue hardware as a rule, so with the server's RSS this gives the pair the
+/// `channels_per_rss_nic` Windows would give it where the driver reports RSS.
+/// Below 10 Gb/s one connection fills the link anyway and more would only add handshakes; an
+/// unknown speed gives no reason to assume anything. Either way, a pair still needs the
+/// server to report RSS_CAPABLE, and `nic_overrides` replace the guess.
+pub(crate) fn assumes_rss(link_speed: Option<u64>) -> bool {
+    link_speed.is_some_and(|speed| speed >= ASSUMED_RSS_MIN_SPEED)
 }
 
 /// The local NICs' addresses with speed and RSS from the OS, `overrides` applied. Loopback and
@@ -120,6 +137,14 @@ pub(crate) fn apply_overrides(ifaces: &mut [LocalInterface], overrides: &[NicOve
 mod tests {
     use super::*;
     use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn unknown_rss_counts_as_rss_from_10_gbps_up() {
+        assert!(!assumes_rss(None));
+        assert!(!assumes_rss(Some(ASSUMED_RSS_MIN_SPEED - 1)));
+        assert!(assumes_rss(Some(ASSUMED_RSS_MIN_SPEED)));
+        assert!(assumes_rss(Some(100 * ASSUMED_RSS_MIN_SPEED)));
+    }
 
     fn iface(name: &str, address: &str) -> LocalInterface {
         let address: IpAddr = address.parse().unwrap();

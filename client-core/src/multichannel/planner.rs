@@ -20,25 +20,6 @@ const UNKNOWN_LINK_SPEED: u64 = 4_294_967_295_000_000;
 /// Most slots one pair can have: ordinals are u16.
 const MAX_SLOTS_PER_PAIR: usize = u16::MAX as usize + 1;
 
-/// A local NIC whose RSS the OS does not report (macOS) counts as RSS-capable from this link
-/// speed up (bits per second): see [`assumes_rss`].
-pub(crate) const ASSUMED_RSS_MIN_SPEED: u64 = 10_000_000_000;
-
-/// Whether a local NIC whose RSS capability nobody reported (the OS has no queue count, as on
-/// macOS, and no `NicOverride` says) is treated as RSS-capable: yes when its link speed is
-/// known and at least 10 Gb/s ([`ASSUMED_RSS_MIN_SPEED`]).
-///
-/// Why: at 10 Gb/s and more one TCP connection is bound by the one core that handles its
-/// receive path, which is what several channels per NIC pair relieve, and NICs of that class
-/// are multi-queue hardware as a rule, so with the server's RSS this gives the pair the
-/// `channels_per_rss_nic` Windows would give it where the driver reports RSS.
-/// Below 10 Gb/s one connection fills the link anyway and more would only add handshakes; an
-/// unknown speed gives no reason to assume anything. Either way, a pair still needs the
-/// server to report RSS_CAPABLE, and `nic_overrides` replace the guess.
-pub(crate) fn assumes_rss(link_speed: Option<u64>) -> bool {
-    link_speed.is_some_and(|speed| speed >= ASSUMED_RSS_MIN_SPEED)
-}
-
 /// One server address as reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO, cleaned up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ServerInterface {
@@ -896,14 +877,6 @@ mod tests {
                 "10.0.1.2 (eth0) -> 192.168.9.2 (unknown speed) not used: 100 Mb/s pairs are faster",
             ]
         );
-    }
-
-    #[test]
-    fn unknown_rss_counts_as_rss_from_10_gbps_up() {
-        assert!(!assumes_rss(None));
-        assert!(!assumes_rss(Some(ASSUMED_RSS_MIN_SPEED - 1)));
-        assert!(assumes_rss(Some(ASSUMED_RSS_MIN_SPEED)));
-        assert!(assumes_rss(Some(100 * G10)));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! - Linux: sysfs (`sysfs`): speed, number of rx queues, carrier.
 //! - macOS: the routing sysctl's interface list (`route_iflist` parses it, `macos` fetches
 //!   it): speed (`ifi_baudrate`) and up/running flags; the number of receive queues is not
-//!   there, so RSS is unknown (the planner's rule for that is `planner::assumes_rss`).
+//!   there, so RSS is unknown (`inventory::assumes_rss` decides then).
 //! - Elsewhere: nothing known; `NicOverride`s in the config can say it instead.
 //!
 //! The parsers are compiled on every platform so their tests run on Linux CI; only the calls

@@ -1,4 +1,4 @@
-//! Errors to errno values.
+//! Errors to errno values, and the error every file-system operation returns ([`FsError`]).
 //!
 //! The table itself is the library's [`smb3_client::Error::to_errno`] (one table for every
 //! front end; its rustdoc lists each NTSTATUS). The numbers in it are Linux's; on other systems
@@ -33,6 +33,44 @@ pub fn to_host(linux: i32) -> i32 {
         _ => libc::EIO,
     }
 }
+
+/// A failed operation: the errno for the application and, when the server or network was
+/// the cause, the library's error (for the log).
+#[derive(Debug)]
+pub struct FsError {
+    /// The errno value to reply with.
+    pub errno: i32,
+    /// The underlying error, if any.
+    pub error: Option<Error>,
+}
+
+impl FsError {
+    /// An error with only an errno.
+    pub fn new(errno: i32) -> Self {
+        FsError { errno, error: None }
+    }
+}
+
+impl From<Error> for FsError {
+    fn from(e: Error) -> Self {
+        FsError {
+            errno: errno_of(&e),
+            error: Some(e),
+        }
+    }
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error {
+            Some(e) => write!(f, "{e} (errno {})", self.errno),
+            None => write!(f, "errno {}", self.errno),
+        }
+    }
+}
+
+/// Result of a file system operation.
+pub type FsResult<T> = Result<T, FsError>;
 
 #[cfg(test)]
 mod tests {

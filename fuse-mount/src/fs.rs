@@ -20,7 +20,7 @@ use smb3_client::{
 use crate::deferred_close::{DeferredCloses, DEFERRED_CLOSE};
 use crate::dir_stream::{DirCursor, Lister};
 use crate::dir_watch::{DirWatches, StaleSink};
-use crate::errno::errno_of;
+pub use crate::errno::{FsError, FsResult};
 use crate::inode::{at_or_below, InodeTable};
 use crate::io_stats::IoStats;
 use crate::prefetch::{Limits, PrefetchBudget, PrefetchStats, Prefetcher};
@@ -130,44 +130,6 @@ pub struct Attr {
     /// Preferred I/O size.
     pub blksize: u32,
 }
-
-/// A failed operation: the errno for the application and, when the server or network was
-/// the cause, the library's error (for the log).
-#[derive(Debug)]
-pub struct FsError {
-    /// The errno value to reply with.
-    pub errno: i32,
-    /// The underlying error, if any.
-    pub error: Option<Error>,
-}
-
-impl FsError {
-    /// An error with only an errno.
-    pub fn new(errno: i32) -> Self {
-        FsError { errno, error: None }
-    }
-}
-
-impl From<Error> for FsError {
-    fn from(e: Error) -> Self {
-        FsError {
-            errno: errno_of(&e),
-            error: Some(e),
-        }
-    }
-}
-
-impl std::fmt::Display for FsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.error {
-            Some(e) => write!(f, "{e} (errno {})", self.errno),
-            None => write!(f, "errno {}", self.errno),
-        }
-    }
-}
-
-/// Result of a file system operation.
-pub type FsResult<T> = Result<T, FsError>;
 
 /// Changes asked for by `setattr`. `None` leaves a value as it is.
 #[derive(Clone, Copy, Debug, Default)]

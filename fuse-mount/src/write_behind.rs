@@ -19,7 +19,7 @@ use bytes::Bytes;
 use smb3_client::File;
 use tokio::sync::{Notify, Semaphore};
 
-use crate::fs::FsError;
+use crate::errno::FsError;
 
 /// Permits are KiB, so a budget of many GiB fits the semaphore's range.
 const UNIT: u64 = 1024;

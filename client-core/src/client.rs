@@ -12,13 +12,13 @@ use smb3_proto::Dialect;
 
 use crate::addressing::Addressing;
 use crate::auth::{SessionCredentials, UserCredentials};
+use crate::background::{lease_breaks, manager, reconnect, watchdog};
 use crate::channel::{BufferPool, Channel};
 use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
 use crate::error::{EncryptionRequiredBy, Error, ProtocolError, Result};
 use crate::lease;
 use crate::multichannel::eligibility;
-use crate::multichannel::manager;
 use crate::multichannel::state::Multichannel;
 use crate::multichannel::status::{ChannelInfo, MultichannelStatus};
 use crate::orphans::OrphanCount;
@@ -96,9 +96,9 @@ impl Client {
             orphans: OrphanCount::default(),
             background: BackgroundWork::default(),
         });
-        lease::breaks::spawn_break_handler(Arc::downgrade(&core), break_queue);
-        crate::failover::watchdog::start(&core);
-        crate::failover::reconnect::start(&core);
+        lease_breaks::spawn_break_handler(Arc::downgrade(&core), break_queue);
+        watchdog::start(&core);
+        reconnect::start(&core);
         manager::start(&core);
         Ok(Client { core })
     }

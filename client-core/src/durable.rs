@@ -7,7 +7,7 @@
 //! lease key (3.2.4.3.8). The reply's FileId then replaces the old one in place, so every
 //! clone of the `File` keeps working. When the server refuses the reclaim, the file is opened
 //! again by path and kept only if it is provably the same file ([`FileIdentity`]); the
-//! reconnect itself is in `failover::reconnect`.
+//! reconnect itself is in `background::reconnect`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,12 +18,13 @@ use crate::channel::{BufferPool, ChannelOptions, OnAbandoned, Request, Response}
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
 use crate::error::{ConnectionLossCause, Result};
-use crate::failover::replay;
 use crate::lease::{BreakSink, LeaseTable};
 use crate::multichannel::state::Multichannel;
 use crate::negotiated::Negotiated;
 use crate::orphans::OrphanCount;
 use crate::settle::BackgroundWork;
+
+pub(crate) mod replay;
 
 /// How one request is sent, beyond its body: what it is about, which non-success statuses
 /// its caller handles itself, and what becomes of a reply that arrives after the caller
@@ -177,7 +178,7 @@ impl SessionCore {
     /// Send one request and return its final reply once its status is success or one of
     /// `call.also_ok`. The request's ids are stamped afresh before every send, so it survives
     /// the session being re-established; a lost channel replays it where that is safe (see
-    /// `failover::replay`).
+    /// `engine::replay`).
     pub(crate) async fn send<B: RequestBody>(&self, body: &B, call: Call<'_>) -> Result<Response> {
         let mut req = self.prepare(body, call.target.tree);
         req.on_abandoned = call.on_abandoned;

@@ -34,6 +34,7 @@
 mod addressing;
 mod attributes;
 mod auth;
+mod background;
 pub mod blocking;
 mod channel;
 mod client;

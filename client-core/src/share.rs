@@ -221,7 +221,7 @@ impl Share {
             (None, None)
         };
         // The on-disk id lets a reconnect whose reclaim is refused recognise the file when
-        // it opens it again by path (see `failover::reconnect`).
+        // it opens it again by path (see `background::reconnect`).
         req.contexts.push(CreateContextRequest::QueryOnDiskId);
         let created = match self.tree.create(&req, path).await {
             Ok(c) => c,

@@ -369,7 +369,7 @@ impl Channel {
             .map_err(|e| Error::io(Some(peer), e))?;
         // Closing a channel aborts it (RST) and discards whatever is still queued: a request
         // the client gave up on, and replayed elsewhere, must never reach the server later,
-        // when a link that was down comes back (see `failover::watchdog`).
+        // when a link that was down comes back (see `background::watchdog`).
         socket
             .set_zero_linger()
             .map_err(|e| Error::io(Some(peer), e))?;

@@ -1,7 +1,7 @@
 //! The two halves of a channel's connection, and what happens when the last of them goes.
 //!
 //! A request handed back to its caller as lost is replayed elsewhere (see
-//! `failover::replay`). That is only harmless if the original can no longer reach the server:
+//! `engine::replay`). That is only harmless if the original can no longer reach the server:
 //! a CREATE that a link held while it was down, delivered by TCP once the link came back and
 //! after its replay had been answered and the file written and closed, would run as a new
 //! open and an OVERWRITE disposition would empty the file (MS-SMB2 3.3.5.2.10 protects the

@@ -1,15 +1,12 @@
-//! Failover (DESIGN §3 step 7): losing a channel loses nothing. Requests whose channel died
-//! are sent again on the survivors (`replay`), channels that stop answering without a TCP
-//! error are found by watching their progress (`detector`, driven by `watchdog`), and the
-//! counters say what happened (`stats`). Reconnecting lost slots is the multichannel
-//! manager's job; it retries them as soon as their link is back. A session that lost every
-//! channel is re-established on a new connection and its durable opens reclaimed
-//! (`reconnect`).
+//! Failover (DESIGN §3 step 7): losing a channel loses nothing. This folder holds the pure
+//! parts: finding channels that stop answering without a TCP error by watching their progress
+//! (`detector`), and the counters that say what happened (`stats`). Sending a request again
+//! on a survivor is the engine's (`engine::replay`); the tasks that act are in `background`:
+//! the `watchdog` drives the detector, the multichannel `manager` reconnects lost slots as
+//! soon as their link is back, and `reconnect` re-establishes a session that lost every
+//! channel and reclaims its durable opens.
 
 pub(crate) mod detector;
-pub(crate) mod reconnect;
-pub(crate) mod replay;
 pub(crate) mod stats;
-pub(crate) mod watchdog;
 
 pub use stats::FailoverCounters;

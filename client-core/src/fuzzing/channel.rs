@@ -26,9 +26,9 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Cipher, Command, Dialect, SigningAlgorithm};
 use tokio::io::{AsyncRead, ReadBuf};
 
+use crate::background::lease_breaks::plan_ack;
 use crate::channel::frame::{frame_prefix, FrameError, FrameReader, MAX_FRAME};
 use crate::channel::{BufferPool, Channel, ChannelOptions, Request};
-use crate::lease::breaks::plan_ack;
 use crate::lease::LeaseTable;
 use crate::negotiated::Negotiated;
 use crate::security::SessionSecurity;

@@ -1,21 +1,19 @@
 //! Multichannel (DESIGN §3): one session over several TCP connections, one or more per usable
-//! NIC pair, with requests spread over them.
+//! NIC pair, with requests spread over them. This folder holds what the session knows about
+//! its channels and the pure decisions over it; the task that acts on them (discovering,
+//! binding, draining) is `background::manager`, with `background::binding`.
 //!
 //! - `eligibility`: whether the session may have more channels, and if not why.
 //! - `inventory`: the local NICs with their addresses, speed and RSS.
 //! - `nic_facts`: what each OS says about a NIC (speed, queues, link up), one source per OS.
 //! - `planner`: a pure function from (server interfaces, local NICs, config) to wanted slots.
-//! - `binding`: opening one more channel of the session (NEGOTIATE + SESSION_SETUP BINDING).
 //! - `channel_set`: the session's channels and which one carries the next request.
 //! - `state`: what the session knows of its channels, both sides' interfaces and the plan.
-//! - `manager`: the background task that discovers, plans, binds and drains.
 //! - `status`: what embedders and `smbctl channels` see.
 
-pub(crate) mod binding;
 pub(crate) mod channel_set;
 pub(crate) mod eligibility;
 pub(crate) mod inventory;
-pub(crate) mod manager;
 pub(crate) mod nic_facts;
 pub(crate) mod planner;
 pub(crate) mod state;

@@ -25,40 +25,40 @@ use crate::multichannel::status::{
 
 /// Counters of one (local, server) address pair.
 #[derive(Clone, Debug, Default)]
-pub(super) struct PairCounters {
-    pub(super) binds_tried: u64,
-    pub(super) binds_ok: u64,
-    pub(super) binds_refused: u64,
-    pub(super) binds_failed: u64,
-    pub(super) channel_failures: u64,
-    pub(super) last_error: Option<String>,
+pub(crate) struct PairCounters {
+    pub(crate) binds_tried: u64,
+    pub(crate) binds_ok: u64,
+    pub(crate) binds_refused: u64,
+    pub(crate) binds_failed: u64,
+    pub(crate) channel_failures: u64,
+    pub(crate) last_error: Option<String>,
 }
 
 /// When a failed slot may be tried again.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Retry {
-    pub(super) failures: u32,
-    pub(super) at: Instant,
+pub(crate) struct Retry {
+    pub(crate) failures: u32,
+    pub(crate) at: Instant,
     /// When the slot's channel was lost, if it had one: a successful bind is a reconnect.
-    pub(super) lost_at: Option<Instant>,
+    pub(crate) lost_at: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct State {
-    pub(super) server: Vec<ServerInterface>,
-    pub(super) local: Vec<LocalInterface>,
-    pub(super) plan: Option<Plan>,
-    pub(super) pairs: BTreeMap<(IpAddr, IpAddr), PairCounters>,
-    pub(super) queries: u64,
-    pub(super) last_query: Option<Instant>,
-    pub(super) query_error: Option<String>,
-    pub(super) retry: HashMap<SlotKey, Retry>,
+pub(crate) struct State {
+    pub(crate) server: Vec<ServerInterface>,
+    pub(crate) local: Vec<LocalInterface>,
+    pub(crate) plan: Option<Plan>,
+    pub(crate) pairs: BTreeMap<(IpAddr, IpAddr), PairCounters>,
+    pub(crate) queries: u64,
+    pub(crate) last_query: Option<Instant>,
+    pub(crate) query_error: Option<String>,
+    pub(crate) retry: HashMap<SlotKey, Retry>,
     /// A channel was lost: ask the server for its interfaces again now.
-    pub(super) requery: bool,
+    pub(crate) requery: bool,
     /// The IPC$ tree the interface queries go to.
-    pub(super) ipc: Option<TreeContext>,
+    pub(crate) ipc: Option<TreeContext>,
     /// An interface query is under way (it runs as its own task).
-    pub(super) querying: bool,
+    pub(crate) querying: bool,
 }
 
 /// A session's channels and the state of multichannel for it.
@@ -67,11 +67,11 @@ pub(crate) struct Multichannel {
     pub(crate) channels: ChannelSet,
     /// ChannelSequence and failover counters.
     pub(crate) failover: FailoverState,
-    pub(super) eligibility: std::result::Result<(), Ineligible>,
-    pub(super) state: Mutex<State>,
+    pub(crate) eligibility: std::result::Result<(), Ineligible>,
+    pub(crate) state: Mutex<State>,
     /// Wakes the manager task (channel lost, refresh asked, session dropped).
-    pub(super) wake: Arc<Notify>,
-    pub(super) settled: watch::Sender<bool>,
+    pub(crate) wake: Arc<Notify>,
+    pub(crate) settled: watch::Sender<bool>,
 }
 
 impl Multichannel {
@@ -91,7 +91,7 @@ impl Multichannel {
         }
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 

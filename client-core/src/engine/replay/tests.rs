@@ -364,7 +364,7 @@ fn managed_session<'a>(
     s
 }
 
-/// What `failover::reconnect` does when the session is back: a binding round starts, the new
+/// What `background::reconnect` does when the session is back: a binding round starts, the new
 /// channel joins.
 fn reestablish(mc: &crate::multichannel::state::Multichannel, port: u16) -> Seen {
     let (b, seen) = channel(port, Peer::Answers(&[NtStatus::SUCCESS]));

@@ -22,11 +22,11 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
 use crate::addressing::TreeContext;
+use crate::background::binding::{bind_channel, BindFailure};
 use crate::channel::Channel;
 use crate::engine::{Call, SessionCore};
 use crate::error::Result;
 use crate::error::{decode, decode_ioctl};
-use crate::multichannel::binding::{bind_channel, BindFailure};
 use crate::multichannel::channel_set::{Member, PathInfo};
 use crate::multichannel::planner::{self, Plan, PlanConfig, ServerInterface, Slot, SlotKey};
 use crate::multichannel::state::{Multichannel, Retry, State};
@@ -245,7 +245,7 @@ async fn reconcile(core: &Arc<SessionCore>) {
     prune_dead(mc);
     if !mc.channels.any_alive() {
         // Nothing to bind to: the session itself is being re-established (see
-        // `failover::reconnect`), which wakes the manager when done.
+        // `background::reconnect`), which wakes the manager when done.
         return;
     }
     let Some(plan) = mc.lock().plan.clone() else {

@@ -40,15 +40,15 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::addressing::{DurableGrant, FileIdentity, OpenState, ServerHandle};
+use crate::background::binding::check_same_server;
+use crate::background::manager;
 use crate::channel::{Channel, Request, Response};
 use crate::durable::request_durable;
 use crate::engine::SessionCore;
 use crate::error::decode;
 use crate::error::{Error, HandleLossCause, ReclaimRefusal, ReopenFailure, Result};
 use crate::lease;
-use crate::multichannel::binding::check_same_server;
 use crate::multichannel::channel_set::PathInfo;
-use crate::multichannel::manager;
 use crate::security::SessionSecurity;
 use crate::session;
 use crate::session::{check_validate_negotiate, validate_negotiate_request};

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use super::{echo_probe, probe_timeout, verdicts, TICK};
 use crate::channel::{Channel, Request};
 use crate::config::Dispatch;
+use crate::engine::replay::tests::{channel, Peer};
 use crate::failover::detector::{DetectorConfig, Verdict, Why};
-use crate::failover::replay::tests::{channel, Peer};
 use crate::multichannel::channel_set::{ChannelSet, Member, PathInfo};
 
 /// Not the defaults, so that the tests show the configured values are the ones applied.

@@ -1,12 +1,12 @@
 //! Leases: the session's lease-key table and the queue break notifications arrive on; the
-//! task that acknowledges them is `breaks`.
+//! task that acknowledges them is `background::lease_breaks`.
 //!
 //! Every file opened through [`Share::open`](crate::Share::open) on SMB 3.x asks for a lease
 //! (SMB2_CREATE_REQUEST_LEASE_V2, MS-SMB2 2.2.13.2.10) next to its durable-handle request:
 //! Samba only makes an open durable when it holds a batch oplock or a lease with Handle
 //! caching (MS-SMB2 3.3.5.9.10). We cache nothing on the client, so holding a lease costs
-//! nothing except the duty to acknowledge its breaks at once, which the break handler here
-//! (`breaks`) does for every channel of the session.
+//! nothing except the duty to acknowledge its breaks at once, which the break handler
+//! (`background::lease_breaks`) does for every channel of the session.
 //!
 //! Lease keys: MS-SMB2 3.2.4.3.8 has all opens of one file by one client share a lease key,
 //! so our own opens of a file never break each other. [`LeaseTable`] maps (tree, case-folded
@@ -24,8 +24,6 @@ use tokio::sync::{mpsc, watch};
 use crate::addressing::TreeContext;
 use crate::channel::Unsolicited;
 use crate::tasks::{self, TaskKind};
-
-pub(crate) mod breaks;
 
 /// The caching a lease grants, as the server last told us (granted at open, lowered by
 /// breaks).
@@ -257,7 +255,7 @@ impl LeaseTable {
 
     /// The tree to acknowledge a break of `key` on: the key's own, or for a key we do not
     /// know, the tree of our latest open.
-    fn tree_for(&self, key: &LeaseKey) -> Option<TreeContext> {
+    pub(crate) fn tree_for(&self, key: &LeaseKey) -> Option<TreeContext> {
         let t = self.lock();
         t.by_key
             .get(key)
@@ -266,11 +264,11 @@ impl LeaseTable {
             .or(t.last_tree)
     }
 
-    fn is_known(&self, key: &LeaseKey) -> bool {
+    pub(crate) fn is_known(&self, key: &LeaseKey) -> bool {
         self.lock().by_key.contains_key(key)
     }
 
-    fn last_tree(&self) -> Option<TreeContext> {
+    pub(crate) fn last_tree(&self) -> Option<TreeContext> {
         self.lock().last_tree
     }
 
@@ -384,22 +382,16 @@ pub(crate) fn forward_unsolicited(mut from: Unsolicited, to: BreakSink) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::breaks::*;
+pub(crate) mod tests {
     use super::*;
-    use bytes::{BufMut, BytesMut};
-    use smb3_proto::header::{Header, HeaderFlags};
-    use smb3_proto::msg::oplock_break::{LeaseBreakAck, OplockBreakAck};
-    use smb3_proto::msg::oplock_break::{OplockLevel, LEASE_BREAK_FLAG_ACK_REQUIRED};
-    use smb3_proto::msg::FileId;
-    use smb3_proto::Command;
     use std::time::Duration;
 
-    const RWH: u32 =
+    pub(crate) const RWH: u32 =
         LeaseState::READ_CACHING | LeaseState::WRITE_CACHING | LeaseState::HANDLE_CACHING;
-    const RH: u32 = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
+    pub(crate) const RH: u32 = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
 
-    fn tree(id: u32) -> TreeContext {
+    /// A tree context whose id says whether it encrypts (even ids do).
+    pub(crate) fn tree(id: u32) -> TreeContext {
         TreeContext {
             handle: id,
             encrypt: id % 2 == 0,
@@ -539,186 +531,6 @@ mod tests {
         assert!(watch.changed().await.is_some(), "one open is left");
         drop(b);
         assert_eq!(watch.changed().await, None, "the last open closed");
-    }
-
-    fn notification(body: &[u8]) -> Bytes {
-        let mut msg = BytesMut::new();
-        let mut h = Header::request(Command::OPLOCK_BREAK);
-        h.flags = HeaderFlags(HeaderFlags::SERVER_TO_REDIR);
-        h.message_id = u64::MAX;
-        h.encode(&mut msg);
-        msg.put_slice(body);
-        msg.freeze()
-    }
-
-    fn lease_break(key: LeaseKey, flags: u32, from: u32, to: u32, epoch: u16) -> Bytes {
-        let mut b = BytesMut::new();
-        b.put_u16_le(44);
-        b.put_u16_le(epoch);
-        b.put_u32_le(flags);
-        b.put_slice(&key);
-        b.put_u32_le(from);
-        b.put_u32_le(to);
-        b.put_bytes(0, 12);
-        notification(&b)
-    }
-
-    /// What an ack is, comparable: the lease ack or the oplock ack, and its TreeId.
-    #[derive(Debug, PartialEq)]
-    enum Planned {
-        Lease(LeaseBreakAck, Option<u32>),
-        Oplock(OplockBreakAck, Option<u32>),
-    }
-
-    fn plan(table: &LeaseTable, msg: &Bytes) -> Option<Planned> {
-        plan_ack(table, msg).map(|a| match a {
-            Ack::Lease { ack, tree } => Planned::Lease(ack, tree.map(|t| t.handle)),
-            Ack::Oplock { ack, tree } => Planned::Oplock(ack, tree.map(|t| t.handle)),
-        })
-    }
-
-    #[test]
-    fn lease_break_is_acknowledged_with_the_new_state_on_the_key_tree() {
-        let table = Arc::new(LeaseTable::default());
-        let a = table.acquire(tree(4), "f");
-        let _b = table.acquire(tree(5), "g");
-        a.record_grant(LeaseState(RWH), Some(1));
-        let msg = lease_break(a.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
-        let Some(Ack::Lease { ack, tree: Some(t) }) = plan_ack(&table, &msg) else {
-            panic!("expected a lease ack with a tree");
-        };
-        assert_eq!(
-            ack,
-            LeaseBreakAck {
-                lease_key: a.key(),
-                lease_state: LeaseState(RH),
-            }
-        );
-        assert_eq!((t.handle, t.encrypt), (4, true), "the key's own tree");
-        assert_eq!(a.state(), Some(LeaseState(RH)));
-
-        // No acknowledgment asked (R to none): none sent, state still recorded.
-        let msg = lease_break(a.key(), 0, LeaseState::READ_CACHING, 0, 3);
-        assert_eq!(plan(&table, &msg), None);
-        assert_eq!(a.state(), Some(LeaseState(0)));
-    }
-
-    /// A break is unsigned, so a man in the middle can send one: it must never raise what
-    /// the client believes it may cache.
-    #[test]
-    fn a_forged_break_can_lower_caching_but_never_raise_it() {
-        let table = Arc::new(LeaseTable::default());
-        let a = table.acquire(tree(4), "f");
-        a.record_grant(LeaseState(LeaseState::READ_CACHING), Some(1));
-        // "From R to RWH": the client keeps R and acknowledges only R.
-        let msg = lease_break(a.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RWH, 2);
-        let Some(Ack::Lease { ack, .. }) = plan_ack(&table, &msg) else {
-            panic!("expected a lease ack");
-        };
-        assert_eq!(ack.lease_state, LeaseState(LeaseState::READ_CACHING));
-        assert_eq!(a.state(), Some(LeaseState(LeaseState::READ_CACHING)));
-        // A file whose open was granted no lease gets none from a break.
-        let b = table.acquire(tree(4), "g");
-        let msg = lease_break(b.key(), LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
-        let Some(Ack::Lease { ack, .. }) = plan_ack(&table, &msg) else {
-            panic!("expected a lease ack");
-        };
-        assert_eq!(ack.lease_state, LeaseState(0));
-        assert_eq!(b.state(), None);
-    }
-
-    #[test]
-    fn unknown_keys_are_acknowledged_on_the_latest_tree() {
-        let table = Arc::new(LeaseTable::default());
-        let msg = lease_break([7; 16], LEASE_BREAK_FLAG_ACK_REQUIRED, RWH, RH, 2);
-        let Some(Ack::Lease { ack, tree: None }) = plan_ack(&table, &msg) else {
-            panic!("expected an ack without a tree");
-        };
-        assert_eq!(ack.lease_key, [7; 16]);
-        drop(table.acquire(tree(6), "x"));
-        assert_eq!(table.len(), 0);
-        assert_eq!(
-            plan(&table, &msg),
-            Some(Planned::Lease(
-                LeaseBreakAck {
-                    lease_key: [7; 16],
-                    lease_state: LeaseState(RH),
-                },
-                Some(6)
-            ))
-        );
-    }
-
-    #[test]
-    fn oplock_breaks_are_acknowledged_and_garbage_is_dropped() {
-        let table = Arc::new(LeaseTable::default());
-        let mut b = BytesMut::new();
-        b.put_u16_le(24);
-        b.put_u8(OplockLevel::II.0);
-        b.put_bytes(0, 5);
-        b.put_u64_le(0x11);
-        b.put_u64_le(0x22);
-        let file_id = FileId {
-            persistent: 0x11,
-            volatile: 0x22,
-        };
-        assert_eq!(
-            plan(&table, &notification(&b)),
-            Some(Planned::Oplock(
-                OplockBreakAck {
-                    oplock_level: OplockLevel::II,
-                    file_id,
-                },
-                None
-            ))
-        );
-        for bad in [&b[..10], &[0x2c, 0, 1, 0][..], &[][..], &[0x30, 0][..]] {
-            assert!(plan(&table, &notification(bad)).is_none());
-        }
-    }
-
-    #[tokio::test]
-    async fn handler_stops_with_the_session_and_does_not_keep_it() {
-        let session = Arc::new(7u32);
-        let (sink, queue) = break_queue();
-        let (seen_tx, mut seen) = mpsc::unbounded_channel();
-        let handler = tokio::spawn(run_break_handler(
-            Arc::downgrade(&session),
-            queue,
-            move |s: Arc<u32>, msg: Bytes| {
-                let _ = seen_tx.send((*s, msg.len()));
-            },
-        ));
-        sink.send(Bytes::from_static(b"abc")).unwrap();
-        assert_eq!(seen.recv().await, Some((7, 3)));
-        assert_eq!(
-            Arc::strong_count(&session),
-            1,
-            "the handler holds it weakly"
-        );
-
-        // The session goes: the next message ends the handler without being handled.
-        drop(session);
-        sink.send(Bytes::from_static(b"late")).unwrap();
-        tokio::time::timeout(Duration::from_secs(5), handler)
-            .await
-            .expect("handler ended")
-            .unwrap();
-        assert_eq!(seen.recv().await, None);
-
-        // And with every sender gone it ends even without a message.
-        let session = Arc::new(1u32);
-        let (sink, queue) = break_queue();
-        let handler = tokio::spawn(run_break_handler(
-            Arc::downgrade(&session),
-            queue,
-            |_, _| {},
-        ));
-        drop(sink);
-        tokio::time::timeout(Duration::from_secs(5), handler)
-            .await
-            .expect("handler ended")
-            .unwrap();
     }
 
     #[tokio::test]

@@ -90,7 +90,7 @@ struct Args {
     /// 100 ns resolution, no tolerance); useful with -p, which makes the times equal.
     #[arg(long)]
     update: bool,
-    /// Leave out files and directories matching PATTERN (a glob: *, **, ?, [a-z]), matched
+    /// Leave out files and directories matching PATTERN (a glob: *, **, ?, [a-z], {a,b}), matched
     /// on the path below the source being copied and on the base name; repeatable.
     #[arg(long = "exclude", value_name = "PATTERN")]
     excludes: Vec<String>,

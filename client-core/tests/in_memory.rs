@@ -1,0 +1,360 @@
+//! The library's public API against the in-memory server (`smb3-testserver`): sessions,
+//! files, directories, renames, locks and errors, in process and in milliseconds. The same
+//! behaviour against smbd is covered by the e2e suite (`tests/e2e`); these tests pin the
+//! client's own logic and run without root.
+
+use bytes::Bytes;
+use smb3_client::{
+    Cipher, Client, ClientConfig, Command, Dialect, Error, IfExists, NtStatus, OpenOptions,
+    UserCredentials,
+};
+use smb3_testserver::{Fault, FaultAction, ServerConfig, TestServer};
+
+async fn server() -> TestServer {
+    TestServer::start(ServerConfig::default())
+        .await
+        .expect("the test server starts")
+}
+
+fn creds(server: &TestServer) -> UserCredentials {
+    let c = server.config();
+    UserCredentials {
+        user: c.user.clone(),
+        domain: c.domain.clone(),
+        password: c.password.as_str().into(),
+    }
+}
+
+async fn connect(server: &TestServer, config: ClientConfig) -> Client {
+    Client::connect(&server.host(), &creds(server), config)
+        .await
+        .expect("the client connects")
+}
+
+fn status_of(e: &Error) -> Option<NtStatus> {
+    e.status()
+}
+
+/// `result` failed with the server's `want`.
+#[track_caller]
+fn assert_status<T>(result: Result<T, Error>, want: NtStatus) {
+    match result {
+        Ok(_) => panic!("expected {want:?}, the call succeeded"),
+        Err(e) => assert_eq!(status_of(&e), Some(want), "{e:?}"),
+    }
+}
+
+fn rw() -> OpenOptions {
+    OpenOptions::new().read(true).write(true).create(true)
+}
+
+#[tokio::test]
+async fn negotiates_3_1_1_signs_and_seals_when_asked() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    assert_eq!(client.dialect(), Dialect::Smb311);
+    assert!(client.signing().is_some());
+
+    let mut config = ClientConfig::default();
+    config.encrypt = true;
+    let sealed = connect(&server, config).await;
+    assert!(sealed.encrypts_everything());
+    assert!(sealed.cipher().is_some());
+    let share = sealed.share("data").await.unwrap();
+    let file = share.open("sealed.bin", &rw()).await.unwrap();
+    file.write_at(0, Bytes::from_static(b"under AES"))
+        .await
+        .unwrap();
+    file.close().await.unwrap();
+    assert_eq!(
+        server.read_file("data", "sealed.bin").unwrap(),
+        b"under AES"
+    );
+}
+
+#[tokio::test]
+async fn each_cipher_and_older_dialects_work() {
+    let server = server().await;
+    for cipher in [
+        Cipher::Aes128Ccm,
+        Cipher::Aes128Gcm,
+        Cipher::Aes256Ccm,
+        Cipher::Aes256Gcm,
+    ] {
+        let mut config = ClientConfig::default();
+        config.encrypt = true;
+        config.ciphers = vec![cipher];
+        let client = connect(&server, config).await;
+        assert_eq!(client.cipher(), Some(cipher));
+        let share = client.share("data").await.unwrap();
+        let name = format!("{cipher:?}.txt");
+        let f = share.open(&name, &rw()).await.unwrap();
+        f.write_at(0, Bytes::from(name.clone())).await.unwrap();
+        assert_eq!(&f.read_at(0, 64).await.unwrap()[..], name.as_bytes());
+        f.close().await.unwrap();
+    }
+    for dialect in [Dialect::Smb300, Dialect::Smb302] {
+        let mut config = ClientConfig::default();
+        config.max_dialect = dialect;
+        // 3.0 and 3.0.2 validate the negotiation over the new tree (FSCTL_VALIDATE_NEGOTIATE_INFO).
+        let client = connect(&server, config).await;
+        assert_eq!(client.dialect(), dialect);
+        client.share("data").await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused() {
+    let server = server().await;
+    let mut c = creds(&server);
+    c.password = "not it".into();
+    let Err(err) = Client::connect(&server.host(), &c, ClientConfig::default()).await else {
+        panic!("a wrong password fails");
+    };
+    assert!(
+        matches!(&err, Error::Auth { .. }) || status_of(&err) == Some(NtStatus::LOGON_FAILURE),
+        "{err:?}"
+    );
+    assert_eq!(server.sessions(), 0);
+}
+
+#[tokio::test]
+async fn an_unknown_share_is_bad_network_name() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    assert_status(client.share("nope").await, NtStatus::BAD_NETWORK_NAME);
+}
+
+#[tokio::test]
+async fn files_round_trip_large_and_small() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    share.create_dir_all("a/b/c").await.unwrap();
+    let data: Vec<u8> = (0..5 * 1024 * 1024 + 123)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let f = share.open("a/b/c/big.bin", &rw()).await.unwrap();
+    f.write_at(0, Bytes::from(data.clone())).await.unwrap();
+    f.flush().await.unwrap();
+    assert_eq!(f.metadata().await.unwrap().len, data.len() as u64);
+    let back = f.read_at(0, data.len()).await.unwrap();
+    assert_eq!(back.len(), data.len());
+    assert!(back[..] == data[..]);
+    f.close().await.unwrap();
+    assert!(server.read_file("data", "a/b/c/big.bin").unwrap() == data);
+    assert_eq!(
+        share.metadata("a/b/c/big.bin").await.unwrap().len,
+        data.len() as u64
+    );
+    assert_eq!(server.open_handles(), 0, "every handle is closed");
+}
+
+#[tokio::test]
+async fn create_new_refuses_an_existing_name_and_truncate_empties() {
+    let server = server().await;
+    server.put_file("data", "here.txt", b"hello world");
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    assert_status(
+        share
+            .open("HERE.TXT", &OpenOptions::new().write(true).create_new(true))
+            .await,
+        NtStatus::OBJECT_NAME_COLLISION,
+    );
+    let f = share
+        .open("here.txt", &OpenOptions::new().write(true).truncate(true))
+        .await
+        .unwrap();
+    assert_eq!(f.size_at_open(), 0);
+    f.close().await.unwrap();
+    assert_eq!(server.read_file("data", "here.txt").unwrap(), b"");
+    assert_status(
+        share
+            .open("missing/x", &OpenOptions::new().read(true))
+            .await,
+        NtStatus::OBJECT_PATH_NOT_FOUND,
+    );
+}
+
+#[tokio::test]
+async fn listings_renames_and_removal() {
+    let server = server().await;
+    for i in 0..1500 {
+        server.put_file("data", &format!("many/f{i:04}"), &[i as u8]);
+    }
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    // Several QUERY_DIRECTORY rounds: 1,500 entries do not fit one 64 KiB reply.
+    let names: Vec<String> = share
+        .read_dir("many")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names.len(), 1500, "no . or .., nothing twice");
+    assert!(server.requests(Command::QUERY_DIRECTORY) > 2);
+
+    share
+        .rename("many/f0001", "many/renamed", IfExists::Fail)
+        .await
+        .unwrap();
+    assert_status(
+        share
+            .rename("many/f0002", "many/renamed", IfExists::Fail)
+            .await,
+        NtStatus::OBJECT_NAME_COLLISION,
+    );
+    share
+        .rename("many/f0002", "many/renamed", IfExists::Replace)
+        .await
+        .unwrap();
+    assert_eq!(server.read_file("data", "many/renamed").unwrap(), vec![2]);
+
+    assert_status(
+        share.remove_dir("many").await,
+        NtStatus::DIRECTORY_NOT_EMPTY,
+    );
+    share.remove_file("many/renamed").await.unwrap();
+    assert!(!share.exists("many/renamed").await.unwrap());
+    share.create_dir("empty").await.unwrap();
+    share.remove_dir("empty").await.unwrap();
+    assert_eq!(server.list("data", "").unwrap(), vec!["many".to_string()]);
+}
+
+#[tokio::test]
+async fn byte_range_locks_conflict_between_handles() {
+    use smb3_client::{IfLocked, LockKind};
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    let a = share.open("locked", &rw()).await.unwrap();
+    let b = share.open("locked", &rw()).await.unwrap();
+    a.write_at(0, Bytes::from_static(&[0; 100])).await.unwrap();
+    a.lock(0, 10, LockKind::Exclusive, IfLocked::Fail)
+        .await
+        .unwrap();
+    assert_status(
+        b.lock(5, 10, LockKind::Shared, IfLocked::Fail).await,
+        NtStatus::LOCK_NOT_GRANTED,
+    );
+    assert_status(
+        b.write_at(0, Bytes::from_static(b"x")).await,
+        NtStatus::FILE_LOCK_CONFLICT,
+    );
+    a.unlock(0, 10).await.unwrap();
+    b.lock(5, 10, LockKind::Shared, IfLocked::Fail)
+        .await
+        .unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn server_errors_reach_the_caller_with_their_status() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    server.fail(Fault::fail(Command::CREATE, NtStatus::ACCESS_DENIED).at_path("secret"));
+    assert_status(
+        share.open("secret.txt", &rw()).await,
+        NtStatus::ACCESS_DENIED,
+    );
+    // The fault was used up: the next open works.
+    share
+        .open("secret.txt", &rw())
+        .await
+        .unwrap()
+        .close()
+        .await
+        .unwrap();
+
+    let f = share.open("disk.bin", &rw()).await.unwrap();
+    server.fail(Fault::fail(Command::WRITE, NtStatus::DISK_FULL));
+    assert_status(
+        f.write_at(0, Bytes::from_static(b"data")).await,
+        NtStatus::DISK_FULL,
+    );
+    f.close().await.unwrap();
+    assert_eq!(server.faults_pending(), 0);
+}
+
+/// Wait (bounded) until the server has ended every session, which it does once their
+/// connections are gone.
+async fn until_no_sessions(server: &TestServer) {
+    for _ in 0..200 {
+        if server.sessions() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the server still holds {} sessions", server.sessions());
+}
+
+#[tokio::test]
+async fn a_reset_connection_is_reconnected_and_the_next_call_works() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    share.create_dir("d").await.unwrap();
+    let setups = server.requests(Command::SESSION_SETUP);
+    server.cut_connections();
+    until_no_sessions(&server).await;
+    // The session is gone on the server: the client must notice, connect, authenticate and
+    // connect the tree again before this succeeds.
+    let mut ok = false;
+    for _ in 0..50 {
+        if share.exists("d").await.unwrap_or(false) {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        ok,
+        "the share is reachable again after the connection was reset"
+    );
+    assert!(
+        server.requests(Command::SESSION_SETUP) > setups,
+        "a new session was set up"
+    );
+    assert_eq!(server.sessions(), 1);
+}
+
+#[tokio::test]
+async fn a_listing_cut_in_the_middle_goes_on_where_it_was() {
+    let server = server().await;
+    for i in 0..1500 {
+        server.put_file("data", &format!("many/f{i:04}"), b"");
+    }
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    let mut listing = share.list("many").await.unwrap();
+    let mut names = Vec::new();
+    names.extend(
+        listing
+            .next_page()
+            .await
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name),
+    );
+    assert!(
+        names.len() < 1500,
+        "the first page is not the whole directory"
+    );
+    // The next QUERY_DIRECTORY is done by the server, and its reply lost with the connection.
+    server.fail(Fault::on(Command::QUERY_DIRECTORY, FaultAction::CutAfter));
+    while let Some(page) = listing.next_page().await.unwrap() {
+        names.extend(page.into_iter().map(|e| e.name));
+    }
+    listing.close().await.unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), names.len(), "no name twice");
+    assert_eq!(names.len(), 1500, "no name missing");
+    assert_eq!(client.multichannel().failover.listings_resumed, 1);
+}

@@ -13,6 +13,7 @@ use std::time::Instant;
 use futures_util::stream::{self, StreamExt};
 use smb3_client::{IfExists, Share};
 
+use crate::file_error::{Cause, FileError, Refusal, StepFailed};
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
 use crate::in_flight::{ChunkMemory, InFlight};
@@ -95,7 +96,7 @@ impl FileStatus {
 }
 
 /// One file's outcome.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FileResult {
     /// The source, as shown to the user.
     pub source: String,
@@ -112,7 +113,28 @@ pub struct FileResult {
     /// SHA-256 of the source, when it was computed (`--verify`, `--verify-only`).
     pub sha256: Option<String>,
     /// Why it failed.
-    pub error: Option<String>,
+    pub error: Option<FileError>,
+}
+
+impl FileResult {
+    /// The file in `--json-files`' `per_file` list; a failed file's error is given as the
+    /// line printed, its kind and the server's NTSTATUS
+    /// ([`FileError::json_fields`], `null` for a file that did not fail).
+    pub fn json(&self) -> serde_json::Value {
+        let mut file = serde_json::json!({
+            "source": self.source,
+            "dest": self.dest,
+            "size": self.size,
+            "status": self.status.as_str(),
+            "bytes": self.bytes,
+            "resumed_from": self.resumed_from,
+            "sha256": self.sha256,
+        });
+        if let Some(fields) = file.as_object_mut() {
+            fields.extend(crate::file_error::json_fields(self.error.as_ref()));
+        }
+        file
+    }
 }
 
 /// What a copy did.
@@ -235,9 +257,11 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         match r.status {
             FileStatus::Copied | FileStatus::WouldCopy | FileStatus::Verified => report.files += 1,
             FileStatus::Skipped => report.skipped += 1,
-            FileStatus::Failed => report
-                .failures
-                .push(r.error.clone().unwrap_or_else(|| r.source.clone())),
+            FileStatus::Failed => report.failures.push(
+                r.error
+                    .as_ref()
+                    .map_or_else(|| r.source.clone(), ToString::to_string),
+            ),
         }
         report.per_file.push(r);
     }
@@ -293,9 +317,9 @@ async fn process(
         sha256: None,
         error: None,
     };
-    let fail = |mut r: FileResult, line: String| {
+    let fail = |mut r: FileResult, e: FileError| {
         r.status = FileStatus::Failed;
-        r.error = Some(line);
+        r.error = Some(e);
         r
     };
     if opts.update && dest_up_to_date(share, &job).await {
@@ -316,13 +340,13 @@ async fn process(
                 result.sha256 = Some(sha);
                 (result, Vec::new())
             }
-            Err(line) => (fail(result, line), Vec::new()),
+            Err(e) => (fail(result, e), Vec::new()),
         };
     }
     let (outcome, retried) = copy_with_retries(share, &job, opts, memory, progress).await;
     let done = match outcome {
         Ok(t) => t,
-        Err(line) => return (fail(result, line), retried),
+        Err(e) => return (fail(result, e), retried),
     };
     result.bytes = done.bytes;
     result.resumed_from = done.resumed_from;
@@ -331,18 +355,21 @@ async fn process(
             (Job::Download { local, meta, .. }, Some(file)) => {
                 preserve::to_local(file, &local.path(), meta)
             }
-            (Job::Download { .. }, None) => Err("the written file was not kept open".into()),
+            (Job::Download { .. }, None) => Err(StepFailed::from(Refusal::NotKeptOpen)),
             (Job::Upload { remote, meta, .. }, _) => preserve::to_remote(share, remote, meta).await,
         };
         if let Err(e) = kept {
-            let line = format!("{}: copied, but {e}", result.dest);
-            return (fail(result, line), retried);
+            let e = FileError {
+                doing: e.doing.map(|doing| format!("copied, but {doing}")),
+                ..FileError::new(result.dest.clone(), e.cause)
+            };
+            return (fail(result, e), retried);
         }
     }
     if opts.verify {
         match compare(share, &job, opts, &memory.in_flight).await {
             Ok(sha) => result.sha256 = Some(sha),
-            Err(line) => return (fail(result, line), retried),
+            Err(e) => return (fail(result, e), retried),
         }
     }
     (result, retried)
@@ -370,20 +397,20 @@ async fn dest_up_to_date(share: &Share, job: &Job) -> bool {
 }
 
 /// SHA-256 of the source and of the destination, read independently; the source's hex when
-/// they are equal, else the line that reports the difference.
+/// they are equal, else what reports the difference.
 async fn compare(
     share: &Share,
     job: &Job,
     opts: &CopyOptions,
     in_flight: &InFlight,
-) -> Result<String, String> {
+) -> Result<String, FileError> {
     let depth = crate::transfer::depth_now(opts.depth.max(1), share);
     let (src, dst, src_name, dst_name) = match job {
         Job::Download { remote, local, .. } => {
             let shown = local.path().display().to_string();
             // The destination is read without following links, as it was written.
             let written = async {
-                let file = local.open_read().map_err(|e| e.to_string())?;
+                let file = local.open_read().map_err(Cause::local)?;
                 hashing::local_file_of(file, shown.clone()).await
             };
             let (s, d) = tokio::join!(
@@ -405,18 +432,28 @@ async fn compare(
             )
         }
     };
-    let (src, src_len) = src.map_err(|e| format!("{src_name}: verify: reading the source: {e}"))?;
-    let (dst, dst_len) =
-        dst.map_err(|e| format!("{dst_name}: verify: reading the destination: {e}"))?;
+    let (src, src_len) = src.map_err(|e| {
+        FileError::step(&src_name, StepFailed::new("verify: reading the source", e))
+    })?;
+    let (dst, dst_len) = dst.map_err(|e| {
+        FileError::step(
+            &dst_name,
+            StepFailed::new("verify: reading the destination", e),
+        )
+    })?;
     if src == dst {
         Ok(hex(&src))
     } else {
-        Err(format!(
-            "{dst_name}: verify: SHA-256 differs from the source {src_name} (source {} bytes {}, destination {} bytes {})",
+        let words = format!(
+            "SHA-256 differs from the source {src_name} (source {} bytes {}, destination {} bytes {})",
             src_len,
             hex(&src),
             dst_len,
             hex(&dst)
+        );
+        Err(FileError::step(
+            dst_name,
+            StepFailed::new("verify", Refusal::VerifyMismatch(words)),
         ))
     }
 }
@@ -436,7 +473,7 @@ async fn copy_with_retries(
     opts: &CopyOptions,
     memory: &ChunkMemory,
     progress: &Progress,
-) -> (Result<Transferred, String>, Vec<String>) {
+) -> (Result<Transferred, FileError>, Vec<String>) {
     let mut restarts = Vec::new();
     // A source that changed during its copy is copied once more: a file written now and
     // then holds still the second time; one written all along fails (`source_change.rs`).
@@ -445,23 +482,26 @@ async fn copy_with_retries(
         let attempt = progress.for_file();
         match copy_one(share, job, opts, memory, &attempt).await {
             Ok(t) => return (Ok(t), restarts),
-            Err(e) if e.changed && !changed_again => {
+            Err(e) if e.cause.changed() && !changed_again => {
                 changed_again = true;
                 attempt.rewind();
-                restarts.push(format!("{}; copying it again from the start", e.cause));
+                restarts.push(format!(
+                    "{}; copying it again from the start",
+                    e.without_outcome()
+                ));
             }
-            Err(e) if e.lost_handle && restarts.len() < opts.retries as usize => {
+            Err(e) if e.cause.lost_handle() && restarts.len() < opts.retries as usize => {
                 attempt.rewind();
                 restarts.push(format!(
                     "{}; copying it again from the start (retry {} of {})",
-                    e.cause,
+                    e.without_outcome(),
                     restarts.len() + 1,
                     opts.retries
                 ));
             }
             Err(e) => {
                 attempt.rewind();
-                return (Err(e.line), restarts);
+                return (Err(e), restarts);
             }
         }
     }
@@ -483,18 +523,6 @@ async fn rename_over(share: &Share, from: &str, to: &str) -> smb3_client::Result
     }
 }
 
-/// Why one attempt at a file failed.
-struct FileError {
-    /// The one line for the user, naming the file and what was not written.
-    line: String,
-    /// The file and what went wrong, without the consequence.
-    cause: String,
-    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
-    lost_handle: bool,
-    /// The source changed while it was copied.
-    changed: bool,
-}
-
 async fn copy_one(
     share: &Share,
     job: &Job,
@@ -513,13 +541,8 @@ async fn copy_one(
         Job::Download { remote, local, .. } => {
             let shown = local.path();
             let partial = local.partial(opts.resume).map_err(|e| {
-                let cause = format!("{}: {e}", shown.display());
-                FileError {
-                    line: format!("{cause}; not copied"),
-                    cause,
-                    lost_handle: false,
-                    changed: false,
-                }
+                FileError::new(shown.display().to_string(), Cause::local(e))
+                    .with_outcome("; not copied")
             })?;
             let small = if in_one_round_trip(job, opts) {
                 small_file::download(
@@ -547,15 +570,7 @@ async fn copy_one(
                         t.local_file = Some(file);
                         Ok(t)
                     }
-                    Err(e) => {
-                        let cause = format!("{}: {e}", shown.display());
-                        Err(FileError {
-                            line: cause.clone(),
-                            cause,
-                            lost_handle: false,
-                            changed: false,
-                        })
-                    }
+                    Err(e) => Err(FileError::new(shown.display().to_string(), Cause::local(e))),
                 },
                 Err(e) => {
                     // With --resume the partial file stays for the next run, if that run
@@ -566,10 +581,9 @@ async fn copy_one(
                     if !kept {
                         let _ = partial.discard();
                     }
-                    let cause = format!("{}: {}", remote_name(share, remote), e.line);
-                    Err(FileError {
-                        line: format!(
-                            "{cause}; {} was not written{}",
+                    Err(
+                        FileError::new(remote_name(share, remote), e.cause).with_outcome(format!(
+                            "; {} was not written{}",
                             shown.display(),
                             if kept {
                                 format!(
@@ -579,11 +593,8 @@ async fn copy_one(
                             } else {
                                 String::new()
                             }
-                        ),
-                        cause,
-                        lost_handle: e.lost_handle,
-                        changed: e.changed,
-                    })
+                        )),
+                    )
                 }
             }
         }
@@ -615,10 +626,9 @@ async fn copy_one(
             };
             let kept = e.partial_created && opts.resume;
             let leftover = e.partial_created && !kept && share.remove_file(&partial).await.is_err();
-            let cause = format!("{}: {}", local.display(), e.line);
-            Err(FileError {
-                line: format!(
-                    "{cause}; {} was not written{}",
+            Err(
+                FileError::new(local.display().to_string(), e.cause).with_outcome(format!(
+                    "; {} was not written{}",
                     remote_name(share, remote),
                     if kept {
                         format!(
@@ -633,11 +643,8 @@ async fn copy_one(
                     } else {
                         String::new()
                     }
-                ),
-                cause,
-                lost_handle: e.lost_handle,
-                changed: e.changed,
-            })
+                )),
+            )
         }
     }
 }
@@ -661,13 +668,96 @@ async fn regular_upload(
     let t = transfer::upload(share, local, partial, topts, &memory.pool, progress).await?;
     rename_over(share, partial, remote)
         .await
-        .map_err(|e| TransferError::request(&e))?;
+        .map_err(TransferError::started)?;
     Ok(t)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed(error: FileError) -> FileResult {
+        FileResult {
+            source: "//nas/data/a.bin".into(),
+            dest: "/tmp/a.bin".into(),
+            size: 10,
+            status: FileStatus::Failed,
+            bytes: 0,
+            resumed_from: 0,
+            sha256: None,
+            error: Some(error),
+        }
+    }
+
+    #[test]
+    fn a_failed_download_names_the_servers_status_in_json() {
+        use smb3_client::{Command, Error, NtStatus};
+        let e = Error::Status {
+            status: NtStatus::ACCESS_DENIED,
+            command: Command::READ,
+            path: Some("a.bin".into()),
+        };
+        let r = failed(
+            FileError::new("//nas/data/a.bin", e).with_outcome("; /tmp/a.bin was not written"),
+        );
+        let line = format!(
+            "//nas/data/a.bin: {}; /tmp/a.bin was not written",
+            NtStatus::ACCESS_DENIED
+        );
+        assert_eq!(
+            r.json(),
+            serde_json::json!({
+                "source": "//nas/data/a.bin",
+                "dest": "/tmp/a.bin",
+                "size": 10,
+                "status": "failed",
+                "bytes": 0,
+                "resumed_from": 0,
+                "sha256": null,
+                "error": line,
+                "error_kind": "status",
+                "ntstatus": "STATUS_ACCESS_DENIED",
+                "ntstatus_code": "0xc0000022",
+            })
+        );
+    }
+
+    #[test]
+    fn a_failed_local_write_has_an_io_kind_and_no_ntstatus_in_json() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let shown = io.to_string();
+        let r = failed(
+            FileError::new(
+                "//nas/data/a.bin",
+                Cause::local_at("/tmp/.a.bin.smbcp-partial", io),
+            )
+            .with_outcome("; /tmp/a.bin was not written"),
+        );
+        let v = r.json();
+        assert_eq!(
+            v["error"],
+            format!(
+                "//nas/data/a.bin: /tmp/.a.bin.smbcp-partial: {shown}; /tmp/a.bin was not written"
+            )
+        );
+        assert_eq!(v["error_kind"], "local_io");
+        assert!(
+            v["ntstatus"].is_null() && v["ntstatus_code"].is_null(),
+            "{v}"
+        );
+        assert_eq!(v["status"], "failed");
+    }
+
+    #[test]
+    fn a_file_that_did_not_fail_has_null_error_fields() {
+        let mut r = failed(FileError::new("x", Refusal::SourceChanged));
+        r.status = FileStatus::Copied;
+        r.error = None;
+        let v = r.json();
+        for field in ["error", "error_kind", "ntstatus", "ntstatus_code"] {
+            assert!(v[field].is_null(), "{field}: {v}");
+        }
+    }
 
     #[test]
     fn partial_names() {

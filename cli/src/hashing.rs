@@ -10,6 +10,7 @@ use futures_util::stream::{self, StreamExt};
 use sha2::{Digest, Sha256};
 use smb3_client::{File, OpenOptions, Share};
 
+use crate::file_error::{Cause, Refusal};
 use crate::in_flight::InFlight;
 
 /// A SHA-256 digest.
@@ -28,8 +29,8 @@ const LOCAL_BLOCK: usize = 1024 * 1024;
 
 /// SHA-256 of `len` bytes of the local file `path` from `offset`, read on the blocking pool.
 /// A file shorter than `offset + len` is an error: the bytes the caller meant are not there.
-pub(crate) async fn local_range(path: &Path, offset: u64, len: u64) -> Result<Sha, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(crate) async fn local_range(path: &Path, offset: u64, len: u64) -> Result<Sha, Cause> {
+    let file = std::fs::File::open(path).map_err(|e| Cause::local_at(path.display(), e))?;
     local_range_of(Arc::new(file), path.display().to_string(), offset, len).await
 }
 
@@ -39,9 +40,9 @@ pub(crate) async fn local_range_of(
     shown: String,
     offset: u64,
     len: u64,
-) -> Result<Sha, String> {
+) -> Result<Sha, Cause> {
     tokio::task::spawn_blocking(move || {
-        let err = |e: std::io::Error| format!("{shown}: {e}");
+        let err = |e: std::io::Error| Cause::local_at(&shown, e);
         let mut h = Sha256::new();
         let mut at = offset;
         let end = offset + len;
@@ -50,7 +51,7 @@ pub(crate) async fn local_range_of(
             let want = (end - at).min(LOCAL_BLOCK as u64) as usize;
             let n = file.read_at(&mut buf[..want], at).map_err(err)?;
             if n == 0 {
-                return Err(format!("{shown}: shorter than expected"));
+                return Err(Refusal::ShortRead(format!("{shown}: shorter than expected")).into());
             }
             h.update(&buf[..n]);
             at += n as u64;
@@ -58,7 +59,7 @@ pub(crate) async fn local_range_of(
         Ok(h.finalize().into())
     })
     .await
-    .map_err(|e| e.to_string())?
+    .map_err(Cause::task)?
 }
 
 /// SHA-256 of `len` bytes of an open remote file from `offset`: `depth` chunk READs in flight
@@ -71,7 +72,7 @@ pub(crate) async fn remote_range(
     chunk: u32,
     depth: usize,
     in_flight: &InFlight,
-) -> Result<Sha, String> {
+) -> Result<Sha, Cause> {
     let c = u64::from(chunk.max(1));
     let end = offset + len;
     let mut pieces = stream::iter((offset..end).step_by(c as usize))
@@ -87,9 +88,9 @@ pub(crate) async fn remote_range(
         .buffered(depth.max(1));
     let mut h = Sha256::new();
     while let Some(piece) = pieces.next().await {
-        let (want, data, _held) = piece.map_err(|e| e.brief().to_string())?;
+        let (want, data, _held) = piece?;
         if data.len() != want {
-            return Err("shorter than expected".into());
+            return Err(Refusal::ShortRead("shorter than expected".into()).into());
         }
         h.update(&data);
     }
@@ -103,31 +104,28 @@ pub(crate) async fn remote_file(
     chunk: u32,
     depth: usize,
     in_flight: &InFlight,
-) -> Result<(Sha, u64), String> {
-    let file = share
-        .open(path, &OpenOptions::new().read(true))
-        .await
-        .map_err(|e| e.brief().to_string())?;
+) -> Result<(Sha, u64), Cause> {
+    let file = share.open(path, &OpenOptions::new().read(true)).await?;
     let size = file.size_at_open();
     let result = remote_range(&file, 0, size, chunk, depth, in_flight).await;
     let closed = file.close().await;
     let sha = result?;
-    closed.map_err(|e| e.brief().to_string())?;
+    closed?;
     Ok((sha, size))
 }
 
 /// SHA-256 and size of the whole local file at `path`.
-pub(crate) async fn local_file(path: &Path) -> Result<(Sha, u64), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(crate) async fn local_file(path: &Path) -> Result<(Sha, u64), Cause> {
+    let file = std::fs::File::open(path).map_err(|e| Cause::local_at(path.display(), e))?;
     local_file_of(file, path.display().to_string()).await
 }
 
 /// SHA-256 and size of a whole local file already open (`shown` names it in errors).
-pub(crate) async fn local_file_of(
-    file: std::fs::File,
-    shown: String,
-) -> Result<(Sha, u64), String> {
-    let size = file.metadata().map_err(|e| format!("{shown}: {e}"))?.len();
+pub(crate) async fn local_file_of(file: std::fs::File, shown: String) -> Result<(Sha, u64), Cause> {
+    let size = file
+        .metadata()
+        .map_err(|e| Cause::local_at(&shown, e))?
+        .len();
     Ok((local_range_of(Arc::new(file), shown, 0, size).await?, size))
 }
 

@@ -9,6 +9,7 @@ pub mod auth_args;
 pub mod channel_args;
 mod chunk_read;
 pub mod copy;
+pub mod file_error;
 pub mod glob;
 mod hashing;
 pub mod in_flight;

@@ -21,6 +21,7 @@ use smb3_client::{
 };
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
+use crate::file_error::{FileError, Refusal, StepFailed};
 use crate::plan::{refused_destination, DestState};
 
 /// How a server-side copy run goes.
@@ -100,9 +101,9 @@ pub async fn copy_on_server(
             return run.report;
         }
         match meta {
-            Err(e) => run.failed(source, &target, e.brief().to_string()),
+            Err(e) => run.failed(source, &target, e.into()),
             Ok(m) if m.is_dir() && !opts.recursive => {
-                run.failed(source, &target, "is a directory (use -r)".into())
+                run.failed(source, &target, Refusal::IsDirectory.into())
             }
             Ok(m) if m.is_dir() => run.tree(source, &target).await,
             Ok(_) => run.file(source, &target).await,
@@ -137,12 +138,12 @@ impl Run<'_> {
         format!("//{}/{}/{path}", self.host, share.name())
     }
 
-    fn failed(&mut self, source: &str, target: &str, why: String) {
+    fn failed(&mut self, source: &str, target: &str, why: StepFailed) {
         let (shown_source, shown_dest) =
             (self.shown(self.from, source), self.shown(self.to, target));
-        self.report.failures.push(format!(
-            "{shown_source}: {why}; {shown_dest} was not written"
-        ));
+        let error = FileError::step(shown_source.clone(), why)
+            .with_outcome(format!("; {shown_dest} was not written"));
+        self.report.failures.push(error.to_string());
         self.report.per_file.push(FileResult {
             source: shown_source,
             dest: shown_dest,
@@ -151,7 +152,7 @@ impl Run<'_> {
             bytes: 0,
             resumed_from: 0,
             sha256: None,
-            error: Some(why),
+            error: Some(error),
         });
     }
 
@@ -160,7 +161,7 @@ impl Run<'_> {
     /// listed or made fails with its files.
     async fn tree(&mut self, source: &str, target: &str) {
         if let Err(e) = self.to.create_dir_all(target).await {
-            self.failed(source, target, e.brief().to_string());
+            self.failed(source, target, e.into());
             return;
         }
         let prefix = format!("{}/", source.trim_end_matches('/'));
@@ -175,7 +176,7 @@ impl Run<'_> {
                 Ok(e) => e,
                 Err(err) => {
                     let t = into(&err.path);
-                    self.failed(&err.path, &t, err.error.brief().to_string());
+                    self.failed(&err.path, &t, err.error.into());
                     continue;
                 }
             };
@@ -187,7 +188,7 @@ impl Run<'_> {
                 match self.to.create_dir_all(&t).await {
                     Ok(()) => made.push((e.path, t)),
                     Err(err) => {
-                        self.failed(&e.path, &t, err.brief().to_string());
+                        self.failed(&e.path, &t, err.into());
                         unmade.push(e.path);
                     }
                 }
@@ -244,7 +245,7 @@ async fn copy_file(
     target: &str,
     server_copy: &mut bool,
     keep: Keep,
-) -> Result<u64, String> {
+) -> Result<u64, StepFailed> {
     let partial = partial_remote(target);
     let copied = if *server_copy {
         match from.copy_file_on_server(source, to, &partial).await {
@@ -261,16 +262,16 @@ async fn copy_file(
     } else {
         through_client(from, source, to, &partial).await
     };
-    let size = copied.map_err(|e| e.brief().to_string())?;
+    let size = copied?;
     if keep.all {
         if let Err(e) = copy_streams(from, source, to, &partial).await {
             let _ = to.remove_file(&partial).await;
-            return Err(format!("copying streams: {}", e.brief()));
+            return Err(StepFailed::new("copying streams", e));
         }
     }
     if let Err(e) = to.rename(&partial, target, IfExists::Replace).await {
         let _ = to.remove_file(&partial).await;
-        return Err(e.brief().to_string());
+        return Err(e.into());
     }
     if keep.times {
         copy_times_and_attributes(from, source, to, target).await?;
@@ -309,11 +310,11 @@ async fn copy_times_and_attributes(
     source: &str,
     to: &Share,
     target: &str,
-) -> Result<(), String> {
+) -> Result<(), StepFailed> {
     let m = from
         .metadata(source)
         .await
-        .map_err(|e| format!("reading times: {}", e.brief()))?;
+        .map_err(StepFailed::doing("reading times"))?;
     let times = FileTimes {
         created: m.created,
         accessed: m.accessed,
@@ -322,18 +323,23 @@ async fn copy_times_and_attributes(
     };
     to.set_times_and_attributes(target, &times, m.attributes)
         .await
-        .map_err(|e| format!("setting times and attributes: {}", e.brief()))
+        .map_err(StepFailed::doing("setting times and attributes"))
 }
 
 /// Give `target` the owner, group and DACL of `source`, as the bytes the server sent. A
 /// server that will not make the user give the copy that owner (`INVALID_OWNER`: only
 /// privileged users may) gets the DACL alone, and smbcp says so on stderr.
-async fn copy_security(from: &Share, source: &str, to: &Share, target: &str) -> Result<(), String> {
+async fn copy_security(
+    from: &Share,
+    source: &str,
+    to: &Share,
+    target: &str,
+) -> Result<(), StepFailed> {
     let parts = SecurityParts::standard();
     let sd = from
         .security_descriptor(source, parts)
         .await
-        .map_err(|e| format!("reading the security descriptor: {}", e.brief()))?;
+        .map_err(StepFailed::doing("reading the security descriptor"))?;
     match to
         .set_security_descriptor_raw(target, sd.raw.clone(), parts)
         .await
@@ -348,7 +354,7 @@ async fn copy_security(from: &Share, source: &str, to: &Share, target: &str) -> 
         }
         other => other,
     }
-    .map_err(|e| format!("setting the security descriptor: {}", e.brief()))
+    .map_err(StepFailed::doing("setting the security descriptor"))
 }
 
 /// The answers of a server that will not let this user set that owner or group.

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use smb3_client::{DosAttributes, FileTimes, Metadata, Share};
 
+use crate::file_error::{Cause, StepFailed};
 use crate::local_dest::LocalTarget;
 
 /// Whether two times are equal at 100 ns, the resolution SMB carries times in (FILETIME).
@@ -49,18 +50,19 @@ pub(crate) async fn dir_to_remote(
     share: &Share,
     remote: &str,
     source: &std::fs::Metadata,
-) -> Result<(), String> {
+) -> Result<(), StepFailed> {
     share
         .set_times(remote, &remote_times(source))
         .await
-        .map_err(|e| format!("setting times: {}", e.brief()))
+        .map_err(StepFailed::doing("setting times"))
 }
 
 /// Set the times of the local directory `local` from the remote source's metadata.
-pub(crate) fn dir_to_local(local: &LocalTarget, source: &Metadata) -> Result<(), String> {
-    let dir = local.open_as_dir().map_err(|e| format!("opening: {e}"))?;
+pub(crate) fn dir_to_local(local: &LocalTarget, source: &Metadata) -> Result<(), StepFailed> {
+    let local_io = |doing: &'static str| move |e| StepFailed::new(doing, Cause::local(e));
+    let dir = local.open_as_dir().map_err(local_io("opening"))?;
     dir.set_times(local_times(source))
-        .map_err(|e| format!("setting times: {e}"))
+        .map_err(local_io("setting times"))
 }
 
 /// A local file's times, to set on the server.
@@ -91,16 +93,16 @@ pub(crate) async fn to_remote(
     share: &Share,
     remote: &str,
     source: &std::fs::Metadata,
-) -> Result<(), String> {
+) -> Result<(), StepFailed> {
     share
         .set_times(remote, &remote_times(source))
         .await
-        .map_err(|e| format!("setting times: {}", e.brief()))?;
+        .map_err(StepFailed::doing("setting times"))?;
     if source.permissions().readonly() {
         share
             .set_readonly(remote, true)
             .await
-            .map_err(|e| format!("setting read-only: {}", e.brief()))?;
+            .map_err(StepFailed::doing("setting read-only"))?;
     }
     Ok(())
 }
@@ -111,8 +113,9 @@ pub(crate) fn to_local(
     file: &std::fs::File,
     shown: &Path,
     source: &Metadata,
-) -> Result<(), String> {
-    let shown = |what: &str, e: std::io::Error| format!("{}: {what}: {e}", shown.display());
+) -> Result<(), StepFailed> {
+    let shown =
+        |what: &str, e| StepFailed::new(format!("{}: {what}", shown.display()), Cause::local(e));
     file.set_times(local_times(source))
         .map_err(|e| shown("setting times", e))?;
     if source.attributes.contains(DosAttributes::READONLY) {

@@ -15,6 +15,7 @@ use std::path::Path;
 use bytes::Bytes;
 use smb3_client::{ConnectionLossCause, Error, NtStatus, ReplayHazard, Share};
 
+use crate::file_error::Cause;
 use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
 use crate::progress::Progress;
@@ -50,14 +51,14 @@ pub(crate) async fn upload(
         Ok(Ok(Some(data))) => Bytes::from(data),
         // It grew since it was planned: the regular path reads it in chunks.
         Ok(Ok(None)) => return Outcome::UseRegularPath,
-        Ok(Err(e)) => return Outcome::Failed(TransferError::before(e.to_string())),
-        Err(e) => return Outcome::Failed(TransferError::before(e.to_string())),
+        Ok(Err(e)) => return Outcome::Failed(TransferError::before(Cause::local(e))),
+        Err(e) => return Outcome::Failed(TransferError::before(Cause::task(e))),
     };
     let n = data.len() as u64;
     match share.write_new_file(remote, data).await {
         Ok(()) => done(n, progress),
         Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
-        Err(e) => Outcome::Failed(TransferError::before(e.brief().to_string())),
+        Err(e) => Outcome::Failed(TransferError::before(e)),
     }
 }
 
@@ -122,18 +123,18 @@ pub(crate) async fn download(
         Ok(Some(data)) => data,
         // It grew since it was listed.
         Ok(None) => return Outcome::UseRegularPath,
-        Err(e) => return Outcome::Failed(TransferError::request(&e)),
+        Err(e) => return Outcome::Failed(TransferError::started(e)),
     };
     let n = data.len() as u64;
     let file = partial.file.clone();
     let written = tokio::task::spawn_blocking(move || file.write_all_at(&data, 0)).await;
     match written {
         Ok(Ok(())) => done(n, progress),
-        Ok(Err(e)) => Outcome::Failed(TransferError::local(format!(
-            "{}: {e}",
-            partial.path().display()
+        Ok(Err(e)) => Outcome::Failed(TransferError::started(Cause::local_at(
+            partial.path().display(),
+            e,
         ))),
-        Err(e) => Outcome::Failed(TransferError::local(e.to_string())),
+        Err(e) => Outcome::Failed(TransferError::started(Cause::task(e))),
     }
 }
 

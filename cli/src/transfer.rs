@@ -7,15 +7,16 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use smb3_client::{BufferPool, Error, File, OpenOptions, Share};
+use smb3_client::{BufferPool, File, OpenOptions, Share};
 
 use crate::chunk_read::{read_chunk, ChunkSource};
+use crate::file_error::{Cause, Refusal};
 use crate::hashing::{local_range, local_range_of, remote_range, Sha};
 use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
 use crate::progress::Progress;
 use crate::resume::{self, Plan};
-use crate::source_change::{remote_changed, LocalVersion, CHANGED};
+use crate::source_change::{remote_changed, LocalVersion};
 use crate::window::for_each_chunk;
 
 /// Chunks kept in flight per file for each channel that can carry them, so that every
@@ -67,7 +68,7 @@ impl TransferOptions<'_> {
         file: &File,
         from: u64,
         len: u64,
-    ) -> Result<Sha, String> {
+    ) -> Result<Sha, Cause> {
         remote_range(
             file,
             from,
@@ -93,54 +94,25 @@ pub(crate) struct Transferred {
 
 /// Why one transfer failed.
 pub(crate) struct TransferError {
-    pub(crate) line: String,
+    pub(crate) cause: Cause,
     /// The remote partial file may exist (uploads; downloads always remove theirs).
     pub(crate) partial_created: bool,
-    /// The server lost the open (`Error::HandleLost`): starting over may succeed.
-    pub(crate) lost_handle: bool,
-    /// The source changed while it was copied (`source_change.rs`): copying it again may
-    /// catch a version that holds still.
-    pub(crate) changed: bool,
 }
 
 impl TransferError {
     /// A failure before anything was created.
-    pub(crate) fn before(line: String) -> Self {
+    pub(crate) fn before(cause: impl Into<Cause>) -> Self {
         TransferError {
-            line,
+            cause: cause.into(),
             partial_created: false,
-            lost_handle: false,
-            changed: false,
         }
     }
 
-    /// The source changed during the copy (the destination's partial file exists).
-    pub(crate) fn changed(line: String) -> Self {
+    /// A failure once the transfer started (the destination's partial file exists).
+    pub(crate) fn started(cause: impl Into<Cause>) -> Self {
         TransferError {
-            line,
+            cause: cause.into(),
             partial_created: true,
-            lost_handle: false,
-            changed: true,
-        }
-    }
-
-    /// A local failure (reading or writing the local file) once the transfer started.
-    pub(crate) fn local(line: String) -> Self {
-        TransferError {
-            line,
-            partial_created: true,
-            lost_handle: false,
-            changed: false,
-        }
-    }
-
-    /// A failed request once the transfer started.
-    pub(crate) fn request(e: &Error) -> Self {
-        TransferError {
-            line: e.brief().to_string(),
-            partial_created: true,
-            lost_handle: matches!(e, Error::HandleLost { .. }),
-            changed: false,
         }
     }
 }
@@ -158,7 +130,7 @@ async fn resume_point<H, Fut>(
 ) -> u64
 where
     H: FnOnce(u64, u64) -> Fut,
-    Fut: std::future::Future<Output = Result<(crate::hashing::Sha, crate::hashing::Sha), String>>,
+    Fut: std::future::Future<Output = Result<(crate::hashing::Sha, crate::hashing::Sha), Cause>>,
 {
     match resume::plan(partial_len, source_len, opts.chunk, opts.full_check) {
         Plan::Mismatch => {
@@ -215,7 +187,7 @@ pub(crate) async fn download(
     let file = share
         .open(remote, &OpenOptions::new().read(true))
         .await
-        .map_err(|e| TransferError::request(&e))?;
+        .map_err(TransferError::started)?;
     let size = file.size_at_open();
     let shown = partial.path().display().to_string();
     let out = partial.file.clone();
@@ -232,7 +204,7 @@ pub(crate) async fn download(
         // Drop what lies beyond: the tail may have holes, and a shorter source must not
         // leave old bytes at the end.
         out.set_len(start)
-            .map_err(|e| TransferError::local(format!("{shown}: {e}")))?;
+            .map_err(|e| TransferError::started(Cause::local_at(&shown, e)))?;
         progress.not_copied(start);
     }
     let file_ref = &file;
@@ -245,31 +217,28 @@ pub(crate) async fn download(
             let data = file_ref
                 .read_at(off, len as usize)
                 .await
-                .map_err(|e| TransferError::request(&e))?;
+                .map_err(TransferError::started)?;
             if data.len() != len as usize {
-                return Err(TransferError::local(format!(
+                return Err(TransferError::started(Refusal::ShortRead(format!(
                     "file shrank while being copied (short read at offset {off})"
-                )));
+                ))));
             }
             let n = data.len() as u64;
             // The chunk counts as done (for the span) only once it is in the file.
             tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
                 .await
-                .map_err(|e| TransferError::local(e.to_string()))?
-                .map_err(|e| TransferError::local(format!("{shown}: {e}")))?;
+                .map_err(|e| TransferError::started(Cause::task(e)))?
+                .map_err(|e| TransferError::started(Cause::local_at(shown, e)))?;
             progress.add(n);
             Ok(())
         }
     })
     .await?;
-    let now = file
-        .metadata()
-        .await
-        .map_err(|e| TransferError::request(&e))?;
+    let now = file.metadata().await.map_err(TransferError::started)?;
     let changed = remote_changed(file.metadata_at_open(), &now);
-    file.close().await.map_err(|e| TransferError::request(&e))?;
+    file.close().await.map_err(TransferError::started)?;
     if changed {
-        return Err(TransferError::changed(CHANGED.into()));
+        return Err(TransferError::started(Refusal::SourceChanged));
     }
     Ok(Transferred {
         bytes: size - start,
@@ -288,12 +257,12 @@ pub(crate) async fn upload(
     progress: &Progress,
 ) -> Result<Transferred, TransferError> {
     let src = ChunkSource::new(
-        std::fs::File::open(local).map_err(|e| TransferError::before(e.to_string()))?,
+        std::fs::File::open(local).map_err(|e| TransferError::before(Cause::local(e)))?,
     );
     let opened = src
         .file()
         .metadata()
-        .map_err(|e| TransferError::before(e.to_string()))?;
+        .map_err(|e| TransferError::before(Cause::local(e)))?;
     let version = LocalVersion::of(&opened);
     let size = opened.len();
     let existing = if opts.resume {
@@ -311,7 +280,7 @@ pub(crate) async fn upload(
                 .truncate(existing.is_none()),
         )
         .await
-        .map_err(|e| TransferError::before(e.brief().to_string()))?;
+        .map_err(TransferError::before)?;
     let mut start = 0;
     if let Some(m) = existing {
         let file_ref: &File = &file;
@@ -328,9 +297,7 @@ pub(crate) async fn upload(
             },
         )
         .await;
-        file.set_len(start)
-            .await
-            .map_err(|e| TransferError::request(&e))?;
+        file.set_len(start).await.map_err(TransferError::started)?;
         progress.not_copied(start);
     }
     let (file_ref, src) = (&file, &src);
@@ -339,21 +306,21 @@ pub(crate) async fn upload(
         let _held = opts.in_flight.take(len).await;
         let data = read_chunk(buffers, src, off, len as usize)
             .await
-            .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
+            .map_err(|e| TransferError::started(Cause::local_at(local.display(), e)))?;
         file_ref
             .write_at(off, data)
             .await
-            .map_err(|e| TransferError::request(&e))?;
+            .map_err(TransferError::started)?;
         progress.add(u64::from(len));
         Ok(())
     })
     .await?;
-    file.close().await.map_err(|e| TransferError::request(&e))?;
+    file.close().await.map_err(TransferError::started)?;
     let unchanged = version
         .still(src.file(), local)
-        .map_err(|e| TransferError::local(format!("{}: {e}", local.display())))?;
+        .map_err(|e| TransferError::started(Cause::local_at(local.display(), e)))?;
     if !unchanged {
-        return Err(TransferError::changed(CHANGED.into()));
+        return Err(TransferError::started(Refusal::SourceChanged));
     }
     Ok(Transferred {
         bytes: size - start,

@@ -480,18 +480,7 @@ fn finish(client: &smb3_client::Client, report: &CopyReport, args: &Args) -> i32
             summary["per_file"] = report
                 .per_file
                 .iter()
-                .map(|f| {
-                    serde_json::json!({
-                        "source": f.source,
-                        "dest": f.dest,
-                        "size": f.size,
-                        "status": f.status.as_str(),
-                        "bytes": f.bytes,
-                        "resumed_from": f.resumed_from,
-                        "sha256": f.sha256,
-                        "error": f.error,
-                    })
-                })
+                .map(smbcp::copy::FileResult::json)
                 .collect();
         }
         println!("{summary}");

@@ -3,11 +3,8 @@
 //! command's handler, and answered in one frame, compounded, signed and sealed as the
 //! request was (MS-SMB2 3.3.4.1, 3.3.5.2).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{BufMut, BytesMut};
-use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::Signer;
 use smb3_proto::header::{HEADER_LEN, PROTOCOL_ID};
 use smb3_proto::msg::transform::TRANSFORM_PROTOCOL_ID;
@@ -15,7 +12,9 @@ use smb3_proto::{Command, Header, HeaderFlags, NtStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::ops;
+use crate::connection::Conn;
+use crate::ops::{self, Previous};
+use crate::reply::{compose, error_body, reply_message, MessageOutcome};
 use crate::state::{Sealing, State};
 use crate::wire::{Handled, Reply};
 use crate::{FaultAction, Shared};
@@ -23,9 +22,6 @@ use crate::{FaultAction, Shared};
 /// Frames above this are refused (the connection is closed): the largest request the
 /// server's MaxWriteSize allows is far below.
 const MAX_FRAME: usize = 16 << 20;
-
-/// Credits granted per reply at most.
-const MAX_GRANT: u16 = 512;
 
 /// Serve one connection until the client closes it, a frame is malformed, or the test cuts it.
 pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
@@ -77,79 +73,7 @@ pub(crate) enum Outcome {
     Cut,
 }
 
-/// What the connection knows after NEGOTIATE.
-#[derive(Clone)]
-pub(crate) struct Negotiated {
-    pub(crate) dialect: smb3_proto::Dialect,
-    pub(crate) signing: smb3_proto::SigningAlgorithm,
-    pub(crate) cipher: Option<smb3_proto::Cipher>,
-    pub(crate) client_guid: [u8; 16],
-    pub(crate) client_security_mode: u16,
-    pub(crate) client_capabilities: u32,
-    pub(crate) client_dialects: Vec<u16>,
-    pub(crate) server_security_mode: u16,
-    pub(crate) server_capabilities: u32,
-}
-
-/// A session setup in progress on this connection.
-pub(crate) struct PendingSetup {
-    pub(crate) acceptor: crate::auth::Acceptor,
-    pub(crate) preauth: Option<PreauthHash>,
-}
-
-pub(crate) struct Conn {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) negotiated: Option<Negotiated>,
-    /// Connection.PreauthIntegrityHashValue (3.1.1).
-    pub(crate) preauth: PreauthHash,
-    pub(crate) pending: HashMap<u64, PendingSetup>,
-    /// Channel.SigningKey of each session established on this connection.
-    pub(crate) signers: HashMap<u64, Arc<Signer>>,
-}
-
-/// The ids a related compound request takes from the one before it (MS-SMB2 3.3.5.2.7.2).
-#[derive(Default)]
-pub(crate) struct Previous {
-    pub(crate) session_id: u64,
-    pub(crate) tree_id: u32,
-    /// The FileId the previous request used or made, or the error it failed with.
-    pub(crate) file: Option<Result<u64, NtStatus>>,
-}
-
-/// A reply built and not yet signed: signing comes last, after compound padding.
-pub(crate) struct Built {
-    msg: BytesMut,
-    sign_with: Option<Arc<Signer>>,
-}
-
 impl Conn {
-    fn new(shared: Arc<Shared>) -> Conn {
-        Conn {
-            shared,
-            negotiated: None,
-            preauth: PreauthHash::new(),
-            pending: HashMap::new(),
-            signers: HashMap::new(),
-        }
-    }
-
-    /// The connection is gone: sessions that lived only here end, with their opens.
-    fn closed(&mut self) {
-        let mut state = self.shared.lock();
-        for session in self.signers.keys() {
-            let last = match state.sessions.get_mut(session) {
-                Some(s) => {
-                    s.connections = s.connections.saturating_sub(1);
-                    s.connections == 0
-                }
-                None => false,
-            };
-            if last {
-                state.end_session(*session);
-            }
-        }
-    }
-
     fn handle(&mut self, mut frame: Vec<u8>) -> Outcome {
         let mut sealing = None;
         if frame.starts_with(&TRANSFORM_PROTOCOL_ID) {
@@ -295,10 +219,7 @@ impl Conn {
             Err(status) => (status, error_body(), header.tree_id),
         };
         let reply = reply_message(&header, status, &body, header.session_id, tree_id, related);
-        MessageOutcome::Reply(Built {
-            msg: reply,
-            sign_with,
-        })
+        MessageOutcome::reply(reply, sign_with)
     }
 
     /// The session named must be established on this connection, and a signed request's
@@ -327,13 +248,6 @@ impl Conn {
             return Err(NtStatus::ACCESS_DENIED);
         }
         Ok(())
-    }
-
-    fn signing_required(&self) -> bool {
-        self.shared.config.require_signing
-            || self.negotiated.as_ref().is_some_and(|n| {
-                n.client_security_mode & 0x0002 != 0 || n.dialect == smb3_proto::Dialect::Smb311
-            })
     }
 
     fn dispatch(
@@ -373,87 +287,5 @@ impl Conn {
             _ => Err(NtStatus::NOT_SUPPORTED),
         };
         handled.map(|r| (r, None))
-    }
-}
-
-pub(crate) enum MessageOutcome {
-    Reply(Built),
-    NoReply,
-    Cut,
-    CutAfter,
-}
-
-/// Error response body (MS-SMB2 2.2.2): StructureSize 9, no contexts, no data but the one
-/// byte the structure size counts.
-fn error_body() -> BytesMut {
-    let mut b = BytesMut::with_capacity(9);
-    b.put_u16_le(9);
-    b.put_u8(0);
-    b.put_u8(0);
-    b.put_u32_le(0);
-    b.put_u8(0);
-    b
-}
-
-/// The reply to `request`, unsigned.
-pub(crate) fn reply_message(
-    request: &Header,
-    status: NtStatus,
-    body: &[u8],
-    session_id: u64,
-    tree_id: u32,
-    related: bool,
-) -> BytesMut {
-    let mut flags = HeaderFlags::SERVER_TO_REDIR;
-    if related {
-        flags |= HeaderFlags::RELATED_OPERATIONS;
-    }
-    let header = Header {
-        credit_charge: request.credit_charge,
-        status,
-        command: request.command,
-        credits: request.credits.clamp(1, MAX_GRANT),
-        flags: HeaderFlags(flags),
-        next_command: 0,
-        message_id: request.message_id,
-        async_id: 0,
-        tree_id,
-        session_id,
-        signature: [0; 16],
-    };
-    let mut out = BytesMut::with_capacity(HEADER_LEN + body.len());
-    header.encode(&mut out);
-    out.put_slice(body);
-    out
-}
-
-/// Chain replies into one compound: each but the last padded to 8 bytes with NextCommand
-/// set, then each signed over its own bytes, padding included (MS-SMB2 3.3.4.1.3).
-fn compose(built: Vec<Built>) -> Vec<u8> {
-    let count = built.len();
-    let mut out = Vec::new();
-    for (i, mut b) in built.into_iter().enumerate() {
-        if i + 1 < count {
-            while b.msg.len() % 8 != 0 {
-                b.msg.put_u8(0);
-            }
-            let next = b.msg.len() as u32;
-            b.msg[20..24].copy_from_slice(&next.to_le_bytes());
-        }
-        if let Some(signer) = &b.sign_with {
-            let _ = signer.sign_in_place(&mut b.msg, &[]);
-        }
-        out.extend_from_slice(&b.msg);
-    }
-    out
-}
-
-impl MessageOutcome {
-    /// A reply to send as it is, signed with `signer` when one is given.
-    pub(crate) fn reply(msg: BytesMut, signer: Option<Arc<Signer>>) -> MessageOutcome {
-        MessageOutcome::Reply(Built {
-            msg,
-            sign_with: signer,
-        })
     }
 }

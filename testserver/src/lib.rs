@@ -24,8 +24,10 @@
 
 mod auth;
 mod conn;
+mod connection;
 mod files;
 mod ops;
+mod reply;
 mod state;
 mod wire;
 

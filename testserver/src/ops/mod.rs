@@ -14,7 +14,7 @@ pub(crate) mod tree;
 use smb3_proto::header::HEADER_LEN;
 use smb3_proto::{Command, Header, NtStatus};
 
-use crate::conn::{Negotiated, Previous};
+use crate::connection::Negotiated;
 use crate::files::Files;
 use crate::state::{bad_tree, Open, State};
 use crate::wire::{slice_at, utf16};
@@ -23,6 +23,15 @@ use crate::ServerConfig;
 /// FileId { Persistent, Volatile } all ones: "the FileId of the previous request" in a
 /// related compound (MS-SMB2 3.2.4.1.4).
 const ANY_FILE_ID: (u64, u64) = (u64::MAX, u64::MAX);
+
+/// The ids a related compound request takes from the one before it (MS-SMB2 3.3.5.2.7.2).
+#[derive(Default)]
+pub(crate) struct Previous {
+    pub(crate) session_id: u64,
+    pub(crate) tree_id: u32,
+    /// The FileId the previous request used or made, or the error it failed with.
+    pub(crate) file: Option<Result<u64, NtStatus>>,
+}
 
 pub(crate) struct Ctx<'a> {
     pub(crate) state: &'a mut State,

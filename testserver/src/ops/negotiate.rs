@@ -4,8 +4,9 @@
 use bytes::{BufMut, BytesMut};
 use smb3_proto::{Cipher, Dialect, Header, NtStatus, SigningAlgorithm};
 
-use crate::conn::{reply_message, Conn, MessageOutcome, Negotiated};
+use crate::connection::{Conn, Negotiated};
 use crate::files::filetime_now;
+use crate::reply::{error_body, reply_message, MessageOutcome};
 use crate::wire::{pad, slice_at, Fields};
 
 const SIGNING_ENABLED: u16 = 0x0001;
@@ -209,10 +210,7 @@ impl Conn {
     }
 
     fn negotiate_error(&self, header: &Header, status: NtStatus) -> MessageOutcome {
-        let mut body = BytesMut::new();
-        body.put_u16_le(9);
-        body.put_slice(&[0; 7]);
-        let reply = reply_message(header, status, &body, 0, 0, false);
+        let reply = reply_message(header, status, &error_body(), 0, 0, false);
         MessageOutcome::reply(reply, None)
     }
 }

@@ -10,7 +10,8 @@ use smb3_proto::crypto::{CryptoBackend, Sealer, Signer};
 use smb3_proto::{Dialect, Header, NtStatus};
 
 use crate::auth::{Acceptor, Step};
-use crate::conn::{reply_message, Conn, MessageOutcome, PendingSetup};
+use crate::connection::{Conn, PendingSetup};
+use crate::reply::{error_body, reply_message, MessageOutcome};
 use crate::state::{Sealing, Session};
 use crate::wire::{body_offset, slice_at, Fields};
 
@@ -60,13 +61,8 @@ impl Conn {
             return MessageOutcome::Cut;
         };
         let fail = |status: NtStatus, session_id: u64| {
-            let mut b = BytesMut::new();
-            b.put_u16_le(9);
-            b.put_slice(&[0; 7]);
-            MessageOutcome::reply(
-                reply_message(header, status, &b, session_id, 0, false),
-                None,
-            )
+            let reply = reply_message(header, status, &error_body(), session_id, 0, false);
+            MessageOutcome::reply(reply, None)
         };
         let request = match parse(msg) {
             Ok(r) => r,

@@ -358,3 +358,78 @@ async fn a_listing_cut_in_the_middle_goes_on_where_it_was() {
     assert_eq!(names.len(), 1500, "no name missing");
     assert_eq!(client.multichannel().failover.listings_resumed, 1);
 }
+
+async fn multichannel_server() -> TestServer {
+    let config = ServerConfig {
+        multichannel: true,
+        addresses: vec![
+            std::net::Ipv4Addr::new(127, 0, 0, 1),
+            std::net::Ipv4Addr::new(127, 0, 0, 2),
+        ],
+        ..ServerConfig::default()
+    };
+    TestServer::start(config)
+        .await
+        .expect("the test server starts")
+}
+
+#[tokio::test]
+async fn a_second_channel_is_bound_to_the_servers_second_address() {
+    let server = multichannel_server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    assert!(
+        client
+            .wait_for_channels(std::time::Duration::from_secs(10))
+            .await,
+        "channels: {:?}",
+        client.channels()
+    );
+    let servers: Vec<_> = client.channels().iter().map(|c| c.server.ip()).collect();
+    assert_eq!(
+        client.usable_channels(),
+        2,
+        "{servers:?} {:#?}",
+        client.multichannel()
+    );
+    assert!(servers.contains(&std::net::Ipv4Addr::new(127, 0, 0, 2).into()));
+    assert_eq!(
+        server.sessions(),
+        1,
+        "one session, bound to both connections"
+    );
+
+    let share = client.share("data").await.unwrap();
+    let data: Vec<u8> = (0..16 << 20).map(|i| (i % 253) as u8).collect();
+    let f = share.open("spread.bin", &rw()).await.unwrap();
+    f.write_at(0, Bytes::from(data.clone())).await.unwrap();
+    assert!(f.read_at(0, data.len()).await.unwrap()[..] == data[..]);
+    f.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn losing_one_channel_replays_on_the_other_and_loses_nothing() {
+    let server = multichannel_server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    assert!(
+        client
+            .wait_for_channels(std::time::Duration::from_secs(10))
+            .await
+    );
+    let share = client.share("data").await.unwrap();
+    let f = share.open("kept.bin", &rw()).await.unwrap();
+    let data: Vec<u8> = (0..8 << 20).map(|i| (i % 251) as u8).collect();
+    // A WRITE done by the server whose reply is lost with its connection: the client cannot
+    // know it was done and sends it again on the surviving channel.
+    server.fail(Fault::on(Command::WRITE, FaultAction::CutAfter));
+    f.write_at(0, Bytes::from(data.clone())).await.unwrap();
+    f.close().await.unwrap();
+    assert!(server.read_file("data", "kept.bin").unwrap() == data);
+    let failover = client.multichannel().failover;
+    assert!(failover.channel_losses >= 1, "{failover:?}");
+    assert!(failover.replays >= 1, "{failover:?}");
+    assert_eq!(
+        server.sessions(),
+        1,
+        "the session outlived one of its connections"
+    );
+}

@@ -26,16 +26,33 @@ const MAX_FRAME: usize = 16 << 20;
 /// Serve one connection until the client closes it, a frame is malformed, or the test cuts it.
 pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
+    let local_ip = stream.local_addr().ok().map(|a| a.ip());
     let mut cut = shared.cut.subscribe();
     let (mut rd, mut wr) = stream.into_split();
+    // Frames are read by a task of their own so that waiting for one can be interrupted by
+    // a cut without losing a frame half read.
+    let (frames_tx, mut frames) = tokio::sync::mpsc::channel(4);
+    let reader = tokio::spawn(async move {
+        while let Ok(frame) = read_frame(&mut rd).await {
+            if frames_tx.send(frame).await.is_err() {
+                break;
+            }
+        }
+    });
     let mut conn = Conn::new(shared);
     let reset = loop {
         let frame = tokio::select! {
-            frame = read_frame(&mut rd) => match frame {
-                Ok(frame) => frame,
-                Err(_) => break false,
+            frame = frames.recv() => match frame {
+                Some(frame) => frame,
+                None => break false,
             },
-            _ = cut.changed() => break true,
+            changed = cut.changed() => {
+                let order = *cut.borrow_and_update();
+                if changed.is_err() || order.applies_to(local_ip) {
+                    break true;
+                }
+                continue;
+            }
         };
         match conn.handle(frame) {
             Outcome::Send(bytes) => {
@@ -48,10 +65,14 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
         }
     };
     if reset {
-        // Zero linger: the close sends a reset and drops what is queued, as a dead link
-        // or a killed server does.
-        let _ = rd.as_ref().set_zero_linger();
+        // Zero linger: the close sends a reset and drops what is queued, as a dead link or a
+        // killed server does.
+        let _ = wr.as_ref().set_zero_linger();
     }
+    reader.abort();
+    // The read half lives in the reader task: the socket is closed once that has ended.
+    let _ = reader.await;
+    drop(wr);
     conn.closed();
 }
 

@@ -32,8 +32,8 @@ mod state;
 mod wire;
 
 use std::io;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use smb3_proto::{Command, Dialect, NtStatus};
 use tokio::net::TcpListener;
@@ -62,6 +62,12 @@ pub struct ServerConfig {
     pub encryption: bool,
     /// MaxReadSize, MaxWriteSize and MaxTransactSize.
     pub max_io: u32,
+    /// Loopback addresses it listens on, all on the same port; the first is
+    /// [`TestServer::addr`]. With `multichannel`, each is reported as an interface.
+    pub addresses: Vec<Ipv4Addr>,
+    /// Whether it offers multichannel: SMB2_GLOBAL_CAP_MULTI_CHANNEL, its `addresses` in
+    /// FSCTL_QUERY_NETWORK_INTERFACE_INFO, and session binding (MS-SMB2 3.3.5.5.2).
+    pub multichannel: bool,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +81,8 @@ impl Default for ServerConfig {
             require_signing: true,
             encryption: true,
             max_io: 1 << 20,
+            addresses: vec![Ipv4Addr::LOCALHOST],
+            multichannel: false,
         }
     }
 }
@@ -149,12 +157,25 @@ impl Fault {
     }
 }
 
+/// Which connections a cut closes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CutOrder {
+    /// Only those made to this server address; all when None.
+    only: Option<IpAddr>,
+}
+
+impl CutOrder {
+    pub(crate) fn applies_to(&self, local: Option<IpAddr>) -> bool {
+        self.only.is_none() || self.only == local
+    }
+}
+
 pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) server_guid: [u8; 16],
     pub(crate) state: Mutex<State>,
-    /// Bumped to make every connection close.
-    pub(crate) cut: watch::Sender<u64>,
+    /// The last order to close connections.
+    pub(crate) cut: watch::Sender<CutOrder>,
 }
 
 impl Shared {
@@ -173,36 +194,35 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Start serving on a fresh loopback port, on the current tokio runtime.
+    /// Start serving on a fresh loopback port of each of `config.addresses` (the same port
+    /// on all), on the current tokio runtime.
     pub async fn start(config: ServerConfig) -> io::Result<TestServer> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let (first, others) = config
+            .addresses
+            .split_first()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to serve"))?;
+        let listener = TcpListener::bind((*first, 0)).await?;
         let addr = listener.local_addr()?;
+        let mut listeners = vec![listener];
+        for ip in others {
+            listeners.push(TcpListener::bind((*ip, addr.port())).await?);
+        }
         let mut server_guid = [0u8; 16];
         rand::RngCore::fill_bytes(&mut rand::rng(), &mut server_guid);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(&config.shares)),
             config,
             server_guid,
-            cut: watch::channel(0).0,
+            cut: watch::channel(CutOrder::default()).0,
         });
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
-        let accept_shared = shared.clone();
-        let accept_tasks = Arc::downgrade(&tasks);
-        tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
-                    let Some(tasks) = accept_tasks.upgrade() else {
-                        return;
-                    };
-                    let shared = accept_shared.clone();
-                    let mut tasks = tasks.lock().unwrap_or_else(|e| e.into_inner());
-                    // Reap finished connections so a long test does not accumulate them.
-                    while tasks.try_join_next().is_some() {}
-                    tasks.spawn(conn::serve(stream, shared));
-                }
-            });
+        for listener in listeners {
+            let accept = accept(listener, shared.clone(), Arc::downgrade(&tasks));
+            tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .spawn(accept);
+        }
         Ok(TestServer {
             addr,
             shared,
@@ -237,7 +257,13 @@ impl TestServer {
 
     /// Close every connection now, with a reset, as a lost link or a restarted server would.
     pub fn cut_connections(&self) {
-        self.shared.cut.send_modify(|n| *n += 1);
+        self.shared.cut.send_replace(CutOrder { only: None });
+    }
+
+    /// Close, with a reset, the connections made to the server's address `ip` only: one
+    /// channel of a multichannel session lost, the others kept.
+    pub fn cut_connections_to(&self, ip: IpAddr) {
+        self.shared.cut.send_replace(CutOrder { only: Some(ip) });
     }
 
     /// Sessions alive.
@@ -309,6 +335,19 @@ impl TestServer {
             node.content = Content::File(data.to_vec());
             node.touch_data();
         }
+    }
+}
+
+/// Take connections on `listener` until the server is dropped.
+async fn accept(listener: TcpListener, shared: Arc<Shared>, tasks: Weak<Mutex<JoinSet<()>>>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let Some(tasks) = tasks.upgrade() else {
+            return;
+        };
+        let mut tasks = tasks.lock().unwrap_or_else(|e| e.into_inner());
+        // Reap finished connections so a long test does not accumulate them.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(conn::serve(stream, shared.clone()));
     }
 }
 

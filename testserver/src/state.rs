@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use smb3_proto::crypto::Sealer;
-use smb3_proto::{Command, NtStatus};
+use smb3_proto::crypto::{Sealer, Signer};
+use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::files::{Files, NodeId};
 use crate::Fault;
@@ -50,6 +50,9 @@ pub(crate) mod share_access {
 }
 
 pub(crate) struct Session {
+    pub(crate) dialect: Dialect,
+    /// Session.SigningKey: the first channel's, and what binding requests are signed with.
+    pub(crate) signer: Arc<Signer>,
     /// Sealers for this session's messages: `open` keyed with the client's EncryptionKey,
     /// `seal` with its DecryptionKey. None without a cipher.
     pub(crate) sealing: Option<Arc<Sealing>>,

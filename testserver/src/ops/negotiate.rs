@@ -12,6 +12,7 @@ use crate::wire::{pad, slice_at, Fields};
 const SIGNING_ENABLED: u16 = 0x0001;
 const SIGNING_REQUIRED: u16 = 0x0002;
 const CAP_LARGE_MTU: u32 = 0x0000_0004;
+const CAP_MULTI_CHANNEL: u32 = 0x0000_0008;
 const CAP_ENCRYPTION: u32 = 0x0000_0040;
 
 const PREAUTH_INTEGRITY: u16 = 0x0001;
@@ -120,6 +121,9 @@ impl Conn {
             security_mode |= SIGNING_REQUIRED;
         }
         let mut capabilities = CAP_LARGE_MTU;
+        if config.multichannel && dialect.is_smb3() {
+            capabilities |= CAP_MULTI_CHANNEL;
+        }
         let mut cipher = None;
         let mut signing = if dialect == Dialect::Smb210 {
             SigningAlgorithm::HmacSha256

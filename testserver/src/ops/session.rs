@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
-use smb3_proto::crypto::keys::derive_session_keys;
+use smb3_proto::crypto::keys::{derive_channel_signing_key, derive_session_keys};
+use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::{CryptoBackend, Sealer, Signer};
-use smb3_proto::{Dialect, Header, NtStatus};
+use smb3_proto::{Dialect, Header, HeaderFlags, NtStatus};
 
 use crate::auth::{Acceptor, Step};
-use crate::connection::{Conn, PendingSetup};
+use crate::connection::{Conn, Negotiated, PendingSetup};
 use crate::reply::{error_body, reply_message, MessageOutcome};
 use crate::state::{Sealing, Session};
 use crate::wire::{body_offset, slice_at, Fields};
@@ -55,39 +56,69 @@ fn backend() -> CryptoBackend {
     CryptoBackend::available()[0]
 }
 
+/// The reply to a SESSION_SETUP, not yet signed.
+fn reply(header: &Header, status: NtStatus, session_id: u64, token: &[u8]) -> BytesMut {
+    let body = if status == NtStatus::SUCCESS || status == NtStatus::MORE_PROCESSING_REQUIRED {
+        body(token)
+    } else {
+        error_body()
+    };
+    reply_message(header, status, &body, session_id, 0, false)
+}
+
+/// The keys of a new session: its signer (Session.SigningKey, also the first channel's)
+/// and, with a cipher, its sealers.
+fn session_keys(
+    negotiated: &Negotiated,
+    session_key: &[u8],
+    preauth: Option<&PreauthHash>,
+) -> Result<(Arc<Signer>, Option<Arc<Sealing>>), NtStatus> {
+    let keys = derive_session_keys(negotiated.dialect, session_key, negotiated.cipher, preauth)
+        .map_err(|_| NtStatus::LOGON_FAILURE)?;
+    let signer = Signer::new(negotiated.signing, keys.signing_key.as_bytes(), backend())
+        .map_err(|_| NtStatus::LOGON_FAILURE)?;
+    let sealing = match (
+        negotiated.cipher,
+        &keys.encryption_key,
+        &keys.decryption_key,
+    ) {
+        (Some(cipher), Some(enc), Some(dec)) => Some(Arc::new(Sealing {
+            open: Sealer::new(cipher, enc.as_bytes(), backend())
+                .map_err(|_| NtStatus::LOGON_FAILURE)?,
+            seal: Sealer::new(cipher, dec.as_bytes(), backend())
+                .map_err(|_| NtStatus::LOGON_FAILURE)?,
+        })),
+        _ => None,
+    };
+    Ok((Arc::new(signer), sealing))
+}
+
 impl Conn {
     pub(crate) fn session_setup(&mut self, msg: &[u8], header: &Header) -> MessageOutcome {
         let Some(negotiated) = self.negotiated.clone() else {
             return MessageOutcome::Cut;
         };
         let fail = |status: NtStatus, session_id: u64| {
-            let reply = reply_message(header, status, &error_body(), session_id, 0, false);
-            MessageOutcome::reply(reply, None)
+            MessageOutcome::reply(reply(header, status, session_id, &[]), None)
         };
         let request = match parse(msg) {
             Ok(r) => r,
             Err(status) => return fail(status, header.session_id),
         };
-        // Binding a session to a second connection (multichannel) is not offered: the server
-        // does not advertise SMB2_GLOBAL_CAP_MULTI_CHANNEL.
-        if request.flags & BINDING != 0 {
-            return fail(NtStatus::REQUEST_NOT_ACCEPTED, header.session_id);
-        }
-        let session_id = if header.session_id == 0 {
-            let id = self.shared.lock().new_session_id();
-            let config = &self.shared.config;
-            let acceptor = match Acceptor::new(&config.user, &config.domain, &config.password) {
-                Ok(a) => a,
-                Err(_) => return fail(NtStatus::INSUFFICIENT_RESOURCES, 0),
-            };
-            let preauth = (negotiated.dialect == Dialect::Smb311).then(|| self.preauth.clone());
-            self.pending.insert(id, PendingSetup { acceptor, preauth });
-            id
-        } else if self.pending.contains_key(&header.session_id) {
-            header.session_id
+        let binding = request.flags & BINDING != 0;
+        // Binding requests, and the server's interim replies to them, are signed with
+        // Session.SigningKey (MS-SMB2 3.3.5.5.2, 3.3.4.1.1).
+        let session_signer = if binding {
+            match self.check_binding(msg, header, &negotiated) {
+                Ok(signer) => Some(signer),
+                Err(status) => return fail(status, header.session_id),
+            }
         } else {
-            // Re-authenticating an established session is not offered.
-            return fail(NtStatus::USER_SESSION_DELETED, header.session_id);
+            None
+        };
+        let session_id = match self.start_or_continue(header, &negotiated, binding) {
+            Ok(id) => id,
+            Err(status) => return fail(status, header.session_id),
         };
         let Some(pending) = self.pending.get_mut(&session_id) else {
             return fail(NtStatus::USER_SESSION_DELETED, session_id);
@@ -101,78 +132,151 @@ impl Conn {
                 fail(NtStatus::LOGON_FAILURE, session_id)
             }
             Ok(Step::Continue(token)) => {
-                let reply = reply_message(
+                let mut r = reply(
                     header,
                     NtStatus::MORE_PROCESSING_REQUIRED,
-                    &body(&token),
                     session_id,
-                    0,
-                    false,
+                    &token,
                 );
-                if let Some(h) = pending.preauth.as_mut() {
-                    h.update(&reply);
+                // The hash takes the reply as sent: signed, for a binding.
+                if let Some(signer) = &session_signer {
+                    if signer.sign_in_place(&mut r, &[]).is_err() {
+                        return fail(NtStatus::LOGON_FAILURE, session_id);
+                    }
                 }
-                MessageOutcome::reply(reply, None)
+                if let Some(h) = pending.preauth.as_mut() {
+                    h.update(&r);
+                }
+                MessageOutcome::reply(r, None)
             }
             Ok(Step::Done { token, session_key }) => {
-                let pending = self.pending.remove(&session_id);
-                let preauth = pending.and_then(|p| p.preauth);
-                let keys = match derive_session_keys(
-                    negotiated.dialect,
-                    &session_key,
-                    negotiated.cipher,
-                    preauth.as_ref(),
-                ) {
-                    Ok(k) => k,
-                    Err(_) => return fail(NtStatus::LOGON_FAILURE, session_id),
-                };
-                let signer =
-                    match Signer::new(negotiated.signing, keys.signing_key.as_bytes(), backend()) {
-                        Ok(s) => Arc::new(s),
-                        Err(_) => return fail(NtStatus::LOGON_FAILURE, session_id),
-                    };
-                let sealing = match (
-                    negotiated.cipher,
-                    &keys.encryption_key,
-                    &keys.decryption_key,
-                ) {
-                    (Some(cipher), Some(enc), Some(dec)) => {
-                        match (
-                            Sealer::new(cipher, enc.as_bytes(), backend()),
-                            Sealer::new(cipher, dec.as_bytes(), backend()),
-                        ) {
-                            (Ok(open), Ok(seal)) => Some(Arc::new(Sealing { open, seal })),
-                            _ => return fail(NtStatus::LOGON_FAILURE, session_id),
-                        }
-                    }
-                    _ => None,
-                };
-                {
-                    let mut state = self.shared.lock();
-                    // MS-SMB2 3.3.5.5.3: a new session naming a previous one of the same user
-                    // ends that one (its opens are closed; none are durable here).
-                    if request.previous_session_id != 0 {
-                        state.end_session(request.previous_session_id);
-                    }
-                    state.sessions.insert(
+                let preauth = self.pending.remove(&session_id).and_then(|p| p.preauth);
+                let established = if binding {
+                    self.bound(session_id, &negotiated, &session_key, preauth.as_ref())
+                } else {
+                    self.established(
                         session_id,
-                        Session {
-                            sealing,
-                            connections: 1,
-                        },
-                    );
+                        &negotiated,
+                        &session_key,
+                        preauth.as_ref(),
+                        request.previous_session_id,
+                    )
+                };
+                match established {
+                    Ok(signer) => {
+                        let r = reply(header, NtStatus::SUCCESS, session_id, &token);
+                        MessageOutcome::reply(r, Some(signer))
+                    }
+                    Err(status) => fail(status, session_id),
                 }
-                self.signers.insert(session_id, signer.clone());
-                let reply = reply_message(
-                    header,
-                    NtStatus::SUCCESS,
-                    &body(&token),
-                    session_id,
-                    0,
-                    false,
-                );
-                MessageOutcome::reply(reply, Some(signer))
             }
         }
+    }
+
+    /// A binding names a session of this dialect that multichannel may join, and its
+    /// request is signed with that session's key (MS-SMB2 3.3.5.5.2).
+    fn check_binding(
+        &self,
+        msg: &[u8],
+        header: &Header,
+        negotiated: &Negotiated,
+    ) -> Result<Arc<Signer>, NtStatus> {
+        if !self.shared.config.multichannel {
+            return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+        }
+        let state = self.shared.lock();
+        let session = state
+            .sessions
+            .get(&header.session_id)
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        if session.dialect != negotiated.dialect || self.signers.contains_key(&header.session_id) {
+            return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+        }
+        if !header.flags.has(HeaderFlags::SIGNED) || !session.signer.verify(msg) {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        Ok(session.signer.clone())
+    }
+
+    /// The id of the exchange this request belongs to, starting one when it is the first.
+    fn start_or_continue(
+        &mut self,
+        header: &Header,
+        negotiated: &Negotiated,
+        binding: bool,
+    ) -> Result<u64, NtStatus> {
+        if self.pending.contains_key(&header.session_id) {
+            return Ok(header.session_id);
+        }
+        let id = match (header.session_id, binding) {
+            (0, false) => self.shared.lock().new_session_id(),
+            (id, true) => id,
+            // Re-authenticating an established session is not offered.
+            (_, false) => return Err(NtStatus::USER_SESSION_DELETED),
+        };
+        let config = &self.shared.config;
+        let acceptor = Acceptor::new(&config.user, &config.domain, &config.password)
+            .map_err(|_| NtStatus::INSUFFICIENT_RESOURCES)?;
+        // The exchange's preauth hash starts from this connection's (MS-SMB2 3.3.5.5).
+        let preauth = (negotiated.dialect == Dialect::Smb311).then(|| self.preauth.clone());
+        self.pending.insert(id, PendingSetup { acceptor, preauth });
+        Ok(id)
+    }
+
+    /// A new session: its keys, and its signer as this channel's.
+    fn established(
+        &mut self,
+        session_id: u64,
+        negotiated: &Negotiated,
+        session_key: &[u8],
+        preauth: Option<&PreauthHash>,
+        previous_session_id: u64,
+    ) -> Result<Arc<Signer>, NtStatus> {
+        let (signer, sealing) = session_keys(negotiated, session_key, preauth)?;
+        let mut state = self.shared.lock();
+        // MS-SMB2 3.3.5.5.3: a new session naming a previous one of the same user ends that
+        // one (its opens are closed; none are durable here).
+        if previous_session_id != 0 {
+            state.end_session(previous_session_id);
+        }
+        state.sessions.insert(
+            session_id,
+            Session {
+                dialect: negotiated.dialect,
+                signer: signer.clone(),
+                sealing,
+                connections: 1,
+            },
+        );
+        drop(state);
+        self.signers.insert(session_id, signer.clone());
+        Ok(signer)
+    }
+
+    /// A channel bound to an existing session: it signs with a key of its own, from the
+    /// binding's session key and this connection's preauth hash (MS-SMB2 3.3.5.5.3).
+    fn bound(
+        &mut self,
+        session_id: u64,
+        negotiated: &Negotiated,
+        session_key: &[u8],
+        preauth: Option<&PreauthHash>,
+    ) -> Result<Arc<Signer>, NtStatus> {
+        let key = derive_channel_signing_key(negotiated.dialect, session_key, preauth)
+            .map_err(|_| NtStatus::LOGON_FAILURE)?;
+        let mut state = self.shared.lock();
+        let session = state
+            .sessions
+            .get_mut(&session_id)
+            .ok_or(NtStatus::USER_SESSION_DELETED)?;
+        let algorithm = session.signer.algorithm();
+        let signer = Arc::new(
+            Signer::new(algorithm, key.as_bytes(), backend())
+                .map_err(|_| NtStatus::LOGON_FAILURE)?,
+        );
+        session.connections += 1;
+        drop(state);
+        self.signers.insert(session_id, signer.clone());
+        Ok(signer)
     }
 }

@@ -7,6 +7,10 @@ use super::{name_at, Ctx};
 use crate::state::TreeConnect;
 use crate::wire::{Fields, Handled, Reply};
 
+const IPC: &str = "ipc$";
+const SHARE_TYPE_DISK: u8 = 0x01;
+const SHARE_TYPE_PIPE: u8 = 0x02;
+
 /// Every right on every object: the share gives the test account full control.
 const FULL_ACCESS: u32 = 0x001F_01FF;
 
@@ -23,7 +27,10 @@ pub(crate) fn connect(ctx: &mut Ctx<'_>) -> Result<(Reply, u32), NtStatus> {
         .and_then(|rest| rest.split_once('\\'))
         .map(|(_, share)| share.to_lowercase())
         .ok_or(NtStatus::BAD_NETWORK_NAME)?;
-    if !ctx.state.shares.contains_key(&share) {
+    // IPC$ is where clients send the IOCTLs that are about the server rather than a share
+    // (the interface list); it has no files.
+    let ipc = share == IPC;
+    if !ipc && !ctx.state.shares.contains_key(&share) {
         return Err(NtStatus::BAD_NETWORK_NAME);
     }
     let id = ctx.state.new_tree_id();
@@ -36,7 +43,11 @@ pub(crate) fn connect(ctx: &mut Ctx<'_>) -> Result<(Reply, u32), NtStatus> {
     );
     let mut body = BytesMut::new();
     body.put_u16_le(16);
-    body.put_u8(0x01); // SMB2_SHARE_TYPE_DISK
+    body.put_u8(if ipc {
+        SHARE_TYPE_PIPE
+    } else {
+        SHARE_TYPE_DISK
+    });
     body.put_u8(0);
     body.put_u32_le(0); // ShareFlags: no caching policy, no ENCRYPT_DATA
     body.put_u32_le(0); // Capabilities

@@ -11,6 +11,11 @@
 //!                                └── decrypt, verify, match MessageId, grant credits
 //! ```
 //!
+//! The caller's side is [`send`] (one step per function), the tasks are [`reader`] and
+//! [`writer`], and what a caller hands over and gets back is in [`request`]. This module holds
+//! the handle ([`Channel`]) and the state the handles and the tasks share: the credit window
+//! and the pending table of requests sent and not yet answered.
+//!
 //! A caller that drops its future leaves its entry in the pending table; the reader still
 //! receives the reply, returns its credits and discards it, so nothing wedges. If the request
 //! is one the server works on asynchronously (it answered STATUS_PENDING), the channel also
@@ -21,6 +26,9 @@ mod cancel;
 pub(crate) mod credits;
 pub(crate) mod frame;
 pub(crate) mod frame_buffers;
+mod reader;
+mod request;
+mod send;
 mod socket;
 mod writer;
 
@@ -37,19 +45,18 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
-use smb3_proto::msg::compound::{build_compound, split_compound, CompoundMember};
-use smb3_proto::msg::{credit_charge, RequestBody};
-use smb3_proto::{Command, NtStatus};
+use smb3_proto::Command;
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::error::{ConnectionLossCause, Error, ProtocolError, Result};
+use crate::error::{ConnectionLossCause, Error, Result};
 use crate::tasks::{self, TaskKind};
-use cancel::{cancel_frame, CancelAddress, CancelOnDrop, CancelState, CancelTarget};
+use cancel::{cancel_frame, CancelAddress, CancelState, CancelTarget};
 use credits::CreditWindow;
-use frame::{frame_prefix, Frame, FrameError, FrameReader, MAX_FRAME};
+use frame::FrameReader;
 pub(crate) use frame_buffers::BufferPool;
+use reader::read_loop;
+pub(crate) use request::{OnAbandoned, Request, Response};
 use socket::{QuietWriteHalf, SocketClosed, SocketHalf};
 use writer::{run_writer, OutFrame};
 
@@ -73,119 +80,6 @@ pub(crate) trait ChannelCrypto: Send + Sync + 'static {
     fn replies_must_be_signed(&self) -> bool;
 }
 
-/// A request ready to be stamped and sent. Cloned before sending when it may have to be sent
-/// again on another channel (failover replay).
-#[derive(Clone)]
-pub(crate) struct Request {
-    command: Command,
-    /// Header placeholder (64 bytes) followed by the encoded body.
-    msg: BytesMut,
-    payload: Bytes,
-    credit_charge: u16,
-    /// TreeId, SessionId, extra flags, ChannelSequence, sign/seal choices.
-    pub(crate) tree_id: u32,
-    pub(crate) session_id: u64,
-    pub(crate) flags: u32,
-    pub(crate) channel_sequence: u16,
-    pub(crate) sign: bool,
-    pub(crate) encrypt: bool,
-    /// Keep the exact bytes sent (the 3.1.1 preauth hash needs them).
-    pub(crate) keep_sent: bool,
-    pub(crate) timeout: Duration,
-    /// Called with the final reply when it arrives after the caller gave up on it (dropped
-    /// its future or timed out), so a CREATE the server carried out anyway can be closed.
-    pub(crate) on_abandoned: Option<OnAbandoned>,
-    /// Told when the server answers with an interim STATUS_PENDING: it has taken the request
-    /// on and will complete it later (how a CHANGE_NOTIFY's caller learns the server is
-    /// watching).
-    pub(crate) on_interim: Option<Arc<tokio::sync::Notify>>,
-}
-
-/// What to do with a reply nobody waits for any more (see [`Request::on_abandoned`]). It runs
-/// on the reader task, so it must not block: it spawns whatever it needs to send.
-pub(crate) type OnAbandoned = Arc<dyn Fn(Response) + Send + Sync>;
-
-impl Request {
-    /// Credits this request is charged.
-    pub(crate) fn charge(&self) -> u16 {
-        self.credit_charge
-    }
-
-    /// The request's command.
-    pub(crate) fn command(&self) -> Command {
-        self.command
-    }
-
-    /// Treat the request as `command` when its reply comes back (the fuzz harness sends one
-    /// body and has its replies dispatched as every command's).
-    pub(crate) fn pretend_command(&mut self, command: Command) {
-        self.command = command;
-    }
-
-    /// Overwrite the FileId at `offset` into the body (see [`smb3_proto::msg::file_id_offset`]).
-    pub(crate) fn set_file_id(&mut self, offset: usize, id: smb3_proto::msg::FileId) {
-        let at = HEADER_LEN + offset;
-        if let Some(slot) = self.msg.get_mut(at..at + 16) {
-            slot[..8].copy_from_slice(&id.persistent.to_le_bytes());
-            slot[8..].copy_from_slice(&id.volatile.to_le_bytes());
-        }
-    }
-
-    /// Encode `body` behind a header placeholder.
-    pub(crate) fn new<B: RequestBody>(body: &B) -> Request {
-        let mut msg = BytesMut::with_capacity(HEADER_LEN + 128);
-        msg.resize(HEADER_LEN, 0);
-        body.encode_body(&mut msg);
-        Request {
-            command: B::COMMAND,
-            msg,
-            payload: body.payload(),
-            credit_charge: credit_charge(body.credit_payload()),
-            tree_id: 0,
-            session_id: 0,
-            flags: 0,
-            channel_sequence: 0,
-            sign: false,
-            encrypt: false,
-            keep_sent: false,
-            timeout: Duration::from_secs(60),
-            on_abandoned: None,
-            on_interim: None,
-        }
-    }
-}
-
-/// A final reply, matched to its request.
-#[derive(Debug)]
-pub(crate) struct Response {
-    pub(crate) header: Header,
-    /// The whole message, header included.
-    pub(crate) msg: Bytes,
-    /// The request as sent, when `keep_sent` was asked.
-    pub(crate) sent: Option<Bytes>,
-    /// The request was sent more than once (replayed after a lost channel or a stale
-    /// refusal): this reply may answer a repeat of a request the server already carried out.
-    pub(crate) resent: bool,
-    /// The reply came encrypted (in a TRANSFORM_HEADER frame whose tag verified).
-    pub(crate) sealed: bool,
-}
-
-impl Response {
-    /// `Err(Error::Status)` unless the status is success or one of `also_ok`.
-    pub(crate) fn check(self, also_ok: &[NtStatus]) -> Result<Response> {
-        let st = self.header.status;
-        if st == NtStatus::SUCCESS || also_ok.contains(&st) {
-            Ok(self)
-        } else {
-            Err(Error::Status {
-                status: st,
-                command: self.header.command,
-                path: None,
-            })
-        }
-    }
-}
-
 /// Tuning of one channel.
 #[derive(Clone, Debug)]
 pub(crate) struct ChannelOptions {
@@ -206,6 +100,7 @@ impl Default for ChannelOptions {
     }
 }
 
+/// An entry of the pending table: a request sent whose final reply has not arrived.
 struct Pending {
     reply: oneshot::Sender<Result<Response>>,
     charge: u16,
@@ -237,6 +132,7 @@ impl Pending {
     }
 }
 
+/// What the handles and the reader task change under the channel's lock.
 struct State {
     credits: CreditWindow,
     pending: HashMap<u64, Pending>,
@@ -620,279 +516,7 @@ impl Channel {
     pub(crate) fn cancels_sent(&self) -> u64 {
         self.inner.shared.lock().cancels_sent
     }
-
-    /// Send `req` and wait for its final reply (interim STATUS_PENDING replies are absorbed).
-    /// Dropping the future, or the request timing out, cancels the request (see [`cancel`]).
-    pub(crate) async fn call(&self, req: Request) -> Result<Response> {
-        let timeout = req.timeout;
-        let command = req.command;
-        let sent = self.send(vec![req], false).await?;
-        // No await between the send and the guard: a drop from here on cancels.
-        let mut guard = self.cancel_guard(&sent);
-        let (message_id, rx) = sent.into_iter().next().expect("one receiver per request");
-        let deadline = deadline(Instant::now(), timeout);
-        let result = await_reply(&self.inner.shared, rx, command, deadline, timeout).await;
-        settle(&mut guard, message_id, &result);
-        result
-    }
-
-    /// Send `reqs` as one compound frame (MS-SMB2 3.2.4.1.4) and wait for every reply. With
-    /// `related`, members after the first inherit the previous member's FileId, SessionId and
-    /// TreeId (SMB2_FLAGS_RELATED_OPERATIONS).
-    pub(crate) async fn call_compound(
-        &self,
-        reqs: Vec<Request>,
-        related: bool,
-    ) -> Result<Vec<Result<Response>>> {
-        let meta: Vec<(Command, Duration)> = reqs.iter().map(|r| (r.command, r.timeout)).collect();
-        let sent = self.send(reqs, related).await?;
-        let mut guard = self.cancel_guard(&sent);
-        let mut out = Vec::with_capacity(sent.len());
-        // Every member's timeout counts from the send: the replies come together, and
-        // waiting for each in turn with a fresh timeout would make a silent server's
-        // three-member compound take three timeouts to fail.
-        let sent_at = Instant::now();
-        for ((message_id, rx), (command, timeout)) in sent.into_iter().zip(meta) {
-            let result = await_reply(
-                &self.inner.shared,
-                rx,
-                command,
-                deadline(sent_at, timeout),
-                timeout,
-            )
-            .await;
-            settle(&mut guard, message_id, &result);
-            out.push(result);
-        }
-        Ok(out)
-    }
-
-    fn cancel_guard(&self, sent: &[(u64, oneshot::Receiver<Result<Response>>)]) -> CancelOnDrop {
-        CancelOnDrop::new(
-            self.inner.shared.clone(),
-            sent.iter().map(|(id, _)| *id).collect(),
-        )
-    }
-
-    /// Stamp `reqs` (one frame; several messages make a compound) and queue the frame.
-    /// Returns each request's MessageId and the receiver of its reply, in request order.
-    async fn send(
-        &self,
-        mut reqs: Vec<Request>,
-        related: bool,
-    ) -> Result<Vec<(u64, oneshot::Receiver<Result<Response>>)>> {
-        let shared = &self.inner.shared;
-        let charges: Vec<u16> = reqs.iter().map(|r| r.credit_charge).collect();
-        let total_charge: u32 = charges.iter().map(|&c| u32::from(c.max(1))).sum();
-        // A compound is sealed as a whole when any member asks for it (and keys exist).
-        let seal_any = reqs.iter().any(|r| r.encrypt);
-        let sealing = seal_any && shared.crypto().is_some();
-        let mut receivers = Vec::with_capacity(reqs.len());
-        let reservations = loop {
-            let granted = shared.credit_granted.notified();
-            tokio::pin!(granted);
-            granted.as_mut().enable();
-            {
-                let mut st = shared.lock();
-                if let Some(cause) = &st.dead {
-                    return Err(Error::ConnectionLost {
-                        command: reqs[0].command,
-                        cause: cause.clone(),
-                    });
-                }
-                if total_charge > st.credits.total() && st.credits.in_flight() == 0 {
-                    // Nothing in flight can bring more credits: waiting would hang forever.
-                    return Err(ProtocolError::TooFewCredits {
-                        needed: total_charge,
-                        held: st.credits.total(),
-                    }
-                    .into());
-                }
-                if st.credits.available() >= total_charge {
-                    if st.pending.is_empty() {
-                        st.busy_since = Instant::now();
-                    }
-                    let mut rs = Vec::with_capacity(reqs.len());
-                    for (req, &charge) in reqs.iter().zip(&charges) {
-                        let r = st.credits.reserve(charge).expect("availability checked");
-                        let (tx, rx) = oneshot::channel();
-                        receivers.push((r.message_id, rx));
-                        st.pending.insert(
-                            r.message_id,
-                            Pending {
-                                reply: tx,
-                                charge: r.charge,
-                                command: req.command,
-                                sent: None,
-                                async_id: None,
-                                cancel_address: CancelAddress {
-                                    session_id: req.session_id,
-                                    tree_id: req.tree_id,
-                                    sign: req.sign,
-                                    seal: seal_any,
-                                },
-                                cancel: CancelState::None,
-                                on_abandoned: req.on_abandoned.clone(),
-                                on_interim: req.on_interim.clone(),
-                                sealed: sealing,
-                            },
-                        );
-                        st.requests += 1;
-                        st.bytes_sent += (req.msg.len() + req.payload.len()) as u64;
-                        rs.push(r);
-                    }
-                    break rs;
-                }
-            }
-            granted.await;
-        };
-        // From here to the queue there is no await: every reserved MessageId is sent.
-        let crypto = shared.crypto();
-        let seal = sealing;
-        let count = reqs.len();
-        let mut messages: Vec<(BytesMut, Bytes)> = Vec::with_capacity(count);
-        let mut signed = Vec::with_capacity(count);
-        for (req, r) in reqs.iter_mut().zip(&reservations) {
-            let mut header = Header::request(req.command);
-            header.credit_charge = r.charge;
-            header.credits = r.credit_request;
-            header.message_id = r.message_id;
-            header.tree_id = req.tree_id;
-            header.session_id = req.session_id;
-            header.set_channel_sequence(req.channel_sequence);
-            header.flags = HeaderFlags(req.flags);
-            let sign = req.sign && !seal && crypto.is_some();
-            if sign {
-                header.flags.0 |= HeaderFlags::SIGNED;
-            }
-            signed.push(sign);
-            let mut msg = std::mem::take(&mut req.msg);
-            let mut head = BytesMut::with_capacity(HEADER_LEN);
-            header.encode(&mut head);
-            msg[..HEADER_LEN].copy_from_slice(&head);
-            messages.push((msg, std::mem::take(&mut req.payload)));
-        }
-        let frame = if count == 1 {
-            let (mut msg, payload) = messages.pop().expect("one message");
-            match (&crypto, seal, signed[0]) {
-                (Some(c), true, _) => sealed_frame(shared, c.as_ref(), &[&msg, &payload])?,
-                (Some(c), false, true) => {
-                    c.sign(&mut msg, &payload);
-                    unsealed_frame(msg.freeze(), payload)
-                }
-                _ => unsealed_frame(msg.freeze(), payload),
-            }
-        } else {
-            // Compound members are 8-byte aligned and each is signed on its own, padding
-            // included (MS-SMB2 3.2.4.1.4); `build_compound` lays them out.
-            let members = messages
-                .into_iter()
-                .map(|(msg, payload)| CompoundMember::from_parts(msg, payload))
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(ProtocolError::Frame)?;
-            let mut compound = build_compound(members, related);
-            if let Some(c) = &crypto {
-                for (i, &sign) in signed.iter().enumerate() {
-                    if let (true, Some(m)) = (sign, compound.message_mut(i)) {
-                        c.sign(m, &[]);
-                    }
-                }
-            }
-            match (&crypto, seal) {
-                (Some(c), true) => sealed_frame(shared, c.as_ref(), &[&compound.frame])?,
-                _ => unsealed_frame(compound.frame.freeze(), Bytes::new()),
-            }
-        };
-        if reqs.iter().any(|r| r.keep_sent) {
-            let mut sent = BytesMut::from(&frame.head[..]);
-            sent.extend_from_slice(&frame.payload);
-            let sent = sent.freeze();
-            let mut st = shared.lock();
-            for r in &reservations {
-                if let Some(p) = st.pending.get_mut(&r.message_id) {
-                    p.sent = Some(sent.clone());
-                }
-            }
-        }
-        if frame.head.len() + frame.payload.len() > MAX_FRAME {
-            shared.fail(ConnectionLossCause::OversizedRequest);
-            return Err(Error::ApiMisuse(
-                "request exceeds the 16 MiB transport frame",
-            ));
-        }
-        if self.inner.queue.send(frame).is_err() {
-            return Err(Error::ConnectionLost {
-                command: reqs[0].command,
-                cause: shared.death(),
-            });
-        }
-        Ok(receivers)
-    }
 }
-
-/// The caller has an outcome for `message_id`: no CANCEL for it, unless the outcome is that
-/// it gave up waiting (a timeout), which cancels the request like a dropped future does.
-fn settle(guard: &mut CancelOnDrop, message_id: u64, result: &Result<Response>) {
-    if !matches!(result, Err(Error::Timeout { .. })) {
-        guard.disarm(message_id);
-    }
-}
-
-/// `timeout` after `start`; a timeout too long to add (a CHANGE_NOTIFY waits without end,
-/// `Duration::MAX`) is a year, which no request outlives.
-fn deadline(start: Instant, timeout: Duration) -> Instant {
-    start
-        .checked_add(timeout)
-        .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600))
-}
-
-/// Wait for the reply in `rx` until `deadline`; a timeout is reported as `timeout` (the
-/// request's own, counted from its send).
-async fn await_reply(
-    shared: &Shared,
-    rx: oneshot::Receiver<Result<Response>>,
-    command: Command,
-    deadline: Instant,
-    timeout: Duration,
-) -> Result<Response> {
-    match tokio::time::timeout_at(deadline, rx).await {
-        Ok(Ok(result)) => result,
-        // The entry went without an answer: only when the channel ended.
-        Ok(Err(_)) => Err(Error::ConnectionLost {
-            command,
-            cause: shared.death(),
-        }),
-        Err(_) => Err(Error::Timeout {
-            what: command.name(),
-            after: timeout,
-        }),
-    }
-}
-
-fn sealed_frame(shared: &Shared, crypto: &dyn ChannelCrypto, parts: &[&[u8]]) -> Result<OutFrame> {
-    match crypto.seal(parts) {
-        Ok(s) => Ok(OutFrame {
-            prefix: frame_prefix(s.len()),
-            head: s.freeze(),
-            payload: Bytes::new(),
-        }),
-        Err(e) => {
-            // Sealing cannot fail with valid keys; the channel is unusable if it does.
-            tracing::warn!(peer = %shared.peer, error = %e, "sealing failed; closing the channel");
-            shared.fail(ConnectionLossCause::SealingFailed);
-            Err(e)
-        }
-    }
-}
-
-fn unsealed_frame(head: Bytes, payload: Bytes) -> OutFrame {
-    OutFrame {
-        prefix: frame_prefix(head.len() + payload.len()),
-        head,
-        payload,
-    }
-}
-
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave State inconsistent in a way that
@@ -1017,259 +641,4 @@ impl Shared {
         self.credit_granted.notify_waiters();
         self.died.notify_waiters();
     }
-}
-
-/// The reader task: runs until the connection fails; returns why.
-async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
-    shared: &Shared,
-    mut frames: FrameReader<R>,
-    events: mpsc::UnboundedSender<Bytes>,
-) -> ConnectionLossCause {
-    loop {
-        let frame = match frames.next().await {
-            Ok(f) => f,
-            Err(FrameError::Eof) => return ConnectionLossCause::ClosedByServer,
-            Err(FrameError::Io(e)) => {
-                return ConnectionLossCause::ReadFailed {
-                    source: Arc::new(e),
-                }
-            }
-            Err(FrameError::BadPrefix(b)) => {
-                return ConnectionLossCause::ProtocolViolation {
-                    source: Arc::new(ProtocolError::BadTransportHeader(b).into()),
-                }
-            }
-        };
-        if let Err(e) = handle_frame(shared, frame, &events) {
-            return ConnectionLossCause::ProtocolViolation {
-                source: Arc::new(e),
-            };
-        }
-    }
-}
-
-fn handle_frame(
-    shared: &Shared,
-    mut plain: Frame,
-    events: &mpsc::UnboundedSender<Bytes>,
-) -> Result<()> {
-    let crypto = shared.crypto();
-    let encrypted = plain.starts_with(&[0xFD, b'S', b'M', b'B']);
-    if encrypted {
-        let Some(c) = &crypto else {
-            return Err(ProtocolError::EncryptedWithoutKeys.into());
-        };
-        let start = c.open_in_place(plain.as_mut_slice())?;
-        plain.advance(start);
-    }
-    // Most frames hold one message: verify it while the buffer is still ours to mutate, which
-    // lets the signer MAC it in one contiguous pass (several times faster for AES-GMAC).
-    let single = plain.get(20..24) == Some(&[0u8; 4][..]);
-    let mut verified_in_place = false;
-    if single {
-        let header = Header::decode(&plain).map_err(ProtocolError::Frame)?;
-        match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
-            (Verdict::Verify, Some(c)) => {
-                if !c.verify_in_place(plain.as_mut_slice()) {
-                    return Err(reject(shared, &header, bad_signature(&header)));
-                }
-                verified_in_place = true;
-            }
-            (Verdict::Reject, _) => return Err(reject(shared, &header, unsigned(&header))),
-            _ => {}
-        }
-    }
-    let plain = plain.freeze();
-    let frame_len = plain.len() as u64;
-    let messages = split_compound(&plain).map_err(ProtocolError::Frame)?;
-    for (i, msg) in messages.into_iter().enumerate() {
-        let header = Header::decode(&msg).map_err(ProtocolError::Frame)?;
-        if !header.is_response() {
-            return Err(ProtocolError::RequestFromServer.into());
-        }
-        if header.message_id == UNSOLICITED_MESSAGE_ID {
-            if header.command == Command::OPLOCK_BREAK {
-                let _ = events.send(msg);
-                continue;
-            }
-            return Err(ProtocolError::UnknownMessageId(header.message_id).into());
-        }
-        if !verified_in_place {
-            match (verdict(crypto.as_deref(), &header, encrypted), &crypto) {
-                (Verdict::Verify, Some(c)) if !c.verify(&msg) => {
-                    return Err(reject(shared, &header, bad_signature(&header)))
-                }
-                (Verdict::Reject, _) => return Err(reject(shared, &header, unsigned(&header))),
-                _ => {}
-            }
-        }
-        deliver(
-            shared,
-            header,
-            msg,
-            if i == 0 { frame_len } else { 0 },
-            encrypted,
-        )?;
-    }
-    Ok(())
-}
-
-/// What to do about a reply's signature.
-enum Verdict {
-    /// Nothing to check (no session keys yet, encrypted, or exempt).
-    Accept,
-    /// Signed: verify it.
-    Verify,
-    /// Unsigned where a signature is required.
-    Reject,
-}
-
-/// MS-SMB2 3.2.5.1.3: a reply in a signed session is verified; an unsigned one is accepted
-/// only where the server may not sign (interim replies, SESSION_SETUP which the session layer
-/// verifies itself with the freshly derived key). Encrypted replies are authenticated by the
-/// AEAD tag instead.
-fn verdict(crypto: Option<&dyn ChannelCrypto>, header: &Header, encrypted: bool) -> Verdict {
-    let Some(c) = crypto else {
-        return Verdict::Accept;
-    };
-    if encrypted
-        || header.command == Command::SESSION_SETUP
-        || header.command == Command::NEGOTIATE
-        || header.message_id == UNSOLICITED_MESSAGE_ID
-    {
-        return Verdict::Accept;
-    }
-    let interim = header.status == NtStatus::PENDING && header.is_async();
-    if header.flags.has(HeaderFlags::SIGNED) {
-        Verdict::Verify
-    } else if c.replies_must_be_signed() && !interim {
-        Verdict::Reject
-    } else {
-        Verdict::Accept
-    }
-}
-
-/// A reply failed its signature check (`why`): the request it claims to answer learns exactly
-/// why; the others see the connection drop, since nothing more from it is trusted.
-fn reject(shared: &Shared, header: &Header, why: Error) -> Error {
-    let pending = shared.lock().pending.remove(&header.message_id);
-    if let Some(p) = pending {
-        let _ = p.reply.send(Err(same_error(&why, header)));
-    }
-    why
-}
-
-/// A second copy of a signature verdict (errors are not `Clone`).
-fn same_error(why: &Error, header: &Header) -> Error {
-    match why {
-        Error::Protocol(ProtocolError::UnsignedReply { .. }) => unsigned(header),
-        _ => bad_signature(header),
-    }
-}
-
-fn unsigned(header: &Header) -> Error {
-    ProtocolError::UnsignedReply {
-        command: header.command,
-        message_id: header.message_id,
-    }
-    .into()
-}
-
-fn unsealed(header: &Header) -> Error {
-    ProtocolError::UnsealedReply {
-        command: header.command,
-        message_id: header.message_id,
-    }
-    .into()
-}
-
-fn bad_signature(header: &Header) -> Error {
-    ProtocolError::BadSignature {
-        command: header.command,
-        message_id: header.message_id,
-    }
-    .into()
-}
-
-/// Track the pace of replies: the gap since the last sign of life, smoothed (1/8 weight).
-fn note_reply(st: &mut State, now: Instant) {
-    if !st.pending.is_empty() {
-        let gap = now.saturating_duration_since(st.last_reply.max(st.busy_since));
-        st.reply_gap = (st.reply_gap * 7 + gap) / 8;
-    }
-    st.last_reply = now;
-}
-
-fn deliver(
-    shared: &Shared,
-    header: Header,
-    msg: Bytes,
-    wire_len: u64,
-    encrypted: bool,
-) -> Result<()> {
-    let interim = header.status == NtStatus::PENDING && header.is_async();
-    let mut st = shared.lock();
-    st.bytes_received += wire_len;
-    note_reply(&mut st, Instant::now());
-    let Some(p) = st.pending.get_mut(&header.message_id) else {
-        return Err(ProtocolError::UnknownMessageId(header.message_id).into());
-    };
-    if p.command != header.command {
-        return Err(ProtocolError::CommandMismatch {
-            sent: p.command,
-            got: header.command,
-        }
-        .into());
-    }
-    if p.sealed && !encrypted {
-        let p = st
-            .pending
-            .remove(&header.message_id)
-            .expect("checked above");
-        drop(st);
-        let _ = p.reply.send(Err(unsealed(&header)));
-        return Err(unsealed(&header));
-    }
-    let charge = p.charge;
-    if interim {
-        p.async_id = Some(header.async_id);
-        if let Some(told) = &p.on_interim {
-            // `notify_one` keeps a permit: a caller that looks only later still learns it.
-            told.notify_one();
-        }
-        // The caller gave up before this interim reply: now the request can be named.
-        let cancel = (p.cancel == CancelState::Wanted).then(|| {
-            p.cancel = CancelState::Sent;
-            p.cancel_target(header.message_id)
-        });
-        let r = st.credits.on_response(charge, header.credits, false);
-        drop(st);
-        shared.credit_granted.notify_waiters();
-        if let Some(target) = cancel {
-            shared.send_cancel(target);
-        }
-        return r.map_err(|_| ProtocolError::NoCredits.into());
-    }
-    let p = st
-        .pending
-        .remove(&header.message_id)
-        .expect("checked above");
-    let r = st.credits.on_response(charge, header.credits, true);
-    drop(st);
-    shared.credit_granted.notify_waiters();
-    let reply = Response {
-        header,
-        msg,
-        sent: p.sent,
-        resent: false,
-        sealed: encrypted,
-    };
-    // The caller may have given up (dropped its future, or timed out): the reply goes to the
-    // request's `on_abandoned`, if it has one, or is discarded.
-    if let Err(Ok(unwanted)) = p.reply.send(Ok(reply)) {
-        if let Some(on_abandoned) = p.on_abandoned {
-            on_abandoned(unwanted);
-        }
-    }
-    r.map_err(|_| ProtocolError::NoCredits.into())
 }

@@ -855,9 +855,9 @@ async fn a_request_that_waits_without_end_is_answered_like_any_other() {
     ch.call(req).await.unwrap();
     answer.await.unwrap();
     let now = tokio::time::Instant::now();
-    assert!(super::deadline(now, Duration::MAX) > now + Duration::from_secs(300 * 24 * 3600));
+    assert!(super::send::deadline(now, Duration::MAX) > now + Duration::from_secs(300 * 24 * 3600));
     assert_eq!(
-        super::deadline(now, Duration::from_secs(60)),
+        super::send::deadline(now, Duration::from_secs(60)),
         now + Duration::from_secs(60)
     );
 }

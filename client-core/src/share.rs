@@ -384,10 +384,11 @@ impl Share {
             core.prepare(&close, tree),
         ];
         // Opening for attributes, querying and closing may all be done twice.
-        let mut replies = core
+        let replies = core
             .send_related(reqs, create.replay(), self.tree.call())
-            .await?
-            .into_iter();
+            .await?;
+        self.close_left_open(&replies).await;
+        let mut replies = replies.into_iter();
         let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
             // The channel answers a compound with one reply per request.
             return Err(ProtocolError::Unexpected("compound reply count").into());

@@ -194,7 +194,31 @@ impl Share {
         if replies.len() != expected {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         }
+        self.close_left_open(&replies).await;
         Ok(replies)
+    }
+
+    /// After a CREATE ... CLOSE chain: when the CREATE opened the file but the CLOSE failed,
+    /// close the handle by its id. MS-SMB2 3.3.5.2.7.2 lets a server fail every related
+    /// request after one that failed (a READ at the end of the file, a QUERY_INFO refused),
+    /// the CLOSE included, which would leave the handle open until the session ends. Windows
+    /// and Samba fail the rest of a chain only after a failed CREATE, so this is rare.
+    pub(crate) async fn close_left_open(&self, replies: &[Result<Response>]) {
+        let (Some(Ok(created)), Some(Ok(closed))) = (replies.first(), replies.last()) else {
+            return;
+        };
+        let still_open = created.header.status == NtStatus::SUCCESS
+            && !matches!(
+                closed.header.status,
+                NtStatus::SUCCESS | NtStatus::FILE_CLOSED | NtStatus::INVALID_HANDLE
+            );
+        if !still_open {
+            return;
+        }
+        if let Ok(created) = CreateResponse::decode(&created.msg) {
+            // Best effort: a handle that cannot be closed now goes with the session.
+            let _ = self.tree.close(created.file_id).await;
+        }
     }
 }
 

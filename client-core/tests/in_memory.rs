@@ -433,3 +433,32 @@ async fn losing_one_channel_replays_on_the_other_and_loses_nothing() {
         "the session outlived one of its connections"
     );
 }
+
+#[tokio::test]
+async fn a_chain_whose_close_fails_does_not_leave_its_handle_open() {
+    // This server fails the CLOSE of CREATE + READ + CLOSE when the READ of an empty file
+    // fails with END_OF_FILE, as MS-SMB2 allows.
+    let config = ServerConfig {
+        fail_whole_chain: true,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(config).await.unwrap();
+    server.put_file("data", "empty", b"");
+    server.put_file("data", "small", b"four");
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    assert_eq!(
+        share
+            .read_small_file("empty", 100)
+            .await
+            .unwrap()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        &share.read_small_file("small", 100).await.unwrap().unwrap()[..],
+        b"four"
+    );
+    assert_eq!(server.open_paths(), Vec::<String>::new());
+}

@@ -228,10 +228,13 @@ impl Conn {
         if header.command != Command::TREE_CONNECT {
             previous.tree_id = header.tree_id;
         }
+        // A failed CREATE hands its error to the related requests after it that need its
+        // FileId. MS-SMB2 3.3.5.2.7.2 says any failed request that carried one SHOULD;
+        // Windows (note <260>) and Samba do it for a CREATE only, and so does this server
+        // unless told to follow the letter (`fail_whole_chain`).
         if let Err(status) = &result {
-            // A failed request hands its error to the related requests after it that need
-            // its FileId (MS-SMB2 3.3.5.2.7.2).
-            if previous.file.is_some() || header.command == Command::CREATE {
+            let carried_file = previous.file.is_some() && self.shared.config.fail_whole_chain;
+            if header.command == Command::CREATE || carried_file {
                 previous.file = Some(Err(*status));
             }
         }

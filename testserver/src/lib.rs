@@ -68,6 +68,10 @@ pub struct ServerConfig {
     /// Whether it offers multichannel: SMB2_GLOBAL_CAP_MULTI_CHANNEL, its `addresses` in
     /// FSCTL_QUERY_NETWORK_INTERFACE_INFO, and session binding (MS-SMB2 3.3.5.5.2).
     pub multichannel: bool,
+    /// In a related compound, fail the requests after any failed one that used a FileId
+    /// (a READ at the end of a file, say), as MS-SMB2 3.3.5.2.7.2 allows; by default only a
+    /// failed CREATE fails the rest, as Windows and Samba do.
+    pub fail_whole_chain: bool,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +87,7 @@ impl Default for ServerConfig {
             max_io: 1 << 20,
             addresses: vec![Ipv4Addr::LOCALHOST],
             multichannel: false,
+            fail_whole_chain: false,
         }
     }
 }
@@ -274,6 +279,18 @@ impl TestServer {
     /// Opens (handles) held by clients.
     pub fn open_handles(&self) -> usize {
         self.shared.lock().opens.len()
+    }
+
+    /// The path of each open held by clients (share-relative, `\\`-separated), sorted.
+    pub fn open_paths(&self) -> Vec<String> {
+        let state = self.shared.lock();
+        let mut paths: Vec<String> = state
+            .opens
+            .values()
+            .filter_map(|o| Some(state.shares.get(&o.share)?.path_of(o.node)))
+            .collect();
+        paths.sort();
+        paths
     }
 
     /// How many requests of `command` arrived.

@@ -1,0 +1,129 @@
+//! Directory listings: OPENDIR opens a listing at the server, READDIR reads it a page at a
+//! time from any entry index, RELEASEDIR closes what was not read to its end.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use smb3_client::{DirEntry, Error, ReadDir};
+
+use super::attr::{Attr, Kind};
+use super::SmbFs;
+use crate::dir_stream::{DirCursor, Lister};
+use crate::errno::{FsError, FsResult};
+
+/// One directory entry as READDIR(PLUS) returns it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    /// Name within the directory.
+    pub name: String,
+    /// File or directory.
+    pub kind: Kind,
+    /// The server's file id (0 if none).
+    pub file_id: u64,
+    /// Its attributes, `ino` not yet assigned (0).
+    pub attr: Attr,
+}
+
+/// A directory opened by OPENDIR: where its listing stands.
+pub(super) struct OpenDir {
+    /// Its path on the share.
+    path: String,
+    cursor: tokio::sync::Mutex<DirCursor<ReadDir>>,
+}
+
+impl OpenDir {
+    /// Close the listing at the server if it is still open.
+    pub(super) async fn close(&self) {
+        let listing = self.cursor.lock().await.take_listing();
+        if let Some(listing) = listing {
+            if let Err(e) = listing.close().await {
+                tracing::debug!(path = self.path, error = %e, "closing a listing");
+            }
+        }
+    }
+}
+
+/// Starts listings of one directory of the share, retried as every request (`hard`).
+struct ShareLister<'a> {
+    fs: &'a SmbFs,
+    path: &'a str,
+}
+
+impl Lister for ShareLister<'_> {
+    type Pages = ReadDir;
+    async fn open(&self) -> Result<ReadDir, Error> {
+        self.fs.retry(|| self.fs.share.list(self.path)).await
+    }
+}
+
+impl SmbFs {
+    /// OPENDIR: open a listing of the directory and read its first page (a directory that
+    /// cannot be listed fails here); READDIR reads on, a page at a time.
+    pub async fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let path = self.path_of(ino)?;
+        let lister = ShareLister {
+            fs: self,
+            path: &path,
+        };
+        let mut cursor = DirCursor::new(lister.open().await?);
+        cursor.prime(&lister).await?;
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        let dir = OpenDir {
+            path,
+            cursor: tokio::sync::Mutex::new(cursor),
+        };
+        self.dirs.lock().unwrap().insert(fh, Arc::new(dir));
+        self.keep_watching(ino);
+        Ok(fh)
+    }
+
+    /// READDIR of the open directory `fh` from entry `index` (`.` and `..` not counted):
+    /// `add` gets each entry with its index until it says the reply is full (see
+    /// [`DirCursor::read_at`]). Returns how many entries `add` took.
+    pub async fn read_dir_at(
+        &self,
+        fh: u64,
+        index: u64,
+        mut add: impl FnMut(u64, &Listed) -> bool,
+    ) -> FsResult<u64> {
+        let dir = self
+            .dirs
+            .lock()
+            .unwrap()
+            .get(&fh)
+            .cloned()
+            .ok_or_else(|| FsError::new(libc::EBADF))?;
+        let lister = ShareLister {
+            fs: self,
+            path: &dir.path,
+        };
+        let mut cursor = dir.cursor.lock().await;
+        let taken = cursor
+            .read_at(&lister, index, |i, entry| add(i, &self.listed(entry)))
+            .await?;
+        Ok(taken)
+    }
+
+    fn listed(&self, entry: &DirEntry) -> Listed {
+        let attr = self.attr(0, &entry.metadata);
+        Listed {
+            kind: attr.kind,
+            file_id: entry.file_id,
+            name: entry.name.clone(),
+            attr,
+        }
+    }
+
+    /// The node id a plain READDIR shows for an entry (no lookup taken).
+    pub fn peek_ino(&self, parent: u64, name: &str, file_id: u64) -> u64 {
+        self.inodes.lock().unwrap().peek(parent, name, file_id)
+    }
+
+    /// RELEASEDIR: a listing not read to its end is closed at the server.
+    pub async fn releasedir(&self, fh: u64) {
+        let dir = self.dirs.lock().unwrap().remove(&fh);
+        if let Some(dir) = dir {
+            dir.close().await;
+        }
+    }
+}

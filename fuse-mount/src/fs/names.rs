@@ -1,0 +1,215 @@
+//! The names in directories: LOOKUP and FORGET, and what adds, removes or moves a name
+//! (MKDIR, MKNOD, UNLINK, RMDIR, RENAME, LINK). A name that is removed or moved first loses
+//! what this mount holds below it: parked handles and directory watches.
+
+use smb3_client::{IfExists, NtStatus, OpenOptions};
+
+use super::attr::Attr;
+use super::{gone_if_deleted, SmbFs};
+use crate::errno::{FsError, FsResult};
+use crate::inode::at_or_below;
+
+impl SmbFs {
+    /// Stat `path` and take one lookup of `(parent, name)` for the kernel.
+    async fn entry(&self, parent: u64, name: &str, path: &str) -> FsResult<Attr> {
+        // A node known under this name with writes or a close under way: its size and times
+        // are the server's only once they are done (as for GETATTR).
+        let known = self.inodes.lock().unwrap().child(parent, name);
+        if let Some(ino) = known {
+            self.drain_ino(ino).await;
+        }
+        let m = self
+            .retry(|| self.share.metadata(path))
+            .await
+            .map_err(gone_if_deleted)?;
+        let ino = self
+            .inodes
+            .lock()
+            .unwrap()
+            .remember(parent, name, m.file_id);
+        Ok(self.attr(ino, &m))
+    }
+
+    /// LOOKUP: the entry `name` in directory `parent`.
+    pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        let path = self.child_of(parent, name)?;
+        let found = self.entry(parent, name, &path).await;
+        if found.is_ok() {
+            self.keep_watching(parent);
+        }
+        found
+    }
+
+    /// FORGET: the kernel dropped `n` lookups of `ino`.
+    pub fn forget(&self, ino: u64, n: u64) {
+        self.inodes.lock().unwrap().forget(ino, n);
+    }
+
+    /// Record one lookup of `(parent, name)` (a READDIRPLUS entry); returns its node id.
+    pub fn remember(&self, parent: u64, name: &str, file_id: u64) -> u64 {
+        self.inodes.lock().unwrap().remember(parent, name, file_id)
+    }
+
+    /// MKDIR.
+    pub async fn mkdir(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        self.share.create_dir(&path).await?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// MKNOD: regular files only (SMB has no device, FIFO or socket files: EPERM).
+    pub async fn mknod(&self, parent: u64, name: &str, mode: u32) -> FsResult<Attr> {
+        self.writable()?;
+        // mode_t is u16 on macOS: the casts are needed there.
+        #[allow(clippy::unnecessary_cast)]
+        let (fmt, reg) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
+        if mode & fmt != reg {
+            return Err(FsError::new(libc::EPERM));
+        }
+        let path = self.child_of(parent, name)?;
+        let f = self
+            .share
+            .open(&path, &OpenOptions::new().write(true).create_new(true))
+            .await?;
+        f.close().await?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// UNLINK. A read-only file is made writable first, as POSIX lets anyone who may write
+    /// the directory remove it.
+    pub async fn unlink(&self, parent: u64, name: &str) -> FsResult<()> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        let node = self.inodes.lock().unwrap().child(parent, name);
+        self.close_parked_at(&path).await;
+        match self.share.remove_file(&path).await {
+            Err(e) if e.status() == Some(NtStatus::CANNOT_DELETE) => {
+                self.share.set_readonly(&path, false).await?;
+                self.share.remove_file(&path).await?;
+            }
+            r => r?,
+        }
+        self.inodes.lock().unwrap().unlinked(parent, name);
+        if let Some(ino) = node {
+            // A handle of the file parked while it was being deleted (see
+            // `DeferredCloses::park`): the name is gone on the server only once it is closed.
+            self.deferred.close_now(ino).await;
+        }
+        Ok(())
+    }
+
+    /// RMDIR.
+    pub async fn rmdir(&self, parent: u64, name: &str) -> FsResult<()> {
+        self.writable()?;
+        let path = self.child_of(parent, name)?;
+        self.close_parked_at(&path).await;
+        self.end_watches_at(&path).await;
+        self.share.remove_dir(&path).await?;
+        self.inodes.lock().unwrap().unlinked(parent, name);
+        Ok(())
+    }
+
+    /// RENAME, replacing an existing target unless `noreplace`. A directory replaces an empty
+    /// directory (POSIX) by removing it first, which SMB cannot do in one step.
+    pub async fn rename(
+        &self,
+        parent: u64,
+        name: &str,
+        new_parent: u64,
+        new_name: &str,
+        noreplace: bool,
+    ) -> FsResult<()> {
+        self.writable()?;
+        let from = self.child_of(parent, name)?;
+        let to = self.child_of(new_parent, new_name)?;
+        self.close_parked_at(&from).await;
+        self.close_parked_at(&to).await;
+        self.end_watches_at(&from).await;
+        self.end_watches_at(&to).await;
+        // Held until the inode table has the new name: a RELEASE of a file being renamed
+        // (rsync renames its temporary file while the kernel's RELEASE of it is still on its
+        // way) then sets its pending times by the name the server has at that moment.
+        let writers = self.writers_under(&from);
+        let mut closes_held = Vec::with_capacity(writers.len());
+        for h in &writers {
+            closes_held.push(h.closing.lock().await);
+        }
+        let if_exists = if noreplace {
+            IfExists::Fail
+        } else {
+            IfExists::Replace
+        };
+        let mut renamed = self.share.rename(&from, &to, if_exists).await;
+        // A lookup below `from` may have started a watch there meanwhile, which the server
+        // counts as an open handle below: end it and try once more.
+        if matches!(&renamed, Err(e) if e.status() == Some(NtStatus::ACCESS_DENIED))
+            && self.end_watches_at(&from).await > 0
+        {
+            renamed = self.share.rename(&from, &to, if_exists).await;
+        }
+        match renamed {
+            Ok(()) => {}
+            Err(e)
+                if !noreplace
+                    && matches!(
+                        e.status(),
+                        Some(NtStatus::ACCESS_DENIED | NtStatus::OBJECT_NAME_COLLISION)
+                    ) =>
+            {
+                let (src, dst) = (
+                    self.share.metadata(&from).await?,
+                    self.share.metadata(&to).await,
+                );
+                match dst {
+                    Ok(dst) if dst.is_dir() && src.is_dir() => {
+                        self.share.remove_dir(&to).await?;
+                        self.share.rename(&from, &to, IfExists::Fail).await?;
+                    }
+                    Ok(dst) if dst.is_dir() => return Err(FsError::new(libc::EISDIR)),
+                    Ok(_) if src.is_dir() => return Err(FsError::new(libc::ENOTDIR)),
+                    _ => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.inodes
+            .lock()
+            .unwrap()
+            .renamed(parent, name, new_parent, new_name);
+        drop(closes_held);
+        Ok(())
+    }
+
+    /// LINK: a new name for the file `ino`.
+    pub async fn link(&self, ino: u64, new_parent: u64, new_name: &str) -> FsResult<Attr> {
+        self.writable()?;
+        let existing = self.path_of(ino)?;
+        let new = self.child_of(new_parent, new_name)?;
+        self.share
+            .hard_link(&existing, &new, IfExists::Fail)
+            .await?;
+        self.entry(new_parent, new_name, &new).await
+    }
+
+    /// Close the parked handles of what a rename or delete of `path` touches: the node itself
+    /// and, for a directory, every node below it (Samba refuses to rename a directory with
+    /// open files below it, and a file deleted while a handle is open stays until it closes).
+    async fn close_parked_at(&self, path: &str) {
+        if self.deferred.count() == 0 {
+            return;
+        }
+        self.deferred
+            .close_where(|ino| self.path_of(ino).is_ok_and(|p| at_or_below(&p, path)))
+            .await;
+    }
+
+    /// End the directory watches at and below `path`, closing their directories, before
+    /// removing or renaming it (see `dir_watch`'s module notes); returns how many ended.
+    async fn end_watches_at(&self, path: &str) -> usize {
+        let inodes = &self.inodes;
+        self.watches
+            .end_at_or_below(path, |dir| inodes.lock().unwrap().path(dir))
+            .await
+    }
+}

@@ -86,7 +86,6 @@ impl Client {
                 core: self.core.clone(),
                 name: name.to_string(),
                 context: tree,
-                maximal_access: tc.maximal_access,
             }),
             snapshot: None,
         };

@@ -21,8 +21,6 @@ pub(crate) struct Tree {
     pub(crate) core: Arc<SessionCore>,
     pub(crate) name: String,
     pub(crate) context: TreeContext,
-    #[allow(dead_code)]
-    pub(crate) maximal_access: u32,
 }
 
 impl Drop for Tree {

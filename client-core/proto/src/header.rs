@@ -3,7 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::codec::{DecodeError, Reader};
-use crate::status::NtStatus;
+use crate::nt_status::NtStatus;
 
 /// Length of every SMB2 header.
 pub const HEADER_LEN: usize = 64;

@@ -12,9 +12,9 @@ pub mod fuzzing;
 pub mod header;
 pub mod msg;
 pub mod replay;
-pub mod status;
+pub mod nt_status;
 
 pub use codec::DecodeError;
 pub use dialect::{Cipher, Dialect, SigningAlgorithm};
 pub use header::{Command, Header, HeaderFlags};
-pub use status::NtStatus;
+pub use nt_status::NtStatus;

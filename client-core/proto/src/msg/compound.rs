@@ -18,7 +18,7 @@ use crate::msg::close::{CloseRequest, CloseResponse};
 use crate::msg::create::{CreateRequest, CreateResponse};
 use crate::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use crate::msg::{credit_charge, FileId, RequestBody};
-use crate::status::NtStatus;
+use crate::nt_status::NtStatus;
 
 /// Offset of the Flags field in the SMB2 header.
 const FLAGS_OFFSET: usize = 16;

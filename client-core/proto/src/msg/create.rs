@@ -8,7 +8,7 @@ use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::FileAttributes;
 use crate::msg::{FileId, RequestBody};
 use crate::replay::{Replay, ReplayHazard};
-use crate::status::NtStatus;
+use crate::nt_status::NtStatus;
 
 /// RequestedOplockLevel / OplockLevel (MS-SMB2 2.2.13, 2.2.14).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use crate::codec::{bytes_at, DecodeError, Reader};
 use crate::header::{Command, Header, HEADER_LEN};
-use crate::status::NtStatus;
+use crate::nt_status::NtStatus;
 
 /// Fixed part of the ERROR body; StructureSize 9 counts one byte of ErrorData.
 const FIXED_LEN: usize = 8;

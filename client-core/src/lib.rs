@@ -94,7 +94,7 @@ pub use fs_ops::{FileTimes, IfLocked, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
-pub use multichannel::status::{
+pub use multichannel::report::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
 pub use names::check_name;

@@ -13,7 +13,7 @@ use crate::channel::Channel;
 use crate::config::Dispatch;
 use crate::error::{ConnectionLossCause, Error, Result};
 use crate::multichannel::planner::{Slot, SlotKey};
-use crate::multichannel::status::{ChannelInfo, ChannelState};
+use crate::multichannel::report::{ChannelInfo, ChannelState};
 
 /// How many closed channels' final counters are kept.
 const RETIRED_KEPT: usize = 256;

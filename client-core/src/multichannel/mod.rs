@@ -9,12 +9,12 @@
 //! - `planner`: a pure function from (server interfaces, local NICs, config) to wanted slots.
 //! - `channel_set`: the session's channels and which one carries the next request.
 //! - `state`: what the session knows of its channels, both sides' interfaces and the plan.
-//! - `status`: what embedders and `smbctl channels` see.
+//! - `report`: what embedders and `smbctl channels` see of the channels and the plan.
 
 pub(crate) mod channel_set;
 pub(crate) mod eligibility;
 pub(crate) mod inventory;
 pub(crate) mod nic_facts;
 pub(crate) mod planner;
+pub(crate) mod report;
 pub(crate) mod state;
-pub(crate) mod status;

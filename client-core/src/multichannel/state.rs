@@ -19,7 +19,7 @@ use crate::multichannel::channel_set::ChannelSet;
 use crate::multichannel::eligibility::Ineligible;
 use crate::multichannel::inventory::LocalInterface;
 use crate::multichannel::planner::{Plan, ServerInterface, SlotKey};
-use crate::multichannel::status::{
+use crate::multichannel::report::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
 

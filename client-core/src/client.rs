@@ -18,12 +18,12 @@ use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
 use crate::error::{EncryptionRequiredBy, Error, ProtocolError, Result};
 use crate::lease;
+use crate::logoff_wait::{settle, BackgroundWork, LOGOFF_SETTLE};
 use crate::multichannel::eligibility;
 use crate::multichannel::report::{ChannelInfo, MultichannelStatus};
 use crate::multichannel::state::Multichannel;
 use crate::orphans::OrphanCount;
 use crate::session;
-use crate::settle::{settle, BackgroundWork, LOGOFF_SETTLE};
 use crate::types::{MaxIo, TrafficCounters};
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.

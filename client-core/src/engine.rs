@@ -19,10 +19,10 @@ use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
 use crate::error::{ConnectionLossCause, Result};
 use crate::lease::{BreakSink, LeaseTable};
+use crate::logoff_wait::BackgroundWork;
 use crate::multichannel::state::Multichannel;
 use crate::negotiated::Negotiated;
 use crate::orphans::OrphanCount;
-use crate::settle::BackgroundWork;
 
 pub(crate) mod replay;
 

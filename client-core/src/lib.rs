@@ -55,6 +55,7 @@ mod lease;
 mod listing;
 pub mod location;
 pub mod log_filter;
+mod logoff_wait;
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;
@@ -65,7 +66,6 @@ mod password;
 mod security;
 mod server_copy;
 mod session;
-mod settle;
 mod share;
 mod small_files;
 mod snapshots;

@@ -47,6 +47,7 @@ mod failover;
 mod file;
 mod file_security;
 mod fs_ops;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod info_query;
@@ -56,6 +57,7 @@ mod listing;
 pub mod location;
 pub mod log_filter;
 mod logoff_wait;
+#[cfg(feature = "microbench")]
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;

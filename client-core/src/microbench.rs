@@ -1,8 +1,8 @@
 //! The pure state behind multichannel, reachable from the criterion benches in `benches/`
 //! (docs/PERFORMANCE.md, "Micro-benchmarks"): the channel planner and the credit window.
 //!
-//! Like [`crate::fuzzing`], this is not part of the API: hidden, free to change with the
-//! benches, and nothing in the client uses it. It holds no logic of its own: each item is a
+//! Like `crate::fuzzing`, this is not part of the API: hidden, free to change with the
+//! benches, built only with the `microbench` feature, and nothing in the client uses it. It holds no logic of its own: each item is a
 //! thin handle on the crate-private type that the client runs, so a bench measures exactly
 //! the code on the hot path, while that code stays `pub(crate)` and free to change shape.
 

@@ -9,7 +9,8 @@
 //!
 //! Where a target needs to choose (which information class, which cipher), the first input
 //! byte chooses and the rest is the data; the seeding script in `fuzz/` writes seeds that way.
-//! Not part of the crate's API: hidden, and free to change with the targets.
+//! Not part of the crate's API: hidden, free to change with the targets, and built only with
+//! the `fuzzing` feature, so a product's build does not carry it.
 
 use std::sync::OnceLock;
 

@@ -7,6 +7,7 @@
 pub mod codec;
 pub mod crypto;
 pub mod dialect;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod header;

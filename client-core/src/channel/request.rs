@@ -57,6 +57,7 @@ impl Request {
 
     /// Treat the request as `command` when its reply comes back (the fuzz harness sends one
     /// body and has its replies dispatched as every command's).
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn pretend_command(&mut self, command: Command) {
         self.command = command;
     }

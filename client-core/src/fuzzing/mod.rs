@@ -1,7 +1,8 @@
 //! The bodies of the fuzz targets over the client's receive path (see `docs/FUZZING.md`);
 //! the decoders' own targets are in `smb3_proto::fuzzing`. Shared, like those, by the
 //! libFuzzer targets in `fuzz/` and by the replay test `tests/fuzz_replay.rs`. Not part of
-//! the API: hidden, and free to change with the targets.
+//! the API: hidden, free to change with the targets, and built only with the `fuzzing`
+//! feature.
 
 mod channel;
 

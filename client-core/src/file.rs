@@ -264,7 +264,8 @@ impl File {
         self.inner.state.file_id()
     }
 
-    /// Send a request about this open, errors naming its path (for `fs_ops`).
+    /// Send a request about this open, errors naming its path (for the calls on an open file
+    /// kept in modules of their own: byte-range locks, security descriptors).
     pub(crate) async fn request<B: smb3_proto::msg::RequestBody>(
         &self,
         body: &B,
@@ -275,7 +276,7 @@ impl File {
             .map_err(|e| self.err(e))
     }
 
-    /// Send SET_INFO with `info` on this handle (the `fs_ops` setters use it).
+    /// Send SET_INFO with `info` on this handle (the `set_info` setters use it).
     pub(crate) async fn set_file_info<T: smb3_proto::msg::fscc::SetFileInfo>(
         &self,
         info: &T,

@@ -36,6 +36,7 @@ mod attributes;
 mod auth;
 mod background;
 pub mod blocking;
+mod byte_locks;
 mod channel;
 mod client;
 mod config;
@@ -46,7 +47,6 @@ mod error;
 mod failover;
 mod file;
 mod file_security;
-mod fs_ops;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -68,6 +68,7 @@ mod password;
 mod security;
 mod server_copy;
 mod session;
+mod set_info;
 mod share;
 mod small_files;
 mod snapshots;
@@ -81,6 +82,7 @@ mod watch;
 
 pub use attributes::DosAttributes;
 pub use auth::UserCredentials;
+pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::Client;
 pub use config::{ClientConfig, Dispatch, NicOverride};
@@ -92,7 +94,6 @@ pub use error::{
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter};
 pub use file_security::{FileSecurity, SecurityParts};
-pub use fs_ops::{FileTimes, IfLocked, LockKind};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
@@ -101,6 +102,7 @@ pub use multichannel::report::{
 };
 pub use names::check_name;
 pub use password::Password;
+pub use set_info::FileTimes;
 pub use share::Share;
 pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,

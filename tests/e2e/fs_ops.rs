@@ -1,5 +1,6 @@
-//! The file system operations the FUSE mount needs (client-core/src/fs_ops.rs), against the
-//! testbed's real smbd: times, the read-only attribute, hard links, file ids and link counts.
+//! The file system operations the FUSE mount needs (client-core/src/set_info.rs and
+//! byte_locks.rs), against the testbed's real smbd: times, the read-only attribute, hard links,
+//! file ids and link counts.
 
 // The testbed (network namespaces, veth links, smbd) exists on Linux only.
 #![cfg(target_os = "linux")]

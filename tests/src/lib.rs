@@ -923,21 +923,28 @@ impl Testbed {
             .map_err(|e| format!("cannot start iperf3 server: {e}"))?;
         let result = self.iperf3_client(&addr, from, seconds, reverse);
         // The one-off server ends with the test; never leave it behind.
+        reap(&mut server, Duration::from_secs(5));
+        result
+    }
+
+    /// Waits (at most 5 s) until something listens on TCP `port` in the server namespace, so
+    /// a client started next does not race the server it talks to.
+    pub fn wait_listening(&self, port: u16) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            match server.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                _ => {
-                    let _ = server.kill();
-                    let _ = server.wait();
-                    break;
-                }
+            let ss = self
+                .server_command("ss")
+                .args(["-ltnH", &format!("sport = :{port}")])
+                .output()
+                .map_err(|e| format!("cannot run ss: {e}"))?;
+            if !ss.stdout.is_empty() {
+                return Ok(());
             }
+            if Instant::now() > deadline {
+                return Err(format!("nothing listened on port {port} within 5 s"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        result
     }
 
     fn iperf3_client(
@@ -947,22 +954,7 @@ impl Testbed {
         seconds: u32,
         reverse: bool,
     ) -> Result<f64, String> {
-        // Wait until the server listens (bounded) instead of racing it.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let ss = self
-                .server_command("ss")
-                .args(["-ltnH", "sport = :5201"])
-                .output()
-                .map_err(|e| format!("cannot run ss: {e}"))?;
-            if !ss.stdout.is_empty() {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err("iperf3 server did not start listening within 5 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.wait_listening(5201)?;
         let secs = seconds.to_string();
         let mut cmd = self.client_command("iperf3");
         cmd.args([
@@ -1365,6 +1357,24 @@ impl Drop for Testbed {
                 }
             }
             Err(e) => eprintln!("testbed {}: down failed: {e}", self.id),
+        }
+    }
+}
+
+/// Waits up to `within` for `child` to end by itself, else kills it (SIGKILL, by its PID);
+/// reaps it either way, so nothing is left behind. Its exit status, or `None` when it had to be
+/// killed.
+pub fn reap(child: &mut std::process::Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
         }
     }
 }

@@ -41,8 +41,9 @@ pub struct CopyOptions {
     pub small_jobs: usize,
     /// Bytes per chunk request.
     pub chunk: u32,
-    /// Chunks in flight per file, at least: a file keeps four per usable channel when that
-    /// is more, counted as it goes (channels still binding join a copy under way).
+    /// Chunks in flight per file, at least: a file keeps `Client::busy_depth` (four per usable
+    /// channel) when that is more, counted as it goes (channels still binding join a copy
+    /// under way).
     pub depth: usize,
     /// Chunk bytes in flight for all files together (0: the default,
     /// [`crate::in_flight::DEFAULT_MAX_IN_FLIGHT`]).

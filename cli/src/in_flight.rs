@@ -1,12 +1,13 @@
 //! One budget of chunk bytes in flight for a whole run, shared by every file copied at once.
 //!
-//! Each file keeps up to `depth` chunks in flight (four per channel, so every channel stays
-//! busy), within the 64 MiB span of `window.rs`. With many files at once (`-j 64`) that
-//! would be up to 64 times as much memory for no more speed: the channels are as busy with a
-//! few files' chunks as with all of them. So a chunk also takes its bytes from this budget
-//! before it is read, and gives them back once written; a file waits when the budget is
-//! spent. Waiters are served in order (tokio's semaphore is fair), and a chunk never needs
-//! more than the whole budget, so every chunk gets its turn.
+//! Each file keeps up to `depth` chunks in flight (at least the library's
+//! `Client::busy_depth`, so every channel stays busy), within the 64 MiB span of
+//! `window.rs`. With many files at once (`-j 64`) that would be up to 64 times as much memory
+//! for no more speed: the channels are as busy with a few files' chunks as with all of them.
+//! So a chunk also takes its bytes from this budget before it is read, and gives them back
+//! once written; a file waits when the budget is spent. Waiters are served in order (tokio's
+//! semaphore is fair), and a chunk never needs more than the whole budget, so every chunk gets
+//! its turn.
 
 use smb3_client::BufferPool;
 use tokio::sync::{Semaphore, SemaphorePermit};

@@ -19,10 +19,6 @@ use crate::resume::{self, Plan};
 use crate::source_change::{remote_changed, LocalVersion};
 use crate::window::for_each_chunk;
 
-/// Chunks kept in flight per file for each channel that can carry them, so that every
-/// channel has the next chunk queued behind the one on the wire.
-pub(crate) const CHUNKS_PER_CHANNEL: usize = 4;
-
 /// How one transfer runs.
 pub(crate) struct TransferOptions<'a> {
     pub(crate) chunk: u32,
@@ -40,22 +36,24 @@ pub(crate) struct TransferOptions<'a> {
 /// after connecting, on the first channel only, widens as the others bind instead of waiting
 /// for them.
 ///
-/// While channels are still binding: [`CHUNKS_PER_CHANNEL`] per usable channel and no more,
+/// While channels are still binding: the library's
+/// [`Client::busy_depth`](smb3_client::Client::busy_depth)
+/// ([`CHUNKS_PER_CHANNEL`](smb3_client::CHUNKS_PER_CHANNEL) per usable channel) and no more,
 /// so the channels that are up first get no backlog the others must make up for. Under
 /// round-robin dispatch (`--dispatch round-robin`) such a backlog lasts to the end of the copy
 /// (measured: 16 chunks queued on the first of 16 channels over four 1 Gbit/s links made that
 /// link carry 26.6 % of a 1 GiB file instead of 25 %, and it finished last); smbcp's default,
 /// least-loaded, works it off, and the per-link split was still more even with the narrow
-/// start. Afterwards: `depth` (`--depth`), or four per usable channel when that is more. A
-/// binding round held up by an unreachable address (up to the 10 s bind timeout) keeps the
-/// window at four per channel meanwhile, where smbcp used to wait 2 s with nothing in flight.
+/// start. Afterwards: `depth` (`--depth`), or `busy_depth` when that is more. A binding round
+/// held up by an unreachable address (up to the 10 s bind timeout) keeps every channel that is
+/// up busy meanwhile, instead of holding the copy back until the round ends.
 pub(crate) fn depth_now(depth: usize, share: &Share) -> usize {
     let client = share.client();
-    let per_channels = CHUNKS_PER_CHANNEL * client.usable_channels();
+    let busy = client.busy_depth();
     if client.binding_channels() {
-        per_channels.max(1)
+        busy
     } else {
-        depth.max(per_channels)
+        depth.max(busy)
     }
 }
 

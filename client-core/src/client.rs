@@ -164,6 +164,15 @@ impl Client {
         self.core.multichannel.channels.usable_count()
     }
 
+    /// Chunks one large read or write keeps in flight so that every usable channel stays
+    /// busy: [`CHUNKS_PER_CHANNEL`](crate::CHUNKS_PER_CHANNEL) for each of
+    /// [`Client::usable_channels`], and at least one. A [`File`](crate::File)'s reads, writes,
+    /// readers and writers keep the larger of this and `ClientConfig::io_depth`; a caller that
+    /// runs its own window of chunks reads it as channels bind.
+    pub fn busy_depth(&self) -> usize {
+        crate::file::busy_depth(self.usable_channels())
+    }
+
     /// Whether channels are being bound now: from connect until the first round of binding
     /// has finished (what [`Client::wait_for_channels`] waits for), and again after a lost
     /// session was set up anew, until its channels are back. Always false when multichannel

@@ -31,6 +31,17 @@ use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
 use crate::types::{metadata_from_reply, Metadata};
 
+/// Chunks of one large read or write kept in flight for each channel that may carry requests:
+/// one on the wire and the next ones queued behind it, so that no channel idles between two
+/// chunks of the same file.
+pub const CHUNKS_PER_CHANNEL: usize = 4;
+
+/// Chunks one large read or write keeps in flight so that `usable` channels stay busy:
+/// [`CHUNKS_PER_CHANNEL`] each, and at least one.
+pub(crate) fn busy_depth(usable: usize) -> usize {
+    CHUNKS_PER_CHANNEL.saturating_mul(usable).max(1)
+}
+
 /// An open file. Cheap to clone; the handle is closed by [`File::close`], or in the background
 /// when the last clone is dropped.
 #[derive(Clone)]
@@ -149,11 +160,9 @@ impl File {
         (
             io.min(core.negotiated.max_read.max(4096)),
             io.min(core.negotiated.max_write.max(4096)),
-            // Keep every channel busy: at least four chunks in flight per channel.
             core.config
                 .io_depth
-                .max(4 * core.multichannel.channels.active().len())
-                .max(1),
+                .max(busy_depth(core.multichannel.channels.usable_count())),
         )
     }
 
@@ -646,7 +655,15 @@ impl std::fmt::Debug for FileWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::chunk_ranges;
+    use super::{busy_depth, chunk_ranges, CHUNKS_PER_CHANNEL};
+
+    #[test]
+    fn busy_depth_is_per_usable_channel_and_never_zero() {
+        assert_eq!(busy_depth(0), 1, "no usable channel yet: one chunk still goes out");
+        assert_eq!(busy_depth(1), CHUNKS_PER_CHANNEL);
+        assert_eq!(busy_depth(16), 16 * CHUNKS_PER_CHANNEL);
+        assert_eq!(busy_depth(usize::MAX), usize::MAX);
+    }
 
     #[test]
     fn ranges_cover_exactly() {

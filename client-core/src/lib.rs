@@ -92,7 +92,7 @@ pub use error::{
     ReclaimRefusal, ReopenFailure, Result, ServerCopyFault, SnapshotListFault, UnsafeNameReason,
 };
 pub use failover::FailoverCounters;
-pub use file::{File, FileReader, FileWriter};
+pub use file::{File, FileReader, FileWriter, CHUNKS_PER_CHANNEL};
 pub use file_security::{FileSecurity, SecurityParts};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};

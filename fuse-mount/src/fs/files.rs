@@ -170,13 +170,13 @@ impl SmbFs {
 
     /// The largest read-ahead window of the daemon now: what it takes to keep every
     /// channel busy beyond what the kernel's own read-ahead already keeps in flight, within
-    /// `prefetch=`. Without the page cache that is four READs per channel, as the library
-    /// keeps for one large read. With it, two per channel: the kernel refills its window
-    /// as the reader moves, and measured, an 8 MiB window (eight READs) keeps four 1 Gbit/s
-    /// links at their line rate while a daemon window on top of it changed nothing but
-    /// fetched 2.7 % of the bytes twice. So with the defaults the daemon reads ahead on top
-    /// of the page cache only with more than four channels. Worked out at most once a second
-    /// (the channel list is not free).
+    /// `prefetch=`. Without the page cache that is what the library keeps for one large read
+    /// (`Client::busy_depth`: four READs per usable channel). With it, half as many: the
+    /// kernel refills its window as the reader moves, and measured, an 8 MiB window (eight
+    /// READs) keeps four 1 Gbit/s links at their line rate while a daemon window on top of it
+    /// changed nothing but fetched 2.7 % of the bytes twice. So with the defaults the daemon
+    /// reads ahead on top of the page cache only with more than four channels. Worked out at
+    /// most once a second (the count takes the channel set's lock).
     fn prefetch_cap(&self) -> u64 {
         let mut cached = self.prefetch_cap.lock().unwrap();
         if let Some((at, cap)) = *cached {
@@ -184,9 +184,11 @@ impl SmbFs {
                 return cap;
             }
         }
-        let channels = self.share.client().channels().len().max(1) as u64;
-        let reads_per_channel = if self.cfg.kernel_readahead > 0 { 2 } else { 4 };
-        let busy = channels * reads_per_channel * u64::from(self.cfg.io_size);
+        let mut reads = self.share.client().busy_depth() as u64;
+        if self.cfg.kernel_readahead > 0 {
+            reads = reads.div_ceil(2);
+        }
+        let busy = reads * u64::from(self.cfg.io_size);
         let cap = self
             .cfg
             .prefetch

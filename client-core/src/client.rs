@@ -24,7 +24,6 @@ use crate::multichannel::report::{ChannelInfo, MultichannelStatus};
 use crate::multichannel::state::Multichannel;
 use crate::orphans::OrphanCount;
 use crate::session;
-use crate::types::{MaxIo, TrafficCounters};
 
 /// A connected, authenticated session. Cheap to clone; clones share the session.
 ///
@@ -35,6 +34,28 @@ use crate::types::{MaxIo, TrafficCounters};
 #[derive(Clone)]
 pub struct Client {
     pub(crate) core: Arc<SessionCore>,
+}
+
+/// The largest payloads the server accepts, as negotiated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxIo {
+    /// Bytes of one READ.
+    pub read: u32,
+    /// Bytes of one WRITE.
+    pub write: u32,
+    /// Bytes of one IOCTL or QUERY_INFO/QUERY_DIRECTORY reply.
+    pub transact: u32,
+}
+
+/// What a session has moved so far, over all its channels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrafficCounters {
+    /// Requests sent.
+    pub requests: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
 }
 
 impl Client {

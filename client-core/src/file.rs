@@ -27,9 +27,9 @@ use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
 use crate::lease::{LeaseCaching, LeaseRef, LeaseWatch};
+use crate::metadata::{metadata_from_reply, Metadata};
 use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
-use crate::types::{metadata_from_reply, Metadata};
 
 /// Chunks of one large read or write kept in flight for each channel that may carry requests:
 /// one on the wire and the next ones queued behind it, so that no channel idles between two

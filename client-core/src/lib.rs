@@ -57,12 +57,14 @@ mod listing;
 pub mod location;
 pub mod log_filter;
 mod logoff_wait;
+mod metadata;
 #[cfg(feature = "microbench")]
 #[doc(hidden)]
 pub mod microbench;
 mod multichannel;
 mod names;
 mod negotiated;
+mod open_options;
 mod orphans;
 mod password;
 mod security;
@@ -77,14 +79,13 @@ mod streams;
 pub mod tasks;
 mod timewarp;
 mod tree;
-mod types;
 mod watch;
 
 pub use attributes::DosAttributes;
 pub use auth::UserCredentials;
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
-pub use client::Client;
+pub use client::{Client, MaxIo, TrafficCounters};
 pub use config::{ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
@@ -97,10 +98,12 @@ pub use file_security::{FileSecurity, SecurityParts};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};
+pub use metadata::{DirEntry, FileType, FsAttributes, FsInfo, Metadata};
 pub use multichannel::report::{
     ChannelInfo, ChannelState, LocalNic, MultichannelStatus, PairStatus, ServerNic,
 };
 pub use names::check_name;
+pub use open_options::{IfExists, OpenOptions, ShareMode};
 pub use password::Password;
 pub use set_info::FileTimes;
 pub use share::Share;
@@ -113,8 +116,4 @@ pub use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;
 pub use streams::StreamInfo;
-pub use types::{
-    DirEntry, FileType, FsAttributes, FsInfo, IfExists, MaxIo, Metadata, OpenOptions, ShareMode,
-    TrafficCounters,
-};
 pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

@@ -28,11 +28,11 @@ use tokio::task::JoinSet;
 
 use crate::attributes::DosAttributes;
 use crate::error::{decode, Error, Result};
+use crate::metadata::DirEntry;
 use crate::names::check_entry;
 use crate::share::{handle_gone, Share, DIR_BUFFER};
 use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
-use crate::types::DirEntry;
 
 /// An open directory whose entries are read a page (one QUERY_DIRECTORY) at a time, from
 /// [`Share::list`]. The handle is closed at the end of the listing, by [`ReadDir::close`], or

@@ -13,6 +13,9 @@
 //! This module is the one place that decides. Every listing, walk, snapshot listing, stream
 //! listing and change notification passes its names through [`check_name`], and the front ends
 //! that write local files call it again before they do.
+//!
+//! The other way, a caller's path is turned into the share-relative form the wire wants by
+//! [`wire_path`], which refuses `..` for the same reason: a path must not leave where it points.
 
 use crate::error::{Error, UnsafeNameReason};
 
@@ -47,9 +50,34 @@ pub(crate) fn check_relative_path(path: &str) -> Result<(), UnsafeNameReason> {
     path.split('/').try_for_each(check_name)
 }
 
+/// Convert a user path (`/a/b`, `a\b`, `a//b/`) to the share-relative form the wire wants
+/// (`a\b`; empty for the share root). `..` is refused rather than resolved: the server would
+/// refuse it anyway and resolving it locally could escape the intended directory.
+pub(crate) fn wire_path(path: &str) -> Result<String, crate::Error> {
+    let mut parts = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => return Err(crate::Error::ApiMisuse("paths may not contain '..'")),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("\\"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_normalised() {
+        assert_eq!(wire_path("/").unwrap(), "");
+        assert_eq!(wire_path("").unwrap(), "");
+        assert_eq!(wire_path("/a/b/").unwrap(), "a\\b");
+        assert_eq!(wire_path("a\\\\b/./c").unwrap(), "a\\b\\c");
+        assert_eq!(wire_path("déjà vu/ファイル").unwrap(), "déjà vu\\ファイル");
+        assert!(wire_path("a/../b").is_err());
+    }
 
     #[test]
     fn every_name_that_is_not_one_component_is_refused() {

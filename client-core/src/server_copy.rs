@@ -19,8 +19,8 @@ use smb3_proto::{Command, NtStatus};
 
 use crate::error::{decode_ioctl, Error, ProtocolError, Result, ServerCopyFault};
 use crate::file::File;
+use crate::open_options::OpenOptions;
 use crate::share::Share;
-use crate::types::OpenOptions;
 
 /// What one copy request may carry, as the server allows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

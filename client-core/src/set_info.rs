@@ -22,9 +22,10 @@ use crate::attributes::DosAttributes;
 use crate::error::decode;
 use crate::error::Result;
 use crate::file::File;
+use crate::names::wire_path;
+use crate::open_options::IfExists;
 use crate::share::Share;
 use crate::tree::ScopedHandle;
-use crate::types::{wire_path, IfExists};
 
 /// Times to set on a file; `None` leaves that time as it is.
 ///

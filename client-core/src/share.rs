@@ -28,12 +28,12 @@ use crate::error::{
 };
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
+use crate::metadata::{metadata_from_reply, DirEntry, FsAttributes, FsInfo, Metadata};
+use crate::names::wire_path;
+use crate::open_options::{IfExists, OpenOptions};
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
 use crate::timewarp;
 use crate::tree::{ScopedHandle, Tree};
-use crate::types::{
-    metadata_from_reply, wire_path, DirEntry, FsAttributes, FsInfo, IfExists, Metadata, OpenOptions,
-};
 use crate::watch::{DirWatch, WatchFilter, WatchScope};
 
 /// A connected share. Cheap to clone.

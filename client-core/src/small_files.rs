@@ -17,9 +17,10 @@ use smb3_proto::{Command, NtStatus};
 use crate::channel::Response;
 use crate::error::{decode, ProtocolError, Result};
 use crate::file::written_whole;
+use crate::names::wire_path;
+use crate::open_options::OpenOptions;
 use crate::share::Share;
 use crate::timewarp;
-use crate::types::{wire_path, OpenOptions};
 
 impl Share {
     /// Create the file `path`, which must not exist yet, holding `data`: CREATE

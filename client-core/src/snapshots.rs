@@ -11,11 +11,11 @@ use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 
 use crate::error::{decode, decode_ioctl, Error, ProtocolError, Result, SnapshotListFault};
+use crate::names::wire_path;
 use crate::share::Share;
 pub use crate::timewarp::Snapshot;
 use crate::timewarp::{timewarp_filetime, token_of};
 use crate::tree::ScopedHandle;
-use crate::types::wire_path;
 
 /// Statuses with which a server says a path is not there; in a snapshot, that may be
 /// because the snapshot itself is not.

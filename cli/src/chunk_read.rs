@@ -1,12 +1,13 @@
 //! Reading an upload's chunks from the local file, cheaply.
 //!
-//! Beyond the two copies no client can avoid (page cache to buffer, buffer to socket), an upload
-//! used to pay for two things per chunk (measured on 1 GiB uploads, docs/PERFORMANCE.md):
-//! - fresh buffers: each chunk was allocated on whichever blocking-pool thread read it, so glibc
-//!   spread them over a dozen per-thread arenas and kept faulting in new zeroed pages (about
-//!   15,000 extra page faults per GiB);
-//! - a thread hand-off: the chunk was read on a blocking-pool thread, then signed and written to
-//!   the socket on a runtime thread, usually on the other core, with the data cold in its cache.
+//! Beyond the two copies no client can avoid (page cache to buffer, buffer to socket), reading
+//! each chunk into a fresh buffer on tokio's blocking pool makes an upload pay for two more
+//! things per chunk (measured on 1 GiB uploads, docs/PERFORMANCE.md):
+//! - fresh buffers: a chunk allocated on whichever blocking-pool thread reads it lands in one
+//!   of a dozen glibc per-thread arenas, which keep faulting in new zeroed pages (about 15,000
+//!   extra page faults per GiB);
+//! - a thread hand-off: a chunk read on a blocking-pool thread is signed and written to the
+//!   socket on a runtime thread, usually on the other core, with the data cold in its cache.
 //!
 //! So buffers come from the library's [`BufferPool`] and go back to it when the library drops
 //! the last reference (after the WRITE's reply), and a read first asks the kernel with `RWF_NOWAIT`

@@ -7,7 +7,9 @@
 //! SMB2_FLAGS_REPLAY_OPERATION, a new MessageId from that channel, its own signature, and the
 //! session's ChannelSequence moved past the one the lost copy carried, so the server can
 //! refuse the stale copy should it still arrive (3.3.5.2.10). A request the server refuses as
-//! stale (STATUS_FILE_NOT_AVAILABLE) is replayed the same way (3.2.5.1.?: "SHOULD replay").
+//! stale (STATUS_FILE_NOT_AVAILABLE: that check took it for a copy a replay overtook) is
+//! replayed the same way, as the rules for receiving WRITE, IOCTL and SET_INFO replies say a
+//! client SHOULD (3.2.5.12, 3.2.5.14).
 
 use std::time::Duration;
 

@@ -6,8 +6,8 @@
 //! code is its own) and returns them, and `route_iflist` reads them with safe code.
 //!
 //! Not verified on a real Mac from this project's CI (it builds on Linux only): when the call
-//! fails or returns nothing readable, every NIC is simply unknown, as before this source
-//! existed, and `nic_overrides` in the config still apply.
+//! fails or returns nothing readable, every NIC's speed and state are simply unknown, as on a
+//! platform without a source of its own, and `nic_overrides` in the config still apply.
 
 use sysctl::{Ctl, CtlValue, Sysctl};
 

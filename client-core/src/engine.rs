@@ -183,12 +183,12 @@ impl SessionCore {
         let mut req = self.prepare(body, call.target.tree);
         req.on_abandoned = call.on_abandoned;
         req.on_interim = call.on_interim;
-        let mut session = self.replay_session();
+        let mut ctx = self.replay_context();
         if call.internal {
-            session.channels_return = false;
-            session.internal = true;
+            ctx.channels_return = false;
+            ctx.internal = true;
         }
-        replay::call(&session, req, &call.target, B::COMMAND, body.replay())
+        replay::call(&ctx, req, &call.target, B::COMMAND, body.replay())
             .await?
             .check(call.also_ok)
     }
@@ -204,13 +204,13 @@ impl SessionCore {
         call: Call<'_>,
     ) -> Result<Vec<Result<Response>>> {
         let command = reqs.first().map_or(Command::CREATE, Request::command);
-        let session = self.replay_session();
-        replay::call_chain(&session, reqs, &call.target, command, replay).await
+        let ctx = self.replay_context();
+        replay::call_chain(&ctx, reqs, &call.target, command, replay).await
     }
 
     /// What the replay loop needs of this session.
-    pub(crate) fn replay_session(&self) -> replay::Session<'_> {
-        replay::Session {
+    pub(crate) fn replay_context(&self) -> replay::ReplayContext<'_> {
+        replay::ReplayContext {
             channels: &self.multichannel.channels,
             addressing: &self.addressing,
             failover: &self.multichannel.failover,

@@ -42,8 +42,11 @@ const PAUSE_MAX: Duration = Duration::from_millis(500);
 /// bound after the session was re-established.
 const SPREAD_WAIT: Duration = Duration::from_secs(1);
 
-/// What the replay loop needs of a session.
-pub(crate) struct Session<'a> {
+/// What the replay loop borrows of a session: its channels, the ids of now, its failover
+/// state, and whether and how long a request may wait for a channel to come back. Not the
+/// session itself (that is `SessionCore`): a request made from a session's own machinery is
+/// sent with a context that differs from the session's (see `SessionCore::send`).
+pub(crate) struct ReplayContext<'a> {
     pub(crate) channels: &'a ChannelSet,
     /// Current SessionId, TreeIds and FileIds (they change when the session is re-established).
     pub(crate) addressing: &'a Addressing,
@@ -65,13 +68,13 @@ pub(crate) struct Session<'a> {
 /// Send `template` (about `target`) on a channel of the session and return its final reply,
 /// replaying it on another channel when its own is lost and `replay` allows.
 pub(crate) async fn call(
-    session: &Session<'_>,
+    ctx: &ReplayContext<'_>,
     template: Request,
     target: &Target,
     command: Command,
     replay: Replay,
 ) -> Result<Response> {
-    let mut replies = call_chain(session, vec![template], target, command, replay).await?;
+    let mut replies = call_chain(ctx, vec![template], target, command, replay).await?;
     // One reply per request: the channel answers every member of a frame.
     replies
         .pop()
@@ -82,14 +85,14 @@ pub(crate) async fn call(
 /// the chain is sent, and replayed, as a whole; one reply per request comes back. `replay`
 /// is the chain's: safe only if every request in it is.
 pub(crate) async fn call_chain(
-    session: &Session<'_>,
+    ctx: &ReplayContext<'_>,
     templates: Vec<Request>,
     target: &Target,
     command: Command,
     replay: Replay,
 ) -> Result<Vec<Result<Response>>> {
-    let failover = session.failover;
-    let smb3 = session.smb3;
+    let failover = ctx.failover;
+    let smb3 = ctx.smb3;
     let related = templates.len() > 1;
     let mut resends = 0u32;
     let mut pause = PAUSE_MIN;
@@ -100,14 +103,14 @@ pub(crate) async fn call_chain(
     let charge = templates.iter().map(|r| r.charge().max(1)).sum::<u16>();
     let mut templates = Some(templates);
     loop {
-        let channel = match session.channels.pick(charge, command) {
+        let channel = match ctx.channels.pick(charge, command) {
             Ok(channel) => channel,
             Err(_) => {
                 // No usable channel now (one just failed and the session is coming back):
                 // the request was not sent, so whatever it is it may wait for one.
-                let give_up = *give_up_at
-                    .get_or_insert_with(|| outage_deadline(failover, session.failover_wait));
-                if wait_for_usable_channel(session, give_up).await {
+                let give_up =
+                    *give_up_at.get_or_insert_with(|| outage_deadline(failover, ctx.failover_wait));
+                if wait_for_usable_channel(ctx, give_up).await {
                     continue;
                 }
                 return Err(Error::ConnectionLost {
@@ -133,7 +136,7 @@ pub(crate) async fn call_chain(
         // and the send, so the ids cannot change under the request.
         let sequence = failover.sequence();
         for req in &mut reqs {
-            session.addressing.address(req, target)?;
+            ctx.addressing.address(req, target)?;
             if smb3 {
                 req.channel_sequence = sequence;
                 if resends > 0 {
@@ -173,7 +176,7 @@ pub(crate) async fn call_chain(
         let now = Instant::now();
         failover.loss_noticed(now.into_std());
         let give_up =
-            *give_up_at.get_or_insert_with(|| outage_deadline(failover, session.failover_wait));
+            *give_up_at.get_or_insert_with(|| outage_deadline(failover, ctx.failover_wait));
         if let Replay::Unsafe(hazard) = replay {
             failover.not_replayed();
             tracing::warn!(%command, %hazard, %loss, "request lost with its channel; not replayed");
@@ -189,7 +192,7 @@ pub(crate) async fn call_chain(
                 resends,
                 loss: Box::new(loss.clone()),
             })
-        } else if !wait_for_usable_channel(session, give_up).await {
+        } else if !wait_for_usable_channel(ctx, give_up).await {
             Some(ConnectionLossCause::NoChannel {
                 loss: Some(Box::new(loss.clone())),
             })
@@ -200,14 +203,14 @@ pub(crate) async fn call_chain(
         if let Some(cause) = gave_up {
             // The manager asks its own requests again at its next round; only
             // callers' requests count as not replayed.
-            if !session.internal {
+            if !ctx.internal {
                 failover.not_replayed();
                 tracing::warn!(
                     %command,
                     resends,
                     %cause,
                     waited_ms = now.elapsed().as_millis() as u64,
-                    any_usable = session.channels.any_usable(),
+                    any_usable = ctx.channels.any_usable(),
                     "request lost with its channel; giving up"
                 );
             }
@@ -292,22 +295,22 @@ fn close_if_silent(channel: &Channel, timeout: Duration) {
 /// between a look and the wait is not lost.
 ///
 /// [`UsableSignal`]: crate::multichannel::channel_set::UsableSignal
-async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> bool {
-    let mut usable_changes = session.channels.usable_signal().subscribe();
-    let mut rebinding_changes = session.manager.map(Multichannel::settled_changes);
+async fn wait_for_usable_channel(ctx: &ReplayContext<'_>, give_up: Instant) -> bool {
+    let mut usable_changes = ctx.channels.usable_signal().subscribe();
+    let mut rebinding_changes = ctx.manager.map(Multichannel::settled_changes);
     let mut usable_since: Option<Instant> = None;
     loop {
-        if session.channels.any_usable() {
+        if ctx.channels.any_usable() {
             // The session has a channel again, however it came back (a rebind, a first bind
             // of a new slot, a re-established session): this outage is over, and the next
             // one gets a whole wait of its own.
-            session.failover.outage_over();
+            ctx.failover.outage_over();
             // A session re-established on one channel: every request that waited would
             // queue on it (all of a reader's window on one link) while the manager binds the
             // rest. Hold back until that binding round ends, at most `SPREAD_WAIT`, so they
             // spread.
             let since = *usable_since.get_or_insert_with(Instant::now);
-            let rebinding = session.manager.is_some_and(Multichannel::rebinding);
+            let rebinding = ctx.manager.is_some_and(Multichannel::rebinding);
             if !rebinding || since.elapsed() >= SPREAD_WAIT {
                 return true;
             }
@@ -315,7 +318,7 @@ async fn wait_for_usable_channel(session: &Session<'_>, give_up: Instant) -> boo
             continue;
         }
         usable_since = None;
-        if !session.channels_return || Instant::now() >= give_up {
+        if !ctx.channels_return || Instant::now() >= give_up {
             return false;
         }
         changed_or_deadline(Some(&mut usable_changes), give_up).await;

@@ -13,7 +13,7 @@ use smb3_proto::replay::{Replay, ReplayHazard};
 use smb3_proto::{Command, NtStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
-use super::{call, Session};
+use super::{call, ReplayContext};
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, ChannelOptions, Request};
 use crate::config::Dispatch;
@@ -118,10 +118,10 @@ fn reply_to(req: &Header, status: NtStatus) -> BytesMut {
     out
 }
 
-fn session<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> Session<'a> {
+fn context<'a>(set: &'a ChannelSet, failover: &'a FailoverState, back: bool) -> ReplayContext<'a> {
     // One per test for the test's duration: leaked, it lives as long as the borrows need.
     let addressing: &'static Addressing = Box::leak(Box::new(Addressing::new(SESSION, None)));
-    Session {
+    ReplayContext {
         channels: set,
         addressing,
         failover,
@@ -142,7 +142,7 @@ async fn send_echo(
 ) -> crate::error::Result<crate::channel::Response> {
     let request = Request::new(&EchoRequest {});
     call(
-        &session(set, failover, channels_return),
+        &context(set, failover, channels_return),
         request,
         &Target::default(),
         Command::ECHO,
@@ -354,11 +354,11 @@ fn managed_dying() -> crate::multichannel::state::Multichannel {
     mc
 }
 
-fn managed_session<'a>(
+fn managed_context<'a>(
     mc: &'a crate::multichannel::state::Multichannel,
     failover: &'a FailoverState,
-) -> Session<'a> {
-    let mut s = session(&mc.channels, failover, true);
+) -> ReplayContext<'a> {
+    let mut s = context(&mc.channels, failover, true);
     s.manager = Some(mc);
     s.failover_wait = Duration::from_secs(30);
     s
@@ -390,7 +390,7 @@ async fn after_a_reestablished_session_requests_hold_back_until_the_binding_roun
     });
 
     call(
-        &managed_session(&mc, &failover),
+        &managed_context(&mc, &failover),
         Request::new(&EchoRequest {}),
         &Target::default(),
         Command::ECHO,
@@ -417,7 +417,7 @@ async fn a_binding_round_that_does_not_end_holds_requests_back_for_at_most_the_s
     });
 
     call(
-        &managed_session(&mc, &failover),
+        &managed_context(&mc, &failover),
         Request::new(&EchoRequest {}),
         &Target::default(),
         Command::ECHO,
@@ -485,15 +485,15 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
         reopened.replace_file_id(new_id);
         later.add(b, None, PathInfo::default(), false);
     });
-    let mut session = session(&set, &failover, true);
-    session.addressing = &addressing;
+    let mut ctx = context(&set, &failover, true);
+    ctx.addressing = &addressing;
     let target = Target {
         tree: Some(tree),
         open: Some(open.clone()),
     };
     let request = Request::new(&FlushRequest { file_id: old_id });
 
-    call(&session, request, &target, Command::FLUSH, Replay::Safe)
+    call(&ctx, request, &target, Command::FLUSH, Replay::Safe)
         .await
         .unwrap();
 
@@ -515,7 +515,7 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
         reopen: ReopenFailure::AnotherFile(FileChange::CreationTime),
     });
     let request = Request::new(&FlushRequest { file_id: new_id });
-    let err = call(&session, request, &target, Command::FLUSH, Replay::Safe)
+    let err = call(&ctx, request, &target, Command::FLUSH, Replay::Safe)
         .await
         .unwrap_err();
     assert!(
@@ -541,7 +541,7 @@ async fn a_request_timing_out_on_a_channel_that_said_nothing_closes_it() {
     request.timeout = Duration::from_millis(50);
     let start = tokio::time::Instant::now();
     let e = call(
-        &session(&set, &failover, true),
+        &context(&set, &failover, true),
         request,
         &Target::default(),
         Command::ECHO,

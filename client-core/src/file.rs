@@ -659,7 +659,11 @@ mod tests {
 
     #[test]
     fn busy_depth_is_per_usable_channel_and_never_zero() {
-        assert_eq!(busy_depth(0), 1, "no usable channel yet: one chunk still goes out");
+        assert_eq!(
+            busy_depth(0),
+            1,
+            "no usable channel yet: one chunk still goes out"
+        );
         assert_eq!(busy_depth(1), CHUNKS_PER_CHANNEL);
         assert_eq!(busy_depth(16), 16 * CHUNKS_PER_CHANNEL);
         assert_eq!(busy_depth(usize::MAX), usize::MAX);

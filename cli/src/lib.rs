@@ -1,6 +1,6 @@
 //! Shared code of the `smbcp` and `smbctl` binaries: the options they have in common, the
-//! copy engine, and how sessions and mounts are shown. What `smbfuse` uses too is in
-//! `smb3-frontend` and the library.
+//! copy engine, and how entries, sessions and mounts are shown (`show`, `show_session`,
+//! `show_mount`). What `smbfuse` uses too is in `smb3-frontend` and the library.
 
 #![warn(missing_docs, unreachable_pub)]
 #![forbid(unsafe_code)]
@@ -14,8 +14,6 @@ pub mod glob;
 mod hashing;
 pub mod in_flight;
 mod local_dest;
-#[cfg(unix)]
-pub mod mount_status;
 mod name_clash;
 pub mod on_server;
 mod plan;
@@ -24,9 +22,11 @@ mod progress;
 mod resume;
 pub mod security_args;
 pub mod show;
+#[cfg(unix)]
+pub mod show_mount;
+pub mod show_session;
 mod small_file;
 mod source_change;
-pub mod status;
 mod transfer;
 mod window;
 

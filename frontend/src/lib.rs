@@ -11,9 +11,9 @@
 
 pub mod generate;
 mod login;
-#[cfg(unix)]
-pub mod mount_status;
 pub mod status_json;
+#[cfg(unix)]
+pub mod status_socket;
 
 pub use login::{
     ask_password, connect, credentials, parse_location, KerberosOptions, RealmMissing, KEY_LOG_ENV,

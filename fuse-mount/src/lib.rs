@@ -24,5 +24,5 @@ pub mod mount;
 pub mod options;
 pub mod prefetch;
 #[cfg(unix)]
-pub mod status;
+pub mod status_server;
 pub mod write_behind;

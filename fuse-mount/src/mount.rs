@@ -583,7 +583,7 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     // daemon's stderr is still the user's terminal for the warning.
     #[cfg(unix)]
     let status_socket =
-        match crate::status::serve(rt.handle(), fs.clone(), &mountpoint, remote.display()) {
+        match crate::status_server::serve(rt.handle(), fs.clone(), &mountpoint, remote.display()) {
             Ok(s) => Some(s),
             Err(e) => {
                 // The mount works without it; only `smbctl status` does not.

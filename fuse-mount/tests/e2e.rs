@@ -1096,7 +1096,7 @@ fn watched_directories_rename_and_go_at_once() {
 /// A number from `m`'s status: `keys` walk into the JSON.
 fn status_number(m: &Mounted, keys: &[&str]) -> u64 {
     let mut v =
-        smb3_frontend::mount_status::read_status(&m.mp).unwrap_or_else(|e| panic!("status: {e}"));
+        smb3_frontend::status_socket::read_status(&m.mp).unwrap_or_else(|e| panic!("status: {e}"));
     for k in keys {
         v = v[*k].take();
     }
@@ -1222,7 +1222,7 @@ fn the_kernel_gets_the_read_ahead_window_and_request_limits() {
         std::fs::metadata(&m.mp).unwrap();
         assert!(
             wait_until(Duration::from_secs(30), || {
-                smb3_frontend::mount_status::read_status(&m.mp).is_ok()
+                smb3_frontend::status_socket::read_status(&m.mp).is_ok()
             }),
             "the mount's status socket never answered"
         );
@@ -1281,7 +1281,7 @@ fn a_sequential_reader_is_served_ahead_and_never_sees_stale_bytes() {
     );
     eprintln!(
         "prefetch after one read: {}",
-        smb3_frontend::mount_status::read_status(&a.mp).unwrap()["prefetch"]
+        smb3_frontend::status_socket::read_status(&a.mp).unwrap()["prefetch"]
     );
     assert!(
         served(&a) >= 30 * MIB as u64,
@@ -1452,7 +1452,7 @@ fn connection_cuts_during_large_copies_and_an_idle_restart() {
     assert_eq!(std::fs::read(m.path("after-restart")).unwrap(), b"fine");
     // The restarted smbd holds a copy of the mount in its own mount namespace: the daemon
     // still ends cleanly, and its status socket goes with it.
-    let status_socket = smb3_frontend::mount_status::socket_path(&m.mp);
+    let status_socket = smb3_frontend::status_socket::socket_path(&m.mp);
     assert!(status_socket.exists(), "{}", status_socket.display());
     drop(m);
     assert!(
@@ -1658,7 +1658,7 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     );
 
     // The status socket answers as soon as smbfuse returned, 0600 in a 0700 directory.
-    let sock = smb3_frontend::mount_status::socket_path(&mp);
+    let sock = smb3_frontend::status_socket::socket_path(&mp);
     let md = std::fs::symlink_metadata(&sock).unwrap();
     assert!(
         std::os::unix::fs::FileTypeExt::is_socket(&md.file_type()),
@@ -1673,7 +1673,7 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
         "socket directory mode {:o}",
         dir_md.mode()
     );
-    let status = smb3_frontend::mount_status::read_status(&mp).expect("status");
+    let status = smb3_frontend::status_socket::read_status(&mp).expect("status");
     assert_eq!(status["share"], "plain");
     assert_ne!(status["signing"], "-", "a signed session by default");
     // The truth about sealing: a cipher is agreed, but neither the session nor this share
@@ -1707,7 +1707,7 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     // Asked from any path inside the mount.
     std::fs::create_dir_all(mp.join("deep/er")).unwrap();
     let inside =
-        smb3_frontend::mount_status::read_status(&mp.join("deep/er")).expect("status inside");
+        smb3_frontend::status_socket::read_status(&mp.join("deep/er")).expect("status inside");
     assert_eq!(inside["mountpoint"], status["mountpoint"]);
 
     run(Command::new("umount").arg(&mp));
@@ -1774,7 +1774,7 @@ fn guest_needs_nosign_and_vers_2_1_and_noperm_still_mount() {
         std::fs::read(tb.share_path("public").join("from-guest.txt")).unwrap(),
         b"guest data"
     );
-    let status = smb3_frontend::mount_status::read_status(&mp).expect("status");
+    let status = smb3_frontend::status_socket::read_status(&mp).expect("status");
     assert_eq!(status["signing"], "-", "a guest session cannot sign");
     drop(m);
 
@@ -1788,11 +1788,11 @@ fn guest_needs_nosign_and_vers_2_1_and_noperm_still_mount() {
     assert_eq!(std::fs::read(m.path("old")).unwrap(), b"2.1");
     assert!(
         wait_until(Duration::from_secs(30), || {
-            smb3_frontend::mount_status::read_status(&m.mp).is_ok()
+            smb3_frontend::status_socket::read_status(&m.mp).is_ok()
         }),
         "the mount's status socket never answered"
     );
-    let status = smb3_frontend::mount_status::read_status(&m.mp).unwrap();
+    let status = smb3_frontend::status_socket::read_status(&m.mp).unwrap();
     assert_eq!(status["dialect"], "2.1");
     assert_ne!(status["signing"], "-", "signing is still required on 2.1");
     let opts = super_options(&m.mp);

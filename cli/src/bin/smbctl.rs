@@ -10,7 +10,7 @@ use smb3_frontend::{connect, credentials, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::security_args::SecurityArgs;
-use smbcp::{show, status};
+use smbcp::{show, show_session};
 use smbcp::{EXIT_SOME_FAILED, EXIT_USAGE};
 
 /// What `smbctl --help` teaches before the commands: locations, the password, the exit
@@ -150,15 +150,15 @@ fn main() -> ExitCode {
     ExitCode::from(rt.block_on(run(args)) as u8)
 }
 
-/// `smbctl status MOUNTPOINT`: ask the mount's daemon (see `smb3_frontend::mount_status`).
+/// `smbctl status MOUNTPOINT`: ask the mount's daemon (see `smb3_frontend::status_socket`).
 fn mount_status(mountpoint: &std::path::Path, json: bool) -> i32 {
-    match smb3_frontend::mount_status::read_status(mountpoint) {
+    match smb3_frontend::status_socket::read_status(mountpoint) {
         Ok(v) if json => {
             println!("{v}");
             0
         }
         Ok(v) => {
-            smbcp::mount_status::print_status(&v);
+            smbcp::show_mount::print_status(&v);
             0
         }
         Err(e) => {
@@ -266,7 +266,7 @@ async fn run(mut args: Args) -> i32 {
                 });
                 println!("{v}");
             } else {
-                status::print_channels(&client, explain);
+                show_session::print_channels(&client, explain);
             }
             Ok(())
         }
@@ -278,7 +278,7 @@ async fn run(mut args: Args) -> i32 {
             if json {
                 println!("{}", status_json::multichannel_json(&s));
             } else {
-                status::print_interfaces(&s);
+                show_session::print_interfaces(&s);
             }
             Ok(())
         }

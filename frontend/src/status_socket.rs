@@ -6,10 +6,10 @@
 //! connects and reads one JSON document; the daemon then closes the connection.
 //!
 //! The socket is the user's alone: the daemon makes its directory 0700 and the socket 0600
-//! (`smbfuse`'s `status.rs`), and `smbctl status` talks only to a socket that belongs to the
-//! user (or root) in a directory nobody else may write to ([`check_socket`]): whoever could
-//! write there could put a socket of their own in the mount's place and answer with a status
-//! of their making.
+//! (`smbfuse`'s `status_server.rs`), and `smbctl status` talks only to a socket that belongs
+//! to the user (or root) in a directory nobody else may write to ([`check_socket`]): whoever
+//! could write there could put a socket of their own in the mount's place and answer with a
+//! status of their making.
 
 use std::ffi::OsStr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

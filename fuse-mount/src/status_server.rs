@@ -1,6 +1,6 @@
 //! The mount's status socket: `smbctl status MOUNTPOINT` connects and reads one JSON
 //! document (session, channels, multichannel explanation, open files). The socket's place
-//! is `smb3_frontend::mount_status::socket_path`.
+//! is `smb3_frontend::status_socket::socket_path`.
 //!
 //! The status names the server, the share, the user's open files and connections: it is the
 //! mounting user's alone. The socket's directory is made (mode 0700) or checked to be this
@@ -142,7 +142,7 @@ pub fn serve(
     mountpoint: &Path,
     source: String,
 ) -> Result<StatusSocket, String> {
-    let path = smb3_frontend::mount_status::socket_path(mountpoint);
+    let path = smb3_frontend::status_socket::socket_path(mountpoint);
     let (listener, ino) = bind_private(&path)?;
     let listener = {
         let _guard = rt.enter();
@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(mode(&base.join("run")), 0o700);
         assert_eq!(mode(&sock), 0o600);
         assert_eq!(std::fs::symlink_metadata(&sock).unwrap().ino(), ino);
-        smb3_frontend::mount_status::check_socket(&sock).unwrap();
+        smb3_frontend::status_socket::check_socket(&sock).unwrap();
         drop(listener);
         std::fs::remove_dir_all(&base).unwrap();
     }

@@ -1,5 +1,5 @@
 //! `smbctl status MOUNTPOINT`: a mount's status (read with
-//! `smb3_frontend::mount_status::read_status`) for people.
+//! `smb3_frontend::status_socket::read_status`) for people.
 
 /// Whether the mount's messages are sealed, in words: the cipher alone says only what was
 /// agreed in NEGOTIATE, not whether the session or the share encrypts.
@@ -52,7 +52,7 @@ pub fn print_status(v: &serde_json::Value) {
         );
     }
     if v["library_tasks"].is_object() {
-        println!("{}", crate::status::tasks_line(&v["library_tasks"]));
+        println!("{}", crate::show_session::tasks_line(&v["library_tasks"]));
     }
     if let Some(heap) = v["heap_in_use_bytes"].as_u64() {
         println!("heap in use: {:.1} MiB", heap as f64 / f64::from(1 << 20));

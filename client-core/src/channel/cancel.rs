@@ -27,7 +27,7 @@ use smb3_proto::Command;
 
 use super::frame::frame_prefix;
 use super::writer::OutFrame;
-use super::{ChannelCrypto, Shared};
+use super::{ChannelCrypto, Pending, Shared};
 use crate::error::Result;
 
 /// Where a pending request stands as far as cancelling goes.
@@ -101,6 +101,62 @@ pub(super) fn cancel_frame(
         head,
         payload: Bytes::new(),
     })
+}
+
+impl Pending {
+    /// Where a CANCEL for this request, sent as `message_id`, goes.
+    pub(super) fn cancel_target(&self, message_id: u64) -> CancelTarget {
+        CancelTarget {
+            message_id,
+            async_id: self.async_id,
+            address: self.cancel_address,
+        }
+    }
+}
+
+impl Shared {
+    /// The caller of `message_id` gave up: cancel the request now if it went async, or
+    /// remember to once its interim reply arrives. Nothing to do once the final reply came or
+    /// the channel died (the entry is gone), or when a CANCEL is already wanted or sent.
+    pub(super) fn want_cancel(&self, message_id: u64) {
+        let target = {
+            let mut st = self.lock();
+            let Some(p) = st.pending.get_mut(&message_id) else {
+                return;
+            };
+            if p.cancel != CancelState::None {
+                return;
+            }
+            if p.async_id.is_none() {
+                p.cancel = CancelState::Wanted;
+                return;
+            }
+            p.cancel = CancelState::Sent;
+            p.cancel_target(message_id)
+        };
+        self.send_cancel(target);
+    }
+
+    /// Queue one CANCEL for the writer.
+    pub(super) fn send_cancel(&self, target: CancelTarget) {
+        let Some(queue) = self.queue.upgrade() else {
+            return; // the channel is closing: the server drops its requests with it
+        };
+        match cancel_frame(&target, self.crypto().as_deref()) {
+            Ok(frame) => {
+                if queue.send(frame).is_ok() {
+                    self.lock().cancels_sent += 1;
+                    tracing::debug!(
+                        peer = %self.peer,
+                        message_id = target.message_id,
+                        async_id = ?target.async_id,
+                        "CANCEL sent"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(peer = %self.peer, error = %e, "CANCEL not sent"),
+        }
+    }
 }
 
 /// Held while a caller waits for replies; cancels the requests still unanswered when dropped.

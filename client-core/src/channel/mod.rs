@@ -51,7 +51,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::error::{ConnectionLossCause, Error, Result};
 use crate::tasks::{self, TaskKind};
-use cancel::{cancel_frame, CancelAddress, CancelState, CancelTarget};
+use cancel::{CancelAddress, CancelState, CancelTarget};
 use credits::CreditWindow;
 use frame::FrameReader;
 pub(crate) use frame_buffers::BufferPool;
@@ -120,16 +120,6 @@ struct Pending {
     /// encrypted (MS-SMB2 3.3.4.1.4: the server encrypts any response to an encrypted
     /// request), or a man in the middle could answer an encrypted session in plaintext.
     sealed: bool,
-}
-
-impl Pending {
-    fn cancel_target(&self, message_id: u64) -> CancelTarget {
-        CancelTarget {
-            message_id,
-            async_id: self.async_id,
-            address: self.cancel_address,
-        }
-    }
 }
 
 /// What the handles and the reader task change under the channel's lock.
@@ -529,49 +519,6 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    /// The caller of `message_id` gave up: cancel the request now if it went async, or
-    /// remember to once its interim reply arrives. Nothing to do once the final reply came or
-    /// the channel died (the entry is gone), or when a CANCEL is already wanted or sent.
-    fn want_cancel(&self, message_id: u64) {
-        let target = {
-            let mut st = self.lock();
-            let Some(p) = st.pending.get_mut(&message_id) else {
-                return;
-            };
-            if p.cancel != CancelState::None {
-                return;
-            }
-            if p.async_id.is_none() {
-                p.cancel = CancelState::Wanted;
-                return;
-            }
-            p.cancel = CancelState::Sent;
-            p.cancel_target(message_id)
-        };
-        self.send_cancel(target);
-    }
-
-    /// Queue one CANCEL for the writer.
-    fn send_cancel(&self, target: CancelTarget) {
-        let Some(queue) = self.queue.upgrade() else {
-            return; // the channel is closing: the server drops its requests with it
-        };
-        match cancel_frame(&target, self.crypto().as_deref()) {
-            Ok(frame) => {
-                if queue.send(frame).is_ok() {
-                    self.lock().cancels_sent += 1;
-                    tracing::debug!(
-                        peer = %self.peer,
-                        message_id = target.message_id,
-                        async_id = ?target.async_id,
-                        "CANCEL sent"
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(peer = %self.peer, error = %e, "CANCEL not sent"),
-        }
     }
 
     /// The connection is over: nothing more is sent on it, and the reader and writer stop,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of issue 14 (docs/RELIABILITY.md, "Soak"): builds the `soak` binary and runs it as
+# The soak (docs/RELIABILITY.md, "Soak"): builds the `soak` binary and runs it as
 # root, keeping its log (the library's info lines and the soak's own) beside its results.
 #
 #   sudo bash scripts/soak.sh                        # one hour, random seed (printed)

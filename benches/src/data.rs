@@ -1,6 +1,6 @@
-//! The benchmark's test data: incompressible bytes from a fixed-seed generator (so every run
-//! moves the same file and a compressing or deduplicating path cannot flatter a result), and
-//! SHA-256 checks of what arrived.
+//! Test data and its checks: incompressible bytes from a fixed-seed generator (every run moves
+//! the same data, and a compressing or deduplicating path cannot flatter a result), and the
+//! size and SHA-256 of what arrived.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -8,67 +8,67 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-/// Seed of the big file.
+/// Seed of the benchmark's big file.
 pub const BIG_SEED: u64 = 0x5eed_0000_b16f_11e5;
-/// Seed of the small (4 KiB) file used for latency.
+/// Seed of small files made next to it.
 pub const SMALL_SEED: u64 = 0x5eed_0000_0000_4096;
 
 const BLOCK: usize = 4 << 20;
 
-/// xorshift64: fast, deterministic, and nothing a compressor can shrink.
+/// xorshift64, the generator of `smb3_tests::pattern`, as a stream: a file of any size is
+/// written without holding it in memory.
 #[derive(Debug, Clone)]
-pub struct Pattern {
-    state: u64,
-}
+pub struct Pattern(u64);
 
 impl Pattern {
-    /// A generator for `seed` (any value; zero is mapped to a non-zero state).
+    /// The stream of `seed` (zero is mapped to a non-zero state).
     pub fn new(seed: u64) -> Self {
-        Pattern { state: seed | 1 }
+        Pattern(seed | 1)
     }
 
     /// The next 64-bit value.
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
+        let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        self.state = x;
+        self.0 = x;
         x
     }
 
-    /// Fills `buf` with the next bytes of the stream (`buf.len()` a multiple of 8).
-    fn fill(&mut self, buf: &mut [u8]) {
+    /// Fills `buf` (a multiple of 8 bytes long) with the next bytes of the stream.
+    pub fn fill(&mut self, buf: &mut [u8]) {
         for word in buf.chunks_exact_mut(8) {
             word.copy_from_slice(&self.next_u64().to_le_bytes());
         }
     }
 }
 
-/// What a correct copy of the reference file looks like.
+/// Size and SHA-256 (lower-case hex) of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
-    /// Size in bytes.
+    /// Bytes.
     pub len: u64,
-    /// SHA-256, lower-case hex.
+    /// SHA-256 in hex.
     pub sha256: String,
 }
 
-/// Writes `len` bytes (a multiple of 8) of the `seed` stream to `path` and returns their
-/// fingerprint.
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// Writes `len` bytes (a multiple of 8) of the `seed` stream to `path`; their fingerprint.
 pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, String> {
     assert_eq!(len % 8, 0, "pattern length must be a multiple of 8");
-    let mut file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut pattern = Pattern::new(seed);
-    let mut hasher = Sha256::new();
+    let mut file = File::create(path).map_err(io_error(path))?;
+    let (mut pattern, mut hasher) = (Pattern::new(seed), Sha256::new());
     let mut buf = vec![0u8; BLOCK];
     let mut left = len;
     while left > 0 {
         let n = left.min(BLOCK as u64) as usize;
         pattern.fill(&mut buf[..n]);
         hasher.update(&buf[..n]);
-        file.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write_all(&buf[..n]).map_err(io_error(path))?;
         left -= n as u64;
     }
     Ok(Fingerprint {
@@ -79,19 +79,17 @@ pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, St
 
 /// Size and SHA-256 of the file at `path`.
 pub fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
-    let mut file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; BLOCK];
-    let mut len = 0u64;
+    let mut file = File::open(path).map_err(io_error(path))?;
+    let (mut hasher, mut len) = (Sha256::new(), 0u64);
+    let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if n == 0 {
-            break;
+        match file.read(&mut buf).map_err(io_error(path))? {
+            0 => break,
+            n => {
+                hasher.update(&buf[..n]);
+                len += n as u64;
+            }
         }
-        hasher.update(&buf[..n]);
-        len += n as u64;
     }
     Ok(Fingerprint {
         len,
@@ -103,30 +101,31 @@ pub fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
 pub fn verify(path: &Path, expected: &Fingerprint) -> Result<(), String> {
     let got = fingerprint(path)?;
     if got == *expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} does not verify: {} bytes, sha256 {} (expected {} bytes, sha256 {})",
-            path.display(),
-            got.len,
-            got.sha256,
-            expected.len,
-            expected.sha256
-        ))
+        return Ok(());
     }
+    Err(format!(
+        "{} does not verify: {} bytes, sha256 {} (expected {} bytes, sha256 {})",
+        path.display(),
+        got.len,
+        got.sha256,
+        expected.len,
+        expected.sha256
+    ))
 }
 
-/// Removes the file at `path`; a file that is not there is no error (a copy that failed may
-/// have left nothing).
+/// Removes the file or directory tree at `path`; one that is not there is no error (a copy
+/// that failed may have left nothing).
 pub fn remove_if_present(path: &Path) -> Result<(), String> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
-    }
+    let removed = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        _ => std::fs::remove_file(path),
+    };
+    removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes` (a digest).
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -134,20 +133,17 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
     #[test]
-    fn pattern_is_deterministic_and_not_flat() {
-        let mut a = Pattern::new(BIG_SEED);
-        let mut b = Pattern::new(BIG_SEED);
-        let xs: Vec<u64> = (0..4).map(|_| a.next_u64()).collect();
-        let ys: Vec<u64> = (0..4).map(|_| b.next_u64()).collect();
-        assert_eq!(xs, ys);
-        assert_ne!(xs[0], xs[1]);
-        assert_ne!(Pattern::new(0).next_u64(), 0);
+    fn the_stream_is_the_testbeds_pattern() {
+        let mut buf = vec![0u8; 64];
+        Pattern::new(BIG_SEED).fill(&mut buf);
+        assert_eq!(buf, smb3_tests::pattern(BIG_SEED, 64));
     }
 
     #[test]
     fn written_file_fingerprints_and_verifies() {
-        let dir = std::env::temp_dir().join(format!("smb-bench-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("smb-bench-data-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p");
         let fp = write_pattern(&path, 7, 3 * BLOCK as u64 + 64).unwrap();
@@ -155,12 +151,14 @@ mod tests {
         assert_eq!(fingerprint(&path).unwrap(), fp);
         verify(&path, &fp).unwrap();
         let other = Fingerprint {
-            len: fp.len,
             sha256: "00".repeat(32),
+            ..fp
         };
         assert!(verify(&path, &other)
             .unwrap_err()
             .contains("does not verify"));
-        std::fs::remove_dir_all(&dir).unwrap();
+        remove_if_present(&dir).unwrap();
+        remove_if_present(&dir).unwrap();
+        assert!(!dir.exists());
     }
 }

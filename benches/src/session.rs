@@ -1,29 +1,32 @@
-//! A session with the testbed's `[plain]` share, as the in-process measurements open one.
+//! The way in to the testbed's shares: its URL for a program, a session for the library.
+
+use std::future::Future;
 
 use smb3_client::{Client, ClientConfig, Share};
 use smb3_tests::Testbed;
 
-/// Where and as whom to connect: the testbed's first server address and its user.
-#[derive(Debug, Clone)]
-pub struct Login {
-    server: String,
-    creds: smb3_client::UserCredentials,
+/// `smb://DOMAIN;user@ADDR/share` for `tb`'s first address and user (the password goes through
+/// the environment, never a URL or argv).
+pub fn share_url(tb: &Testbed, share: &str) -> String {
+    format!(
+        "smb://{};{}@{}/{share}",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    )
 }
 
-impl Login {
-    /// The testbed's first address (port 445) and its credentials.
-    pub fn to(tb: &Testbed) -> Login {
-        Login {
-            server: format!("{}:445", tb.server_addr(1)),
-            creds: tb.credentials(),
-        }
-    }
-
-    /// Connect with `cfg` and tree-connect `[plain]`.
-    pub async fn plain_share(&self, cfg: ClientConfig) -> Result<(Client, Share), String> {
-        let client = Client::connect(&self.server, &self.creds, cfg)
+/// Connects to `tb`'s first address as its user with `cfg` and tree-connects `[plain]`. The
+/// future owns what it needs, so it can run on the testbed's client runtime.
+pub fn connect_plain(
+    tb: &Testbed,
+    cfg: ClientConfig,
+) -> impl Future<Output = Result<(Client, Share), String>> + Send + 'static {
+    let (server, creds) = (format!("{}:445", tb.server_addr(1)), tb.credentials());
+    async move {
+        let client = Client::connect(&server, &creds, cfg)
             .await
-            .map_err(|e| format!("connect {}: {e}", self.server))?;
+            .map_err(|e| format!("connect {server}: {e}"))?;
         let share = client
             .share("plain")
             .await

@@ -1,6 +1,7 @@
-//! Markdown tables, padded so they read well in a terminal too.
+//! Markdown tables, padded so they read well in a terminal too, and the number formats of
+//! their cells.
 
-/// A table: a header row and rows of cells (strings).
+/// A table: a header row and rows of cells.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     headers: Vec<String>,
@@ -9,13 +10,14 @@ pub struct Table {
 }
 
 impl Table {
-    /// A table with these column headers; a header starting with `>` is right-aligned (the
-    /// `>` is not shown), as numbers should be.
-    pub fn new(headers: &[&str]) -> Self {
+    /// A table with these column headers, separated by `|`; a header starting with `>` is
+    /// right-aligned (the `>` is not shown), as numbers should be.
+    pub fn new(headers: &str) -> Self {
+        let headers: Vec<&str> = headers.split('|').map(str::trim).collect();
         Table {
             headers: headers
                 .iter()
-                .map(|h| h.trim_start_matches('>').to_string())
+                .map(|h| h.trim_start_matches('>').into())
                 .collect(),
             right: headers.iter().map(|h| h.starts_with('>')).collect(),
             rows: Vec::new(),
@@ -32,9 +34,8 @@ impl Table {
     pub fn markdown(&self) -> String {
         let widths: Vec<usize> = (0..self.headers.len())
             .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| r[c].chars().count())
+                let cells = self.rows.iter().map(|r| r[c].chars().count());
+                cells
                     .chain([self.headers[c].chars().count(), 3])
                     .max()
                     .unwrap_or(3)
@@ -43,13 +44,10 @@ impl Table {
         let line = |cells: &[String]| {
             let padded: Vec<String> = cells
                 .iter()
-                .enumerate()
-                .map(|(c, text)| {
-                    if self.right[c] {
-                        format!("{text:>w$}", w = widths[c])
-                    } else {
-                        format!("{text:<w$}", w = widths[c])
-                    }
+                .zip(widths.iter().zip(&self.right))
+                .map(|(text, (&w, &right))| match right {
+                    true => format!("{text:>w$}"),
+                    false => format!("{text:<w$}"),
                 })
                 .collect();
             format!("| {} |\n", padded.join(" | "))
@@ -57,12 +55,9 @@ impl Table {
         let rule: Vec<String> = widths
             .iter()
             .zip(&self.right)
-            .map(|(w, right)| {
-                if *right {
-                    format!("{}:", "-".repeat(w - 1))
-                } else {
-                    "-".repeat(*w)
-                }
+            .map(|(&w, &right)| match right {
+                true => format!("{}:", "-".repeat(w - 1)),
+                false => "-".repeat(w),
             })
             .collect();
         let mut out = line(&self.headers);
@@ -74,18 +69,44 @@ impl Table {
     }
 }
 
+/// `v` with `decimals` decimals, `-` for NaN (nothing measured).
+pub fn num(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
+/// `a / b` with three decimals, `-` when either is missing or `b` is 0.
+pub fn ratio(a: f64, b: f64) -> String {
+    match a / b {
+        r if r.is_finite() => format!("{r:.3}"),
+        _ => "-".into(),
+    }
+}
+
+/// `lo-hi` with one decimal each.
+pub fn range((lo, hi): (f64, f64)) -> String {
+    format!("{}-{}", num(lo, 1), num(hi, 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn renders_aligned_markdown() {
-        let mut t = Table::new(&["name", ">MB/s"]);
+        let mut t = Table::new("name | >MB/s");
         t.row(vec!["smbcp".into(), "1234.5".into()]);
         t.row(vec!["x".into()]);
         assert_eq!(
             t.markdown(),
             "| name  |   MB/s |\n| ----- | -----: |\n| smbcp | 1234.5 |\n| x     |        |\n"
+        );
+        assert_eq!(
+            [num(f64::NAN, 1), ratio(1.0, 0.0), ratio(1.0, 3.0)],
+            ["-", "-", "0.333"]
         );
     }
 }

@@ -1,11 +1,9 @@
-//! The soak's short mode as a test (issue 34): three minutes of verified uploads, downloads
-//! and listings over four 100 Mbit/s links that flap (down, dropped replies, resets, every
-//! connection reset) with two smbd restarts, seed fixed. It fails on anything the soak
-//! checks: an operation that failed or lost a byte (a listing cut by a lost channel included),
-//! an open lost, a task of the library, a descriptor or heap left behind at rest, a handle
-//! still open at the server. Needs root (network namespaces, smbd), like the e2e tests.
-//!
-//! `scripts/soak.sh` runs the same thing for an hour or more (docs/RELIABILITY.md).
+//! The soak's short mode as a test: three minutes of verified uploads, downloads and listings
+//! over four 100 Mbit/s links that flap (down, dropped replies, resets, every connection
+//! reset) with two smbd restarts, seed fixed. It fails on anything the soak checks (an
+//! operation that failed or lost a byte, an open lost, a task, descriptor or heap left behind
+//! at rest, a handle still open at the server). Needs root and the testbed, like the e2e
+//! tests; `scripts/soak.sh` runs the same for an hour or more (docs/RELIABILITY.md).
 
 #![cfg(target_os = "linux")]
 
@@ -17,7 +15,7 @@ use smb3_benches::soak::{self, checks, heap::Counting, Settings};
 #[global_allocator]
 static HEAP: Counting = Counting;
 
-/// The fixed seed: its faults are known to cover every kind (see `events.csv` of a run).
+/// Its faults are known to cover every kind (see `events.csv` of a run).
 const SEED: u64 = 4242;
 
 #[test]

@@ -1,17 +1,17 @@
-//! `microbench-table`: turns the results criterion left under `<target>/criterion/` into the
-//! Markdown tables of docs/PERFORMANCE.md, "Micro-benchmarks" (run by `scripts/microbench.sh`).
+//! `microbench-table`: turns what criterion left under `<target>/criterion/` into the Markdown
+//! tables of docs/PERFORMANCE.md, "Micro-benchmarks" (run by `scripts/microbench.sh`).
 //!
-//! Criterion writes, per benchmark, `benchmark.json` (group, function, parameter, throughput)
-//! and `new/estimates.json` (the statistics, in nanoseconds). One table per group: a row per
-//! function, a column per parameter (the message size), each cell the median time per
-//! operation and, where the bench declared a throughput, the rate it means.
+//! Criterion writes per benchmark `new/benchmark.json` (group, function, parameter,
+//! throughput) and `new/estimates.json` (the statistics, in nanoseconds). A table per group: a
+//! row per function, a column per parameter (the message size), each cell the median time per
+//! call and, where the bench declared a throughput, the rate it means.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use serde_json::Value;
-use smb3_benches::doc::write_section_under;
+use smb3_benches::doc::write_section;
 use smb3_benches::table::Table;
 
 #[derive(Parser)]
@@ -30,159 +30,139 @@ struct Args {
 /// One benchmark's saved result.
 struct Result {
     function: String,
+    /// The size it ran with, if any.
     parameter: Option<String>,
     median_ns: f64,
+    /// What one call handles: `("Bytes", n)` or `("Elements", n)`.
     throughput: Option<(String, f64)>,
 }
 
 fn main() {
     let args = Args::parse();
-    let mut found = Vec::new();
-    collect(&args.criterion_dir, &mut found);
-    if found.is_empty() {
+    // Groups in name order; the order the benches declared is lost on disk, so functions are
+    // sorted by name too, which keeps the backends of one operation together.
+    let mut groups: BTreeMap<String, Vec<Result>> = BTreeMap::new();
+    collect(&args.criterion_dir, &mut |group, r| {
+        groups.entry(group).or_default().push(r)
+    });
+    if groups.is_empty() {
         eprintln!(
             "microbench-table: no criterion results under {}",
             args.criterion_dir.display()
         );
         std::process::exit(1);
     }
-    // Groups in name order; rows in the order the benches declared is lost on disk, so
-    // functions are sorted by name too, which keeps backends of one operation together.
-    let mut groups: BTreeMap<String, Vec<Result>> = BTreeMap::new();
-    for (group, r) in found {
-        groups.entry(group).or_default().push(r);
-    }
     let mut out = args.preamble.trim().to_string();
-    for (group, results) in &groups {
-        out.push_str(&format!("\n\n**{group}** (median per call"));
-        if results.iter().any(|r| r.throughput.is_some()) {
-            out.push_str(" · the rate it means: GB/s of payload, or M requests/s");
-        }
-        out.push_str(")\n\n");
-        out.push_str(group_table(results).markdown().trim_end());
+    for (group, results) in &mut groups {
+        results.sort_by(|a, b| a.function.cmp(&b.function));
+        let rates = match results.iter().any(|r| r.throughput.is_some()) {
+            true => " · the rate it means: GB/s of payload, or M requests/s",
+            false => "",
+        };
+        out.push_str(&format!("\n\n**{group}** (median per call{rates})\n\n"));
+        out.push_str(table(results).markdown().trim_end());
     }
     println!("{out}");
     if let Some(path) = args.write_doc {
-        if let Err(e) = write_section_under(&path, "## Micro-benchmarks", "microbench", &out) {
+        if let Err(e) = write_section(&path, "microbench", Some("## Micro-benchmarks"), &out) {
             eprintln!("microbench-table: {e}");
             std::process::exit(1);
         }
     }
 }
 
-/// Every `benchmark.json` under `dir` whose `new/estimates.json` sits beside it. Criterion
-/// also keeps a `report/` and a `base/` copy per benchmark; only `new/` is the last run.
-fn collect(dir: &Path, out: &mut Vec<(String, Result)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
+/// Every result under `dir`: its `benchmark.json` in a `new/` directory (criterion also keeps
+/// `report/` and `base/` copies) with `estimates.json` beside it.
+fn collect(dir: &Path, found: &mut dyn FnMut(String, Result)) {
+    for path in std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
         if path.is_dir() {
-            collect(&path, out);
-        } else if path.file_name().is_some_and(|n| n == "benchmark.json")
-            && path.parent().is_some_and(|p| p.ends_with("new"))
-        {
-            if let Some(r) = read_result(&path) {
-                out.push(r);
-            }
+            collect(&path, found);
+        } else if path.ends_with("new/benchmark.json") {
+            let read =
+                |p: &Path| serde_json::from_str::<Value>(&std::fs::read_to_string(p).ok()?).ok();
+            let (Some(b), Some(e)) = (read(&path), read(&path.with_file_name("estimates.json")))
+            else {
+                continue;
+            };
+            let (Some(group), Some(median_ns)) = (
+                b["group_id"].as_str(),
+                e["median"]["point_estimate"].as_f64(),
+            ) else {
+                continue;
+            };
+            let throughput = b["throughput"].as_object().and_then(|t| t.iter().next());
+            found(
+                group.to_string(),
+                Result {
+                    function: b["function_id"].as_str().unwrap_or("").to_string(),
+                    parameter: b["value_str"].as_str().map(str::to_string),
+                    median_ns,
+                    throughput: throughput.and_then(|(kind, n)| Some((kind.clone(), n.as_f64()?))),
+                },
+            );
         }
     }
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-fn read_result(benchmark_json: &Path) -> Option<(String, Result)> {
-    let b = read_json(benchmark_json)?;
-    let e = read_json(&benchmark_json.with_file_name("estimates.json"))?;
-    let group = b["group_id"].as_str()?.to_string();
-    let function = b["function_id"].as_str().unwrap_or("").to_string();
-    let parameter = b["value_str"].as_str().map(str::to_string);
-    let median_ns = e["median"]["point_estimate"].as_f64()?;
-    let throughput = b["throughput"].as_object().and_then(|t| {
-        let (kind, n) = t.iter().next()?;
-        Some((kind.clone(), n.as_f64()?))
-    });
-    let r = Result {
-        function,
-        parameter,
-        median_ns,
-        throughput,
-    };
-    Some((group, r))
-}
-
-fn group_table(results: &[Result]) -> Table {
-    let mut params: Vec<&str> = results
-        .iter()
-        .filter_map(|r| r.parameter.as_deref())
-        .collect();
-    // Sizes are numbers of bytes: sort them as numbers, not as text.
-    params.sort_by_key(|p| (p.parse::<u64>().unwrap_or(u64::MAX), p.to_string()));
-    params.dedup();
+/// A row per function, a column per parameter (sizes in numeric order), and a column of its
+/// own for cases without one (a READ request is the same whatever it asks for).
+fn table(results: &[Result]) -> Table {
+    let mut columns: Vec<Option<&str>> = results.iter().map(|r| r.parameter.as_deref()).collect();
+    columns.sort_by_key(|p| p.map(|p| (p.parse::<u64>().unwrap_or(u64::MAX), p.to_string())));
+    columns.dedup();
     let mut functions: Vec<&str> = results.iter().map(|r| r.function.as_str()).collect();
-    functions.sort();
     functions.dedup();
-
-    if params.is_empty() {
-        // A rate column only where some case declared a throughput.
-        let with_rate = results.iter().any(|r| r.throughput.is_some());
-        let mut t = if with_rate {
-            Table::new(&["case", ">time", ">rate"])
+    if columns == [None] {
+        let rate_column = results.iter().any(|r| r.throughput.is_some());
+        let mut t = Table::new(if rate_column {
+            "case | >time | >rate"
         } else {
-            Table::new(&["case", ">time"])
-        };
-        let mut sorted: Vec<&Result> = results.iter().collect();
-        sorted.sort_by(|a, b| a.function.cmp(&b.function));
-        for r in sorted {
+            "case | >time"
+        });
+        for r in results {
             t.row(vec![r.function.clone(), time(r.median_ns), rate(r)]);
         }
         return t;
     }
-    // A group can mix cases run per size with cases that have no size (a READ request is
-    // the same whatever it asks for): those get a column of their own.
-    let mut columns: Vec<Option<&str>> = Vec::new();
-    if results.iter().any(|r| r.parameter.is_none()) {
-        columns.push(None);
-    }
-    columns.extend(params.iter().map(|p| Some(*p)));
-    let headers: Vec<String> = std::iter::once("case".to_string())
-        .chain(columns.iter().map(|c| match c {
-            None => ">any size".to_string(),
-            Some(p) => format!(">{}", size_name(p)),
-        }))
-        .collect();
-    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let mut t = Table::new(&headers);
+    let headers = columns
+        .iter()
+        .map(|c| c.map_or(">any size".into(), |p| format!(">{}", size_name(p))));
+    let mut t = Table::new(
+        &std::iter::once("case".to_string())
+            .chain(headers)
+            .collect::<Vec<_>>()
+            .join("|"),
+    );
     for f in functions {
-        let mut row = vec![f.to_string()];
-        for c in &columns {
-            let cell = results
+        let cell = |c: &Option<&str>| {
+            let r = results
                 .iter()
-                .find(|r| r.function == f && r.parameter.as_deref() == *c)
-                .map(|r| match rate(r) {
-                    s if s.is_empty() => time(r.median_ns),
-                    s => format!("{} · {s}", time(r.median_ns)),
-                })
-                .unwrap_or_default();
-            row.push(cell);
-        }
-        t.row(row);
+                .find(|r| r.function == f && r.parameter.as_deref() == *c);
+            r.map_or(String::new(), |r| match rate(r) {
+                s if s.is_empty() => time(r.median_ns),
+                s => format!("{} · {s}", time(r.median_ns)),
+            })
+        };
+        t.row(
+            std::iter::once(f.to_string())
+                .chain(columns.iter().map(cell))
+                .collect(),
+        );
     }
     t
 }
 
 fn time(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.1} ns")
-    } else if ns < 1e6 {
-        format!("{:.2} µs", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.2} s", ns / 1e9)
+    match ns {
+        ns if ns < 1e3 => format!("{ns:.1} ns"),
+        ns if ns < 1e6 => format!("{:.2} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.2} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
     }
 }
 

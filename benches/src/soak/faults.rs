@@ -1,9 +1,9 @@
 //! The soak's faults: random link flaps from a seeded RNG, one at a time, and smbd restarts
-//! at fixed points of the run. Runs on a plain thread (the testbed's commands block) and always
-//! undoes the fault it holds before returning, also when told to stop.
+//! at fixed points of the run. Runs on a plain thread (the testbed's commands block) and
+//! always undoes the fault it holds before returning, also when told to stop.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -12,22 +12,21 @@ use smb3_tests::Testbed;
 
 /// How a link fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Flap {
+pub(crate) enum Flap {
     /// The server side of the link goes down: packets lost, the client's NIC loses carrier.
     Down,
-    /// The server side silently drops everything it sends; carrier stays (found only by the
-    /// client's progress watch).
+    /// The server side silently drops everything it sends; carrier stays, so only the
+    /// client's progress watch finds it.
     Drop,
-    /// The server resets the link's connections (the client sees RST), then the link stays
-    /// down for the hold, so the slot cannot be bound again at once.
+    /// The link's connections are reset, then the link is held down, so the slot cannot be
+    /// bound again at once.
     Rst,
-    /// The server resets every connection at once: the session must be re-established.
+    /// Every connection is reset at once: the session must be re-established.
     RstAll,
 }
 
 impl Flap {
-    /// Short name (events, counts).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Flap::Down => "down",
             Flap::Drop => "drop",
@@ -35,26 +34,23 @@ impl Flap {
             Flap::RstAll => "rst-all",
         }
     }
-
-    /// Every kind, in report order.
-    pub const ALL: [Flap; 4] = [Flap::Down, Flap::Drop, Flap::Rst, Flap::RstAll];
 }
 
 /// Bounds of the random schedule.
 #[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    /// Shortest and longest time a flapped link stays bad (issue 14: 0.5-10 s).
-    pub hold: (Duration, Duration),
+pub(crate) struct Schedule {
+    /// Shortest and longest time a flapped link stays bad.
+    hold: (Duration, Duration),
     /// Shortest and longest quiet time between two faults.
-    pub gap: (Duration, Duration),
-    /// Times after the start at which smbd is restarted.
-    pub restarts: [Duration; 2],
+    gap: (Duration, Duration),
+    /// When smbd is restarted, after the start.
+    restarts: [Duration; 2],
 }
 
 impl Schedule {
-    /// The schedule of a run of `length`: holds of 0.5-10 s, gaps of 2-20 s (about 220
-    /// faults an hour), restarts at a third and two thirds of the run.
-    pub fn for_run(length: Duration) -> Schedule {
+    /// Holds of 0.5-10 s, gaps of 2-20 s (about 220 faults an hour), restarts at a third and
+    /// two thirds of a run of `length`.
+    pub(crate) fn for_run(length: Duration) -> Schedule {
         Schedule {
             hold: (Duration::from_millis(500), Duration::from_secs(10)),
             gap: (Duration::from_secs(2), Duration::from_secs(20)),
@@ -63,44 +59,43 @@ impl Schedule {
     }
 }
 
-/// The next flap drawn from `rng`: kind (rst-all rarer: it costs the whole session), link
-/// (1..=links) and hold.
-pub fn draw(rng: &mut StdRng, links: usize, s: &Schedule) -> (Flap, usize, Duration) {
+/// The next flap: kind (rst-all rarer, it costs the whole session), link and hold.
+fn draw(rng: &mut StdRng, links: usize, s: &Schedule) -> (Flap, usize, Duration) {
     let kind = match rng.random_range(0..10) {
         0..=2 => Flap::Down,
         3..=5 => Flap::Drop,
         6..=8 => Flap::Rst,
         _ => Flap::RstAll,
     };
-    let link = rng.random_range(1..=links);
-    let hold = rng.random_range(s.hold.0..=s.hold.1);
-    (kind, link, hold)
+    (
+        kind,
+        rng.random_range(1..=links),
+        rng.random_range(s.hold.0..=s.hold.1),
+    )
 }
 
-/// One fault done, for the events file.
+/// One fault done, a line of `events.csv`.
 #[derive(Debug, Clone)]
-pub struct Event {
+pub(crate) struct Event {
     /// Seconds after the start.
-    pub at: f64,
-    /// `down`, `drop`, `rst`, `rst-all` or `restart`.
-    pub kind: &'static str,
-    /// The link (0 for all / the server).
-    pub link: usize,
-    /// How long it was held, seconds.
-    pub hold: f64,
-    /// What the testbed said, or the error.
-    pub detail: String,
+    pub(crate) at: f64,
+    /// A flap's name or `restart`.
+    pub(crate) kind: &'static str,
+    /// 0 for every link or the server.
+    pub(crate) link: usize,
+    /// Seconds held.
+    pub(crate) hold: f64,
+    /// What the testbed said.
+    pub(crate) detail: String,
 }
 
 /// What the fault thread did, shared with the sampler and the report.
 #[derive(Debug, Default)]
-pub struct FaultLog {
-    /// Faults done so far (flaps and restarts).
-    pub done: AtomicU64,
-    /// Every event.
-    pub events: Mutex<Vec<Event>>,
-    /// Testbed commands that failed (the run is then not trustworthy).
-    pub errors: Mutex<Vec<String>>,
+pub(crate) struct FaultLog {
+    pub(crate) done: AtomicU64,
+    pub(crate) events: Mutex<Vec<Event>>,
+    /// Testbed commands that failed: the run is then not trustworthy.
+    pub(crate) errors: Mutex<Vec<String>>,
 }
 
 impl FaultLog {
@@ -125,17 +120,13 @@ impl FaultLog {
     }
 
     /// Events of one kind.
-    pub fn count(&self, kind: &str) -> usize {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|e| e.kind == kind)
-            .count()
+    pub(crate) fn count(&self, kind: &str) -> usize {
+        let events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        events.iter().filter(|e| e.kind == kind).count()
     }
 }
 
-/// Sleep `d`, waking early when `stop` is set; returns whether it slept the whole time.
+/// Sleeps `d`, waking early when `stop` is set; whether it slept the whole time.
 fn nap(d: Duration, stop: &AtomicBool) -> bool {
     let end = Instant::now() + d;
     while Instant::now() < end {
@@ -147,26 +138,23 @@ fn nap(d: Duration, stop: &AtomicBool) -> bool {
     true
 }
 
-/// Run faults until `stop`: first a quiet `lead_in`, then flaps and the two restarts.
-pub fn run(
-    tb: Arc<Testbed>,
+/// Faults until `stop`: 10 s of quiet first, then flaps and the two restarts.
+pub(crate) fn run(
+    tb: &Testbed,
     seed: u64,
     schedule: Schedule,
-    lead_in: Duration,
     t0: Instant,
-    stop: Arc<AtomicBool>,
-    log: Arc<FaultLog>,
+    stop: &AtomicBool,
+    log: &FaultLog,
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let links = tb.links().len();
     let mut restarts = schedule.restarts.iter().peekable();
-    if !nap(lead_in, &stop) {
+    if !nap(Duration::from_secs(10), stop) {
         return;
     }
     while !stop.load(Ordering::Relaxed) {
-        if restarts.peek().is_some_and(|at| t0.elapsed() >= **at) {
-            restarts.next();
-            let at = t0.elapsed().as_secs_f64();
+        let at = t0.elapsed().as_secs_f64();
+        if restarts.next_if(|&&when| t0.elapsed() >= when).is_some() {
             let started = Instant::now();
             match tb.restart() {
                 Ok(pid) => log.record(Event {
@@ -179,70 +167,62 @@ pub fn run(
                 Err(e) => log.error(format!("restart at {at:.1} s: {e}")),
             }
         } else {
-            let (kind, link, hold) = draw(&mut rng, links, &schedule);
-            flap(&tb, kind, link, hold, t0, &stop, &log);
+            let (kind, link, hold) = draw(&mut rng, tb.links().len(), &schedule);
+            flap(tb, kind, link, hold, at, stop, log);
         }
-        let gap = rng.random_range(schedule.gap.0..=schedule.gap.1);
-        if !nap(gap, &stop) {
+        if !nap(rng.random_range(schedule.gap.0..=schedule.gap.1), stop) {
             return;
         }
     }
 }
 
-/// One flap: break, hold (cut short by `stop`), repair. A failed repair is retried, since a
-/// link left down would leave the rest of the run and the final checks meaningless.
+/// One flap at `at`: break, hold (cut short by `stop`), repair. A failed repair is retried:
+/// a link left down would make the rest of the run and the final checks meaningless.
 fn flap(
     tb: &Testbed,
     kind: Flap,
     link: usize,
     hold: Duration,
-    t0: Instant,
+    at: f64,
     stop: &AtomicBool,
     log: &FaultLog,
 ) {
-    let at = t0.elapsed().as_secs_f64();
+    let reset = |n: usize| format!("{n} connection(s) reset");
     let broke = match kind {
         Flap::Down => tb.link_down(link).map(|()| String::new()),
         Flap::Drop => tb.drop_link(link).map(|()| String::new()),
-        Flap::Rst => tb.cut(Some(link)).and_then(|n| {
-            tb.link_down(link)
-                .map(|()| format!("{n} connection(s) reset"))
-        }),
-        Flap::RstAll => tb.cut(None).map(|n| format!("{n} connection(s) reset")),
+        Flap::Rst => tb
+            .cut(Some(link))
+            .and_then(|n| tb.link_down(link).map(|()| reset(n))),
+        Flap::RstAll => tb.cut(None).map(reset),
     };
-    let detail = match broke {
-        Ok(d) => d,
-        Err(e) => {
-            log.error(format!("{} link {link} at {at:.1} s: {e}", kind.name()));
-            String::from("(failed)")
-        }
-    };
+    let detail = broke.unwrap_or_else(|e| {
+        log.error(format!("{} link {link} at {at:.1} s: {e}", kind.name()));
+        "(failed)".into()
+    });
     let held = Instant::now();
     if kind != Flap::RstAll {
         nap(hold, stop);
     }
-    let repair = || match kind {
-        Flap::Down | Flap::Rst => tb.link_up(link),
-        Flap::Drop => tb.undrop(link),
-        Flap::RstAll => Ok(()),
-    };
     for attempt in 1..=5 {
-        match repair() {
+        let repaired = match kind {
+            Flap::Down | Flap::Rst => tb.link_up(link),
+            Flap::Drop => tb.undrop(link),
+            Flap::RstAll => Ok(()),
+        };
+        match repaired {
             Ok(()) => break,
-            Err(e) => {
-                log.error(format!(
-                    "repair of {} link {link}, try {attempt}: {e}",
-                    kind.name()
-                ));
-                std::thread::sleep(Duration::from_secs(1));
-            }
+            Err(e) => log.error(format!(
+                "repair of {} link {link}, try {attempt}: {e}",
+                kind.name()
+            )),
         }
+        std::thread::sleep(Duration::from_secs(1));
     }
-    let link_no = if kind == Flap::RstAll { 0 } else { link };
     log.record(Event {
         at,
         kind: kind.name(),
-        link: link_no,
+        link: if kind == Flap::RstAll { 0 } else { link },
         hold: held.elapsed().as_secs_f64(),
         detail,
     });
@@ -255,17 +235,15 @@ mod tests {
     #[test]
     fn draws_stay_in_bounds_and_repeat_with_the_seed() {
         let s = Schedule::for_run(Duration::from_secs(3600));
-        let mut a = StdRng::seed_from_u64(5);
-        let mut b = StdRng::seed_from_u64(5);
+        let (mut a, mut b) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
         let mut kinds = std::collections::HashSet::new();
         for _ in 0..500 {
             let (k, l, h) = draw(&mut a, 4, &s);
             assert_eq!((k, l, h), draw(&mut b, 4, &s));
-            assert!((1..=4).contains(&l));
-            assert!(h >= s.hold.0 && h <= s.hold.1);
+            assert!((1..=4).contains(&l) && h >= s.hold.0 && h <= s.hold.1);
             kinds.insert(k);
         }
-        assert_eq!(kinds.len(), Flap::ALL.len());
+        assert_eq!(kinds.len(), 4);
         assert_eq!(
             s.restarts,
             [Duration::from_secs(1200), Duration::from_secs(2400)]

@@ -1,10 +1,7 @@
 //! The heap the process has allocated and not freed, counted by a global allocator that
-//! wraps the system's: the soak's measure of what the client keeps, apart from what the C
-//! allocator keeps of memory already freed (glibc holds freed blocks in its arenas and gives
-//! them back to the system only now and then, so RSS at rest says little about a leak).
-//!
-//! Only a binary that installs [`Counting`] as its `#[global_allocator]` gets counts;
-//! elsewhere [`live_bytes`] is `None`.
+//! wraps the system's: the soak's measure of what the client keeps. RSS says little about a
+//! leak, since glibc holds freed blocks in its arenas and returns them only now and then.
+//! Only a binary that installs [`Counting`] as its `#[global_allocator]` gets counts.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +13,6 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 #[derive(Debug)]
 pub struct Counting;
 
-// The soak's one use of unsafe code (besides malloc_trim below): an allocator must be.
 // SAFETY: every call is passed to `System` unchanged; the counting only adds and subtracts
 // the sizes the caller gives, which `GlobalAlloc`'s contract makes the allocation's own.
 #[allow(unsafe_code)]
@@ -59,16 +55,16 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// Bytes allocated and not yet freed, when [`Counting`] is the global allocator.
-pub fn live_bytes() -> Option<u64> {
+pub(crate) fn live_bytes() -> Option<u64> {
     INSTALLED
         .load(Ordering::Relaxed)
         .then(|| LIVE.load(Ordering::Relaxed))
 }
 
-/// Ask the C allocator to return the free memory it holds to the system (glibc's
-/// `malloc_trim`), so that RSS at rest shows what is in use. A no-op elsewhere.
-pub fn return_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// Asks the C allocator to return the free memory it holds (glibc's `malloc_trim`), so that
+/// RSS at rest shows what is in use.
+pub(crate) fn return_free_memory() {
+    #[cfg(target_env = "gnu")]
     #[allow(unsafe_code)]
     // SAFETY: malloc_trim only walks the allocator's own free lists under its locks.
     unsafe {

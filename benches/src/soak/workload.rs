@@ -2,70 +2,106 @@
 //! a task that repeats its operation until told to stop. Every byte is checked: an upload
 //! against the server's disk, a download against the content the file was seeded with.
 //!
-//! What counts as a failure: a byte or size mismatch, an operation that does not finish
-//! within [`OP_LIMIT`], and any error at all: the faults are ones the library survives (a
-//! listing whose QUERY_DIRECTORY is lost with its channel goes on from a new handle, see
-//! docs/FAILOVER.md), so none may reach the caller.
+//! A failure is a byte or size mismatch, an operation not done within [`OP_LIMIT`], and any
+//! error at all: the faults are ones the library survives (a listing whose QUERY_DIRECTORY is
+//! lost with its channel goes on from a new handle, docs/FAILOVER.md), so none may reach the
+//! caller.
+//!
+//! File contents are made chunk by chunk from a seed, so a 64 MiB file is never held whole in
+//! memory (RSS is measured) and its SHA-256 is known before it is written or read.
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
-use smb3_client::{Error, OpenOptions, Share};
+use smb3_client::{OpenOptions, Share};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::content::{self, SIZES};
+use crate::data::{fingerprint, hex};
 
 /// Longest one operation may take before it counts as lost. A 64 MiB transfer on the slowest
-/// plan (one worker's share of three links at 100 Mbit/s beside five others) takes about
-/// 15 s; an smbd restart or a re-established session adds a few seconds; a request waits at
-/// most `failover_wait` (30 s) for a channel. Three minutes is far beyond all of that.
-pub const OP_LIMIT: Duration = Duration::from_secs(180);
+/// plan (one worker's share of three 100 Mbit/s links beside five others) takes about 15 s,
+/// an smbd restart or a re-established session adds a few seconds, and a request waits at
+/// most `failover_wait` (30 s) for a channel: three minutes is far beyond all of that.
+pub(crate) const OP_LIMIT: Duration = Duration::from_secs(180);
 
-/// Files each uploader overwrites in turn (so the share never fills).
+/// Bytes per generated chunk: one `write_at`/`read_at`, eight 1 MiB requests.
+const CHUNK: usize = 8 << 20;
+
+/// File sizes the workload mixes: empty, one small request, odd (a multiple of nothing),
+/// medium, and large enough to spread over every channel.
+const SIZES: [usize; 8] = [
+    0,
+    4 << 10,
+    100_003,
+    1 << 20,
+    (3 << 20) + 17,
+    16 << 20,
+    (33 << 20) + 4097,
+    64 << 20,
+];
+
+/// Files each uploader overwrites in turn, so the share never fills.
 const NAMES_PER_UPLOADER: usize = 4;
+
+/// Chunk `index` of the file with content `seed` and length `size` (shorter at the end): a
+/// different stream per chunk, the golden-ratio step keeping neighbours unrelated.
+fn chunk(seed: u64, size: usize, index: usize) -> Bytes {
+    let len = CHUNK.min(size.saturating_sub(index * CHUNK));
+    let chunk_seed = seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    Bytes::from(smb3_tests::pattern(chunk_seed, len))
+}
+
+fn chunks(size: usize) -> usize {
+    size.div_ceil(CHUNK)
+}
+
+/// SHA-256 (hex) of the content `seed` of length `size`.
+fn sha256(seed: u64, size: usize) -> String {
+    let mut h = Sha256::new();
+    for i in 0..chunks(size) {
+        h.update(chunk(seed, size, i));
+    }
+    hex(&h.finalize())
+}
 
 /// One file seeded on the server for the downloaders.
 #[derive(Debug, Clone)]
-pub struct Seeded {
+pub(crate) struct Seeded {
     /// Share-relative path.
-    pub path: String,
-    /// Content seed and size (see [`content::chunk`]).
-    pub seed: u64,
-    /// Length in bytes.
-    pub size: usize,
-    /// Expected SHA-256.
-    pub sha256: [u8; 32],
+    path: String,
+    size: usize,
+    sha256: String,
 }
 
-/// Put one file of every size in [`SIZES`] (and a second of the largest) into `dir` on the
-/// server's disk, under the share at `share_root`, as `down/f<i>.bin`.
-pub fn seed_files(share_root: &std::path::Path, seed: u64) -> std::io::Result<Vec<Seeded>> {
+/// Puts one file of every size in [`SIZES`] (and a second of the largest) into `down/` on
+/// the server's disk under `share_root`, and makes `up/` for the uploaders.
+pub(crate) fn seed_files(share_root: &Path, seed: u64) -> std::io::Result<Vec<Seeded>> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = share_root.join("down");
     // Made by root here; smbd acts as the test user, who must be able to write in them.
-    for d in [dir.clone(), share_root.join("up")] {
-        std::fs::create_dir_all(&d)?;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777))?;
+    for d in ["down", "up"] {
+        std::fs::create_dir_all(share_root.join(d))?;
+        std::fs::set_permissions(share_root.join(d), std::fs::Permissions::from_mode(0o777))?;
     }
-    let mut out = Vec::new();
     let sizes = SIZES.iter().copied().chain([SIZES[SIZES.len() - 1]]);
+    let mut out = Vec::new();
     for (i, size) in sizes.enumerate() {
         let file_seed = seed ^ ((i as u64 + 1) << 40);
         let mut data = Vec::with_capacity(size);
-        for c in 0..content::chunks(size) {
-            data.extend_from_slice(&content::chunk(file_seed, size, c));
+        for c in 0..chunks(size) {
+            data.extend_from_slice(&chunk(file_seed, size, c));
         }
-        std::fs::write(dir.join(format!("f{i}.bin")), &data)?;
+        std::fs::write(share_root.join(format!("down/f{i}.bin")), &data)?;
         out.push(Seeded {
             path: format!("down/f{i}.bin"),
-            seed: file_seed,
             size,
-            sha256: Sha256::digest(&data).into(),
+            sha256: hex(&Sha256::digest(&data)),
         });
     }
     Ok(out)
@@ -73,38 +109,34 @@ pub fn seed_files(share_root: &std::path::Path, seed: u64) -> std::io::Result<Ve
 
 /// Counts shared by the workers, the sampler and the report.
 #[derive(Debug, Default)]
-pub struct Tally {
-    /// Uploads verified on the server's disk.
-    pub uploads: AtomicU64,
-    /// Downloads verified against the seeded content.
-    pub downloads: AtomicU64,
-    /// Metadata rounds (listing, stat) that checked out.
-    pub metadata_ops: AtomicU64,
-    /// Bytes uploaded and verified.
-    pub bytes_up: AtomicU64,
-    /// Bytes downloaded and verified.
-    pub bytes_down: AtomicU64,
-    /// Failures (each also in `failures`).
-    pub failed: AtomicU64,
+pub(crate) struct Tally {
+    /// Verified on the server's disk (through a mount: fio write+verify jobs).
+    pub(crate) uploads: AtomicU64,
+    /// Verified against the seeded content (through a mount: renamed-file read-backs).
+    pub(crate) downloads: AtomicU64,
+    /// Listings and stats that checked out.
+    pub(crate) metadata_ops: AtomicU64,
+    pub(crate) bytes_up: AtomicU64,
+    pub(crate) bytes_down: AtomicU64,
+    pub(crate) failed: AtomicU64,
     /// Every failure, with the time and the worker.
-    pub failures: Mutex<Vec<String>>,
+    pub(crate) failures: Mutex<Vec<String>>,
 }
 
 impl Tally {
-    /// Operations that completed and verified.
-    pub fn ops(&self) -> u64 {
-        self.uploads.load(Ordering::Relaxed)
-            + self.downloads.load(Ordering::Relaxed)
-            + self.metadata_ops.load(Ordering::Relaxed)
+    pub(crate) fn ops(&self) -> u64 {
+        [&self.uploads, &self.downloads, &self.metadata_ops]
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
     }
 
-    /// Bytes verified in both directions.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes_up.load(Ordering::Relaxed) + self.bytes_down.load(Ordering::Relaxed)
     }
 
-    /// Record a failure of `who`, with the time since `t0`.
-    pub fn fail(&self, t0: Instant, who: &str, what: String) {
+    /// Records a failure of `who`, stamped with the time since `t0`.
+    pub(crate) fn fail(&self, t0: Instant, who: &str, what: String) {
         let line = format!("{:7.1} s {who}: {what}", t0.elapsed().as_secs_f64());
         eprintln!("soak FAILURE {line}");
         self.failed.fetch_add(1, Ordering::Relaxed);
@@ -117,71 +149,41 @@ impl Tally {
 
 /// What every worker gets.
 #[derive(Clone)]
-pub struct Ctx {
-    /// The share the workload runs on.
-    pub share: Share,
-    /// The share's directory on the server's disk (for verifying uploads).
-    pub share_root: PathBuf,
-    /// The files seeded for downloads.
-    pub seeded: Arc<Vec<Seeded>>,
-    /// The counts.
-    pub tally: Arc<Tally>,
+pub(crate) struct Ctx {
+    pub(crate) share: Share,
+    /// The share's directory on the server's disk, to verify uploads.
+    pub(crate) share_root: PathBuf,
+    pub(crate) seeded: Arc<Vec<Seeded>>,
+    pub(crate) tally: Arc<Tally>,
     /// Set when the run is over: workers finish their operation and return.
-    pub stop: Arc<AtomicBool>,
-    /// Start of the run (timestamps of failures).
-    pub t0: Instant,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) t0: Instant,
 }
 
-/// How one operation ended.
-enum Outcome {
-    /// Done and verified; bytes moved.
-    Verified(u64),
-    /// The library returned an error.
-    Error(Error),
-    /// The bytes or sizes are wrong, or the streaming reader/writer failed (it wraps the
-    /// library's error in an `io::Error`, so it cannot be told apart as tolerated).
-    Failed(String),
-}
-
-/// Run `op` bounded by [`OP_LIMIT`] and book its outcome.
-async fn book<F>(ctx: &Ctx, who: &str, what: &str, counter: &AtomicU64, bytes: &AtomicU64, op: F)
-where
-    F: std::future::Future<Output = Outcome>,
-{
-    let before = ctx.tally.failed.load(Ordering::Relaxed);
-    match tokio::time::timeout(OP_LIMIT, op).await {
-        Ok(Outcome::Verified(n)) => {
-            counter.fetch_add(1, Ordering::Relaxed);
-            bytes.fetch_add(n, Ordering::Relaxed);
+/// Runs `op` bounded by [`OP_LIMIT`] and books what it verified, or its failure.
+async fn book(
+    ctx: &Ctx,
+    who: &str,
+    what: &str,
+    counters: [&AtomicU64; 2],
+    op: impl Future<Output = Result<u64, String>>,
+) {
+    let failure = match tokio::time::timeout(OP_LIMIT, op).await {
+        Ok(Ok(bytes)) => {
+            counters[0].fetch_add(1, Ordering::Relaxed);
+            counters[1].fetch_add(bytes, Ordering::Relaxed);
+            return;
         }
-        Ok(Outcome::Failed(m)) => ctx.tally.fail(ctx.t0, who, format!("{what}: {m}")),
-        Ok(Outcome::Error(e)) => ctx.tally.fail(ctx.t0, who, format!("{what}: {e}")),
-        Err(_) => ctx
-            .tally
-            .fail(ctx.t0, who, format!("{what}: not done after {OP_LIMIT:?}")),
-    }
-    if ctx.tally.failed.load(Ordering::Relaxed) > before {
-        // A worker that fails at once every time (a broken setup) must not flood the log.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+        Ok(Err(e)) => e,
+        Err(_) => format!("not done after {OP_LIMIT:?}"),
+    };
+    ctx.tally.fail(ctx.t0, who, format!("{what}: {failure}"));
+    // A worker that fails at once every time (a broken setup) must not flood the log.
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
-/// Upload loop of worker `id`: a file of a random size under a random one of its names,
-/// written by `write_at` in 8 MiB pieces or through the streaming writer, closed, and its
-/// SHA-256 on the server's disk compared.
-pub async fn uploader(ctx: Ctx, id: usize, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let who = format!("uploader {id}");
-    let tally = ctx.tally.clone();
-    while !ctx.stop.load(Ordering::Relaxed) {
-        let path = format!("up/u{id}-{}.bin", rng.random_range(0..NAMES_PER_UPLOADER));
-        let size = SIZES[rng.random_range(0..SIZES.len())];
-        let file_seed: u64 = rng.random();
-        let streaming = rng.random_bool(0.5);
-        let what = format!("upload {path} ({size} bytes, {})", mode(streaming));
-        let op = upload(&ctx, &path, file_seed, size, streaming);
-        book(&ctx, &who, &what, &tally.uploads, &tally.bytes_up, op).await;
-    }
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
 }
 
 fn mode(streaming: bool) -> &'static str {
@@ -192,65 +194,75 @@ fn mode(streaming: bool) -> &'static str {
     }
 }
 
-async fn upload(ctx: &Ctx, path: &str, seed: u64, size: usize, streaming: bool) -> Outcome {
-    let opts = OpenOptions::new().write(true).create(true).truncate(true);
-    let f = match ctx.share.open(path, &opts).await {
-        Ok(f) => f,
-        Err(e) => return Outcome::Error(e),
-    };
-    let written = if streaming {
-        let mut w = f.writer();
-        let mut r = Ok(());
-        for i in 0..content::chunks(size) {
-            r = w.write_all(&content::chunk(seed, size, i)).await;
-            if r.is_err() {
-                break;
-            }
-        }
-        match r {
-            Ok(()) => w.shutdown().await,
-            Err(e) => Err(e),
-        }
-        .map_err(|e| format!("streamed write: {e}"))
-    } else {
-        let mut r = Ok(());
-        for i in 0..content::chunks(size) {
-            let off = (i * content::CHUNK) as u64;
-            if let Err(e) = f.write_at(off, content::chunk(seed, size, i)).await {
-                r = Err(e);
-                break;
-            }
-        }
-        match r {
-            Ok(()) => Ok(()),
-            Err(e) => return Outcome::Error(e),
-        }
-    };
-    if let Err(e) = written {
-        return Outcome::Failed(e);
-    }
-    if let Err(e) = f.close().await {
-        return Outcome::Error(e);
-    }
-    let disk = ctx.share_root.join(path);
-    let want = content::sha256(seed, size);
-    let got = tokio::task::spawn_blocking(move || content::sha256_of_path(&disk)).await;
-    match got {
-        Ok(Ok((sha, len))) if sha == want && len == size as u64 => Outcome::Verified(size as u64),
-        Ok(Ok((_, len))) => Outcome::Failed(format!(
-            "the server's file differs from what was written ({len} bytes on disk)"
-        )),
-        Ok(Err(e)) => Outcome::Failed(format!("cannot read the server's file: {e}")),
-        Err(e) => Outcome::Failed(format!("hash task: {e}")),
+/// Uploader `id`: a file of a random size under one of its names, written by `write_at` in
+/// 8 MiB pieces or through the streaming writer (whose errors wrap the library's in an
+/// `io::Error`), closed, and its SHA-256 on the server's disk compared.
+pub(crate) async fn uploader(ctx: Ctx, id: usize, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let who = format!("uploader {id}");
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let path = format!("up/u{id}-{}.bin", rng.random_range(0..NAMES_PER_UPLOADER));
+        let size = SIZES[rng.random_range(0..SIZES.len())];
+        let (file_seed, streaming): (u64, bool) = (rng.random(), rng.random_bool(0.5));
+        let what = format!("upload {path} ({size} bytes, {})", mode(streaming));
+        let op = upload(&ctx, &path, file_seed, size, streaming);
+        book(
+            &ctx,
+            &who,
+            &what,
+            [&ctx.tally.uploads, &ctx.tally.bytes_up],
+            op,
+        )
+        .await;
     }
 }
 
-/// Download loop of worker `id`: a random seeded file read whole by `read_at` in 8 MiB pieces
-/// or through the streaming reader; its SHA-256 and length compared.
-pub async fn downloader(ctx: Ctx, id: usize, seed: u64) {
+async fn upload(
+    ctx: &Ctx,
+    path: &str,
+    seed: u64,
+    size: usize,
+    streaming: bool,
+) -> Result<u64, String> {
+    let opts = OpenOptions::new().write(true).create(true).truncate(true);
+    let f = ctx.share.open(path, &opts).await.map_err(text)?;
+    if streaming {
+        let mut w = f.writer();
+        for i in 0..chunks(size) {
+            w.write_all(&chunk(seed, size, i))
+                .await
+                .map_err(|e| format!("streamed write: {e}"))?;
+        }
+        w.shutdown()
+            .await
+            .map_err(|e| format!("streamed write: {e}"))?;
+    } else {
+        for i in 0..chunks(size) {
+            f.write_at((i * CHUNK) as u64, chunk(seed, size, i))
+                .await
+                .map_err(text)?;
+        }
+    }
+    f.close().await.map_err(text)?;
+    let disk = ctx.share_root.join(path);
+    let got = tokio::task::spawn_blocking(move || fingerprint(&disk))
+        .await
+        .map_err(|e| format!("hash task: {e}"))?;
+    let fp = got.map_err(|e| format!("cannot read the server's file: {e}"))?;
+    if fp.sha256 != sha256(seed, size) || fp.len != size as u64 {
+        return Err(format!(
+            "the server's file differs from what was written ({} bytes on disk)",
+            fp.len
+        ));
+    }
+    Ok(size as u64)
+}
+
+/// Downloader `id`: a random seeded file read whole by `read_at` in 8 MiB pieces or through
+/// the streaming reader; its SHA-256 and length compared.
+pub(crate) async fn downloader(ctx: Ctx, id: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let who = format!("downloader {id}");
-    let tally = ctx.tally.clone();
     while !ctx.stop.load(Ordering::Relaxed) {
         let file = ctx.seeded[rng.random_range(0..ctx.seeded.len())].clone();
         let streaming = rng.random_bool(0.5);
@@ -261,107 +273,121 @@ pub async fn downloader(ctx: Ctx, id: usize, seed: u64) {
             mode(streaming)
         );
         let op = download(&ctx, &file, streaming);
-        book(&ctx, &who, &what, &tally.downloads, &tally.bytes_down, op).await;
+        book(
+            &ctx,
+            &who,
+            &what,
+            [&ctx.tally.downloads, &ctx.tally.bytes_down],
+            op,
+        )
+        .await;
     }
 }
 
-async fn download(ctx: &Ctx, file: &Seeded, streaming: bool) -> Outcome {
-    let f = match ctx
+async fn download(ctx: &Ctx, file: &Seeded, streaming: bool) -> Result<u64, String> {
+    let f = ctx
         .share
         .open(&file.path, &OpenOptions::new().read(true))
         .await
-    {
-        Ok(f) => f,
-        Err(e) => return Outcome::Error(e),
-    };
-    let mut h = Sha256::new();
-    let mut total = 0u64;
+        .map_err(text)?;
+    let (mut h, mut total) = (Sha256::new(), 0u64);
     if streaming {
-        let mut r = f.reader();
-        let mut buf = vec![0u8; 1 << 20];
+        let (mut r, mut buf) = (f.reader(), vec![0u8; 1 << 20]);
         loop {
-            match r.read(&mut buf).await {
-                Ok(0) => break,
-                Ok(n) => {
+            match r
+                .read(&mut buf)
+                .await
+                .map_err(|e| format!("streamed read: {e}"))?
+            {
+                0 => break,
+                n => {
                     h.update(&buf[..n]);
                     total += n as u64;
                 }
-                Err(e) => return Outcome::Failed(format!("streamed read: {e}")),
             }
         }
     } else {
-        // Ask for a little more than the file holds at the end, so a file that grew shows.
+        // Asks for a little more than the file holds at the end, so a file that grew shows.
         while total < file.size as u64 + 1 {
-            match f.read_at(total, content::CHUNK).await {
-                Ok(b) if b.is_empty() => break,
-                Ok(b) => {
-                    h.update(&b);
-                    total += b.len() as u64;
-                }
-                Err(e) => return Outcome::Error(e),
+            let b = f.read_at(total, CHUNK).await.map_err(text)?;
+            if b.is_empty() {
+                break;
             }
+            h.update(&b);
+            total += b.len() as u64;
         }
     }
-    if let Err(e) = f.close().await {
-        return Outcome::Error(e);
-    }
-    let sha: [u8; 32] = h.finalize().into();
+    f.close().await.map_err(text)?;
     if total != file.size as u64 {
-        Outcome::Failed(format!("read {total} bytes"))
-    } else if sha != file.sha256 {
-        Outcome::Failed("the bytes read differ from the file's".to_string())
-    } else {
-        Outcome::Verified(total)
+        return Err(format!("read {total} bytes"));
     }
+    if hex(&h.finalize()) != file.sha256 {
+        return Err("the bytes read differ from the file's".into());
+    }
+    Ok(total)
 }
 
-/// Metadata loop: list `down/` (every seeded name must be there), stat a random seeded file
-/// (its size must match), list `up/`, and now and then ask for the volume's sizes.
-pub async fn metadata_loop(ctx: Ctx, seed: u64) {
+/// Metadata loop: list `down/` (every seeded name there), stat a random seeded file (its size
+/// right), list `up/`, and now and then the volume's sizes. A round every 100 ms: this loop
+/// is about surviving, not load.
+pub(crate) async fn metadata_loop(ctx: Ctx, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let tally = ctx.tally.clone();
     let unused = AtomicU64::new(0);
     while !ctx.stop.load(Ordering::Relaxed) {
         let file = ctx.seeded[rng.random_range(0..ctx.seeded.len())].clone();
-        let fs_info = rng.random_bool(0.1);
-        let op = metadata_round(&ctx, &file, fs_info);
+        let op = metadata_round(&ctx, &file, rng.random_bool(0.1));
         book(
             &ctx,
             "metadata",
             "metadata round",
-            &tally.metadata_ops,
-            &unused,
+            [&ctx.tally.metadata_ops, &unused],
             op,
         )
         .await;
-        // A listing every 100 ms is plenty; this loop is about surviving, not load.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-async fn metadata_round(ctx: &Ctx, file: &Seeded, fs_info: bool) -> Outcome {
-    let listing = match ctx.share.read_dir("down").await {
-        Ok(l) => l,
-        Err(e) => return Outcome::Error(e),
-    };
-    for s in ctx.seeded.iter() {
-        let name = s.path.trim_start_matches("down/");
+async fn metadata_round(ctx: &Ctx, file: &Seeded, fs_info: bool) -> Result<u64, String> {
+    let listing = ctx.share.read_dir("down").await.map_err(text)?;
+    for name in ctx
+        .seeded
+        .iter()
+        .map(|s| s.path.trim_start_matches("down/"))
+    {
         if !listing.iter().any(|e| e.name == name) {
-            return Outcome::Failed(format!("listing of down/ lacks {name}"));
+            return Err(format!("listing of down/ lacks {name}"));
         }
     }
-    match ctx.share.metadata(&file.path).await {
-        Ok(m) if m.len == file.size as u64 => {}
-        Ok(m) => return Outcome::Failed(format!("{}: size {} listed", file.path, m.len)),
-        Err(e) => return Outcome::Error(e),
+    let len = ctx.share.metadata(&file.path).await.map_err(text)?.len;
+    if len != file.size as u64 {
+        return Err(format!("{}: size {len} listed", file.path));
     }
-    if let Err(e) = ctx.share.read_dir("up").await {
-        return Outcome::Error(e);
-    }
+    ctx.share.read_dir("up").await.map_err(text)?;
     if fs_info {
-        if let Err(e) = ctx.share.fs_info().await {
-            return Outcome::Error(e);
-        }
+        ctx.share.fs_info().await.map_err(text)?;
     }
-    Outcome::Verified(0)
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_size_and_depend_on_seed_and_index() {
+        for size in SIZES {
+            assert_eq!(
+                (0..chunks(size))
+                    .map(|i| chunk(7, size, i).len())
+                    .sum::<usize>(),
+                size
+            );
+        }
+        let size = 2 * CHUNK;
+        assert_eq!(chunk(1, size, 0), chunk(1, size, 0));
+        assert_ne!(chunk(1, size, 0), chunk(2, size, 0));
+        assert_ne!(chunk(1, size, 0), chunk(1, size, 1));
+        assert_ne!(sha256(1, 100), sha256(1, 101));
+    }
 }

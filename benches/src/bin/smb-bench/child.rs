@@ -1,0 +1,270 @@
+//! Child processes and signals. A measured child's CPU time comes from `wait4(2)`, which
+//! reports the usage of exactly the child it reaped; `ip netns exec` execs the program in
+//! place, so that child is the measured tool itself.
+//!
+//! SIGINT or SIGTERM stops a run at its next step ([`check`] fails), so its mounts and
+//! testbeds are taken down by their `Drop`s. The signal is passed on, as SIGINT, to the
+//! children running at that moment, so the step under way ends at once; only those are
+//! signalled, never the process group, which smb-bench may share with the script that started
+//! it. A second signal exits at once.
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What a finished child did.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// From spawn to exit.
+    pub(crate) wall: Duration,
+    /// User plus system CPU time.
+    pub(crate) cpu: Duration,
+    /// Peak resident set, bytes.
+    pub(crate) max_rss: u64,
+    pub(crate) status: ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Finished {
+    /// The last lines of stderr, for error messages.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    /// `Err` naming `what` and the end of stderr unless the child exited 0.
+    pub(crate) fn success(&self, what: &str) -> Result<(), String> {
+        match self.status.success() {
+            true => Ok(()),
+            false => Err(format!(
+                "{what} failed ({}): {}",
+                self.status,
+                self.stderr_tail()
+            )),
+        }
+    }
+}
+
+fn spawn_piped(mut cmd: Command) -> Result<(Child, [JoinHandle<String>; 2]), String> {
+    check()?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    // Both pipes drained on threads, so a chatty child never blocks on a full pipe.
+    let pipes = [drain(child.stdout.take()), drain(child.stderr.take())];
+    Ok((child, pipes))
+}
+
+/// Runs `cmd` to its end with stdin empty and its output captured, and measures it.
+pub(crate) fn run_measured(cmd: Command) -> Result<Finished, String> {
+    // A child starts as this process's image, and the kernel carries that image's peak RSS
+    // into the child's ru_maxrss when it execs: forget ours first.
+    let _ = std::fs::write("/proc/self/clear_refs", b"5");
+    let started = Instant::now();
+    let (child, [stdout, stderr]) = spawn_piped(cmd)?;
+    let marked = Running::mark(child.id());
+    let (status, usage) = wait4(child.id()).map_err(|e| format!("wait4: {e}"))?;
+    let wall = started.elapsed();
+    drop(marked);
+    // Reaped already; dropping a `Child` does not wait for it again.
+    drop(child);
+    // A child the signal ended did not measure anything.
+    check()?;
+    let time = |tv: libc::timeval| {
+        Duration::from_secs(tv.tv_sec.max(0) as u64)
+            + Duration::from_micros(tv.tv_usec.max(0) as u64)
+    };
+    Ok(Finished {
+        wall,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        // Linux counts ru_maxrss in KiB.
+        max_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+/// A child that runs while the caller does other things, its output drained on threads and
+/// marked for the signal handler like a measured child; killed and reaped when dropped before
+/// it ended, so an early return leaves nothing running.
+pub(crate) struct Background {
+    child: Child,
+    pipes: Option<[JoinHandle<String>; 2]>,
+    _marked: Running,
+    ended: bool,
+}
+
+impl Background {
+    pub(crate) fn spawn(cmd: Command) -> Result<Background, String> {
+        let (child, pipes) = spawn_piped(cmd)?;
+        Ok(Background {
+            _marked: Running::mark(child.id()),
+            child,
+            pipes: Some(pipes),
+            ended: false,
+        })
+    }
+
+    /// Its exit status once it has ended.
+    pub(crate) fn try_wait(&mut self) -> Result<Option<ExitStatus>, String> {
+        let status = self
+            .child
+            .try_wait()
+            .map_err(|e| format!("waiting for pid {}: {e}", self.child.id()))?;
+        self.ended |= status.is_some();
+        Ok(status)
+    }
+
+    /// Kills it (SIGKILL, by its PID) and reaps it.
+    pub(crate) fn kill(&mut self) -> Result<ExitStatus, String> {
+        let id = self.child.id();
+        self.ended = true;
+        self.child
+            .kill()
+            .and_then(|()| self.child.wait())
+            .map_err(|e| format!("cannot end pid {id}: {e}"))
+    }
+
+    /// What it wrote on stdout and stderr (killed first if it still runs: its pipes close
+    /// only when it ends).
+    pub(crate) fn output(mut self) -> (String, String) {
+        if !self.ended {
+            let _ = self.kill();
+        }
+        let [out, err] = self.pipes.take().expect("output is taken once");
+        (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        )
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut text);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// wait4(2) for one child: its exit status and resource usage.
+#[allow(unsafe_code)]
+fn wait4(pid: u32) -> std::io::Result<(ExitStatus, libc::rusage)> {
+    let pid = pid as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is a plain C struct of integers, for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers refer to live locals of the right types for the whole call;
+        // wait4 only writes through them.
+        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
+            return Ok((ExitStatus::from_raw(status), usage));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Children running now, by PID: the first signal is passed on to them.
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Exit status of a run cut short by a signal (128 + SIGINT, as shells report it).
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+/// A running child, marked until dropped (after it was reaped).
+struct Running(u32);
+
+impl Running {
+    fn mark(pid: u32) -> Running {
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+        Running(pid)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&pid| pid != self.0);
+    }
+}
+
+/// Catches SIGINT and SIGTERM from now on.
+pub(crate) fn install_signal_handler() {
+    let spawned = std::thread::Builder::new()
+        .name("smb-bench-signals".into())
+        .spawn(|| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
+                    return;
+                };
+                tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
+                INTERRUPTED.store(true, Ordering::SeqCst);
+                eprintln!(
+                "smb-bench: signal received: stopping, unmounting and taking the testbeds down \
+                 (again to exit at once)"
+            );
+                for pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    // SAFETY: kill(2) takes no pointers. The PID is a child of ours that runs or
+                    // was reaped a moment ago; PIDs are reused only after the whole range wrapped.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        libc::kill(*pid as libc::pid_t, libc::SIGINT);
+                    }
+                }
+                tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
+                eprintln!("smb-bench: second signal: exiting without cleaning up");
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            });
+        });
+    if let Err(e) = spawned {
+        eprintln!("smb-bench: no signal thread ({e}): Ctrl-C will leave the testbed behind");
+    }
+}
+
+/// Whether a signal asked the run to stop.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// `Err` once a signal asked the run to stop: called between steps, its `?` unwinds the run.
+pub(crate) fn check() -> Result<(), String> {
+    match interrupted() {
+        true => Err("interrupted by a signal".into()),
+        false => Ok(()),
+    }
+}

@@ -150,7 +150,6 @@ impl LeaseTable {
         };
         LeaseRef {
             table: Arc::clone(self),
-            file,
             key,
         }
     }
@@ -163,7 +162,6 @@ impl LeaseTable {
         t.by_file.get_mut(&file)?.opens += 1;
         Some(LeaseRef {
             table: Arc::clone(self),
-            file,
             key: *key,
         })
     }
@@ -180,17 +178,55 @@ impl LeaseTable {
         }
     }
 
-    /// Drop one hold on `key`, the key of `file`.
-    fn release(&self, file: &FileKey, key: &LeaseKey) {
+    /// `from` (a file or a directory) was renamed to `to` on `tree`: the keys of the files
+    /// at or below `from` follow them to their new names, so that a new file created at an
+    /// old name gets a fresh key rather than the key of the file that moved away. A name
+    /// already taken under `to` keeps its own key and the moved one is retired.
+    pub(crate) fn renamed(&self, tree: TreeContext, from: &str, to: &str) {
+        let (from, to) = (fold_case(from), fold_case(to));
         let mut t = self.lock();
-        let Some(entry) = t.by_file.get_mut(file).filter(|entry| entry.key == *key) else {
+        let moved: Vec<FileKey> = t
+            .by_file
+            .keys()
+            .filter(|f| {
+                f.tree == tree.handle
+                    && (f.folded_path == from
+                        || f.folded_path
+                            .strip_prefix(from.as_str())
+                            .is_some_and(|rest| rest.starts_with('\\')))
+            })
+            .cloned()
+            .collect();
+        for old in moved {
+            let Some(entry) = t.by_file.remove(&old) else {
+                continue;
+            };
+            let new = FileKey {
+                tree: old.tree,
+                folded_path: format!("{to}{}", &old.folded_path[from.len()..]),
+            };
+            if t.by_file.contains_key(&new) {
+                t.by_key.remove(&entry.key);
+            } else {
+                t.by_key.insert(entry.key, new.clone());
+                t.by_file.insert(new, entry);
+            }
+        }
+    }
+
+    /// Drop one hold on `key`, wherever its file now is (see [`LeaseTable::renamed`]).
+    fn release(&self, key: &LeaseKey) {
+        let mut t = self.lock();
+        let Some(file) = t.by_key.get(key).cloned() else {
             return; // a retired key
+        };
+        let Some(entry) = t.by_file.get_mut(&file).filter(|entry| entry.key == *key) else {
+            return;
         };
         entry.opens = entry.opens.saturating_sub(1);
         if entry.opens == 0 {
-            let key = entry.key;
-            t.by_file.remove(file);
-            t.by_key.remove(&key);
+            t.by_file.remove(&file);
+            t.by_key.remove(key);
         }
     }
 
@@ -243,14 +279,17 @@ impl LeaseTable {
         kept
     }
 
-    fn watch(&self, file: &FileKey) -> Option<LeaseWatch> {
-        self.lock().by_file.get(file).map(|e| LeaseWatch {
+    fn watch(&self, key: &LeaseKey) -> Option<LeaseWatch> {
+        let t = self.lock();
+        let file = t.by_key.get(key)?;
+        t.by_file.get(file).map(|e| LeaseWatch {
             changes: e.changes.subscribe(),
         })
     }
 
-    fn state(&self, file: &FileKey) -> Option<LeaseState> {
-        self.lock().by_file.get(file).and_then(|e| e.state)
+    fn state(&self, key: &LeaseKey) -> Option<LeaseState> {
+        let t = self.lock();
+        t.by_file.get(t.by_key.get(key)?).and_then(|e| e.state)
     }
 
     /// The tree to acknowledge a break of `key` on: the key's own, or for a key we do not
@@ -283,7 +322,6 @@ impl LeaseTable {
 #[derive(Debug)]
 pub(crate) struct LeaseRef {
     table: Arc<LeaseTable>,
-    file: FileKey,
     key: LeaseKey,
 }
 
@@ -295,7 +333,7 @@ impl LeaseRef {
 
     /// The lease state the server last reported for the file.
     pub(crate) fn state(&self) -> Option<LeaseState> {
-        self.table.state(&self.file)
+        self.table.state(&self.key)
     }
 
     /// Record the lease the CREATE reply granted.
@@ -305,7 +343,7 @@ impl LeaseRef {
 
     /// Follow the file's lease from now on.
     pub(crate) fn watch(&self) -> Option<LeaseWatch> {
-        self.table.watch(&self.file)
+        self.table.watch(&self.key)
     }
 }
 
@@ -337,7 +375,7 @@ impl LeaseWatch {
 
 impl Drop for LeaseRef {
     fn drop(&mut self) {
-        self.table.release(&self.file, &self.key);
+        self.table.release(&self.key);
     }
 }
 
@@ -396,6 +434,21 @@ pub(crate) mod tests {
             handle: id,
             encrypt: id % 2 == 0,
         }
+    }
+
+    #[test]
+    fn a_renamed_file_keeps_its_key_and_its_old_name_gets_a_fresh_one() {
+        let table = Arc::new(LeaseTable::default());
+        let moved = table.acquire(tree(1), "dir\\a");
+        let below = table.acquire(tree(1), "dir\\sub\\x");
+        table.renamed(tree(1), "a", "elsewhere"); // not ours: nothing moves
+        table.renamed(tree(1), "DIR", "new");
+        let again = table.acquire(tree(1), "dir\\a");
+        assert_ne!(again.key(), moved.key(), "a new file at the old name");
+        assert_eq!(table.acquire(tree(1), "new\\a").key(), moved.key());
+        assert_eq!(table.acquire(tree(1), "new\\sub\\x").key(), below.key());
+        drop((moved, below, again));
+        assert_eq!(table.len(), 0, "holds are released where their files went");
     }
 
     #[test]

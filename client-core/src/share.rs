@@ -580,7 +580,16 @@ impl Share {
                 }
             },
         )
-        .await
+        .await?;
+        // The renamed file keeps its lease key under its new name; the old name is free for
+        // a new file, which must get a key of its own (a server refuses one key for two
+        // files, MS-SMB2 3.3.5.9.8).
+        let source = wire_path(from)?;
+        self.tree
+            .core
+            .leases
+            .renamed(self.tree.context, &source, &target);
+        Ok(())
     }
 
     /// Size and free space of the share.

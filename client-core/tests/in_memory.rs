@@ -462,3 +462,92 @@ async fn a_chain_whose_close_fails_does_not_leave_its_handle_open() {
     );
     assert_eq!(server.open_paths(), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn another_clients_open_breaks_write_caching_and_waits_for_the_acknowledgment() {
+    write_caching_is_broken(false).await;
+}
+
+#[tokio::test]
+async fn a_break_reaches_a_client_that_encrypts_everything() {
+    write_caching_is_broken(true).await;
+}
+
+async fn write_caching_is_broken(encrypt: bool) {
+    use smb3_client::LeaseCaching;
+    let server = server().await;
+    let mut config = ClientConfig::default();
+    config.encrypt = encrypt;
+    let a = connect(&server, config).await;
+    let b = connect(&server, ClientConfig::default()).await;
+    let share_a = a.share("data").await.unwrap();
+    let share_b = b.share("data").await.unwrap();
+    let writer = share_a.open("shared.txt", &rw()).await.unwrap();
+    let rwh = LeaseCaching {
+        read: true,
+        handle: true,
+        write: true,
+    };
+    assert_eq!(writer.lease(), Some(rwh));
+    let mut changes = writer.lease_changes().expect("a lease to follow");
+    writer
+        .write_at(0, Bytes::from_static(b"cached?"))
+        .await
+        .unwrap();
+
+    // B's open breaks A's Write caching first; B's CREATE completes once A acknowledged.
+    let acks_before = server.requests(Command::OPLOCK_BREAK);
+    let reader = share_b
+        .open("shared.txt", &OpenOptions::new().read(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        server.requests(Command::OPLOCK_BREAK),
+        acks_before + 1,
+        "A acknowledged"
+    );
+    let now = tokio::time::timeout(std::time::Duration::from_secs(5), changes.changed())
+        .await
+        .expect("A hears of the break")
+        .expect("the lease is still there");
+    assert!(!now.write && now.read, "{now:?}");
+    assert_eq!(&reader.read_at(0, 64).await.unwrap()[..], b"cached?");
+    assert!(
+        reader.lease().is_some_and(|l| !l.write),
+        "B shares the file: no Write caching"
+    );
+    writer.close().await.unwrap();
+    reader.close().await.unwrap();
+    assert_eq!(server.open_paths(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_durable_open_is_reclaimed_after_the_connection_is_lost() {
+    let server = server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    let f = share.open("durable.bin", &rw()).await.unwrap();
+    assert!(f.is_durable(), "granted with Handle caching");
+    f.write_at(0, Bytes::from_static(b"before ")).await.unwrap();
+    server.cut_connections();
+    until_no_sessions(&server).await;
+    assert_eq!(
+        server.open_paths(),
+        vec!["durable.bin".to_string()],
+        "kept for its client"
+    );
+    // The first write after the loss waits for the session to come back and the open to be
+    // reclaimed under its old FileId.
+    f.write_at(7, Bytes::from_static(b"and after"))
+        .await
+        .unwrap();
+    f.close().await.unwrap();
+    assert_eq!(
+        server.read_file("data", "durable.bin").unwrap(),
+        b"before and after"
+    );
+    let failover = client.multichannel().failover;
+    assert_eq!(failover.opens_reclaimed, 1, "{failover:?}");
+    assert_eq!(failover.opens_lost, 0, "{failover:?}");
+    assert_eq!(server.open_paths(), Vec::<String>::new());
+}

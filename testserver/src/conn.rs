@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 use crate::connection::Conn;
 use crate::ops::{self, Previous};
-use crate::reply::{compose, error_body, reply_message, MessageOutcome};
+use crate::reply::{compose, error_body, reply_message, MessageOutcome, Outcome};
 use crate::state::{Sealing, State};
 use crate::wire::{Handled, Reply};
 use crate::{FaultAction, Shared};
@@ -39,13 +39,14 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
             }
         }
     });
-    let mut conn = Conn::new(shared);
+    let (mut conn, mut outbox) = Conn::new(shared);
     let reset = loop {
-        let frame = tokio::select! {
+        let outcome = tokio::select! {
             frame = frames.recv() => match frame {
-                Some(frame) => frame,
+                Some(frame) => conn.handle(frame).await,
                 None => break false,
             },
+            Some(out) = outbox.recv() => out,
             changed = cut.changed() => {
                 let order = *cut.borrow_and_update();
                 if changed.is_err() || order.applies_to(local_ip) {
@@ -54,7 +55,7 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 continue;
             }
         };
-        match conn.handle(frame) {
+        match outcome {
             Outcome::Send(bytes) => {
                 if wr.write_all(&bytes).await.is_err() {
                     break false;
@@ -88,14 +89,8 @@ async fn read_frame(rd: &mut tokio::net::tcp::OwnedReadHalf) -> std::io::Result<
     Ok(frame)
 }
 
-pub(crate) enum Outcome {
-    Send(Vec<u8>),
-    Nothing,
-    Cut,
-}
-
 impl Conn {
-    fn handle(&mut self, mut frame: Vec<u8>) -> Outcome {
+    async fn handle(&mut self, mut frame: Vec<u8>) -> Outcome {
         let mut sealing = None;
         if frame.starts_with(&TRANSFORM_PROTOCOL_ID) {
             // MS-SMB2 3.3.5.2.1.1: a message that does not decrypt ends the connection.
@@ -116,56 +111,73 @@ impl Conn {
             }
             sealing = Some(s);
         }
-        let mut previous = Previous::default();
-        let mut built = Vec::new();
-        let mut at = 0;
-        let mut cut_after = false;
-        loop {
-            let Some(rest) = frame.get(at..) else {
-                return Outcome::Cut;
-            };
-            let Ok(header) = Header::decode(rest) else {
-                return Outcome::Cut;
-            };
-            let next = header.next_command as usize;
-            let end = if next == 0 { frame.len() } else { at + next };
-            if (next != 0 && (next % 8 != 0 || next < HEADER_LEN)) || end > frame.len() {
-                return Outcome::Cut;
+        let Some(messages) = split(&frame) else {
+            return Outcome::Cut;
+        };
+        let work = FrameWork {
+            handler: Handler {
+                shared: self.shared.clone(),
+                negotiated: self.negotiated.clone(),
+                conn: self.id,
+            },
+            signers: self.signers.clone(),
+            signing_required: self.signing_required(),
+            sealing,
+            frame,
+            messages,
+        };
+        let commands = || work.messages.iter().map(|(h, _)| h.command);
+        if commands().any(|c| matches!(c, Command::NEGOTIATE | Command::SESSION_SETUP)) {
+            return self.setup(work);
+        }
+        // A CREATE or SET_INFO may have to wait for other clients to acknowledge lease
+        // breaks: its frame is then worked on in a task of its own, as a server answers it
+        // asynchronously, so that this connection goes on with the next frames (the
+        // acknowledgments among them). Its replies go out through the outbox.
+        let may_wait = commands().any(|c| matches!(c, Command::CREATE | Command::SET_INFO))
+            && !self.shared.lock().leases.is_empty();
+        if may_wait {
+            if let Some(outbox) = self.shared.lock().outboxes.get(&self.id).cloned() {
+                tokio::spawn(async move {
+                    let _ = outbox.send(work.run().await);
+                });
+                return Outcome::Nothing;
             }
-            let msg = &frame[at..end];
-            match self.one(msg, header, &mut previous, sealing.is_some()) {
+        }
+        work.run().await
+    }
+
+    /// A frame with NEGOTIATE or SESSION_SETUP, which change this connection: its requests
+    /// one by one, in place.
+    fn setup(&mut self, work: FrameWork) -> Outcome {
+        let mut built = Vec::new();
+        for (header, range) in &work.messages {
+            let msg = &work.frame[range.clone()];
+            *self
+                .shared
+                .lock()
+                .requests
+                .entry(header.command)
+                .or_default() += 1;
+            let outcome = match header.command {
+                Command::NEGOTIATE => self.negotiate(msg, header),
+                Command::SESSION_SETUP => self.session_setup(msg, header),
+                // Nothing else shares a frame with them in practice; refuse it.
+                _ => return Outcome::Cut,
+            };
+            match outcome {
                 MessageOutcome::Reply(b) => built.push(b),
                 MessageOutcome::NoReply => {}
-                MessageOutcome::Cut => return Outcome::Cut,
-                MessageOutcome::CutAfter => cut_after = true,
+                MessageOutcome::Cut | MessageOutcome::CutAfter => return Outcome::Cut,
             }
-            if next == 0 {
-                break;
-            }
-            at = end;
-        }
-        if cut_after {
-            return Outcome::Cut;
         }
         if built.is_empty() {
             return Outcome::Nothing;
         }
-        let compound = compose(built);
-        let payload = match &sealing {
-            Some(s) => {
-                let session_id =
-                    u64::from_le_bytes(compound[40..48].try_into().unwrap_or_default());
-                match s.seal.seal(session_id, &[&compound]) {
-                    Ok(sealed) => sealed.to_vec(),
-                    Err(_) => return Outcome::Cut,
-                }
-            }
-            None => compound,
-        };
-        let mut out = Vec::with_capacity(payload.len() + 4);
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        out.extend_from_slice(&payload);
-        Outcome::Send(out)
+        match frame_replies(built, work.sealing.as_deref()) {
+            Some(out) => Outcome::Send(out),
+            None => Outcome::Cut,
+        }
     }
 
     fn sealing_of(&self, session_id: u64) -> Option<Arc<Sealing>> {
@@ -175,55 +187,169 @@ impl Conn {
             .get(&session_id)
             .and_then(|s| s.sealing.clone())
     }
+}
 
-    /// One request of a frame.
-    fn one(
-        &mut self,
-        msg: &[u8],
-        mut header: Header,
-        previous: &mut Previous,
-        sealed: bool,
-    ) -> MessageOutcome {
-        if header.is_response() || msg.get(..4) != Some(&PROTOCOL_ID[..]) {
-            return MessageOutcome::Cut;
+/// The messages of a frame: each one's header and where it lies. None when the chain is
+/// malformed (the connection is then closed, MS-SMB2 3.3.5.2.7).
+fn split(frame: &[u8]) -> Option<Vec<(Header, std::ops::Range<usize>)>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        let header = Header::decode(frame.get(at..)?).ok()?;
+        let next = header.next_command as usize;
+        let end = if next == 0 { frame.len() } else { at + next };
+        if (next != 0 && (next % 8 != 0 || next < HEADER_LEN)) || end > frame.len() {
+            return None;
         }
-        let related = header.flags.has(HeaderFlags::RELATED_OPERATIONS);
-        if related {
+        if header.is_response() || frame.get(at..at + 4) != Some(&PROTOCOL_ID[..]) {
+            return None;
+        }
+        out.push((header, at..end));
+        if next == 0 {
+            return Some(out);
+        }
+        at = end;
+    }
+}
+
+/// A frame of requests other than NEGOTIATE and SESSION_SETUP, with what checking and
+/// answering them needs of the connection.
+struct FrameWork {
+    handler: Handler,
+    /// The signing key of each session on the connection.
+    signers: std::collections::HashMap<u64, Arc<Signer>>,
+    signing_required: bool,
+    /// The session's sealers, when the frame came sealed: the replies are sealed too.
+    sealing: Option<Arc<Sealing>>,
+    frame: Vec<u8>,
+    messages: Vec<(Header, std::ops::Range<usize>)>,
+}
+
+impl FrameWork {
+    async fn run(self) -> Outcome {
+        let mut previous = Previous::default();
+        let mut built = Vec::new();
+        let mut cut_after = false;
+        for (header, range) in &self.messages {
+            let msg = &self.frame[range.clone()];
+            match self.one(msg, header.clone(), &mut previous).await {
+                MessageOutcome::Reply(b) => built.push(b),
+                MessageOutcome::NoReply => {}
+                MessageOutcome::Cut => return Outcome::Cut,
+                MessageOutcome::CutAfter => cut_after = true,
+            }
+        }
+        if cut_after {
+            return Outcome::Cut;
+        }
+        if built.is_empty() {
+            return Outcome::Nothing;
+        }
+        match frame_replies(built, self.sealing.as_deref()) {
+            Some(out) => Outcome::Send(out),
+            None => Outcome::Cut,
+        }
+    }
+
+    /// One request: its session and signature checked, the lease breaks it causes sent and
+    /// (bounded) waited for, then run.
+    async fn one(&self, msg: &[u8], mut header: Header, previous: &mut Previous) -> MessageOutcome {
+        if header.flags.has(HeaderFlags::RELATED_OPERATIONS) {
             header.session_id = previous.session_id;
             header.tree_id = previous.tree_id;
         }
-        *self
-            .shared
-            .lock()
-            .requests
-            .entry(header.command)
-            .or_default() += 1;
-        match header.command {
-            Command::NEGOTIATE => return self.negotiate(msg, &header),
-            Command::SESSION_SETUP => return self.session_setup(msg, &header),
-            Command::CANCEL => return MessageOutcome::NoReply,
-            _ => {}
+        let shared = &self.handler.shared;
+        *shared.lock().requests.entry(header.command).or_default() += 1;
+        if header.command == Command::CANCEL {
+            return MessageOutcome::NoReply;
         }
+        let sealed = self.sealing.is_some();
         let signer = self.signers.get(&header.session_id).cloned();
-        let session_checked = self.check_session(msg, &header, signer.as_deref(), sealed);
+        let checked = check_session(
+            msg,
+            &header,
+            signer.as_deref(),
+            sealed,
+            self.signing_required,
+        );
         let sign_with = signer.filter(|_| !sealed);
+        if checked.is_ok() {
+            let client = self.handler.negotiated.as_ref().map(|n| n.client_guid);
+            let waiting = ops::breaks_before(&mut shared.lock(), &header, msg, previous, client);
+            if !waiting.is_empty() {
+                wait_for_acknowledgments(shared, &waiting).await;
+            }
+        }
+        self.handler.run(&header, msg, previous, checked, sign_with)
+    }
+}
+
+/// The session named must be established on this connection, and a signed request's
+/// signature right (MS-SMB2 3.3.5.2.4); a session that requires signing refuses unsigned
+/// requests that were not sealed either.
+fn check_session(
+    msg: &[u8],
+    header: &Header,
+    signer: Option<&Signer>,
+    sealed: bool,
+    signing_required: bool,
+) -> Result<(), NtStatus> {
+    let Some(signer) = signer else {
+        return Err(NtStatus::USER_SESSION_DELETED);
+    };
+    if sealed {
+        return Ok(());
+    }
+    if header.flags.has(HeaderFlags::SIGNED) {
+        if !signer.verify(msg) {
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+        return Ok(());
+    }
+    if signing_required {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(())
+}
+
+/// What running a request needs of its connection, cheap to hand to a task.
+struct Handler {
+    shared: Arc<Shared>,
+    negotiated: Option<crate::connection::Negotiated>,
+    conn: u64,
+}
+
+impl Handler {
+    /// Run one checked request (planned faults first) and build its reply.
+    fn run(
+        &self,
+        header: &Header,
+        msg: &[u8],
+        previous: &mut Previous,
+        session_checked: Result<(), NtStatus>,
+        sign_with: Option<Arc<Signer>>,
+    ) -> MessageOutcome {
+        let related = header.flags.has(HeaderFlags::RELATED_OPERATIONS);
         let result = match session_checked {
             Err(status) => Err(status),
             Ok(()) => {
                 let mut state = self.shared.lock();
-                let path = ops::request_path(&state, &header, msg, previous);
+                let path = ops::request_path(&state, header, msg, previous);
                 match state.take_fault(header.command, path.as_deref()) {
                     Some(FaultAction::Fail(status)) => Err(status),
                     Some(FaultAction::Cut) => return MessageOutcome::Cut,
                     Some(FaultAction::Ignore) => return MessageOutcome::NoReply,
                     Some(FaultAction::CutAfter) => {
-                        let _ = self.dispatch(&mut state, &header, msg, previous);
+                        let _ = self.dispatch(&mut state, header, msg, previous);
                         return MessageOutcome::CutAfter;
                     }
-                    None => self.dispatch(&mut state, &header, msg, previous),
+                    None => self.dispatch(&mut state, header, msg, previous),
                 }
             }
         };
+        if header.command == Command::OPLOCK_BREAK {
+            self.shared.acked.notify_waiters();
+        }
         previous.session_id = header.session_id;
         if header.command != Command::TREE_CONNECT {
             previous.tree_id = header.tree_id;
@@ -242,36 +368,8 @@ impl Conn {
             Ok((reply, tree_id)) => (reply.status, reply.body, tree_id.unwrap_or(header.tree_id)),
             Err(status) => (status, error_body(), header.tree_id),
         };
-        let reply = reply_message(&header, status, &body, header.session_id, tree_id, related);
+        let reply = reply_message(header, status, &body, header.session_id, tree_id, related);
         MessageOutcome::reply(reply, sign_with)
-    }
-
-    /// The session named must be established on this connection, and a signed request's
-    /// signature right (MS-SMB2 3.3.5.2.4); a session that requires signing refuses unsigned
-    /// requests that were not sealed either.
-    fn check_session(
-        &self,
-        msg: &[u8],
-        header: &Header,
-        signer: Option<&Signer>,
-        sealed: bool,
-    ) -> Result<(), NtStatus> {
-        let Some(signer) = signer else {
-            return Err(NtStatus::USER_SESSION_DELETED);
-        };
-        if sealed {
-            return Ok(());
-        }
-        if header.flags.has(HeaderFlags::SIGNED) {
-            if !signer.verify(msg) {
-                return Err(NtStatus::ACCESS_DENIED);
-            }
-            return Ok(());
-        }
-        if self.signing_required() {
-            return Err(NtStatus::ACCESS_DENIED);
-        }
-        Ok(())
     }
 
     fn dispatch(
@@ -285,6 +383,7 @@ impl Conn {
             state,
             config: &self.shared.config,
             server_guid: self.shared.server_guid,
+            conn: self.conn,
             negotiated: self.negotiated.as_ref(),
             header,
             msg,
@@ -308,8 +407,43 @@ impl Conn {
             Command::QUERY_DIRECTORY => ops::dir::query_directory(&mut ctx),
             Command::QUERY_INFO => ops::info::query(&mut ctx),
             Command::SET_INFO => ops::info::set(&mut ctx),
+            Command::OPLOCK_BREAK => ops::lease::acknowledge(&mut ctx),
             _ => Err(NtStatus::NOT_SUPPORTED),
         };
         handled.map(|r| (r, None))
     }
+}
+
+/// Wait (bounded) until every lease in `waiting` has acknowledged its break; past the
+/// timeout the breaks take effect anyway (MS-SMB2 3.3.2.5).
+async fn wait_for_acknowledgments(shared: &Shared, waiting: &[crate::state::LeaseId]) {
+    let deadline = tokio::time::Instant::now() + shared.config.lease_break_timeout;
+    loop {
+        let acked = shared.acked.notified();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
+        if ops::lease::all_acknowledged(&shared.lock(), waiting) {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, acked).await.is_err() {
+            ops::lease::force(&mut shared.lock(), waiting);
+            return;
+        }
+    }
+}
+
+/// One frame of replies: chained, signed, sealed when the request was, length-prefixed.
+fn frame_replies(built: Vec<crate::reply::Built>, sealing: Option<&Sealing>) -> Option<Vec<u8>> {
+    let compound = compose(built);
+    let payload = match sealing {
+        Some(s) => {
+            let session_id = u64::from_le_bytes(compound[40..48].try_into().unwrap_or_default());
+            s.seal.seal(session_id, &[&compound]).ok()?.to_vec()
+        }
+        None => compound,
+    };
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Some(out)
 }

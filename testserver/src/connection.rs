@@ -7,6 +7,9 @@ use std::sync::Arc;
 use smb3_proto::crypto::preauth::PreauthHash;
 use smb3_proto::crypto::Signer;
 
+use tokio::sync::mpsc;
+
+use crate::reply::Outcome;
 use crate::Shared;
 
 /// What the connection knows after NEGOTIATE.
@@ -31,6 +34,8 @@ pub(crate) struct PendingSetup {
 
 pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
+    /// This connection's id in `State::outboxes` and in the leases granted on it.
+    pub(crate) id: u64,
     pub(crate) negotiated: Option<Negotiated>,
     /// Connection.PreauthIntegrityHashValue (3.1.1).
     pub(crate) preauth: PreauthHash,
@@ -40,19 +45,24 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(shared: Arc<Shared>) -> Conn {
-        Conn {
+    /// A new connection, and the queue of frames to send on it unasked (lease breaks).
+    pub(crate) fn new(shared: Arc<Shared>) -> (Conn, mpsc::UnboundedReceiver<Outcome>) {
+        let (id, outbox) = shared.lock().new_connection();
+        let conn = Conn {
             shared,
+            id,
             negotiated: None,
             preauth: PreauthHash::new(),
             pending: HashMap::new(),
             signers: HashMap::new(),
-        }
+        };
+        (conn, outbox)
     }
 
     /// The connection is gone: sessions that lived only here end, with their opens.
     pub(crate) fn closed(&mut self) {
         let mut state = self.shared.lock();
+        state.outboxes.remove(&self.id);
         for session in self.signers.keys() {
             let last = match state.sessions.get_mut(session) {
                 Some(s) => {
@@ -62,7 +72,7 @@ impl Conn {
                 None => false,
             };
             if last {
-                state.end_session(*session);
+                state.end_session(*session, true);
             }
         }
     }

@@ -34,6 +34,7 @@ mod wire;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use smb3_proto::{Command, Dialect, NtStatus};
 use tokio::net::TcpListener;
@@ -72,6 +73,12 @@ pub struct ServerConfig {
     /// (a READ at the end of a file, say), as MS-SMB2 3.3.5.2.7.2 allows; by default only a
     /// failed CREATE fails the rest, as Windows and Samba do.
     pub fail_whole_chain: bool,
+    /// How long an operation that broke another client's lease waits for its
+    /// acknowledgment before the break takes effect anyway (Windows: 35 s).
+    pub lease_break_timeout: Duration,
+    /// How long a durable open outlives its connection (the client asks for a timeout;
+    /// 0 asks for this).
+    pub durable_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +95,8 @@ impl Default for ServerConfig {
             addresses: vec![Ipv4Addr::LOCALHOST],
             multichannel: false,
             fail_whole_chain: false,
+            lease_break_timeout: Duration::from_secs(2),
+            durable_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -181,6 +190,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     /// The last order to close connections.
     pub(crate) cut: watch::Sender<CutOrder>,
+    /// Woken whenever a lease break is acknowledged.
+    pub(crate) acked: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -219,6 +230,7 @@ impl TestServer {
             config,
             server_guid,
             cut: watch::channel(CutOrder::default()).0,
+            acked: tokio::sync::Notify::new(),
         });
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
         for listener in listeners {

@@ -11,6 +11,15 @@ use smb3_proto::{Header, HeaderFlags, NtStatus};
 /// Credits granted per reply at most.
 const MAX_GRANT: u16 = 512;
 
+/// What a frame comes to, and what the connection's outbox carries.
+pub(crate) enum Outcome {
+    /// A frame of replies, or an unasked frame (a lease break).
+    Send(Vec<u8>),
+    Nothing,
+    /// Close the connection with a reset.
+    Cut,
+}
+
 /// A reply built and not yet signed: signing comes last, after compound padding.
 pub(crate) struct Built {
     msg: BytesMut,

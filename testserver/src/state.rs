@@ -3,11 +3,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
 
 use smb3_proto::crypto::{Sealer, Signer};
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::files::{Files, NodeId};
+use crate::reply::Outcome;
 use crate::Fault;
 
 /// DesiredAccess bits (MS-SMB2 2.2.13.1) folded into the three rights the server checks.
@@ -97,7 +101,42 @@ pub(crate) struct Enumeration {
     pub(crate) next: usize,
 }
 
+/// A lease is named by the client that asked for it and its key (MS-SMB2 3.3.1.4).
+pub(crate) type LeaseId = ([u8; 16], [u8; 16]);
+
+/// Lease states (MS-SMB2 2.2.13.2.8).
+pub(crate) mod caching {
+    pub(crate) const READ: u32 = 0x01;
+    pub(crate) const HANDLE: u32 = 0x02;
+    pub(crate) const WRITE: u32 = 0x04;
+}
+
+pub(crate) struct Lease {
+    pub(crate) share: String,
+    pub(crate) node: NodeId,
+    pub(crate) state: u32,
+    pub(crate) epoch: u16,
+    /// Asked for with the v2 context (its reply and breaks carry an epoch).
+    pub(crate) v2: bool,
+    /// A break sent and not acknowledged yet: the state it lowers the lease to.
+    pub(crate) breaking_to: Option<u32>,
+    /// The connection breaks are sent on: the one the lease was last granted on.
+    pub(crate) conn: u64,
+}
+
+/// What makes an open durable (MS-SMB2 3.3.5.9.10): it outlives its connection for
+/// `timeout`, to be reclaimed by the same client with the same CreateGuid.
+#[derive(Clone, Copy)]
+pub(crate) struct Durability {
+    pub(crate) create_guid: [u8; 16],
+    pub(crate) client_guid: [u8; 16],
+    pub(crate) timeout: Duration,
+    /// When its session ended without closing it; None while it has one.
+    pub(crate) orphaned_at: Option<Instant>,
+}
+
 pub(crate) struct Open {
+    /// 0 while a durable open waits to be reclaimed.
     pub(crate) session: u64,
     pub(crate) tree: u32,
     pub(crate) share: String,
@@ -108,6 +147,8 @@ pub(crate) struct Open {
     pub(crate) delete_on_close: bool,
     pub(crate) enumeration: Option<Enumeration>,
     pub(crate) locks: Vec<ByteRange>,
+    pub(crate) lease: Option<LeaseId>,
+    pub(crate) durable: Option<Durability>,
 }
 
 /// Everything behind the server's one lock. Handlers run to completion under it: a test
@@ -126,6 +167,10 @@ pub(crate) struct State {
     pub(crate) faults: Vec<Fault>,
     /// Requests seen, by command.
     pub(crate) requests: HashMap<Command, u64>,
+    pub(crate) leases: HashMap<LeaseId, Lease>,
+    /// Each connection's queue of frames to send unasked (lease breaks), by connection id.
+    pub(crate) outboxes: HashMap<u64, mpsc::UnboundedSender<Outcome>>,
+    next_conn_id: u64,
 }
 
 impl State {
@@ -143,6 +188,9 @@ impl State {
                 .collect(),
             faults: Vec::new(),
             requests: HashMap::new(),
+            leases: HashMap::new(),
+            outboxes: HashMap::new(),
+            next_conn_id: 0,
         }
     }
 
@@ -154,6 +202,14 @@ impl State {
     pub(crate) fn new_tree_id(&mut self) -> u32 {
         self.next_tree_id += 1;
         self.next_tree_id
+    }
+
+    /// A new connection's id and the queue its unasked frames arrive on.
+    pub(crate) fn new_connection(&mut self) -> (u64, mpsc::UnboundedReceiver<Outcome>) {
+        self.next_conn_id += 1;
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.outboxes.insert(self.next_conn_id, tx);
+        (self.next_conn_id, rx)
     }
 
     pub(crate) fn new_open_id(&mut self) -> u64 {
@@ -212,9 +268,21 @@ impl State {
         }
     }
 
-    /// End a session with its tree connects and opens.
-    pub(crate) fn end_session(&mut self, session: u64) {
+    /// End a session with its tree connects and opens. When the session was lost rather than
+    /// logged off (`keep_durable`), its durable opens stay, without a session, to be reclaimed.
+    pub(crate) fn end_session(&mut self, session: u64, keep_durable: bool) {
         self.sessions.remove(&session);
+        if keep_durable {
+            let now = Instant::now();
+            for open in self.opens.values_mut().filter(|o| o.session == session) {
+                if let Some(d) = open.durable.as_mut() {
+                    d.orphaned_at = Some(now);
+                    open.session = 0;
+                    open.tree = 0;
+                    open.enumeration = None;
+                }
+            }
+        }
         let trees: Vec<u32> = self
             .trees
             .iter()
@@ -223,6 +291,24 @@ impl State {
             .collect();
         for tree in trees {
             self.disconnect_tree(tree);
+        }
+    }
+
+    /// Close the durable opens nobody reclaimed in time.
+    pub(crate) fn expire_durable(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<u64> = self
+            .opens
+            .iter()
+            .filter(|(_, o)| {
+                o.durable
+                    .and_then(|d| Some(now.duration_since(d.orphaned_at?) > d.timeout))
+                    .unwrap_or(false)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.close_open(id);
         }
     }
 

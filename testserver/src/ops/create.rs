@@ -1,11 +1,14 @@
 //! CREATE and CLOSE (MS-SMB2 3.3.5.9, 3.3.5.10; the file system side after MS-FSA 2.1.5.1).
 
+use std::time::Duration;
+
 use bytes::{BufMut, BytesMut};
 use smb3_proto::NtStatus;
 
+use super::lease::{self, LeaseRequest};
 use super::{name_at, Ctx};
 use crate::files::{components, Node, NodeId, ATTR_READONLY};
-use crate::state::{access, share_access, Open};
+use crate::state::{access, caching, share_access, Durability, LeaseId, Open, State};
 use crate::wire::{body_offset, pad, slice_at, Fields, Handled, Reply};
 
 const FILE_DIRECTORY_FILE: u32 = 0x0000_0001;
@@ -24,6 +27,9 @@ const SUPERSEDED: u32 = 0;
 const OPENED: u32 = 1;
 const CREATED: u32 = 2;
 const OVERWRITTEN: u32 = 3;
+
+/// SMB2_OPLOCK_LEVEL_LEASE: the reply carries a lease context.
+const OPLOCK_LEVEL_LEASE: u8 = 0xFF;
 
 /// Every right: what MxAc reports, the account having full control.
 const MAXIMAL_ACCESS: u32 = 0x001F_01FF;
@@ -117,6 +123,48 @@ fn compatible(rights: u32, share: u32, other: &Open) -> bool {
     })
 }
 
+/// What the request's create contexts ask for.
+#[derive(Default)]
+struct Asked {
+    maximal_access: bool,
+    disk_id: bool,
+    lease: Option<LeaseRequest>,
+    /// DH2Q: the timeout asked for (ms) and the CreateGuid.
+    durable: Option<(u32, [u8; 16])>,
+    /// DH2C: the FileId.Persistent and CreateGuid of the open to reclaim.
+    reconnect: Option<(u64, [u8; 16])>,
+}
+
+fn asked(contexts: &[CreateContext]) -> Result<Asked, NtStatus> {
+    let mut a = Asked::default();
+    for (name, data) in contexts {
+        match name.as_slice() {
+            b"MxAc" => a.maximal_access = true,
+            b"QFid" => a.disk_id = true,
+            b"RqLs" => a.lease = Some(LeaseRequest::parse(data)?),
+            // Timeout, Flags, Reserved, CreateGuid (MS-SMB2 2.2.13.2.11).
+            b"DH2Q" if data.len() == 32 => {
+                let timeout = u32::from_le_bytes(data[..4].try_into().unwrap_or_default());
+                let guid = data[16..32].try_into().unwrap_or_default();
+                a.durable = Some((timeout, guid));
+            }
+            // FileId, CreateGuid, Flags (MS-SMB2 2.2.13.2.12).
+            b"DH2C" if data.len() == 36 => {
+                let persistent = u64::from_le_bytes(data[..8].try_into().unwrap_or_default());
+                let guid = data[16..32].try_into().unwrap_or_default();
+                a.reconnect = Some((persistent, guid));
+            }
+            b"DH2Q" | b"DH2C" => return Err(NtStatus::INVALID_PARAMETER),
+            // Version 1 durable handles are not offered: nothing to reconnect to.
+            b"DHnC" => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+            // A previous version (snapshot): none exist.
+            b"TWrp" => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+            _ => {}
+        }
+    }
+    Ok(a)
+}
+
 pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
     let share = ctx.share()?;
     let req = parse(ctx.msg)?;
@@ -129,20 +177,21 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
     if req.disposition > OVERWRITE_IF {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let mut want_maximal_access = false;
-    let mut want_disk_id = false;
-    for (name, _) in &req.contexts {
-        match name.as_slice() {
-            b"MxAc" => want_maximal_access = true,
-            b"QFid" => want_disk_id = true,
-            // Reconnecting a durable open: there are none here (MS-SMB2 3.3.5.9.7).
-            b"DHnC" | b"DH2C" => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-            // A previous version (snapshot): none exist.
-            b"TWrp" => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
-            // Leases and durability are not granted: the reply carries no context for them,
-            // which the client must take as "not granted".
-            _ => {}
-        }
+    let asked = asked(&req.contexts)?;
+    let client = ctx.negotiated.map(|n| n.client_guid).unwrap_or_default();
+    ctx.state.expire_durable();
+    // A reclaim after a lost connection, or a CREATE sent again after one: the open the
+    // first attempt made is answered (MS-SMB2 3.3.5.9.7, 3.3.5.9.10).
+    let earlier = match (asked.reconnect, asked.durable) {
+        (Some((persistent, guid)), _) => Some(
+            durable_open(ctx, client, guid, Some(persistent))
+                .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?,
+        ),
+        (None, Some((_, guid))) => durable_open(ctx, client, guid, None),
+        _ => None,
+    };
+    if let Some(volatile) = earlier {
+        return reclaimed(ctx, volatile, &asked);
     }
     let rights = access::rights(req.desired_access);
     let delete_on_close = req.options & FILE_DELETE_ON_CLOSE != 0;
@@ -195,6 +244,34 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
         }
         Err(status) => return Err(status),
     };
+    let is_file = ctx.files(&share)?.get(node).is_some_and(|n| !n.is_dir());
+    // Leases on files only: directory leasing is not offered.
+    let lease = match asked.lease.filter(|_| is_file) {
+        Some(l) => {
+            let (state, epoch) =
+                lease::grant(ctx.state, (client, l.key), &share, node, &l, ctx.conn)?;
+            Some((l, state, epoch))
+        }
+        None => None,
+    };
+    // Durable only with Handle caching (MS-SMB2 3.3.5.9.10), and never delete-on-close.
+    let durable = match (asked.durable, &lease) {
+        (Some((timeout_ms, guid)), Some((_, state, _)))
+            if state & caching::HANDLE != 0 && !delete_on_close =>
+        {
+            let timeout = match timeout_ms {
+                0 => ctx.config.durable_timeout,
+                ms => Duration::from_millis(u64::from(ms)).min(ctx.config.durable_timeout),
+            };
+            Some(Durability {
+                create_guid: guid,
+                client_guid: client,
+                timeout,
+                orphaned_at: None,
+            })
+        }
+        _ => None,
+    };
     let volatile = ctx.state.new_open_id();
     ctx.state.opens.insert(
         volatile,
@@ -208,14 +285,98 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
             delete_on_close,
             enumeration: None,
             locks: Vec::new(),
+            lease: lease.map(|(l, _, _)| (client, l.key)),
+            durable,
         },
     );
     ctx.previous.file = Some(Ok(volatile));
+    let mut contexts = Vec::new();
+    if let Some((l, state, epoch)) = &lease {
+        contexts.push((&b"RqLs"[..], lease::reply_context(l, *state, *epoch)));
+    }
+    if let Some(d) = &durable {
+        let mut data = BytesMut::new();
+        data.put_u32_le(d.timeout.as_millis() as u32);
+        data.put_u32_le(0);
+        contexts.push((&b"DH2Q"[..], data));
+    }
+    reply(
+        ctx,
+        &share,
+        node,
+        action,
+        volatile,
+        lease.is_some(),
+        &asked,
+        contexts,
+    )
+}
 
-    let node = ctx.files(&share)?.get(node).ok_or(NtStatus::FILE_CLOSED)?;
+/// The durable open `client` made with CreateGuid `guid` (and, for a reclaim, FileId
+/// `persistent`), when it waits to be reclaimed or is this session's.
+fn durable_open(
+    ctx: &Ctx<'_>,
+    client: [u8; 16],
+    guid: [u8; 16],
+    persistent: Option<u64>,
+) -> Option<u64> {
+    ctx.state.opens.iter().find_map(|(id, o)| {
+        let d = o.durable?;
+        let ours = o.session == 0 || o.session == ctx.header.session_id;
+        (d.create_guid == guid
+            && d.client_guid == client
+            && ours
+            && persistent.is_none_or(|p| p == *id))
+        .then_some(*id)
+    })
+}
+
+/// Answer with an open made earlier (reclaimed or replayed), now this session's.
+fn reclaimed(ctx: &mut Ctx<'_>, volatile: u64, asked: &Asked) -> Handled {
+    let share = ctx.share()?;
+    let (session, tree, conn) = (ctx.header.session_id, ctx.header.tree_id, ctx.conn);
+    let open = ctx.open_mut(volatile)?;
+    if open.share != share {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    }
+    open.session = session;
+    open.tree = tree;
+    if let Some(d) = open.durable.as_mut() {
+        d.orphaned_at = None;
+    }
+    let (node, lease_id) = (open.node, open.lease);
+    ctx.previous.file = Some(Ok(volatile));
+    let mut contexts = Vec::new();
+    let mut leased = false;
+    if let (Some(id), Some(l)) = (lease_id, asked.lease) {
+        if let Some(lease) = ctx.state.leases.get_mut(&id) {
+            lease.conn = conn;
+            contexts.push((
+                &b"RqLs"[..],
+                lease::reply_context(&l, lease.state, lease.epoch),
+            ));
+            leased = true;
+        }
+    }
+    reply(ctx, &share, node, OPENED, volatile, leased, asked, contexts)
+}
+
+/// The CREATE reply (MS-SMB2 2.2.14) for open `volatile` of `node`.
+#[allow(clippy::too_many_arguments)]
+fn reply(
+    ctx: &Ctx<'_>,
+    share: &str,
+    node: NodeId,
+    action: u32,
+    volatile: u64,
+    leased: bool,
+    asked: &Asked,
+    mut contexts: Vec<(&[u8], BytesMut)>,
+) -> Handled {
+    let node = ctx.files(share)?.get(node).ok_or(NtStatus::FILE_CLOSED)?;
     let mut body = BytesMut::new();
     body.put_u16_le(89);
-    body.put_u8(0); // OplockLevel: none
+    body.put_u8(if leased { OPLOCK_LEVEL_LEASE } else { 0 });
     body.put_u8(0);
     body.put_u32_le(action);
     put_times_and_sizes(&mut body, node);
@@ -223,14 +384,13 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
     body.put_u32_le(0);
     body.put_u64_le(volatile);
     body.put_u64_le(volatile);
-    let mut contexts: Vec<(&[u8], BytesMut)> = Vec::new();
-    if want_maximal_access {
+    if asked.maximal_access {
         let mut d = BytesMut::new();
         d.put_u32_le(0);
         d.put_u32_le(MAXIMAL_ACCESS);
         contexts.push((b"MxAc", d));
     }
-    if want_disk_id {
+    if asked.disk_id {
         let mut d = BytesMut::new();
         d.put_u64_le(node.id);
         d.put_u64_le(0x5e57_5e57); // VolumeId: any fixed number
@@ -239,6 +399,51 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
     }
     put_contexts(&mut body, contexts);
     Ok(Reply::ok(body))
+}
+
+/// The leases of other clients a CREATE breaks before it runs: Write caching always, Read
+/// caching when it overwrites, Handle caching when it conflicts with their opens' share
+/// modes (their holder may close cached handles; MS-FSA 2.1.5.1.2). Returns those to wait for.
+pub(crate) fn breaks_before(
+    state: &mut State,
+    tree: u32,
+    msg: &[u8],
+    client: [u8; 16],
+) -> Vec<LeaseId> {
+    let Ok(req) = parse(msg) else {
+        return Vec::new();
+    };
+    let Some(share) = state.trees.get(&tree).map(|t| t.share.clone()) else {
+        return Vec::new();
+    };
+    let node = match (state.shares.get(&share), components(&req.name)) {
+        (Some(files), Ok(parts)) => match files.lookup(&parts) {
+            Ok(node) => node,
+            Err(_) => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    let mine = asked(&req.contexts)
+        .ok()
+        .and_then(|a| a.lease)
+        .map(|l| (client, l.key));
+    let rights = access::rights(req.desired_access);
+    let overwrite = matches!(req.disposition, SUPERSEDE | OVERWRITE | OVERWRITE_IF);
+    let in_conflict: Vec<LeaseId> = state
+        .other_opens(&share, node, None)
+        .filter(|(_, o)| !compatible(rights, req.share_access, o))
+        .filter_map(|(_, o)| o.lease)
+        .collect();
+    lease::break_others(state, mine, &share, node, |id, _| {
+        let mut drop = caching::WRITE;
+        if overwrite {
+            drop |= caching::READ;
+        }
+        if in_conflict.contains(id) {
+            drop |= caching::HANDLE;
+        }
+        drop
+    })
 }
 
 /// The checks and the action for opening a file or directory that exists.

@@ -239,6 +239,36 @@ pub(crate) fn set(ctx: &mut Ctx<'_>) -> Handled {
     Ok(Reply::ok(body))
 }
 
+/// Whether a SET_INFO request renames its file or marks it for deletion.
+pub(crate) fn renames_or_deletes(msg: &[u8]) -> bool {
+    let body = &msg[msg.len().min(smb3_proto::header::HEADER_LEN)..];
+    let (Some(&info_type), Some(&class)) = (body.get(2), body.get(3)) else {
+        return false;
+    };
+    let first_byte = set_buffer(msg)
+        .and_then(|b| b.first().copied())
+        .unwrap_or(0);
+    info_type == INFO_FILE && (class == 10 || (matches!(class, 13 | 64) && first_byte & 1 != 0))
+}
+
+/// A SET_INFO request's buffer.
+fn set_buffer(msg: &[u8]) -> Option<&[u8]> {
+    let mut f = Fields::body(msg);
+    f.skip(4).ok()?;
+    let len = f.u32().ok()? as usize;
+    let offset = f.u16().ok()? as usize;
+    slice_at(msg, offset, len).ok()
+}
+
+/// The existing file a rename request would replace, if any.
+pub(crate) fn rename_target(state: &crate::state::State, share: &str, msg: &[u8]) -> Option<u64> {
+    let b = set_buffer(msg)?;
+    let len = u32::from_le_bytes(b.get(16..20)?.try_into().ok()?) as usize;
+    let name = utf16(slice_at(b, 20, len).ok()?).ok()?;
+    let parts = components(&name).ok()?;
+    state.shares.get(share)?.lookup(&parts).ok()
+}
+
 /// The share and node of open `id`.
 fn target(ctx: &Ctx<'_>, id: u64) -> Result<(String, u64, u32), NtStatus> {
     let open = ctx.open(id)?;

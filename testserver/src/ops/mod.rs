@@ -6,6 +6,7 @@ pub(crate) mod dir;
 pub(crate) mod info;
 pub(crate) mod io;
 pub(crate) mod ioctl;
+pub(crate) mod lease;
 pub(crate) mod lock;
 pub(crate) mod negotiate;
 pub(crate) mod session;
@@ -16,7 +17,7 @@ use smb3_proto::{Command, Header, NtStatus};
 
 use crate::connection::Negotiated;
 use crate::files::Files;
-use crate::state::{bad_tree, Open, State};
+use crate::state::{bad_tree, caching, LeaseId, Open, State};
 use crate::wire::{slice_at, utf16};
 use crate::ServerConfig;
 
@@ -37,6 +38,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) state: &'a mut State,
     pub(crate) config: &'a ServerConfig,
     pub(crate) server_guid: [u8; 16],
+    /// The connection the request came on.
+    pub(crate) conn: u64,
     pub(crate) negotiated: Option<&'a Negotiated>,
     pub(crate) header: &'a Header,
     pub(crate) msg: &'a [u8],
@@ -130,14 +133,82 @@ pub(crate) fn request_path(
     if header.command == Command::CREATE {
         return create::request_name(msg).ok();
     }
+    let open = open_of(state, header, msg, previous)?;
+    Some(state.shares.get(&open.share)?.path_of(open.node))
+}
+
+/// The open a request works on, by the FileId it carries or the previous request's.
+fn open_of<'s>(
+    state: &'s State,
+    header: &Header,
+    msg: &[u8],
+    previous: &Previous,
+) -> Option<&'s Open> {
     let id = file_id_at(msg, file_id_offset(header.command)?).ok()?;
     let volatile = if id == ANY_FILE_ID {
         previous.file.and_then(Result::ok)?
     } else {
         id.1
     };
-    let open = state.opens.get(&volatile)?;
-    Some(state.shares.get(&open.share)?.path_of(open.node))
+    state.opens.get(&volatile)
+}
+
+/// The open a request works on: its share, node and lease.
+fn target_of(
+    state: &State,
+    header: &Header,
+    msg: &[u8],
+    previous: &Previous,
+) -> Option<(String, crate::files::NodeId, Option<LeaseId>)> {
+    let open = open_of(state, header, msg, previous)?;
+    Some((open.share.clone(), open.node, open.lease))
+}
+
+/// Break the leases of other clients that a request conflicts with, before it runs (see
+/// [`lease`]); returns the leases whose acknowledgment it waits for.
+pub(crate) fn breaks_before(
+    state: &mut State,
+    header: &Header,
+    msg: &[u8],
+    previous: &Previous,
+    client: Option<[u8; 16]>,
+) -> Vec<LeaseId> {
+    if state.leases.is_empty() {
+        return Vec::new();
+    }
+    match header.command {
+        Command::CREATE => match client {
+            Some(client) => create::breaks_before(state, header.tree_id, msg, client),
+            None => Vec::new(),
+        },
+        // A rename or delete by one client takes Handle caching from the others first.
+        Command::SET_INFO if info::renames_or_deletes(msg) => {
+            let Some((share, node, mine)) = target_of(state, header, msg, previous) else {
+                return Vec::new();
+            };
+            let mut wait = lease::break_others(state, mine, &share, node, |_, _| caching::HANDLE);
+            if let Some(replaced) = info::rename_target(state, &share, msg) {
+                wait.extend(lease::break_others(
+                    state,
+                    mine,
+                    &share,
+                    replaced,
+                    |_, _| caching::HANDLE,
+                ));
+            }
+            wait
+        }
+        // A write takes Read caching from the others; it does not wait for them.
+        Command::WRITE => {
+            if let Some((share, node, mine)) = target_of(state, header, msg, previous) {
+                lease::break_others(state, mine, &share, node, |_, _| {
+                    caching::READ | caching::WRITE
+                });
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A name from a request's buffer: UTF-16LE at `offset` (from the header), `len` bytes.

@@ -235,9 +235,9 @@ impl Conn {
         let (signer, sealing) = session_keys(negotiated, session_key, preauth)?;
         let mut state = self.shared.lock();
         // MS-SMB2 3.3.5.5.3: a new session naming a previous one of the same user ends that
-        // one (its opens are closed; none are durable here).
+        // one; its durable opens stay for this session to reclaim.
         if previous_session_id != 0 {
-            state.end_session(previous_session_id);
+            state.end_session(previous_session_id, true);
         }
         state.sessions.insert(
             session_id,

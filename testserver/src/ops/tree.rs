@@ -62,6 +62,7 @@ pub(crate) fn disconnect(ctx: &mut Ctx<'_>) -> Handled {
 }
 
 pub(crate) fn logoff(ctx: &mut Ctx<'_>) -> Handled {
-    ctx.state.end_session(ctx.header.session_id);
+    // A LOGOFF closes every open, durable ones too (MS-SMB2 3.3.5.6).
+    ctx.state.end_session(ctx.header.session_id, false);
     Ok(Reply::empty(4))
 }

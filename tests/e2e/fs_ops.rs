@@ -341,3 +341,42 @@ fn server_side_copy_within_and_between_shares() {
     assert!(range[..5].iter().all(|&b| b == 0));
     assert!(range[5..] == want[3 << 20..4 << 20]);
 }
+
+/// A file held open and renamed keeps its lease; a new file created at its old name gets a
+/// lease of its own. smbd refuses one lease key for two files (MS-SMB2 3.3.5.9.8), so sending
+/// the renamed file's key again fails the CREATE (the editor pattern: keep `a` open, move it
+/// to `a~`, write a new `a`).
+#[test]
+fn a_new_file_at_a_renamed_files_old_name_opens() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        let rw = OpenOptions::new().read(true).write(true).create(true);
+        let held = share.open("a", &rw).await.unwrap();
+        assert!(held.lease().is_some(), "smbd grants a lease");
+        held.write_at(0, Bytes::from_static(b"old")).await.unwrap();
+        share.rename("a", "a~", IfExists::Fail).await.unwrap();
+        let new = share
+            .open("a", &rw)
+            .await
+            .expect("a new file at the old name");
+        new.write_at(0, Bytes::from_static(b"new")).await.unwrap();
+        held.write_at(3, Bytes::from_static(b"er")).await.unwrap();
+        new.close().await.unwrap();
+        held.close().await.unwrap();
+        let read = |p: &'static str| {
+            let share = share.clone();
+            async move {
+                let f = share.open(p, &OpenOptions::new().read(true)).await.unwrap();
+                let d = f.read_at(0, 16).await.unwrap();
+                f.close().await.unwrap();
+                d
+            }
+        };
+        assert_eq!(&read("a").await[..], b"new");
+        assert_eq!(&read("a~").await[..], b"older");
+    });
+}

@@ -14,3 +14,13 @@ pub mod session;
 pub mod soak;
 pub mod stats;
 pub mod table;
+
+/// The program `name` in the directory of `anchor` (default: this program), as an absolute
+/// path (the client namespace gets it as it is), with what to build when it is not there.
+pub fn beside(anchor: Option<&std::path::Path>, name: &str) -> Result<std::path::PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find my own path: {e}"))?;
+    let path = anchor.unwrap_or(&me).with_file_name(name);
+    std::fs::canonicalize(&path).map_err(|_| {
+        format!("{} not found: build it first (cargo build --release -p smbcp -p smbfuse -p smb3-benches)", path.display())
+    })
+}

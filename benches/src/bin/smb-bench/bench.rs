@@ -57,15 +57,10 @@ impl Common {
     /// smbcp from `--smbcp`, or the one built next to this binary, as an absolute path (the
     /// client namespace gets it as it is).
     pub(crate) fn smbcp(&self) -> Result<PathBuf, String> {
-        let path = match &self.smbcp {
-            Some(p) => p.clone(),
-            None => std::env::current_exe()
-                .map_err(|e| format!("cannot find my own path: {e}"))?
-                .with_file_name("smbcp"),
-        };
-        std::fs::canonicalize(&path).map_err(|_| {
-            format!("{} not found: build it first (cargo build --release -p smbcp -p smb3-benches) or pass --smbcp", path.display())
-        })
+        match &self.smbcp {
+            Some(p) => std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display())),
+            None => smb3_benches::beside(None, "smbcp"),
+        }
     }
 
     /// Writes the chart `name` into `--svg-dir` (default: perf/ next to `--write-doc`'s file;

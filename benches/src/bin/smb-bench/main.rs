@@ -77,7 +77,6 @@ fn main() -> ExitCode {
 /// raw TCP on the same testbed.
 #[cfg(target_os = "linux")]
 #[derive(clap::Parser, Debug)]
-#[command(about)]
 struct Cli {
     #[command(subcommand)]
     mode: Mode,

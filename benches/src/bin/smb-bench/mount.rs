@@ -112,13 +112,7 @@ struct FioSeries {
 
 pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
     let mut bench = Bench::new(common, common.size(1024, 256), common.reps(3))?;
-    let sibling = |name: &str| match bench.smbcp.with_file_name(name) {
-        p if p.is_file() => Ok(p),
-        p => Err(format!(
-            "{} not found: build it first (cargo build --release -p smbfuse -p smbcp)",
-            p.display()
-        )),
-    };
+    let sibling = |name| smb3_benches::beside(Some(&bench.smbcp), name);
     let (smbfuse, smbctl) = (sibling("smbfuse")?, sibling("smbctl")?);
     let setups = [
         LinkSetup::shaped(1, 1000),

@@ -87,8 +87,9 @@ mod linux {
             settings.out_dir.display()
         );
         let ran = match args.mount {
-            true => beside_me("smbfuse")
-                .and_then(|fuse| soak::mount::run(&settings, &fuse, &beside_me("smbctl")?)),
+            true => smb3_benches::beside(None, "smbfuse").and_then(|fuse| {
+                soak::mount::run(&settings, &fuse, &smb3_benches::beside(None, "smbctl")?)
+            }),
             false => soak::run(&settings),
         };
         let outcome = match ran {
@@ -106,19 +107,6 @@ mod linux {
         match reasons.is_empty() {
             true => ExitCode::SUCCESS,
             false => ExitCode::FAILURE,
-        }
-    }
-
-    /// The program `name` from the directory this one was built into.
-    fn beside_me(name: &str) -> Result<PathBuf, String> {
-        let me = std::env::current_exe().map_err(|e| format!("where am I: {e}"))?;
-        let path = me.with_file_name(name);
-        match path.is_file() {
-            true => Ok(path),
-            false => Err(format!(
-                "{} not found: build it first (cargo build --release -p smbfuse -p smbcp)",
-                path.display()
-            )),
         }
     }
 }

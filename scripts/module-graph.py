@@ -244,6 +244,11 @@ def parse_file(crate, path, file_node, module_path, children_dir):
         elif t == "}":
             if stack:
                 stack.pop()
+        elif t == "mod" and i + 1 < len(toks) and toks[i + 1][0].startswith("$"):
+            # `mod $name;` in a macro: the modules are named where the macro is used, which
+            # this reader does not expand; declare modules plainly to have them checked.
+            i += 2
+            continue
         elif t == "mod" and i + 1 < len(toks):
             name = toks[i + 1][0]
             after = toks[i + 2][0] if i + 2 < len(toks) else ";"

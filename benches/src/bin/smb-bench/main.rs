@@ -5,28 +5,39 @@
 //! section of a Markdown document. Linux only, like the testbed: elsewhere it says so and
 //! exits with status 2.
 
-/// The modules, all driving the testbed, so Linux only.
-macro_rules! linux_modules {
-    ($($module:ident),*) => { $(#[cfg(target_os = "linux")] mod $module;)* };
-}
-linux_modules!(
-    bench,
-    chart,
-    child,
-    failover,
-    iperf,
-    latency,
-    machine,
-    main_run,
-    mixed,
-    mount,
-    multichannel,
-    queue_depth,
-    results,
-    small_files,
-    sweep,
-    transfer
-);
+// The modules all drive the testbed, so they are Linux only.
+#[cfg(target_os = "linux")]
+mod bench;
+#[cfg(target_os = "linux")]
+mod chart;
+#[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
+mod failover;
+#[cfg(target_os = "linux")]
+mod iperf;
+#[cfg(target_os = "linux")]
+mod latency;
+#[cfg(target_os = "linux")]
+mod machine;
+#[cfg(target_os = "linux")]
+mod main_run;
+#[cfg(target_os = "linux")]
+mod mixed;
+#[cfg(target_os = "linux")]
+mod mount;
+#[cfg(target_os = "linux")]
+mod multichannel;
+#[cfg(target_os = "linux")]
+mod queue_depth;
+#[cfg(target_os = "linux")]
+mod results;
+#[cfg(target_os = "linux")]
+mod small_files;
+#[cfg(target_os = "linux")]
+mod sweep;
+#[cfg(target_os = "linux")]
+mod transfer;
 
 use std::process::ExitCode;
 

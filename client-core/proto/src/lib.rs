@@ -12,8 +12,8 @@ pub mod dialect;
 pub mod fuzzing;
 pub mod header;
 pub mod msg;
-pub mod replay;
 pub mod nt_status;
+pub mod replay;
 
 pub use codec::DecodeError;
 pub use dialect::{Cipher, Dialect, SigningAlgorithm};

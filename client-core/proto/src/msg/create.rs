@@ -7,8 +7,8 @@ use crate::codec::{bytes_at, pad_to, put_utf16le, utf16le_len, DecodeError, Read
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::FileAttributes;
 use crate::msg::{FileId, RequestBody};
-use crate::replay::{Replay, ReplayHazard};
 use crate::nt_status::NtStatus;
+use crate::replay::{Replay, ReplayHazard};
 
 /// RequestedOplockLevel / OplockLevel (MS-SMB2 2.2.13, 2.2.14).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]

@@ -342,7 +342,14 @@ fn listings_and_deletes_timed_out_half_way_close_their_handles() {
         .await;
         no_handles_left(&tb, "big").await;
         no_handles_left(&tb, "kept").await;
-        assert_eq!(client.abandoned_handles_closed(), abandoned);
+        // The last attempt that timed out may have listed everything and sent its CLOSE just
+        // before the timeout: its handle was closed as usual, not abandoned. Every other one
+        // was given up with its handle open, and is counted.
+        let closed = client.abandoned_handles_closed();
+        assert!(
+            closed == abandoned || closed + 1 == abandoned,
+            "{closed} abandoned handles closed, {abandoned} attempts given up"
+        );
         assert!(share.metadata("kept").await.expect("stat").is_dir());
         let all = tb.open_files().expect("smbstatus");
         assert!(all.is_empty(), "handles left open at the server: {all:?}");

@@ -382,6 +382,7 @@ fn negotiate_311_request_encoder() {
             SigningAlgorithm::HmacSha256,
         ],
         server_name: Some("10.151.1.1".into()),
+        posix_extensions: false,
     };
     // The salt follows the preauth context's header (8) and its fixed fields (6).
     let context_offset = u32_at(&msg, HEADER_LEN + 28) as usize;
@@ -405,6 +406,7 @@ fn negotiate_302_request_encoder() {
         ciphers: vec![Cipher::Aes128Gcm],
         signing_algorithms: vec![SigningAlgorithm::AesCmac],
         server_name: Some("10.151.1.1".into()),
+        posix_extensions: false,
     };
     // Without 3.1.1 on offer: ClientStartTime 0 and no contexts, whatever the other fields say.
     assert_eq!(encoded_body(&req)[..], msg[HEADER_LEN..]);

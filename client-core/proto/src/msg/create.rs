@@ -6,6 +6,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::codec::{bytes_at, pad_to, put_utf16le, utf16le_len, DecodeError, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::FileAttributes;
+use crate::msg::posix::{PosixCreateInfo, PosixMode, POSIX_CREATE_CONTEXT_TAG};
 use crate::msg::{FileId, RequestBody};
 use crate::nt_status::NtStatus;
 use crate::replay::{Replay, ReplayHazard};
@@ -360,6 +361,12 @@ pub enum CreateContextRequest {
         /// `@GMT-` tokens (whole seconds, UTC).
         timestamp: u64,
     },
+    /// The SMB3 POSIX create context ([POSIX-SMB2] 2.2.13.2.16, see [`super::posix`]): makes
+    /// the open a POSIX open; `mode` is the new file's mode when the CREATE makes one.
+    Posix {
+        /// Permission bits for a newly created file or directory.
+        mode: PosixMode,
+    },
     /// Any other context, sent as is.
     Other {
         /// Name (4 ASCII bytes or a 16-byte GUID).
@@ -380,6 +387,7 @@ impl CreateContextRequest {
             Self::QueryMaximalAccess { .. } => &context_name::QUERY_MAXIMAL_ACCESS,
             Self::QueryOnDiskId => &context_name::QUERY_ON_DISK_ID,
             Self::TimewarpToken { .. } => &context_name::TIMEWARP_TOKEN,
+            Self::Posix { .. } => &POSIX_CREATE_CONTEXT_TAG,
             Self::Other { name, .. } => name,
         }
     }
@@ -416,6 +424,7 @@ impl CreateContextRequest {
             }
             Self::QueryOnDiskId => {}
             Self::TimewarpToken { timestamp } => out.put_u64_le(*timestamp),
+            Self::Posix { mode } => super::posix::encode_create_request(*mode, out),
             Self::Other { data, .. } => out.put_slice(data),
         }
     }
@@ -622,6 +631,9 @@ pub enum CreateContextResponse {
     /// QFid, SMB2_CREATE_QUERY_ON_DISK_ID response (2.2.14.2.9): 32 bytes, DiskFileId and
     /// VolumeId in the first 16.
     OnDiskId([u8; 32]),
+    /// The SMB3 POSIX create context response ([POSIX-SMB2] 2.2.14.2.16): the server made
+    /// this a POSIX open and says what the file is.
+    Posix(PosixCreateInfo),
     /// A context this crate does not interpret, kept as received.
     Other {
         /// Name.
@@ -649,6 +661,7 @@ impl CreateContextResponse {
             n if n == context_name::QUERY_ON_DISK_ID => {
                 Self::OnDiskId(r.array("QFid response DiskFileId/VolumeId")?)
             }
+            n if n == POSIX_CREATE_CONTEXT_TAG => Self::Posix(PosixCreateInfo::decode(&data)?),
             _ => Self::Other { name, data },
         };
         Ok(ctx)
@@ -847,7 +860,16 @@ impl CreateResponse {
         })
     }
 
-    /// The on-disk id (DiskFileId and VolumeId), if the server answered a QFid context.
+    /// What the POSIX create context response says of the file, if the server made this a
+    /// POSIX open.
+    pub fn posix(&self) -> Option<&PosixCreateInfo> {
+        self.contexts.iter().find_map(|c| match c {
+            CreateContextResponse::Posix(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The QFid response's 32 bytes, if returned.
     pub fn on_disk_id(&self) -> Option<[u8; 32]> {
         self.contexts.iter().find_map(|c| match c {
             CreateContextResponse::OnDiskId(id) => Some(*id),
@@ -1186,6 +1208,51 @@ mod tests {
                 data: Bytes::from_static(&[1, 2, 3]),
             }
         );
+    }
+
+    #[test]
+    fn posix_context_request_golden() {
+        let mut req = CreateRequest::new(
+            "d",
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateDisposition::CREATE,
+        );
+        req.contexts.push(CreateContextRequest::Posix {
+            mode: PosixMode::permissions_only(0o750),
+        });
+        let body = body_hex(&req);
+        // The context follows the 2-byte name padded to 8: 16-byte header, the 16-byte GUID
+        // as its name, then 4 bytes of mode at DataOffset 32.
+        let ctx = &body[body.len() - 2 * 36..];
+        assert_eq!(
+            ctx,
+            clean(
+                "00000000 1000 1000 0000 2000 04000000
+                 93ad25509cb411e7b42383de968bcd7c e8010000"
+            )
+        );
+    }
+
+    #[test]
+    fn posix_context_response_decodes() {
+        // nlinks 1, no tag, mode 0644 regular, owner S-1-22-1-1000, group S-1-22-2-1000.
+        let data = "01000000 00000000 a4010000                     010200000000001601000000e8030000 010200000000001602000000e8030000";
+        let msg = hex(&format!(
+            "{HDR} {} 00000000 1000 1000 0000 2000 2c000000              93ad25509cb411e7b42383de968bcd7c {data}",
+            fixed("00", "98000000", "4c000000")
+        ));
+        let resp = CreateResponse::decode(&msg).unwrap();
+        let posix = resp.posix().expect("POSIX context");
+        assert_eq!(posix.nlinks, 1);
+        assert_eq!(posix.mode.to_unix(), Some(0o100644));
+        assert_eq!(posix.owner.to_string(), "S-1-22-1-1000");
+        assert_eq!(posix.group.to_string(), "S-1-22-2-1000");
+        // A POSIX context whose data is cut short is a decode error, not a guess.
+        let short = hex(&format!(
+            "{HDR} {} 00000000 1000 1000 0000 2000 0c000000              93ad25509cb411e7b42383de968bcd7c 01000000 00000000 a4010000",
+            fixed("00", "98000000", "2c000000")
+        ));
+        assert!(CreateResponse::decode(&short).is_err());
     }
 
     #[test]

@@ -75,6 +75,8 @@ impl NegotiateContextType {
     pub const RDMA_TRANSFORM_CAPABILITIES: Self = Self(0x0007);
     /// SMB2_SIGNING_CAPABILITIES (2.2.3.1.7).
     pub const SIGNING_CAPABILITIES: Self = Self(0x0008);
+    /// SMB3_POSIX_EXTENSIONS_AVAILABLE ([POSIX-SMB2] 2.2.3.1.8; see [`super::posix`]).
+    pub const POSIX_EXTENSIONS_AVAILABLE: Self = Self(super::posix::POSIX_EXTENSIONS_AVAILABLE);
 }
 
 /// Preauthentication integrity hash algorithm SHA-512 (MS-SMB2 2.2.3.1.1), the only one defined.
@@ -115,6 +117,8 @@ pub struct NegotiateRequest {
     pub signing_algorithms: Vec<SigningAlgorithm>,
     /// Server name for SMB2_NETNAME_NEGOTIATE_CONTEXT_ID (UTF-16LE, no terminator).
     pub server_name: Option<String>,
+    /// Ask for the SMB3 POSIX extensions (the SMB3_POSIX_EXTENSIONS_AVAILABLE context).
+    pub posix_extensions: bool,
 }
 
 impl NegotiateRequest {
@@ -161,6 +165,11 @@ impl NegotiateRequest {
             let mut net = BytesMut::with_capacity(utf16le_len(name));
             put_utf16le(&mut net, name);
             out.push((NegotiateContextType::NETNAME_NEGOTIATE_CONTEXT_ID, net));
+        }
+
+        if self.posix_extensions {
+            let tag = BytesMut::from(&super::posix::POSIX_CREATE_CONTEXT_TAG[..]);
+            out.push((NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE, tag));
         }
         out
     }
@@ -233,6 +242,9 @@ pub struct NegotiateContexts {
     pub cipher_id: Option<u16>,
     /// The algorithm id from SMB2_SIGNING_CAPABILITIES, if that context was sent.
     pub signing_algorithm_id: Option<u16>,
+    /// The server answered SMB3_POSIX_EXTENSIONS_AVAILABLE with the version this client speaks
+    /// (the POSIX create context's GUID). Another blob means it offers a version we do not.
+    pub posix_extensions: bool,
     /// Every other context (compression, transport, RDMA, POSIX, unknown), in wire order.
     pub other: Vec<RawNegotiateContext>,
 }
@@ -399,6 +411,11 @@ fn decode_contexts(
                 out.signing_algorithm_id =
                     Some(decode_single_id(&data, "SMB2_SIGNING_CAPABILITIES")?);
             }
+            NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE
+                if data.as_ref() == super::posix::POSIX_CREATE_CONTEXT_TAG =>
+            {
+                out.posix_extensions = true;
+            }
             _ => out.other.push(RawNegotiateContext { context_type, data }),
         }
     }
@@ -505,7 +522,42 @@ mod tests {
                 SigningAlgorithm::HmacSha256,
             ],
             server_name: Some("srv".into()),
+            posix_extensions: false,
         }
+    }
+
+    #[test]
+    fn request_asking_for_posix_extensions_ends_with_the_posix_context() {
+        let mut req = request_311();
+        req.posix_extensions = true;
+        let msg = encode(&req);
+        // The netname context ended at 214; the POSIX one starts at 216 and carries the POSIX
+        // create context's GUID (POSIX-SMB2 2.2.3.1.8).
+        assert_eq!(msg.len(), 216 + 8 + 16);
+        assert_eq!(
+            hex::encode(&msg[214..]),
+            "0000000110000000000093ad25509cb411e7b42383de968bcd7c"
+        );
+        assert_eq!(msg[HEADER_LEN + 32], 5, "NegotiateContextCount");
+    }
+
+    #[test]
+    fn posix_context_counts_only_with_the_version_we_speak() {
+        let ours = hex(&format!(
+            "{PREAUTH_CTX} 0000 0001 1000 00000000 93ad25509cb411e7b42383de968bcd7c"
+        ));
+        let resp = NegotiateResponse::decode(&response_311_with(2, 0xD0, &ours)).unwrap();
+        assert!(resp.contexts.posix_extensions);
+        // Samba's own test: a 16-byte blob that is not the GUID does not turn them on.
+        let other = hex(&format!(
+            "{PREAUTH_CTX} 0000 0001 1000 00000000 30313233343536373839303132333435"
+        ));
+        let resp = NegotiateResponse::decode(&response_311_with(2, 0xD0, &other)).unwrap();
+        assert!(!resp.contexts.posix_extensions);
+        assert_eq!(resp.contexts.other.len(), 1);
+        let without = hex(PREAUTH_CTX);
+        let resp = NegotiateResponse::decode(&response_311_with(1, 0xD0, &without)).unwrap();
+        assert!(!resp.contexts.posix_extensions);
     }
 
     #[test]

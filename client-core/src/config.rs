@@ -36,6 +36,10 @@ pub struct ClientConfig {
     pub signing_algorithms: Vec<SigningAlgorithm>,
     /// Accept a guest session when the server maps the user to guest.
     pub allow_guest: bool,
+    /// Ask for the SMB3 POSIX extensions (3.1.1 only; mount.cifs's `posix`/`noposix`). A share
+    /// of a server that offers them is then opened with POSIX semantics: real modes, owners,
+    /// file types, case-sensitive names (see [`crate::PosixMetadata`]).
+    pub posix_extensions: bool,
     /// Bytes per READ/WRITE request; clamped to what the server negotiates (8 MiB on Samba).
     pub io_size: u32,
     /// Requests one file stream keeps in flight.
@@ -179,6 +183,7 @@ impl Default for ClientConfig {
                 SigningAlgorithm::HmacSha256,
             ],
             allow_guest: false,
+            posix_extensions: true,
             io_size: 1024 * 1024,
             io_depth: 16,
             credit_target: 512,

@@ -111,6 +111,7 @@ mod tests {
                 file_attributes: 0x80,
                 timewarp: None,
                 file_id_name: None,
+                posix: false,
             },
             Some([5; 16]),
             FileIdentity {

@@ -13,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use smb3_proto::msg::flush::FlushRequest;
 use smb3_proto::msg::fscc::{FileAllInformation, FileEndOfFileInformation};
+use smb3_proto::msg::posix::FilePosixInformation;
 use smb3_proto::msg::query_info::QueryInfoRequest;
 use smb3_proto::msg::read::{ReadRequest, ReadResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
@@ -27,7 +28,7 @@ use crate::engine::{Call, SessionCore};
 use crate::error::decode;
 use crate::error::{Error, ProtocolError, Result};
 use crate::lease::{LeaseCaching, LeaseRef, LeaseWatch};
-use crate::metadata::{metadata_from_reply, Metadata};
+use crate::metadata::{metadata_from_posix_reply, metadata_from_reply, Metadata};
 use crate::tasks::{self, TaskKind};
 use crate::tree::Tree;
 
@@ -118,6 +119,11 @@ impl File {
     /// The path this file was opened with.
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// Whether this is a POSIX open (on a share with the SMB3 POSIX extensions).
+    pub fn is_posix(&self) -> bool {
+        self.inner.state.params.posix
     }
 
     /// Size of the file when it was opened.
@@ -310,16 +316,25 @@ impl File {
             .map(|_| ())
     }
 
-    /// Current size, times and attributes.
+    /// Current size, times and attributes (and, on a POSIX open, mode, owner and group).
     pub async fn metadata(&self) -> Result<Metadata> {
-        let req =
-            QueryInfoRequest::file_info::<FileAllInformation>(self.inner.state.file_id(), 4096);
+        let file_id = self.inner.state.file_id();
+        let posix = self.inner.state.params.posix;
+        let req = if posix {
+            QueryInfoRequest::file_info::<FilePosixInformation>(file_id, 4096)
+        } else {
+            QueryInfoRequest::file_info::<FileAllInformation>(file_id, 4096)
+        };
         let resp = self
             .core()
             .send(&req, self.on_open().allowing(&[NtStatus::BUFFER_OVERFLOW]))
             .await
             .map_err(|e| self.err(e))?;
-        metadata_from_reply(&resp.msg)
+        if posix {
+            metadata_from_posix_reply(&resp.msg)
+        } else {
+            metadata_from_reply(&resp.msg)
+        }
     }
 
     /// Close the handle now and report the server's answer.

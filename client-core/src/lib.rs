@@ -67,6 +67,8 @@ mod negotiated;
 mod open_options;
 mod orphans;
 mod password;
+mod posix;
+mod posix_modes;
 mod security;
 mod server_copy;
 mod session;
@@ -105,8 +107,10 @@ pub use multichannel::report::{
 pub use names::check_name;
 pub use open_options::{IfExists, OpenOptions, ShareMode};
 pub use password::Password;
+pub use posix::{PosixMetadata, DEFAULT_DIR_MODE, DEFAULT_FILE_MODE};
 pub use set_info::FileTimes;
 pub use share::Share;
+pub use smb3_proto::msg::posix::PosixFileType;
 pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
     SecurityDescriptorError, Sid,

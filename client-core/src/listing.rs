@@ -20,6 +20,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use smb3_proto::msg::create::{AccessMask, CreateOptions};
+use smb3_proto::msg::fscc::FileInformationClass;
 use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
@@ -223,7 +224,12 @@ impl ReadDir {
             let Some(handle) = &self.handle else {
                 return Ok(None);
             };
-            let req = QueryDirectoryRequest::new(handle.id, "*", DIR_BUFFER);
+            let mut req = QueryDirectoryRequest::new(handle.id, "*", DIR_BUFFER);
+            let posix = handle.tree.is_posix();
+            if posix {
+                // The directory was opened as a POSIX open (`open_for`), which this class needs.
+                req.file_information_class = FileInformationClass::POSIX;
+            }
             let tree = handle.tree.clone();
             let resp = match tree
                 .core
@@ -237,13 +243,24 @@ impl ReadDir {
                 }
                 Err(e) => return Err(e.with_path(&self.path)),
             };
-            let page = if resp.header.status == NtStatus::NO_MORE_FILES {
+            let page: Vec<DirEntry> = if resp.header.status == NtStatus::NO_MORE_FILES {
                 Vec::new()
+            } else if posix {
+                decode(
+                    Command::QUERY_DIRECTORY,
+                    QueryDirectoryResponse::decode(&resp.msg).and_then(|r| r.posix_entries()),
+                )?
+                .into_iter()
+                .map(DirEntry::from)
+                .collect()
             } else {
                 decode(
                     Command::QUERY_DIRECTORY,
                     QueryDirectoryResponse::decode(&resp.msg).and_then(|r| r.id_both_entries()),
                 )?
+                .into_iter()
+                .map(DirEntry::from)
+                .collect()
             };
             if page.is_empty() {
                 self.close_handle().await?;
@@ -251,7 +268,7 @@ impl ReadDir {
             }
             let mut entries = Vec::with_capacity(page.len());
             for e in page {
-                let own = match e.file_name.as_str() {
+                let own = match e.name.as_str() {
                     "." => Some(&mut self.seen_dot),
                     ".." => Some(&mut self.seen_dot_dot),
                     _ => None,
@@ -261,13 +278,12 @@ impl ReadDir {
                         continue;
                     }
                 }
-                if self.resumptions > 0 && self.delivered.handed_out_before_resumption(&e.file_name)
-                {
+                if self.resumptions > 0 && self.delivered.handed_out_before_resumption(&e.name) {
                     continue;
                 }
-                self.delivered.record(&e.file_name);
-                match check_entry(&self.path, &e.file_name) {
-                    Ok(()) => entries.push(DirEntry::from(e)),
+                self.delivered.record(&e.name);
+                match check_entry(&self.path, &e.name) {
+                    Ok(()) => entries.push(e),
                     Err(refused) => {
                         tracing::warn!(error = %refused, "directory entry refused");
                         self.refused.push_back(refused);

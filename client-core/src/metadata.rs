@@ -10,8 +10,11 @@ use smb3_proto::msg::fscc::{
 use smb3_proto::msg::query_info::QueryInfoResponse;
 use smb3_proto::Command;
 
+use smb3_proto::msg::posix::{FilePosixInformation, PosixDirectoryEntry};
+
 use crate::attributes::DosAttributes;
 use crate::error::{decode, Result};
+use crate::posix::PosixMetadata;
 
 /// What kind of object a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +51,9 @@ pub struct Metadata {
     pub file_id: u64,
     /// Number of names (hard links) the file has; 1 where the reply does not say (listings).
     pub links: u32,
+    /// Mode, owner, group and file type, on a share with the SMB3 POSIX extensions
+    /// ([`Share::is_posix`](crate::Share::is_posix)); `None` elsewhere.
+    pub posix: Option<PosixMetadata>,
 }
 
 impl Metadata {
@@ -91,6 +97,7 @@ impl Metadata {
             attributes: DosAttributes::from_bits(attributes.0),
             file_id: 0,
             links: 1,
+            posix: None,
         }
     }
 }
@@ -163,7 +170,7 @@ impl Metadata {
     /// What a CREATE reply says of the file it opened (MS-SMB2 2.2.14); no file id or link
     /// count (the reply has neither).
     pub(crate) fn of_create(created: &smb3_proto::msg::create::CreateResponse) -> Metadata {
-        Metadata::from_parts(
+        let mut metadata = Metadata::from_parts(
             created.file_attributes,
             created.end_of_file,
             created.allocation_size,
@@ -171,8 +178,51 @@ impl Metadata {
             created.last_access_time,
             created.last_write_time,
             created.change_time,
-        )
+        );
+        if let Some(posix) = created.posix() {
+            metadata.links = posix.nlinks.max(1);
+            metadata.posix = Some(PosixMetadata::from_wire(posix));
+        }
+        metadata
     }
+
+    /// What FilePosixInformation says (a QUERY_INFO on a POSIX open, or a POSIX listing's
+    /// entry): everything, file id and links included.
+    pub(crate) fn of_posix(info: &FilePosixInformation) -> Metadata {
+        let mut metadata = Metadata::from_parts(
+            info.file_attributes,
+            info.end_of_file,
+            info.allocation_size,
+            info.creation_time,
+            info.last_access_time,
+            info.last_write_time,
+            info.change_time,
+        );
+        metadata.file_id = info.inode;
+        metadata.links = info.posix.nlinks.max(1);
+        metadata.posix = Some(PosixMetadata::from_wire(&info.posix));
+        metadata
+    }
+}
+
+impl From<PosixDirectoryEntry> for DirEntry {
+    fn from(e: PosixDirectoryEntry) -> Self {
+        let metadata = Metadata::of_posix(&e.info);
+        DirEntry {
+            file_id: metadata.file_id,
+            metadata,
+            name: e.file_name,
+        }
+    }
+}
+
+/// Metadata from a QUERY_INFO reply carrying FilePosixInformation.
+pub(crate) fn metadata_from_posix_reply(msg: &bytes::Bytes) -> Result<Metadata> {
+    let info: FilePosixInformation = decode(
+        Command::QUERY_INFO,
+        QueryInfoResponse::decode(msg).and_then(|r| r.file_info()),
+    )?;
+    Ok(Metadata::of_posix(&info))
 }
 
 /// Metadata from a QUERY_INFO reply carrying FileAllInformation (MS-FSCC 2.4.2). A reply with

@@ -22,4 +22,6 @@ pub(crate) struct Negotiated {
     pub(crate) preauth: Option<PreauthHash>,
     /// The server's initial SPNEGO token.
     pub(crate) gss_token: Bytes,
+    /// The server offers the SMB3 POSIX extensions and we asked for them.
+    pub(crate) posix_extensions: bool,
 }

@@ -23,6 +23,8 @@ pub struct OpenOptions {
     pub(crate) snapshot: Option<u64>,
     pub(crate) read_security: bool,
     pub(crate) write_security: bool,
+    /// Permission bits for a file this open creates on a POSIX share.
+    pub(crate) mode: Option<u32>,
 }
 
 impl OpenOptions {
@@ -119,6 +121,16 @@ impl OpenOptions {
     /// with [`Error::SnapshotNotFound`](crate::Error::SnapshotNotFound).
     pub fn snapshot_at(mut self, time: SystemTime) -> Self {
         self.snapshot = Some(crate::timewarp::timewarp_filetime(time));
+        self
+    }
+
+    /// Permission bits (`0o7777`) a file this open creates gets, on a share with the SMB3
+    /// POSIX extensions ([`Share::is_posix`](crate::Share::is_posix)); the caller applies its
+    /// umask first, as `open(2)` would. Without it a new file gets
+    /// [`DEFAULT_FILE_MODE`](crate::DEFAULT_FILE_MODE). Other shares keep no mode: there it
+    /// has no effect.
+    pub fn mode(mut self, permissions: u32) -> Self {
+        self.mode = Some(permissions & 0o7777);
         self
     }
 

@@ -69,6 +69,7 @@ pub(crate) async fn negotiate(
         ciphers: config.ciphers.clone(),
         signing_algorithms: config.signing_algorithms.clone(),
         server_name: Some(server_name.to_string()),
+        posix_extensions: config.posix_extensions,
     };
     let mut req = Request::new(&body);
     req.keep_sent = true;
@@ -139,6 +140,11 @@ pub(crate) async fn negotiate(
         signing_algorithm,
         preauth,
         gss_token: decoded.security_buffer,
+        // Only an answer to our own question counts (a context we did not ask for is ignored,
+        // as any unsolicited context is).
+        posix_extensions: config.posix_extensions
+            && dialect == Dialect::Smb311
+            && decoded.contexts.posix_extensions,
     })
 }
 

@@ -91,6 +91,7 @@ impl Share {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(0);
         crate::timewarp::add_timewarp(&mut req, self.snapshot_filetime());
+        self.tree.posix_open(&mut req, 0);
         let created = self.tree.create(&req, path).await?;
         let handle = ScopedHandle::new(&self.tree, created.file_id);
         let result = f(handle.id()).await;

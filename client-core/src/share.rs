@@ -11,6 +11,7 @@ use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsAttributeInformation,
     FileFsFullSizeInformation, FileRenameInformation,
 };
+use smb3_proto::msg::posix::FilePosixInformation;
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
 use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
@@ -28,7 +29,9 @@ use crate::error::{
 };
 use crate::file::{File, OpenHolds};
 use crate::lease::LeaseRef;
-use crate::metadata::{metadata_from_reply, DirEntry, FsAttributes, FsInfo, Metadata};
+use crate::metadata::{
+    metadata_from_posix_reply, metadata_from_reply, DirEntry, FsAttributes, FsInfo, Metadata,
+};
 use crate::names::wire_path;
 use crate::open_options::{IfExists, OpenOptions};
 use crate::session::{check_validate_negotiate, validate_negotiate_request};
@@ -86,6 +89,7 @@ impl Client {
                 core: self.core.clone(),
                 name: name.to_string(),
                 context: tree,
+                posix: false.into(),
             }),
             snapshot: None,
         };
@@ -94,6 +98,13 @@ impl Client {
             Dialect::Smb300 | Dialect::Smb302
         ) {
             share.validate_negotiate().await?;
+        }
+        if self.core.negotiated.posix_extensions {
+            let posix = share.speaks_posix().await;
+            share
+                .tree
+                .posix
+                .store(posix, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(share)
     }
@@ -106,6 +117,40 @@ impl Share {
     /// The share's name.
     pub fn name(&self) -> &str {
         &self.tree.name
+    }
+
+    /// Whether the share speaks the SMB3 POSIX extensions (the server offered them, the share
+    /// did not turn them off, and [`ClientConfig::posix_extensions`](crate::ClientConfig) is
+    /// on): then names are case-sensitive, [`Metadata::posix`] carries modes and owners,
+    /// symlinks are not followed by the server, and unlink/rename follow POSIX rules.
+    pub fn is_posix(&self) -> bool {
+        self.tree.is_posix()
+    }
+
+    /// Whether the server answers a POSIX open of the share's root with a POSIX context of
+    /// its own: Samba ignores the context on a share with the extensions off. A root that
+    /// cannot be opened at all is treated as not POSIX; the error shows on first real use.
+    async fn speaks_posix(&self) -> bool {
+        let mut req = CreateRequest::new(
+            String::new(),
+            AccessMask::FILE_READ_ATTRIBUTES,
+            CreateDisposition::OPEN,
+        );
+        req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
+        crate::posix::add_posix_context(&mut req, 0);
+        match self.tree.create(&req, self.name()).await {
+            Ok(created) => {
+                let posix = created.posix().is_some();
+                if let Err(e) = self.tree.close(created.file_id).await {
+                    tracing::debug!(share = %self.name(), error = %e, "closing the POSIX probe");
+                }
+                posix
+            }
+            Err(e) => {
+                tracing::debug!(share = %self.name(), error = %e, "POSIX probe failed");
+                false
+            }
+        }
     }
 
     /// The session this share belongs to.
@@ -200,6 +245,10 @@ impl Share {
             req.share_access = ShareAccess(mode.0);
         }
         timewarp::add_timewarp(&mut req, snapshot);
+        self.tree.posix_open(
+            &mut req,
+            opts.mode.unwrap_or(crate::posix::DEFAULT_FILE_MODE),
+        );
         let core = &self.tree.core;
         // Not durable: a delete-on-close open (were it reclaimed after its durable timeout,
         // the file would be gone, and opening it again would need FILE_CREATE semantics we
@@ -245,6 +294,7 @@ impl Share {
                 file_attributes: req.file_attributes.0,
                 timewarp: snapshot,
                 file_id_name: by_id,
+                posix: self.tree.is_posix(),
             },
             lease.as_ref().map(LeaseRef::key),
             FileIdentity {
@@ -314,6 +364,7 @@ impl Share {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options);
         timewarp::add_timewarp(&mut req, self.snapshot);
+        self.tree.posix_open(&mut req, 0);
         match self.tree.create(&req, path).await {
             Ok(created) => Ok(created.file_id),
             Err(e) => Err(self.explain_snapshot_miss(e, path, self.snapshot).await),
@@ -365,15 +416,28 @@ impl Share {
 
     /// Size, times and attributes of `path`, in one round trip (CREATE + QUERY_INFO + CLOSE
     /// compounded, MS-SMB2 3.2.4.1.4).
+    ///
+    /// On a POSIX share ([`Share::is_posix`]) this is `lstat`: a symlink is reported as
+    /// itself ([`Metadata::posix`] says what it is), never followed.
     pub async fn metadata(&self, path: &str) -> Result<Metadata> {
+        let posix = self.tree.is_posix();
         let mut create = CreateRequest::new(
             wire_path(path)?,
             AccessMask::FILE_READ_ATTRIBUTES,
             CreateDisposition::OPEN,
         );
-        create.create_options = CreateOptions(0);
+        create.create_options = CreateOptions(if posix {
+            CreateOptions::OPEN_REPARSE_POINT
+        } else {
+            0
+        });
         timewarp::add_timewarp(&mut create, self.snapshot);
-        let query = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
+        self.tree.posix_open(&mut create, 0);
+        let query = if posix {
+            QueryInfoRequest::file_info::<FilePosixInformation>(FileId::ANY, 4096)
+        } else {
+            QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096)
+        };
         let close = CloseRequest::new(FileId::ANY);
         let core = &self.tree.core;
         let tree = Some(self.tree.context);
@@ -399,7 +463,11 @@ impl Share {
         let q = q?
             .check(&[NtStatus::BUFFER_OVERFLOW])
             .map_err(|e| e.with_path(path))?;
-        metadata_from_reply(&q.msg)
+        if posix {
+            metadata_from_posix_reply(&q.msg)
+        } else {
+            metadata_from_reply(&q.msg)
+        }
     }
 
     /// Whether `path` exists.
@@ -452,6 +520,7 @@ impl Share {
         // stop anyone renaming or deleting in it.
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         timewarp::add_timewarp(&mut req, self.snapshot);
+        self.tree.posix_open(&mut req, 0);
         let created = self.tree.create(&req, path).await?;
         DirWatch::start(
             self.tree.clone(),
@@ -463,8 +532,16 @@ impl Share {
         .await
     }
 
-    /// Create a directory. Fails if it exists.
+    /// Create a directory. Fails if it exists. On a POSIX share it gets
+    /// [`DEFAULT_DIR_MODE`](crate::DEFAULT_DIR_MODE).
     pub async fn create_dir(&self, path: &str) -> Result<()> {
+        self.create_dir_with_mode(path, crate::posix::DEFAULT_DIR_MODE)
+            .await
+    }
+
+    /// Create a directory with the permission bits `permissions` on a POSIX share (the caller
+    /// applies its umask, as `mkdir(2)` would); elsewhere the same as [`Share::create_dir`].
+    pub async fn create_dir_with_mode(&self, path: &str, permissions: u32) -> Result<()> {
         self.check_writable()?;
         let mut req = CreateRequest::new(
             wire_path(path)?,
@@ -473,6 +550,7 @@ impl Share {
         );
         req.create_options = CreateOptions(CreateOptions::DIRECTORY_FILE);
         req.file_attributes = FileAttributes(FileAttributes::DIRECTORY);
+        self.tree.posix_open(&mut req, permissions & 0o7777);
         // CREATE + CLOSE in one round trip.
         let mut replies = self
             .send_chain(&req, None::<smb3_proto::msg::read::ReadRequest>)

@@ -55,6 +55,8 @@ impl Share {
         );
         create.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
         create.file_attributes = FileAttributes(FileAttributes::NORMAL);
+        self.tree
+            .posix_open(&mut create, crate::posix::DEFAULT_FILE_MODE);
         let sent = data.len();
         let mut replies = self
             .send_chain(
@@ -120,6 +122,7 @@ impl Share {
         );
         create.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
         timewarp::add_timewarp(&mut create, self.snapshot_filetime());
+        self.tree.posix_open(&mut create, 0);
         let mut replies = self
             .send_chain(&create, Some(ReadRequest::new(FileId::ANY, 0, ask)))
             .await?

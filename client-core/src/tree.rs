@@ -21,6 +21,9 @@ pub(crate) struct Tree {
     pub(crate) core: Arc<SessionCore>,
     pub(crate) name: String,
     pub(crate) context: TreeContext,
+    /// The share speaks the SMB3 POSIX extensions: every open on it carries the POSIX create
+    /// context. Decided once, by the probe right after TREE_CONNECT.
+    pub(crate) posix: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Tree {
@@ -31,6 +34,19 @@ impl Drop for Tree {
 }
 
 impl Tree {
+    /// Whether opens on this tree are POSIX opens.
+    pub(crate) fn is_posix(&self) -> bool {
+        self.posix.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Make `req` a POSIX open when the tree speaks POSIX; `permissions` apply to a file the
+    /// open creates.
+    pub(crate) fn posix_open(&self, req: &mut CreateRequest, permissions: u32) {
+        if self.is_posix() {
+            crate::posix::add_posix_context(req, permissions);
+        }
+    }
+
     /// How a request on this tree is sent.
     pub(crate) fn call<'a>(&self) -> Call<'a> {
         Call::tree(self.context)

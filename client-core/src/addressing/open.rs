@@ -22,6 +22,8 @@ pub(crate) struct OpenParams {
     pub(crate) timewarp: Option<u64>,
     /// The file id the file was opened by (FILE_OPEN_BY_FILE_ID), instead of `wire_path`.
     pub(crate) file_id_name: Option<u64>,
+    /// A POSIX open (SMB3 POSIX extensions): a reopen must be one too.
+    pub(crate) posix: bool,
 }
 
 impl OpenParams {

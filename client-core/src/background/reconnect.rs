@@ -649,6 +649,9 @@ fn create_again(open: &OpenState) -> CreateRequest {
     req.file_attributes = FileAttributes(p.file_attributes);
     req.file_id_name = p.file_id_name;
     crate::timewarp::add_timewarp(&mut req, p.timewarp);
+    if p.posix {
+        crate::posix::add_posix_context(&mut req, 0);
+    }
     if let Some(key) = open.lease_key {
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if p.desired_access & AccessMask::FILE_WRITE_DATA != 0 {
@@ -723,6 +726,7 @@ mod tests {
                 file_attributes: FileAttributes::NORMAL,
                 timewarp: None,
                 file_id_name: None,
+                posix: false,
             },
             Some([5; 16]),
             FileIdentity {

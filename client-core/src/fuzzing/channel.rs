@@ -186,6 +186,7 @@ fn keys() -> &'static Keys {
             signing_algorithm: SigningAlgorithm::AesGmac,
             preauth: None,
             gss_token: Bytes::new(),
+            posix_extensions: false,
         };
         let session_key = [0x42u8; 16];
         let preauth = PreauthHash::from_bytes([0x17; 64]);

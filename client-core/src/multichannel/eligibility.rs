@@ -84,6 +84,7 @@ pub(crate) mod tests {
             signing_algorithm: SigningAlgorithm::AesGmac,
             preauth: None,
             gss_token: bytes::Bytes::new(),
+            posix_extensions: false,
         }
     }
 

@@ -307,6 +307,13 @@ impl FilePosixInformation {
     }
 }
 
+impl super::fscc::QueryFileInfo for FilePosixInformation {
+    const CLASS: super::fscc::FileInformationClass = super::fscc::FileInformationClass::POSIX;
+    fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
+        FilePosixInformation::decode(buf)
+    }
+}
+
 /// One entry of a QUERY_DIRECTORY listing in the POSIX class: NextEntryOffset, FileIndex,
 /// FilePosixInformation, FileNameLength, FileName (POSIX-FSCC 2.3.2).
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -7,6 +7,7 @@ use crate::header::{Command, HEADER_LEN};
 use crate::msg::fscc::{
     decode_id_both_directory_information, DirectoryEntry, FileInformationClass,
 };
+use crate::msg::posix::{decode_posix_directory_information, PosixDirectoryEntry};
 use crate::msg::{FileId, RequestBody};
 use crate::replay::Replay;
 
@@ -128,6 +129,12 @@ impl QueryDirectoryResponse {
     /// [`QueryDirectoryRequest::new`] asks for).
     pub fn id_both_entries(&self) -> Result<Vec<DirectoryEntry>, DecodeError> {
         decode_id_both_directory_information(&self.output)
+    }
+
+    /// Decode the output as POSIX entries (a request whose class was
+    /// [`FileInformationClass::POSIX`], on a POSIX open of the directory).
+    pub fn posix_entries(&self) -> Result<Vec<PosixDirectoryEntry>, DecodeError> {
+        decode_posix_directory_information(&self.output)
     }
 }
 

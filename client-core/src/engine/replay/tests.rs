@@ -464,6 +464,7 @@ async fn a_request_waiting_across_a_reconnect_goes_out_with_the_new_ids() {
             file_attributes: 0,
             timewarp: None,
             file_id_name: None,
+            posix: false,
         },
         None,
         FileIdentity {

@@ -115,6 +115,7 @@ mod tests {
             attributes: smb3_client::DosAttributes::from_bits(0),
             file_id: 0,
             links: 1,
+            posix: None,
         };
         assert!(!remote_changed(&at_open, &at_open.clone()));
         let later = Some(t + std::time::Duration::from_nanos(100));

@@ -7,8 +7,10 @@ set -euo pipefail
 # rsync, git, sqlite3: the programs the smbfuse tests run on the mount; fio: its benchmark;
 # autoconf, automake: building pjdfstest (fuse-mount/tests/pjdfstest.sh). attr: getfattr and
 # setfattr, which the backup tests use to look at streams and NT ACLs in xattrs on the server.
+# debootstrap: the testbed's `--samba trixie` mode builds a Debian 13 root with Samba 4.22+ once.
 PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump
-    samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake attr)
+    samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake attr
+    debootstrap)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

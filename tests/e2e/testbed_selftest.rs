@@ -787,3 +787,364 @@ fn a_testbed_whose_owner_died_is_collected() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SMB3_POSIX_EXTENSIONS_AVAILABLE, the negotiate context of the SMB3 POSIX extensions, and
+/// the GUID its data carries (the POSIX create context's tag; Samba's
+/// SMB2_CREATE_TAG_POSIX).
+const POSIX_CONTEXT: u16 = 0x0100;
+const POSIX_GUID: [u8; 16] = [
+    0x93, 0xAD, 0x25, 0x50, 0x9C, 0xB4, 0x11, 0xE7, 0xB4, 0x23, 0x83, 0xDE, 0x96, 0x8B, 0xCD, 0x7C,
+];
+
+/// Appends zero bytes until `buf.len()` is a multiple of 8.
+fn pad8(buf: &mut Vec<u8>) {
+    buf.resize(buf.len().next_multiple_of(8), 0);
+}
+
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// One SMB 3.1.1 NEGOTIATE asking for the POSIX extensions, written by hand (so the testbed
+/// is checked independently of the client under test): sent to ADDR:445 from the client
+/// namespace, it returns the negotiate contexts of the server's answer as (type, data).
+fn negotiate_contexts(tb: &Testbed, addr: Ipv4Addr) -> Result<Vec<(u16, Vec<u8>)>, String> {
+    use std::io::{Read, Write};
+    let mut smb = Vec::new();
+    // SMB2 header (MS-SMB2 2.2.1.2): NEGOTIATE, MessageId 0, one credit asked.
+    smb.extend_from_slice(b"\xfeSMB");
+    smb.extend_from_slice(&64u16.to_le_bytes()); // StructureSize
+    smb.extend_from_slice(&[0; 2 + 4 + 2]); // CreditCharge, Status, Command = NEGOTIATE
+    smb.extend_from_slice(&1u16.to_le_bytes()); // CreditRequest
+    smb.extend_from_slice(&[0; 4 + 4 + 8 + 4 + 4 + 8 + 16]); // Flags .. Signature
+                                                             // NEGOTIATE request (2.2.3): dialect 3.1.1 only, two contexts at offset 104.
+    smb.extend_from_slice(&36u16.to_le_bytes()); // StructureSize
+    smb.extend_from_slice(&1u16.to_le_bytes()); // DialectCount
+    smb.extend_from_slice(&1u16.to_le_bytes()); // SecurityMode: signing enabled
+    smb.extend_from_slice(&[0; 2 + 4]); // Reserved, Capabilities
+    smb.extend_from_slice(&[0x5a; 16]); // ClientGuid
+    smb.extend_from_slice(&104u32.to_le_bytes()); // NegotiateContextOffset
+    smb.extend_from_slice(&2u16.to_le_bytes()); // NegotiateContextCount
+    smb.extend_from_slice(&0u16.to_le_bytes()); // Reserved2
+    smb.extend_from_slice(&0x0311u16.to_le_bytes()); // Dialects[0]
+    pad8(&mut smb);
+    // SMB2_PREAUTH_INTEGRITY_CAPABILITIES: SHA-512, a 32-byte salt.
+    smb.extend_from_slice(&1u16.to_le_bytes());
+    smb.extend_from_slice(&38u16.to_le_bytes());
+    smb.extend_from_slice(&[0; 4]);
+    smb.extend_from_slice(&1u16.to_le_bytes()); // HashAlgorithmCount
+    smb.extend_from_slice(&32u16.to_le_bytes()); // SaltLength
+    smb.extend_from_slice(&1u16.to_le_bytes()); // SHA-512
+    smb.extend_from_slice(&[0x42; 32]);
+    pad8(&mut smb);
+    // SMB3_POSIX_EXTENSIONS_AVAILABLE: the GUID.
+    smb.extend_from_slice(&POSIX_CONTEXT.to_le_bytes());
+    smb.extend_from_slice(&16u16.to_le_bytes());
+    smb.extend_from_slice(&[0; 4]);
+    smb.extend_from_slice(&POSIX_GUID);
+
+    let reply = {
+        let _in_client_ns = tb.enter_client_netns()?;
+        let to = SocketAddr::from((addr, 445));
+        let mut stream = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(3))
+            .map_err(|e| format!("connect {to}: {e}"))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .map_err(|e| e.to_string())?;
+        let len = u32::try_from(smb.len()).expect("small").to_be_bytes();
+        stream
+            .write_all(&[&len[..], &smb].concat())
+            .map_err(|e| format!("send NEGOTIATE: {e}"))?;
+        let mut nbss = [0u8; 4];
+        stream
+            .read_exact(&mut nbss)
+            .map_err(|e| format!("read the answer: {e}"))?;
+        let mut reply = vec![0u8; u32::from_be_bytes(nbss) as usize];
+        stream
+            .read_exact(&mut reply)
+            .map_err(|e| format!("read the answer: {e}"))?;
+        reply
+    };
+    // Header, then NEGOTIATE response (2.2.4): status 0, dialect 3.1.1, its contexts.
+    if reply.len() < 128 || &reply[..4] != b"\xfeSMB" {
+        return Err(format!("not an SMB2 answer: {reply:02x?}"));
+    }
+    let status = le32(&reply, 8);
+    let dialect = le16(&reply, 64 + 4);
+    if status != 0 || dialect != 0x0311 {
+        return Err(format!(
+            "NEGOTIATE answered status {status:#x}, dialect {dialect:#x}"
+        ));
+    }
+    let count = le16(&reply, 64 + 6);
+    let mut at = le32(&reply, 64 + 60) as usize;
+    let mut contexts = Vec::new();
+    for _ in 0..count {
+        at = at.next_multiple_of(8);
+        let ty = le16(&reply, at);
+        let len = le16(&reply, at + 2) as usize;
+        let data = reply
+            .get(at + 8..at + 8 + len)
+            .ok_or_else(|| format!("context {ty:#x} runs past the end"))?;
+        contexts.push((ty, data.to_vec()));
+        at += 8 + len;
+    }
+    Ok(contexts)
+}
+
+/// Whether the server's answer to [`negotiate_contexts`] offers the POSIX extensions.
+fn offers_posix(tb: &Testbed) -> bool {
+    let contexts = negotiate_contexts(tb, tb.server_addr(1)).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "negotiate contexts from {}: {:x?}",
+        tb.server_addr(1),
+        contexts.iter().map(|(t, _)| t).collect::<Vec<_>>()
+    );
+    contexts
+        .iter()
+        .any(|(ty, data)| *ty == POSIX_CONTEXT && data[..] == POSIX_GUID)
+}
+
+/// The mount namespace of a process (`mnt:[inode]`), if it still exists.
+fn mount_ns(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()
+}
+
+/// Every process in the mount namespace `ns`.
+fn pids_in_mount_ns(ns: &Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| mount_ns(*pid).as_deref() == Some(ns))
+        .collect()
+}
+
+/// Samba 4.22+ from the Debian 13 root (`--samba trixie`): two testbeds start together (the
+/// first ever builds the root, once, under a lock; minutes), smbd runs from the root in a
+/// mount namespace of its own, offers the SMB3 POSIX negotiate context only because of
+/// `smb3 unix extensions = yes`, honours it on [plain] and not on [noposix], serves the
+/// system's smbclient 4.17 and the root's own; after down no process, mount or namespace
+/// is left.
+#[test]
+fn trixie_samba_from_a_debian_13_root() {
+    let refused = Testbed::start(TestbedConfig {
+        kerberos: true,
+        ..TestbedConfig::unshaped(1).with_samba_trixie()
+    })
+    .expect_err("--kerberos with --samba trixie was accepted");
+    assert!(refused.contains("exclude each other"), "{refused}");
+
+    let config = TestbedConfig::unshaped(1).with_samba_trixie();
+    let started = Instant::now();
+    let (a, b) = std::thread::scope(|s| {
+        let first = s.spawn(|| Testbed::start(config.clone()));
+        let second = s.spawn(|| Testbed::start(config.clone()));
+        (
+            first.join().expect("start thread"),
+            second.join().expect("start thread"),
+        )
+    });
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => panic!(
+            "cannot start two trixie testbeds:\n{:?}\n{:?}",
+            a.err(),
+            b.err()
+        ),
+    };
+    let mut fresh = 0;
+    for tb in [&a, &b] {
+        let root = tb.samba_root().expect("a trixie testbed has a root");
+        eprintln!(
+            "trixie testbed {} up in {:?}: smbd {}; root {} {} ({} s)",
+            tb.id(),
+            tb.up_took(),
+            tb.server_version(),
+            root.path.display(),
+            root.built,
+            root.seconds
+        );
+        fresh += usize::from(root.built == "fresh");
+    }
+    eprintln!("both up after {:?}", started.elapsed());
+    assert!(fresh <= 1, "the root was built {fresh} times");
+    let tb = &a;
+    let root = tb.samba_root().expect("root").path.clone();
+    assert_eq!(tb.samba(), smb3_tests::SambaBuild::Trixie);
+    let version = tb.server_version_number().expect("a version number");
+    assert!(
+        version >= (4, 22),
+        "smbd {} is older than 4.22",
+        tb.server_version()
+    );
+
+    // smbd really runs from the root, in a mount namespace of its own (not the host's).
+    let pid = tb.smbd_pid();
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/root")).expect("smbd's root"),
+        root
+    );
+    let host_ns = mount_ns(std::process::id()).expect("own mount namespace");
+    let smbd_ns = [mount_ns(a.smbd_pid()), mount_ns(b.smbd_pid())].map(|ns| ns.expect("smbd ns"));
+    assert!(
+        smbd_ns[0] != host_ns && smbd_ns[1] != host_ns && smbd_ns[0] != smbd_ns[1],
+        "mount namespaces: host {host_ns:?}, smbds {smbd_ns:?}"
+    );
+    // Samba's server-side programs come from the root too.
+    let out = tb
+        .server_command("smbd")
+        .arg("--version")
+        .output()
+        .expect("smbd --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(tb.server_version()),
+        "smbd --version via server_command: {text}"
+    );
+    let status = tb.smbstatus(&["-j"]).expect("smbstatus -j");
+    let status: serde_json::Value = serde_json::from_str(&status).expect("smbstatus JSON");
+    assert_eq!(
+        status["version"].as_str(),
+        Some(tb.server_version()),
+        "smbstatus -j: {status}"
+    );
+    assert!(
+        tb.shares().iter().any(|s| s == "noposix"),
+        "{:?}",
+        tb.shares()
+    );
+
+    // The system's smbclient 4.17 and the root's 4.22 both round-trip a file through [plain].
+    let content = pattern(200_000);
+    let src = tb.run_dir().join("upload.bin");
+    std::fs::write(&src, &content).expect("write upload.bin");
+    let back = tb.run_dir().join("from-417.bin");
+    let (ok, text) = smbclient(
+        tb,
+        1,
+        "plain",
+        &[],
+        &format!(
+            "ls; put {} a.bin; get a.bin {}",
+            src.display(),
+            back.display()
+        ),
+    );
+    assert!(
+        ok,
+        "smbclient 4.17 against smbd {}:\n{text}",
+        tb.server_version()
+    );
+    assert_eq!(std::fs::read(&back).expect("from-417.bin"), content);
+    let back = tb.run_dir().join("from-422.bin");
+    let cmds = format!(
+        "ls; put {} b.bin; get b.bin {}",
+        tb.path_in_root(&src).display(),
+        tb.path_in_root(&back).display()
+    );
+    let out = tb
+        .client_root_command("smbclient")
+        .args([&tb.unc(1, "plain"), "-U"])
+        .arg(format!("{}%{}", tb.user(), tb.password()))
+        .args(["-c", &cmds])
+        .output()
+        .expect("run the root's smbclient");
+    assert!(
+        out.status.success(),
+        "the root's smbclient: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&back).expect("from-422.bin"), content);
+    assert_eq!(
+        std::fs::read(tb.share_path("plain").join("b.bin")).expect("server copy"),
+        content
+    );
+
+    // The POSIX negotiate context: offered, by both servers ...
+    assert!(
+        offers_posix(&a),
+        "smbd {} does not offer POSIX",
+        a.server_version()
+    );
+    assert!(offers_posix(&b), "the second testbed does not offer POSIX");
+    // ... only because of `smb3 unix extensions = yes` in [global]: without it (reloaded,
+    // new connection) the same request gets no such context.
+    let conf = std::fs::read_to_string(tb.smb_conf()).expect("smb.conf");
+    let on = "  smb3 unix extensions = yes\n";
+    assert_eq!(conf.matches(on).count(), 1, "smb.conf:\n{conf}");
+    std::fs::write(
+        tb.smb_conf(),
+        conf.replace(on, "  smb3 unix extensions = no\n"),
+    )
+    .expect("rewrite smb.conf");
+    tb.reload().expect("reload");
+    let without = offers_posix(tb);
+    std::fs::write(tb.smb_conf(), &conf).expect("restore smb.conf");
+    tb.reload().expect("reload");
+    assert!(!without, "POSIX offered with smb3 unix extensions = no");
+    assert!(
+        offers_posix(tb),
+        "POSIX not offered again after restoring the config"
+    );
+
+    // Per share: smbclient 4.22's `posix` mode sends the POSIX create context with a mkdir
+    // (mode 0); [plain] applies it, [noposix] ignores it and makes the usual 0755.
+    let mut modes = Vec::new();
+    for share in ["plain", "noposix"] {
+        let out = tb
+            .client_root_command("smbclient")
+            .args([&tb.unc(1, share), "-U"])
+            .arg(format!("{}%{}", tb.user(), tb.password()))
+            .args(["-c", "posix; mkdir made-in-posix-mode"])
+            .output()
+            .expect("run the root's smbclient");
+        assert!(
+            out.status.success(),
+            "posix; mkdir on [{share}]: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = tb.share_path(share).join("made-in-posix-mode");
+        let meta = std::fs::metadata(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777;
+        eprintln!("[{share}]: a mkdir in posix mode made mode {mode:o}");
+        modes.push(mode);
+    }
+    assert_eq!(modes[1], 0o755, "[noposix] mkdir in posix mode");
+    assert_ne!(
+        modes[0], modes[1],
+        "[plain] ignored the POSIX create context"
+    );
+
+    // Down: no process in either smbd's mount namespace (so none of its mounts), no server,
+    // no network namespace, nothing mounted below the root in the host's namespace, and
+    // nothing written into the shared root's mount point for the run dir.
+    let pids = [a.smbd_pid(), b.smbd_pid()];
+    let names = [a.server_ns(), a.client_ns(), b.server_ns(), b.client_ns()].map(str::to_string);
+    let t = Instant::now();
+    drop(a);
+    drop(b);
+    eprintln!("both down in {:?}", t.elapsed());
+    for (pid, ns) in pids.iter().zip(&smbd_ns) {
+        assert!(!pid_alive(*pid), "smbd {pid} left running");
+        let left = pids_in_mount_ns(ns);
+        assert!(left.is_empty(), "processes {left:?} still in {ns:?}");
+    }
+    for name in &names {
+        assert!(!netns_exists(name), "namespace {name} left");
+    }
+    let root_text = root.display().to_string();
+    assert!(
+        !mounts().contains(&root_text),
+        "a mount below {root_text} in the host's namespace:\n{}",
+        mounts()
+    );
+    let inside = std::fs::read_dir(root.join("smbtb"))
+        .expect("the root's /smbtb")
+        .count();
+    assert_eq!(inside, 0, "something was written into {root_text}/smbtb");
+}

@@ -92,6 +92,31 @@ impl Advertise {
     }
 }
 
+/// Which Samba serves a testbed ([`TestbedConfig::samba`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SambaBuild {
+    /// The system's smbd (Debian 12: Samba 4.17), with the system's tools.
+    #[default]
+    System,
+    /// Samba 4.22 or newer from a Debian 13 ("trixie") root, for the SMB3 POSIX extensions:
+    /// `smb3 unix extensions = yes` in `[global]` (so smbd offers the POSIX negotiate
+    /// context) plus one more share, `noposix`, that turns them off. smbd and the server-side
+    /// Samba tools ([`Testbed::smbstatus`], [`Testbed::server_command`] for Samba's programs)
+    /// run from the root, chrooted, in a mount namespace of their own. The root is built once
+    /// per machine with debootstrap (a few minutes) into `/var/cache/smbtb/trixie-root`
+    /// (`SMBTB_TRIXIE_ROOT`); see [`Testbed::samba_root`]. Not with [`TestbedConfig::kerberos`].
+    Trixie,
+}
+
+impl SambaBuild {
+    fn as_arg(self) -> &'static str {
+        match self {
+            SambaBuild::System => "system",
+            SambaBuild::Trixie => "trixie",
+        }
+    }
+}
+
 /// What to build. Start from [`TestbedConfig::unshaped`], [`TestbedConfig::shaped`] or
 /// [`TestbedConfig::per_link`] and adjust fields.
 #[derive(Debug, Clone)]
@@ -123,6 +148,9 @@ pub struct TestbedConfig {
     /// user, and NTLM disabled; see [`Testbed::kerberos`]. The first such testbed on a machine
     /// provisions the domain (about 30 s), later ones copy it (`up` about 4 s).
     pub kerberos: bool,
+    /// Which Samba serves the shares: the system's (default) or 4.22+ from a Debian 13 root
+    /// ([`SambaBuild::Trixie`], also [`TestbedConfig::with_samba_trixie`]).
+    pub samba: SambaBuild,
 }
 
 impl Default for TestbedConfig {
@@ -138,6 +166,7 @@ impl Default for TestbedConfig {
             service_addr: false,
             advertise: Advertise::Links,
             kerberos: false,
+            samba: SambaBuild::System,
         }
     }
 }
@@ -166,6 +195,14 @@ impl TestbedConfig {
             links: rates_mbit.len(),
             rate_mbit: rates_mbit.to_vec(),
             ..TestbedConfig::default()
+        }
+    }
+
+    /// The same, served by Samba 4.22+ from the Debian 13 root ([`SambaBuild::Trixie`]).
+    pub fn with_samba_trixie(self) -> Self {
+        TestbedConfig {
+            samba: SambaBuild::Trixie,
+            ..self
         }
     }
 
@@ -217,6 +254,22 @@ pub struct KerberosInfo {
     pub provision_seconds: u32,
 }
 
+/// The Debian 13 root a [`SambaBuild::Trixie`] testbed runs its Samba from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SambaRoot {
+    /// The root on the host (`/var/cache/smbtb/trixie-root` unless `SMBTB_TRIXIE_ROOT` says
+    /// otherwise), shared read-only by every such testbed; delete it to have it rebuilt.
+    pub path: PathBuf,
+    /// Where the run directory appears for programs run from the root (`/smbtb`): see
+    /// [`Testbed::path_in_root`].
+    pub run_dir_inside: PathBuf,
+    /// `fresh` when this testbed's `up` built the root, `cached` when it was there already.
+    pub built: String,
+    /// Seconds `up` spent on the root: building it (minutes), or waiting for another
+    /// testbed that was building it, or nothing.
+    pub seconds: u32,
+}
+
 /// One veth link between the namespaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkInfo {
@@ -259,6 +312,9 @@ pub struct Testbed {
     /// The specs of the `interfaces` line, as the script last reported them.
     advertised: Mutex<Vec<String>>,
     kerberos: Option<KerberosInfo>,
+    samba: SambaBuild,
+    samba_version: String,
+    samba_root: Option<SambaRoot>,
 }
 
 /// Distinguishes run directories of testbeds started by one process.
@@ -317,6 +373,14 @@ fn split_specs(joined: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// (major, minor) of a Samba version string such as `4.22.11-Debian-4.22.11+dfsg-0+deb13u1`.
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// `key=value` lines into a map (other lines are ignored).
@@ -390,6 +454,9 @@ impl Testbed {
         }
         if config.kerberos {
             args.push("--kerberos".into());
+        }
+        if config.samba != SambaBuild::System {
+            args.extend(["--samba".into(), config.samba.as_arg().into()]);
         }
         match &config.advertise {
             Advertise::Links => {}
@@ -485,6 +552,20 @@ impl Testbed {
                     provision_seconds: parsed(kv, "ad_provision_seconds")?,
                 }),
                 _ => None,
+            },
+            samba: match field(kv, "samba")? {
+                "trixie" => SambaBuild::Trixie,
+                _ => SambaBuild::System,
+            },
+            samba_version: field(kv, "samba_version")?.to_string(),
+            samba_root: match kv.get("samba_root") {
+                None => None,
+                Some(path) => Some(SambaRoot {
+                    path: PathBuf::from(path),
+                    run_dir_inside: PathBuf::from(field(kv, "samba_root_run_dir")?),
+                    built: field(kv, "samba_root_built")?.to_string(),
+                    seconds: parsed(kv, "samba_root_seconds")?,
+                }),
             },
         })
     }
@@ -623,7 +704,9 @@ impl Testbed {
     }
 
     /// Exported shares: `plain`, `encrypted` (`smb encrypt = required`), `signed` (only with
-    /// [`Signing::Mandatory`]) and `public` (guest allowed).
+    /// [`Signing::Mandatory`]), `public` (guest allowed), `backup` (streams, ACLs and
+    /// snapshots in xattrs) and, with [`SambaBuild::Trixie`], `noposix` (like `plain`, with
+    /// `smb3 unix extensions = no`).
     pub fn shares(&self) -> &[String] {
         &self.shares
     }
@@ -670,6 +753,46 @@ impl Testbed {
     /// [`TestbedConfig::kerberos`]; `None` for the default smbd testbed.
     pub fn kerberos(&self) -> Option<&KerberosInfo> {
         self.kerberos.as_ref()
+    }
+
+    /// Which Samba serves this testbed.
+    pub fn samba(&self) -> SambaBuild {
+        self.samba
+    }
+
+    /// The server's Samba version as its `smbd --version` says it, without the word
+    /// `Version` (e.g. `4.17.12-Debian`, or `4.22.11-Debian-4.22.11+dfsg-0+deb13u1` from
+    /// the trixie root).
+    pub fn server_version(&self) -> &str {
+        &self.samba_version
+    }
+
+    /// The server's Samba version as (major, minor), e.g. `(4, 22)`.
+    pub fn server_version_number(&self) -> Option<(u32, u32)> {
+        major_minor(&self.samba_version)
+    }
+
+    /// The Debian 13 root Samba runs from ([`SambaBuild::Trixie`]); `None` for the system's.
+    pub fn samba_root(&self) -> Option<&SambaRoot> {
+        self.samba_root.as_ref()
+    }
+
+    /// A path under [`Testbed::run_dir`] as programs run from the root see it (the run dir
+    /// is bind-mounted at [`SambaRoot::run_dir_inside`] there), e.g. a local file for
+    /// `smbclient ... put` through [`Testbed::client_root_command`]. The path itself for a
+    /// system-Samba testbed. Panics for a path outside the run directory.
+    pub fn path_in_root(&self, path: &Path) -> PathBuf {
+        let Some(root) = &self.samba_root else {
+            return path.to_path_buf();
+        };
+        let rest = path.strip_prefix(&self.dir).unwrap_or_else(|_| {
+            panic!(
+                "{} is not in the run dir {}, which is all the root sees",
+                path.display(),
+                self.dir.display()
+            )
+        });
+        root.run_dir_inside.join(rest)
     }
 
     /// How long `testbed.sh up` took.
@@ -832,10 +955,40 @@ impl Testbed {
         cmd
     }
 
-    /// A command that runs `program` inside the server namespace.
+    /// A command that runs `program` inside the server namespace. In a
+    /// [`SambaBuild::Trixie`] testbed Samba's own programs (smbstatus, smbcontrol, pdbedit,
+    /// testparm, smbclient, ...: the list is `ROOT_PROGRAMS` in testbed.sh) come from the
+    /// root, so they match the server (give them paths as [`Testbed::path_in_root`] makes
+    /// them); everything else (ip, ss, tc, iperf3) comes from the host as usual.
     pub fn server_command<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        if self.samba == SambaBuild::Trixie {
+            return self.script_exec(&["--server"], program.as_ref());
+        }
         let mut cmd = Command::new(ip_binary());
         cmd.args(["netns", "exec", &self.server_ns]).arg(program);
+        cmd
+    }
+
+    /// A command that runs `program` from the Debian 13 root inside the client namespace,
+    /// e.g. Samba 4.22's `smbclient` (paths of the run dir as [`Testbed::path_in_root`]
+    /// gives them). Only for a [`SambaBuild::Trixie`] testbed: otherwise the command fails
+    /// with the script's message.
+    pub fn client_root_command<S: AsRef<OsStr>>(&self, program: S) -> Command {
+        let mut cmd = self.script_exec(&["--root"], program.as_ref());
+        cmd.env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// `testbed.sh exec --dir D FLAGS -- program`: the script picks host or root.
+    fn script_exec(&self, flags: &[&str], program: &OsStr) -> Command {
+        let mut cmd = Command::new("bash");
+        cmd.arg(&self.script)
+            .arg("exec")
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(flags)
+            .arg("--")
+            .arg(program);
         cmd
     }
 
@@ -1472,6 +1625,21 @@ mod tests {
         assert_eq!(mixed.links, 3);
         assert_eq!(mixed.rate_arg().as_deref(), Some("100,0,1000"));
         assert_eq!(TestbedConfig::per_link(&[None, None]).rate_arg(), None);
+    }
+
+    #[test]
+    fn samba_versions() {
+        assert_eq!(
+            major_minor("4.22.11-Debian-4.22.11+dfsg-0+deb13u1"),
+            Some((4, 22))
+        );
+        assert_eq!(major_minor("4.17.12-Debian"), Some((4, 17)));
+        assert_eq!(major_minor("garbage"), None);
+        assert_eq!(SambaBuild::default(), SambaBuild::System);
+        assert_eq!(
+            TestbedConfig::shaped(2, 100).with_samba_trixie().samba,
+            SambaBuild::Trixie
+        );
     }
 
     #[test]

@@ -41,6 +41,21 @@ AD_REALM=TESTBED.LAN
 AD_DOMAIN=TESTBED
 AD_HOST=dc
 AD_CACHE=${SMBTB_AD_CACHE:-/var/cache/smbtb}
+# Samba from a Debian 13 root (up --samba trixie): Debian 12 ships 4.17, which has no SMB3
+# POSIX extensions. The root is built once with debootstrap (0.5-3 minutes, 340 MB) and then
+# shared, read-only, by every such testbed; delete the directory to have it built again.
+TRIXIE_ROOT=${SMBTB_TRIXIE_ROOT:-/var/cache/smbtb/trixie-root}
+TRIXIE_MIN_VERSION=4.22
+# The file written last into a finished root: the version of its smbd. No file, no root.
+ROOT_MARKER=.smbtb-root-complete
+# Where the run directory appears inside the root (a directory made when the root is built,
+# so nothing is ever created in the shared root afterwards).
+ROOT_RUN_DIR=/smbtb
+# Samba's programs: in trixie mode `exec --server` takes these from the root, because
+# they must match the server (message formats, tdb layouts); everything else (ip, ss, tc,
+# iperf3, cat ...) comes from the host as before.
+ROOT_PROGRAMS=(smbd smbstatus smbcontrol smbpasswd pdbedit testparm net smbclient rpcclient
+    smbcacls smbtree samba-dcerpcd tdbtool tdbdump)
 
 say() { echo "$PROG: $*" >&2; }
 die() {
@@ -55,6 +70,7 @@ usage:
                 [--queues Q] [--service-addr] [--advertise links|service|both]
                 [--advertise-spec SPEC]... [--signing mandatory|default] [--user NAME]
                 [--password PW] [--owner PID|none] [--log-level L] [--kerberos]
+                [--samba system|trixie]
   testbed.sh down --dir D
   testbed.sh status --dir D
   testbed.sh link-down --dir D K        testbed.sh link-up --dir D K
@@ -63,9 +79,10 @@ usage:
   testbed.sh restart --dir D            testbed.sh reload --dir D
   testbed.sh set-interfaces --dir D SPEC...|links|service|both
                                  (SPEC like "10.123.1.1;speed=1000000000,capability=RSS")
-  testbed.sh exec --dir D [--server] -- CMD [ARG...]
+  testbed.sh exec --dir D [--server] [--root] -- CMD [ARG...]
   testbed.sh smbstatus --dir D [SMBSTATUS-ARGS...]
   testbed.sh gc
+  testbed.sh build-root trixie
 Rates are in Mbit/s (0 = that link unshaped); one rate applies to every link.
 --queues: rx/tx queues of every veth end (default 4; 1 = no RSS, and no capability=RSS).
 --advertise-spec (repeatable) replaces the --advertise list with exactly these specs.
@@ -74,6 +91,10 @@ port 88 of every server address) serving the same shares; NTLM is disabled.
 drop K: the server's side of link K silently discards everything it sends (requests still
 arrive and run; replies and SYN-ACKs vanish), the link stays up with carrier. undrop K
 restores the link's shaping.
+--samba trixie: smbd (4.22+) and its tools from a Debian 13 root, built once into
+$SMBTB_TRIXIE_ROOT (default /var/cache/smbtb/trixie-root; delete it to rebuild), with
+`smb3 unix extensions = yes` and one more share, [noposix], that turns them off. exec
+--server takes Samba's programs from the root then; exec --root any program (run dir at /smbtb).
 EOF
     exit 2
 }
@@ -312,7 +333,10 @@ interfaces_line() {
 
 write_smb_conf() {
     local conf=$1 ifline=$2
-    local shares=$DIR/shares
+    # The run dir as smbd sees it: in trixie mode it is bind-mounted at /smbtb in the root.
+    local d=$DIR
+    [[ ${S_samba-system} == trixie ]] && d=$ROOT_RUN_DIR
+    local shares=$d/shares
     {
         if [[ ${S_kerberos-0} == 1 ]]; then
             ad_globals
@@ -324,7 +348,7 @@ write_smb_conf() {
   netbios name = SMBTB$S_id
   server role = standalone server
   security = user
-  passdb backend = tdbsam:$DIR/private/passdb.tdb
+  passdb backend = tdbsam:$d/private/passdb.tdb
   # Guest: unknown user names become the guest account (a known name with a wrong password
   # still fails).
   map to guest = bad user
@@ -333,14 +357,14 @@ EOF
         fi
         cat <<EOF
   server string = smb3 testbed $S_id
-  private dir = $DIR/private
-  lock directory = $DIR/lock
-  state directory = $DIR/state.d
-  cache directory = $DIR/cache
-  pid directory = $DIR/pid
-  ncalrpc dir = $DIR/ncalrpc
-  usershare path = $DIR/usershares
-  log file = $DIR/log/smbd.log
+  private dir = $d/private
+  lock directory = $d/lock
+  state directory = $d/state.d
+  cache directory = $d/cache
+  pid directory = $d/pid
+  ncalrpc dir = $d/ncalrpc
+  usershare path = $d/usershares
+  log file = $d/log/smbd.log
   logging = file
   log level = $S_log_level
   max log size = 0
@@ -367,6 +391,16 @@ EOF
   disable spoolss = yes
   load printers = no
   printcap name = /dev/null
+EOF
+        if [[ ${S_samba-system} == trixie ]]; then
+            cat <<EOF
+  # SMB3 POSIX extensions (Samba 4.22 from the trixie root). Only here, in [global], does
+  # smbd offer the POSIX negotiate context (0x100); a share can turn them off again
+  # ([noposix]).
+  smb3 unix extensions = yes
+EOF
+        fi
+        cat <<EOF
 
 [plain]
   path = $shares/plain
@@ -413,6 +447,18 @@ EOF
   shadow:sort = desc
   shadow:localtime = no
 EOF
+        if [[ ${S_samba-system} == trixie ]]; then
+            cat <<EOF
+
+# Like [plain], without the POSIX extensions: the server offers them, this share refuses
+# them, so tests can compare both on one server.
+[noposix]
+  path = $shares/noposix
+  read only = no
+  valid users = $S_user
+  smb3 unix extensions = no
+EOF
+        fi
     } >"$conf"
 }
 
@@ -464,8 +510,10 @@ start_smbd() {
     # own (no fork: a background job of a non-interactive shell is never a group leader), ip netns
     # exec execs in place too, so $! is smbd's PID; --no-process-group stops smbd from trying
     # setsid again. stdin/stdout/stderr and our fds 3 and 9 are detached so a caller reading
-    # our output (Command::output) does not wait for smbd to exit.
-    setsid ip netns exec "$S_server_ns" smbd --foreground --no-process-group -s "$S_conf" \
+    # our output (Command::output) does not wait for smbd to exit. (In trixie mode the bash
+    # and chroot of run_prefix exec as well.)
+    run_prefix "$S_server_ns" "$(samba_from)"
+    setsid "${RUN_PREFIX[@]}" smbd --foreground --no-process-group -s "$(samba_conf)" \
         </dev/null >>"$DIR/log/smbd.stdout" 2>&1 3>&- 9>&- &
     pid=$!
     state_set smbd_pid "$pid"
@@ -548,6 +596,157 @@ stop_smbd() {
     fi
     # Connection children, samba-dcerpcd and friends.
     kill_netns_pids "$S_server_ns"
+}
+
+# ----------------------------------------------------------------------------- Samba from a Debian 13 root
+
+# debian_mirror - the Debian mirror this machine's apt uses (the first `debian` URI of an
+# enabled one-line or deb822 source), so debootstrap goes where apt already may go.
+# SMBTB_DEBIAN_MIRROR overrides it.
+debian_mirror() {
+    if [[ -n ${SMBTB_DEBIAN_MIRROR-} ]]; then
+        echo "$SMBTB_DEBIAN_MIRROR"
+        return
+    fi
+    local f uri=""
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        uri=$(awk '
+            /^[ \t]*#/ { next }
+            $1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }
+            $1 == "URIs:" { print $2; exit }' "$f" | grep -E '/debian/?$' | head -n 1) || true
+        [[ -n $uri ]] && break
+    done
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# root_smbd_version ROOT - the version smbd in ROOT reports (e.g. 4.22.11-Debian-...).
+root_smbd_version() {
+    chroot "$1" smbd --version 2>/dev/null | sed -n 's/^Version //p'
+}
+
+# version_at_least VERSION MIN - true when VERSION (4.22.11-...) is MIN (major.minor) or newer.
+version_at_least() {
+    local maj min want_maj want_min
+    IFS=. read -r maj min _ <<<"$1"
+    IFS=. read -r want_maj want_min <<<"$2"
+    [[ $maj =~ ^[0-9]+$ && $min =~ ^[0-9]+$ ]] || return 1
+    ((maj > want_maj || (maj == want_maj && min >= want_min)))
+}
+
+# build_trixie_root TARGET - debootstrap Debian 13 with samba and smbclient into TARGET (which
+# must not exist), check its smbd, and write the marker last. debootstrap mounts /proc and
+# /sys inside its target while it works; it runs in a private mount namespace, so a build that
+# dies half-way cannot leave such a mount behind.
+build_trixie_root() {
+    local target=$1 log=$TRIXIE_ROOT.build.log mirror version
+    mirror=$(debian_mirror)
+    say "building the Samba root: debootstrap trixie from $mirror into $target (once; 0.5-3 minutes; log $log)"
+    unshare --mount --propagation private -- \
+        debootstrap --variant=minbase --include=samba,smbclient trixie "$target" "$mirror" \
+        </dev/null >"$log" 2>&1 ||
+        { tail -n 20 "$log" >&2; die "debootstrap failed (log above, all of it in $log)"; }
+    version=$(root_smbd_version "$target")
+    version_at_least "$version" "$TRIXIE_MIN_VERSION" ||
+        die "the trixie root's smbd is '${version:-?}', not $TRIXIE_MIN_VERSION or newer"
+    mkdir -p "$target$ROOT_RUN_DIR"
+    echo "$version" >"$target/$ROOT_MARKER"
+}
+
+# ensure_trixie_root - make sure the shared root exists and is complete; build it when not.
+# Under a lock, so testbeds starting together build it once (the others wait). A build
+# goes into TRIXIE_ROOT.tmp and is renamed only when complete; a left-over .tmp (a build
+# that was killed) or a root without its marker is thrown away and built again.
+ensure_trixie_root() {
+    local t0=$SECONDS tmp=$TRIXIE_ROOT.tmp how=cached
+    need_tools chroot:coreutils unshare:util-linux
+    mkdir -p "$(dirname "$TRIXIE_ROOT")"
+    exec 7>"$TRIXIE_ROOT.lock"
+    # Another testbed may be building it: wait (a build takes minutes), but not forever.
+    flock -w 900 7 || die "$TRIXIE_ROOT.lock is still held after 15 minutes (a build that hangs?)"
+    if [[ ! -s $TRIXIE_ROOT/$ROOT_MARKER ]]; then
+        need_tools debootstrap:debootstrap
+        # --one-file-system: never reach through a mount (there should be none).
+        rm -rf --one-file-system "$tmp"
+        build_trixie_root "$tmp"
+        [[ -e $TRIXIE_ROOT ]] && say "replacing the incomplete root $TRIXIE_ROOT"
+        rm -rf --one-file-system "$TRIXIE_ROOT"
+        mv "$tmp" "$TRIXIE_ROOT"
+        how=fresh
+        say "built $TRIXIE_ROOT in $((SECONDS - t0)) s: smbd $(cat "$TRIXIE_ROOT/$ROOT_MARKER"), $(du -sh "$TRIXIE_ROOT" | cut -f1)"
+    fi
+    exec 7>&-
+    ROOT_BUILT=$how
+    ROOT_BUILD_SECONDS=$((SECONDS - t0))
+}
+
+# root_exec ROOT RUNDIR INSIDE PROG [ARG...] - exec PROG from ROOT (chroot). Runs in a mount
+# namespace of its own (the caller starts it with `ip netns exec` or `unshare --mount`), so
+# every mount made here is private to the process and its children and vanishes with the
+# last of them: two testbeds never see each other's mounts, and a crash leaves none behind.
+# The shared root is mounted read-only (a testbed cannot change it for the next one); /tmp
+# and /run get private tmpfs; /dev, /proc and /sys are the namespace's; the host's passwd
+# and group files give the test user the same uid inside as outside; RUNDIR (the run dir,
+# with its share tmpfs) appears at INSIDE (/smbtb), and RUNDIR/log/samba at /var/log/samba:
+# samba-dcerpcd's rpcd_* helpers open their default log there before they read the config
+# (with the root read-only that would only fail, and the messages are worth keeping). An
+# empty RUNDIR skips both. Passed to the
+# namespace with `declare -f`, so it uses nothing else from this script.
+root_exec() {
+    set -e
+    local root=$1 rundir=$2 inside=$3
+    shift 3
+    mount --bind "$root" "$root"
+    mount -o remount,bind,ro "$root"
+    mount -t tmpfs -o mode=1777 smbtb-root "$root/tmp"
+    mount -t tmpfs -o mode=0755 smbtb-root "$root/run"
+    mount --rbind /dev "$root/dev"
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    mount --bind /etc/passwd "$root/etc/passwd"
+    mount --bind /etc/group "$root/etc/group"
+    if [[ -n $rundir ]]; then
+        mount --rbind "$rundir" "$root$inside"
+        mkdir -p "$rundir/log/samba"
+        mount --bind "$rundir/log/samba" "$root/var/log/samba"
+    fi
+    exec chroot "$root" "$@"
+}
+
+# run_prefix NS host|root - set RUN_PREFIX to the words that run a program in network
+# namespace NS: the host's program, or the one in the testbed's root (`ip netns exec` gives
+# it a mount namespace of its own, which root_exec fills). Every step execs, so a program
+# started in the background with it has the PID that $! reports.
+run_prefix() {
+    RUN_PREFIX=(ip netns exec "$1")
+    if [[ $2 == root ]]; then
+        # shellcheck disable=SC2016 # "$@" is for the inner shell
+        RUN_PREFIX+=(bash -c "$(declare -f root_exec); root_exec \"\$@\"" root_exec
+            "$S_samba_root" "$DIR" "$ROOT_RUN_DIR")
+    fi
+}
+
+# samba_from - where the server's Samba programs come from: root (trixie mode) or host.
+samba_from() {
+    if [[ ${S_samba-system} == trixie ]]; then echo root; else echo host; fi
+}
+
+# is_root_program PROG - true for Samba's programs, which trixie mode takes from the root.
+is_root_program() {
+    [[ " ${ROOT_PROGRAMS[*]} " == *" ${1##*/} "* ]]
+}
+
+# samba_run PROG [ARG...] - run one of Samba's programs in the server namespace: the system's,
+# or in trixie mode the root's (give it the config as `samba_conf` names it).
+samba_run() {
+    run_prefix "$S_server_ns" "$(samba_from)"
+    "${RUN_PREFIX[@]}" "$@"
+}
+
+# samba_conf - the config path as the server's programs see it (the run dir is /smbtb in the
+# root).
+samba_conf() {
+    if [[ ${S_samba-system} == trixie ]]; then echo "$ROOT_RUN_DIR/smb.conf"; else echo "$S_conf"; fi
 }
 
 # ----------------------------------------------------------------------------- Kerberos (AD DC)
@@ -735,7 +934,7 @@ cmd_up() {
     exec 3>&1 1>&2
     local dir="" links="" rates="" unshaped=0 mtu=1500 size=6g signing=mandatory
     local user=smbtest password="" owner="$PPID" log_level=1 queues=4 service=0
-    local advertise=links custom_specs=() kerberos=0
+    local advertise=links custom_specs=() kerberos=0 samba=system
     while (($#)); do
         case $1 in
         --dir) dir=${2:?--dir needs a value}; shift 2 ;;
@@ -754,6 +953,7 @@ cmd_up() {
         --advertise) advertise=${2:?--advertise needs a value}; shift 2 ;;
         --advertise-spec) custom_specs+=("${2:?--advertise-spec needs a value}"); shift 2 ;;
         --kerberos) kerberos=1; shift ;;
+        --samba) samba=${2:?--samba needs a value}; shift 2 ;;
         *) die "up: unknown argument '$1'" ;;
         esac
     done
@@ -763,6 +963,8 @@ cmd_up() {
         [[ -d $AD_SETUP_DIR ]] ||
             die "missing $AD_SETUP_DIR (AD provisioning templates): apt-get install -y samba-ad-provision samba-dsdb-modules"
     fi
+    [[ $samba == system || $samba == trixie ]] || die "up: --samba is system or trixie, got '$samba'"
+    ((kerberos)) && [[ $samba == trixie ]] && die "up: --kerberos and --samba trixie exclude each other"
     [[ $links =~ ^[0-9]+$ ]] && ((links >= 1 && links <= 32)) || die "up: --links must be 1..32"
     [[ -n $rates && $unshaped == 1 ]] && die "up: --rate and --unshaped exclude each other"
     [[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 65535)) || die "up: --mtu must be 576..65535"
@@ -815,6 +1017,15 @@ cmd_up() {
 
     local t0=$SECONDS
     cmd_gc
+    # The shared root first (minutes when it has to be built), before an id is claimed.
+    local samba_root="" samba_version
+    if [[ $samba == trixie ]]; then
+        ensure_trixie_root
+        samba_root=$TRIXIE_ROOT
+        samba_version=$(cat "$TRIXIE_ROOT/$ROOT_MARKER")
+    else
+        samba_version=$(smbd --version | sed -n 's/^Version //p')
+    fi
 
     # Claim an id (and so the namespace names and subnets) under the registry lock.
     registry_lock
@@ -860,6 +1071,14 @@ cmd_up() {
         echo "log=$dir/log/smbd.log"
         echo "owner=${owner_rec%% *}"
         echo "mntns=$(readlink /proc/self/ns/mnt)"
+        echo "samba=$samba"
+        echo "samba_version=$samba_version"
+        if [[ $samba == trixie ]]; then
+            echo "samba_root=$samba_root"
+            echo "samba_root_run_dir=$ROOT_RUN_DIR"
+            echo "samba_root_built=$ROOT_BUILT"
+            echo "samba_root_seconds=$ROOT_BUILD_SECONDS"
+        fi
     } >"$STATE"
     load_state "$dir"
     trap 'rc=$?; if ((rc != 0)); then say "up failed; cleaning up"; (do_down "$DIR") || true; fi' EXIT
@@ -926,6 +1145,7 @@ cmd_up() {
     state_set mount "$dir/shares"
     local share shares=(plain encrypted public backup)
     [[ $signing == mandatory ]] && shares=(plain encrypted signed public backup)
+    [[ $samba == trixie ]] && shares+=(noposix)
     for share in "${shares[@]}"; do
         mkdir "$dir/shares/$share"
         if [[ $share == public ]]; then
@@ -946,9 +1166,10 @@ cmd_up() {
         ad_add_user
         ad_client_names
     else
-        # smbpasswd -s reads the new password twice from stdin.
+        # smbpasswd -s reads the new password twice from stdin. The passdb format belongs to
+        # the Samba version, so the server's own smbpasswd writes it.
         printf '%s\n%s\n' "$password" "$password" |
-            smbpasswd -c "$S_conf" -a -s "$user" >"$dir/log/smbpasswd.log" 2>&1 ||
+            samba_run smbpasswd -c "$(samba_conf)" -a -s "$user" >"$dir/log/smbpasswd.log" 2>&1 ||
             { cat "$dir/log/smbpasswd.log" >&2; die "smbpasswd could not add $user"; }
     fi
 
@@ -956,7 +1177,7 @@ cmd_up() {
     state_set status up
     state_set up_seconds $((SECONDS - t0))
     trap - EXIT
-    say "testbed $id up in $dir: ${links} link(s), smbd pid $S_smbd_pid"
+    say "testbed $id up in $dir: ${links} link(s), smbd $samba_version pid $S_smbd_pid"
     cmd_status_print >&3
 }
 
@@ -1117,11 +1338,11 @@ cmd_restart() {
 # handles reload-config in its message handler, so the answer to a later ping (same message
 # socket, handled in order) means the reload is done and new connections get the new config.
 reload_smbd() {
-    if ! ip netns exec "$S_server_ns" smbcontrol -s "$S_conf" smbd reload-config >/dev/null 2>&1; then
+    if ! samba_run smbcontrol -s "$(samba_conf)" smbd reload-config >/dev/null 2>&1; then
         say "smbcontrol failed; sending SIGHUP to smbd $S_smbd_pid"
         kill -HUP "$S_smbd_pid"
     fi
-    if ! ip netns exec "$S_server_ns" smbcontrol -s "$S_conf" -t 10 smbd ping 2>/dev/null | grep -q PONG; then
+    if ! samba_run smbcontrol -s "$(samba_conf)" -t 10 smbd ping 2>/dev/null | grep -q PONG; then
         say "warning: smbd $S_smbd_pid did not answer a ping after the reload"
     fi
 }
@@ -1156,22 +1377,45 @@ cmd_set_interfaces() {
     echo "interfaces=$S_interfaces"
 }
 
+# exec [--server] [--root] -- CMD: in trixie mode Samba's programs on the server side come
+# from the root (they must match the server); --root takes any program from the root, also
+# on the client side (the run dir is /smbtb there).
 cmd_exec() {
     split_args "$@"
     require_up "$ARG_DIR"
-    local ns=$S_client_ns
-    if [[ ${POS[0]-} == --server ]]; then
-        ns=$S_server_ns
+    local ns=$S_client_ns from=host
+    while [[ ${POS[0]-} == --server || ${POS[0]-} == --root ]]; do
+        case ${POS[0]} in
+        --server) ns=$S_server_ns ;;
+        --root)
+            [[ ${S_samba-system} == trixie ]] || die "exec --root: this testbed has no root (up --samba trixie)"
+            from=root
+            ;;
+        esac
         POS=("${POS[@]:1}")
-    fi
+    done
     ((${#POS[@]})) || die "exec needs a command after --"
-    exec ip netns exec "$ns" "${POS[@]}"
+    if [[ $ns == "$S_server_ns" ]] && is_root_program "${POS[0]}"; then from=$(samba_from); fi
+    run_prefix "$ns" "$from"
+    exec "${RUN_PREFIX[@]}" "${POS[@]}"
+}
+
+# build-root trixie - build the shared root if it is missing or incomplete (what the first
+# `up --samba trixie` would do), e.g. ahead of a test run; prints where it is and its smbd.
+cmd_build_root() {
+    [[ ${1-} == trixie ]] || die "build-root: the only root is 'trixie'"
+    ensure_trixie_root
+    echo "samba_root=$TRIXIE_ROOT"
+    echo "samba_version=$(cat "$TRIXIE_ROOT/$ROOT_MARKER")"
+    echo "samba_root_built=$ROOT_BUILT"
+    echo "samba_root_seconds=$ROOT_BUILD_SECONDS"
 }
 
 cmd_smbstatus() {
     split_args "$@"
     require_up "$ARG_DIR"
-    exec ip netns exec "$S_server_ns" smbstatus -s "$S_conf" "${POS[@]}"
+    run_prefix "$S_server_ns" "$(samba_from)"
+    exec "${RUN_PREFIX[@]}" smbstatus -s "$(samba_conf)" "${POS[@]}"
 }
 
 # ----------------------------------------------------------------------------- main
@@ -1201,6 +1445,7 @@ main() {
     exec) cmd_exec "$@" ;;
     smbstatus) cmd_smbstatus "$@" ;;
     gc) cmd_gc ;;
+    build-root) cmd_build_root "$@" ;;
     *) say "unknown command '$cmd'"; usage ;;
     esac
 }

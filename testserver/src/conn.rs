@@ -14,8 +14,9 @@ use tokio::net::TcpStream;
 
 use crate::connection::Conn;
 use crate::ops::{self, Previous};
-use crate::reply::{compose, error_body, reply_message, MessageOutcome, Outcome};
-use crate::state::{Sealing, State};
+use crate::protection::{Protection, Sealing};
+use crate::reply::{error_body, frame_replies, reply_message, MessageOutcome, Outcome};
+use crate::state::State;
 use crate::wire::{Handled, Reply};
 use crate::{FaultAction, Shared};
 
@@ -41,12 +42,12 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     });
     let (mut conn, mut outbox) = Conn::new(shared);
     let reset = loop {
-        let outcome = tokio::select! {
+        let (outcome, reply_to_frame) = tokio::select! {
             frame = frames.recv() => match frame {
-                Some(frame) => conn.handle(frame).await,
+                Some(frame) => (conn.handle(frame).await, true),
                 None => break false,
             },
-            Some(out) = outbox.recv() => out,
+            Some(out) = outbox.recv() => (out, false),
             changed = cut.changed() => {
                 let order = *cut.borrow_and_update();
                 if changed.is_err() || order.applies_to(local_ip) {
@@ -55,14 +56,39 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 continue;
             }
         };
-        match outcome {
-            Outcome::Send(bytes) => {
-                if wr.write_all(&bytes).await.is_err() {
-                    break false;
+        if matches!(outcome, Outcome::Cut) {
+            break true;
+        }
+        // What the request queued while it was handled goes out before its own reply: a
+        // server sends those the moment they happen. A CLOSE completes the CHANGE_NOTIFY
+        // waiting on the handle (STATUS_NOTIFY_CLEANUP) before it is answered, and clients
+        // rely on that order; an interim response is queued before any final one, since
+        // both are queued under the state lock.
+        let mut ready = Vec::new();
+        if reply_to_frame {
+            while let Ok(queued) = outbox.try_recv() {
+                ready.push(queued);
+            }
+        }
+        ready.push(outcome);
+        let mut end = None;
+        for out in ready {
+            match out {
+                Outcome::Send(bytes) => {
+                    if wr.write_all(&bytes).await.is_err() {
+                        end = Some(false);
+                        break;
+                    }
+                }
+                Outcome::Nothing => {}
+                Outcome::Cut => {
+                    end = Some(true);
+                    break;
                 }
             }
-            Outcome::Nothing => {}
-            Outcome::Cut => break true,
+        }
+        if let Some(reset) = end {
+            break reset;
         }
     };
     if reset {
@@ -260,19 +286,25 @@ impl FrameWork {
         }
         let shared = &self.handler.shared;
         *shared.lock().requests.entry(header.command).or_default() += 1;
-        if header.command == Command::CANCEL {
-            return MessageOutcome::NoReply;
-        }
-        let sealed = self.sealing.is_some();
-        let signer = self.signers.get(&header.session_id).cloned();
+        let protection = Protection {
+            signer: self.signers.get(&header.session_id).cloned(),
+            sealing: self.sealing.clone(),
+        };
         let checked = check_session(
             msg,
             &header,
-            signer.as_deref(),
-            sealed,
+            protection.signer.as_deref(),
+            protection.sealing.is_some(),
             self.signing_required,
         );
-        let sign_with = signer.filter(|_| !sealed);
+        if header.command == Command::CANCEL {
+            // A CANCEL is never answered itself; the request it names is, when it can still
+            // be cancelled (MS-SMB2 3.3.5.16). One that fails the session checks is dropped.
+            if checked.is_ok() {
+                ops::notify::cancel(&mut shared.lock(), self.handler.conn, &header);
+            }
+            return MessageOutcome::NoReply;
+        }
         if checked.is_ok() {
             let client = self.handler.negotiated.as_ref().map(|n| n.client_guid);
             let waiting = ops::breaks_before(&mut shared.lock(), &header, msg, previous, client);
@@ -280,7 +312,8 @@ impl FrameWork {
                 wait_for_acknowledgments(shared, &waiting).await;
             }
         }
-        self.handler.run(&header, msg, previous, checked, sign_with)
+        self.handler
+            .run(&header, msg, previous, checked, &protection)
     }
 }
 
@@ -327,7 +360,7 @@ impl Handler {
         msg: &[u8],
         previous: &mut Previous,
         session_checked: Result<(), NtStatus>,
-        sign_with: Option<Arc<Signer>>,
+        protection: &Protection,
     ) -> MessageOutcome {
         let related = header.flags.has(HeaderFlags::RELATED_OPERATIONS);
         let result = match session_checked {
@@ -340,10 +373,10 @@ impl Handler {
                     Some(FaultAction::Cut) => return MessageOutcome::Cut,
                     Some(FaultAction::Ignore) => return MessageOutcome::NoReply,
                     Some(FaultAction::CutAfter) => {
-                        let _ = self.dispatch(&mut state, header, msg, previous);
+                        let _ = self.dispatch(&mut state, header, msg, previous, protection);
                         return MessageOutcome::CutAfter;
                     }
-                    None => self.dispatch(&mut state, header, msg, previous),
+                    None => self.dispatch(&mut state, header, msg, previous, protection),
                 }
             }
         };
@@ -365,11 +398,12 @@ impl Handler {
             }
         }
         let (status, body, tree_id) = match result {
+            Ok((reply, _)) if reply.sent_apart => return MessageOutcome::NoReply,
             Ok((reply, tree_id)) => (reply.status, reply.body, tree_id.unwrap_or(header.tree_id)),
             Err(status) => (status, error_body(), header.tree_id),
         };
         let reply = reply_message(header, status, &body, header.session_id, tree_id, related);
-        MessageOutcome::reply(reply, sign_with)
+        MessageOutcome::reply(reply, protection.sign_with())
     }
 
     fn dispatch(
@@ -378,6 +412,7 @@ impl Handler {
         header: &Header,
         msg: &[u8],
         previous: &mut Previous,
+        protection: &Protection,
     ) -> Result<(Reply, Option<u32>), NtStatus> {
         let mut ctx = ops::Ctx {
             state,
@@ -388,6 +423,7 @@ impl Handler {
             header,
             msg,
             previous,
+            protection,
         };
         let handled: Handled = match header.command {
             Command::TREE_CONNECT => {
@@ -408,6 +444,7 @@ impl Handler {
             Command::QUERY_INFO => ops::info::query(&mut ctx),
             Command::SET_INFO => ops::info::set(&mut ctx),
             Command::OPLOCK_BREAK => ops::lease::acknowledge(&mut ctx),
+            Command::CHANGE_NOTIFY => ops::notify::change_notify(&mut ctx),
             _ => Err(NtStatus::NOT_SUPPORTED),
         };
         handled.map(|r| (r, None))
@@ -430,20 +467,4 @@ async fn wait_for_acknowledgments(shared: &Shared, waiting: &[crate::state::Leas
             return;
         }
     }
-}
-
-/// One frame of replies: chained, signed, sealed when the request was, length-prefixed.
-fn frame_replies(built: Vec<crate::reply::Built>, sealing: Option<&Sealing>) -> Option<Vec<u8>> {
-    let compound = compose(built);
-    let payload = match sealing {
-        Some(s) => {
-            let session_id = u64::from_le_bytes(compound[40..48].try_into().unwrap_or_default());
-            s.seal.seal(session_id, &[&compound]).ok()?.to_vec()
-        }
-        None => compound,
-    };
-    let mut out = Vec::with_capacity(payload.len() + 4);
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    out.extend_from_slice(&payload);
-    Some(out)
 }

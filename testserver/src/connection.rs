@@ -59,10 +59,12 @@ impl Conn {
         (conn, outbox)
     }
 
-    /// The connection is gone: sessions that lived only here end, with their opens.
+    /// The connection is gone: the requests waiting on it are dropped unanswered, and
+    /// sessions that lived only here end, with their opens.
     pub(crate) fn closed(&mut self) {
         let mut state = self.shared.lock();
         state.outboxes.remove(&self.id);
+        state.watches.connection_lost(self.id);
         for session in self.signers.keys() {
             let last = match state.sessions.get_mut(session) {
                 Some(s) => {

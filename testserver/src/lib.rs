@@ -7,17 +7,24 @@
 //! negotiates SMB 3.1.1 (or 3.0.x, 2.1), authenticates with NTLMv2 over SPNEGO, and signs or
 //! seals every message with keys derived as for a real server.
 //!
-//! What it serves: NEGOTIATE with the 3.1.1 contexts, SESSION_SETUP, LOGOFF, TREE_CONNECT and
-//! DISCONNECT, CREATE (dispositions, directory options, share modes, delete-on-close), CLOSE,
-//! READ, WRITE, FLUSH, QUERY_INFO and SET_INFO for the common classes (rename, delete,
-//! truncate, times), QUERY_DIRECTORY, LOCK, ECHO, compounded requests, and
-//! FSCTL_VALIDATE_NEGOTIATE_INFO. What it does not (leases, durable handles, change notify,
-//! multichannel binding) is refused with STATUS_NOT_SUPPORTED or not offered, so a client
-//! that depends on it sees the difference.
+//! What it serves: NEGOTIATE with the 3.1.1 contexts, SESSION_SETUP (and, with
+//! `multichannel`, binding and FSCTL_QUERY_NETWORK_INTERFACE_INFO), LOGOFF, TREE_CONNECT and
+//! DISCONNECT, CREATE (dispositions, directory options, share modes, delete-on-close, leases
+//! on files with their breaks, durable v2 handles), CLOSE, READ, WRITE, FLUSH, QUERY_INFO and
+//! SET_INFO for the common classes (rename, delete, truncate, times), QUERY_DIRECTORY, LOCK,
+//! ECHO, CHANGE_NOTIFY (answered async with an interim STATUS_PENDING; FILE_NOTIFY_INFORMATION
+//! for names added, removed and renamed and files modified, by CompletionFilter and
+//! SMB2_WATCH_TREE; changes buffered between requests; STATUS_NOTIFY_ENUM_DIR on overflow;
+//! STATUS_NOTIFY_CLEANUP on close), CANCEL of a waiting CHANGE_NOTIFY, compounded requests,
+//! and FSCTL_VALIDATE_NEGOTIATE_INFO. What it does not (directory leases, oplocks, durable v1
+//! handles, other FSCTLs, other information classes) is refused, with STATUS_NOT_SUPPORTED or
+//! the status a server without it gives, or not offered, so a client that depends on it sees
+//! the difference.
 //!
 //! Tests steer it with [`TestServer::fail`] (a status, a cut connection or a lost reply for
 //! chosen requests) and [`TestServer::cut_connections`], and look at the result through
-//! [`TestServer::read_file`], [`TestServer::list`] and the counters.
+//! [`TestServer::read_file`], [`TestServer::list`] and the counters ([`TestServer::requests`],
+//! [`TestServer::open_handles`], [`TestServer::pending_notifies`]).
 //!
 //! These tests prove the client's logic; the e2e tests against smbd stay, to prove it against
 //! a real server.
@@ -27,8 +34,10 @@ mod conn;
 mod connection;
 mod files;
 mod ops;
+mod protection;
 mod reply;
 mod state;
+mod watches;
 mod wire;
 
 use std::io;
@@ -43,6 +52,7 @@ use tokio::task::JoinSet;
 
 use crate::files::{components, Content};
 use crate::state::State;
+use crate::watches::{action, kind, Change};
 
 /// How the server is set up.
 #[derive(Clone, Debug)]
@@ -340,30 +350,50 @@ impl TestServer {
     }
 
     /// Put a file with `data` at `path` of `share`, making the directories on the way.
+    /// Watches see it as they would a client's change: each name added, the file modified.
     pub fn put_file(&self, share: &str, path: &str, data: &[u8]) {
         let mut state = self.shared.lock();
+        let share = share.to_lowercase();
         let files = state
             .shares
-            .get_mut(&share.to_lowercase())
+            .get_mut(&share)
             .expect("put_file: no such share");
         let path = path.replace('/', "\\");
         let parts = components(&path).expect("put_file: a valid path");
         let (name, dirs) = parts.split_last().expect("put_file: a file name");
+        let mut changes = Vec::new();
         let mut dir = files::ROOT;
         for d in dirs {
             dir = match files.child(dir, d) {
                 Some(id) => id,
-                None => files.create(dir, d, true, 0),
+                None => {
+                    let id = files.create(dir, d, true, 0);
+                    changes.push(Change::named(files, id, action::ADDED));
+                    id
+                }
             };
         }
         let id = match files.child(dir, name) {
             Some(id) => id,
-            None => files.create(dir, name, false, 0),
+            None => {
+                let id = files.create(dir, name, false, 0);
+                changes.push(Change::named(files, id, action::ADDED));
+                id
+            }
         };
         if let Some(node) = files.get_mut(id) {
             node.content = Content::File(data.to_vec());
             node.touch_data();
+            let kinds = kind::LAST_WRITE | kind::SIZE;
+            changes.push(Change::modified(files, id, kinds));
         }
+        state.report_changes(&share, &changes);
+    }
+
+    /// CHANGE_NOTIFY requests the server holds: answered STATUS_PENDING and not yet completed,
+    /// cancelled, cleaned up by a CLOSE, or dropped with their connection.
+    pub fn pending_notifies(&self) -> usize {
+        self.shared.lock().watches.waiting_requests()
     }
 }
 

@@ -1,19 +1,28 @@
 //! Reply messages: the header answering a request, the error body, and the chaining of a
 //! compound's replies, each signed over its own bytes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
 use smb3_proto::crypto::Signer;
 use smb3_proto::header::HEADER_LEN;
-use smb3_proto::{Header, HeaderFlags, NtStatus};
+use smb3_proto::{Command, Header, HeaderFlags, NtStatus};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::protection::Sealing;
 
 /// Credits granted per reply at most.
 const MAX_GRANT: u16 = 512;
 
+/// Each connection's queue of frames to send apart from the replies to its frames (lease
+/// breaks, responses to requests that went async), by connection id.
+pub(crate) type Outboxes = HashMap<u64, UnboundedSender<Outcome>>;
+
 /// What a frame comes to, and what the connection's outbox carries.
 pub(crate) enum Outcome {
-    /// A frame of replies, or an unasked frame (a lease break).
+    /// A frame of replies, an unasked frame (a lease break), or a response to a request the
+    /// server went on with asynchronously (interim or final).
     Send(Vec<u8>),
     Nothing,
     /// Close the connection with a reset.
@@ -101,6 +110,95 @@ pub(crate) fn compose(built: Vec<Built>) -> Vec<u8> {
         out.extend_from_slice(&b.msg);
     }
     out
+}
+
+impl Built {
+    /// A reply to send as it is, signed with `signer` when one is given.
+    pub(crate) fn new(msg: BytesMut, sign_with: Option<Arc<Signer>>) -> Built {
+        Built { msg, sign_with }
+    }
+}
+
+/// A request the server answered with STATUS_PENDING and completes later (MS-SMB2 3.3.4.2):
+/// what its interim and final responses repeat of it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AsyncRequest {
+    pub(crate) command: Command,
+    pub(crate) message_id: u64,
+    pub(crate) session_id: u64,
+    pub(crate) credit_charge: u16,
+    /// CreditRequest of the request: granted by the interim response.
+    pub(crate) credits_asked: u16,
+    /// The AsyncId both responses carry, and a CANCEL names.
+    pub(crate) async_id: u64,
+}
+
+impl AsyncRequest {
+    pub(crate) fn of(request: &Header, async_id: u64) -> AsyncRequest {
+        AsyncRequest {
+            command: request.command,
+            message_id: request.message_id,
+            session_id: request.session_id,
+            credit_charge: request.credit_charge,
+            credits_asked: request.credits,
+            async_id,
+        }
+    }
+
+    /// The interim response: STATUS_PENDING in the async header form, with the error body
+    /// (MS-SMB2 3.3.4.2). It grants the credits the request asked for; the final response
+    /// grants none, so a client's credits come back to where they were once it is answered.
+    /// It is signed like the others: MS-SMB2 3.3.4.1.1 exempts interim responses from the
+    /// rule for signed requests but not from that for sessions requiring signing, and smbd
+    /// signs them.
+    pub(crate) fn interim(&self) -> BytesMut {
+        self.message(
+            NtStatus::PENDING,
+            self.credits_asked.clamp(1, MAX_GRANT),
+            &error_body(),
+        )
+    }
+
+    /// The final response, with `status` and `body`; to be signed like any response.
+    pub(crate) fn final_response(&self, status: NtStatus, body: &[u8]) -> BytesMut {
+        self.message(status, 0, body)
+    }
+
+    fn message(&self, status: NtStatus, credits: u16, body: &[u8]) -> BytesMut {
+        let header = Header {
+            credit_charge: self.credit_charge,
+            status,
+            command: self.command,
+            credits,
+            flags: HeaderFlags(HeaderFlags::SERVER_TO_REDIR | HeaderFlags::ASYNC_COMMAND),
+            next_command: 0,
+            message_id: self.message_id,
+            async_id: self.async_id,
+            tree_id: 0,
+            session_id: self.session_id,
+            signature: [0; 16],
+        };
+        let mut out = BytesMut::with_capacity(HEADER_LEN + body.len());
+        header.encode(&mut out);
+        out.put_slice(body);
+        out
+    }
+}
+
+/// One frame of replies: chained, signed, sealed when the request was, length-prefixed.
+pub(crate) fn frame_replies(built: Vec<Built>, sealing: Option<&Sealing>) -> Option<Vec<u8>> {
+    let compound = compose(built);
+    let payload = match sealing {
+        Some(s) => {
+            let session_id = u64::from_le_bytes(compound[40..48].try_into().unwrap_or_default());
+            s.seal.seal(session_id, &[&compound]).ok()?.to_vec()
+        }
+        None => compound,
+    };
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Some(out)
 }
 
 impl MessageOutcome {

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use smb3_proto::crypto::{Sealer, Signer};
+use smb3_proto::crypto::Signer;
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::files::{Files, NodeId};
-use crate::reply::Outcome;
+use crate::protection::Sealing;
+use crate::reply::{Outboxes, Outcome};
+use crate::watches::{action, Change, Watches};
 use crate::Fault;
 
 /// DesiredAccess bits (MS-SMB2 2.2.13.1) folded into the three rights the server checks.
@@ -62,11 +64,6 @@ pub(crate) struct Session {
     pub(crate) sealing: Option<Arc<Sealing>>,
     /// Connections this session is established or bound on; it ends with the last.
     pub(crate) connections: usize,
-}
-
-pub(crate) struct Sealing {
-    pub(crate) open: Sealer,
-    pub(crate) seal: Sealer,
 }
 
 pub(crate) struct TreeConnect {
@@ -168,9 +165,10 @@ pub(crate) struct State {
     /// Requests seen, by command.
     pub(crate) requests: HashMap<Command, u64>,
     pub(crate) leases: HashMap<LeaseId, Lease>,
-    /// Each connection's queue of frames to send unasked (lease breaks), by connection id.
-    pub(crate) outboxes: HashMap<u64, mpsc::UnboundedSender<Outcome>>,
+    pub(crate) outboxes: Outboxes,
     next_conn_id: u64,
+    /// The change notify watches on open directories.
+    pub(crate) watches: Watches,
 }
 
 impl State {
@@ -191,6 +189,7 @@ impl State {
             leases: HashMap::new(),
             outboxes: HashMap::new(),
             next_conn_id: 0,
+            watches: Watches::default(),
         }
     }
 
@@ -229,10 +228,11 @@ impl State {
             .filter(move |(id, o)| o.share == share && o.node == node && Some(**id) != except)
     }
 
-    /// Close an open: its locks go with it, and a file marked for deletion goes once its
-    /// last open is closed (MS-FSA 2.1.5.4).
+    /// Close an open: its locks and its change notify watch go with it, and a file marked
+    /// for deletion goes once its last open is closed (MS-FSA 2.1.5.4).
     pub(crate) fn close_open(&mut self, id: u64) -> Option<Open> {
         let open = self.opens.remove(&id)?;
+        self.watches.open_closed(id, &self.outboxes);
         let still_open = self
             .other_opens(&open.share, open.node, None)
             .next()
@@ -248,10 +248,19 @@ impl State {
             }
             let pending = files.get(open.node).is_some_and(|n| n.delete_pending);
             if pending && !still_open {
+                let removed = Change::named(files, open.node, action::REMOVED);
                 files.remove(open.node);
+                self.report_changes(&open.share, &[removed]);
             }
         }
         Some(open)
+    }
+
+    /// Tell the watches on `share` of `changes`, made by one operation.
+    pub(crate) fn report_changes(&mut self, share: &str, changes: &[Option<Change>]) {
+        if let Some(files) = self.shares.get(share) {
+            self.watches.report(files, share, changes, &self.outboxes);
+        }
     }
 
     /// End a tree connect and close what was opened through it.

@@ -17,13 +17,31 @@ pub(crate) type Handled = Result<Reply, NtStatus>;
 pub(crate) struct Reply {
     pub(crate) status: NtStatus,
     pub(crate) body: BytesMut,
+    /// The request was answered apart from its frame (it went async, and its interim response
+    /// is queued on the connection already): the frame's replies have nothing for it.
+    pub(crate) sent_apart: bool,
 }
 
 impl Reply {
     pub(crate) fn ok(body: BytesMut) -> Reply {
+        Reply::with_status(NtStatus::SUCCESS, body)
+    }
+
+    /// A reply with a status that still carries a body (a warning such as BUFFER_OVERFLOW).
+    pub(crate) fn with_status(status: NtStatus, body: BytesMut) -> Reply {
         Reply {
-            status: NtStatus::SUCCESS,
+            status,
             body,
+            sent_apart: false,
+        }
+    }
+
+    /// Nothing for the frame: the request was answered on its own (see `sent_apart`).
+    pub(crate) fn sent_apart() -> Reply {
+        Reply {
+            status: NtStatus::PENDING,
+            body: BytesMut::new(),
+            sent_apart: true,
         }
     }
 

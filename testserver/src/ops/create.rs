@@ -9,6 +9,7 @@ use super::lease::{self, LeaseRequest};
 use super::{name_at, Ctx};
 use crate::files::{components, Node, NodeId, ATTR_READONLY};
 use crate::state::{access, caching, share_access, Durability, LeaseId, Open, State};
+use crate::watches::{kind, Change};
 use crate::wire::{body_offset, pad, slice_at, Fields, Handled, Reply};
 
 const FILE_DIRECTORY_FILE: u32 = 0x0000_0001;
@@ -217,11 +218,21 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
                     .files_mut(&share)?
                     .get_mut(id)
                     .ok_or(NtStatus::FILE_CLOSED)?;
+                let (old_size, old_attributes) = (node.size(), node.attributes);
                 node.content = crate::files::Content::File(Vec::new());
                 node.touch_data();
                 if req.attributes != 0 {
                     node.attributes = req.attributes & !crate::files::ATTR_NORMAL;
                 }
+                let mut kinds = kind::LAST_WRITE;
+                if old_size != 0 {
+                    kinds |= kind::SIZE;
+                }
+                if node.attributes != old_attributes {
+                    kinds |= kind::ATTRIBUTES;
+                }
+                let overwritten = Change::modified(ctx.files(&share)?, id, kinds);
+                ctx.state.report_changes(&share, &[overwritten]);
             }
             (id, action)
         }
@@ -240,6 +251,8 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
             let id = ctx
                 .files_mut(&share)?
                 .create(dir, name, is_dir, req.attributes);
+            let added = Change::named(ctx.files(&share)?, id, crate::watches::action::ADDED);
+            ctx.state.report_changes(&share, &[added]);
             (id, CREATED)
         }
         Err(status) => return Err(status),

@@ -11,6 +11,7 @@ use crate::files::{
     MAX_FILE_SIZE,
 };
 use crate::state::access;
+use crate::watches::{action, kind, Change};
 use crate::wire::{body_offset, put_utf16, slice_at, utf16, utf16_len, Fields, Handled, Reply};
 
 const INFO_FILE: u8 = 1;
@@ -60,7 +61,7 @@ pub(crate) fn query(ctx: &mut Ctx<'_>) -> Handled {
     if data.is_empty() {
         body.put_u8(0);
     }
-    Ok(Reply { status, body })
+    Ok(Reply::with_status(status, body))
 }
 
 fn put_basic(d: &mut BytesMut, node: &Node) {
@@ -292,20 +293,30 @@ fn set_basic(ctx: &mut Ctx<'_>, id: u64, b: &[u8]) -> Result<(), NtStatus> {
     // 0 leaves a time as it is; -1 and -2 (stop and resume automatic updates) too, since
     // this server only updates times on writes it sees anyway (MS-FSCC 2.4.7).
     let keep = |t: u64| t == 0 || t >= u64::MAX - 1;
-    for (at, time) in [
-        (0, &mut node.created),
-        (8, &mut node.accessed),
-        (16, &mut node.written),
-        (24, &mut node.changed),
+    // What a watch hears: each time that was set, as smbd reports it (ChangeTime has no
+    // FILE_NOTIFY_CHANGE_* bit of its own), and the attributes when they changed.
+    let mut kinds = 0;
+    for (at, time, kind) in [
+        (0, &mut node.created, kind::CREATION),
+        (8, &mut node.accessed, kind::LAST_ACCESS),
+        (16, &mut node.written, kind::LAST_WRITE),
+        (24, &mut node.changed, 0),
     ] {
         let t = u64_at(at);
         if !keep(t) {
             *time = t;
+            kinds |= kind;
         }
     }
     if attributes != 0 {
+        let before = node.attributes;
         node.attributes = attributes & !ATTR_DIRECTORY & !ATTR_NORMAL;
+        if node.attributes != before {
+            kinds |= kind::ATTRIBUTES;
+        }
     }
+    let modified = Change::modified(ctx.files(&share)?, node_id, kinds);
+    ctx.state.report_changes(&share, &[modified]);
     Ok(())
 }
 
@@ -351,8 +362,16 @@ fn set_size(ctx: &mut Ctx<'_>, id: u64, size: u64, end_of_file: bool) -> Result<
     // An allocation size below the end of file cuts the file there (MS-FSA 2.1.5.15.1);
     // above it, the server has nothing to reserve.
     if end_of_file || (size as usize) < data.len() {
+        let resized = data.len() as u64 != size;
         data.resize(size as usize, 0);
         node.touch_data();
+        let kinds = if resized {
+            kind::SIZE | kind::LAST_WRITE
+        } else {
+            kind::LAST_WRITE
+        };
+        let modified = Change::modified(ctx.files(&share)?, node_id, kinds);
+        ctx.state.report_changes(&share, &[modified]);
     }
     Ok(())
 }
@@ -391,6 +410,15 @@ fn rename(ctx: &mut Ctx<'_>, id: u64, b: &[u8]) -> Result<(), NtStatus> {
     if open_below {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    // What watches hear (smbd's notify_rename): within one directory the old and the new
+    // name; from one directory to another a removal and an addition.
+    let (from, to) = match files.get(node_id) {
+        Some(n) if n.parent == dir => (action::RENAMED_OLD_NAME, action::RENAMED_NEW_NAME),
+        _ => (action::REMOVED, action::ADDED),
+    };
+    let old_name = Change::named(files, node_id, from);
+    let is_file = files.get(node_id).is_some_and(|n| !n.is_dir());
+    let mut replaced = None;
     let existing = files.child(dir, &new_name);
     if let Some(existing) = existing.filter(|e| *e != node_id) {
         if !replace {
@@ -405,6 +433,7 @@ fn rename(ctx: &mut Ctx<'_>, id: u64, b: &[u8]) -> Result<(), NtStatus> {
         if node.is_dir() || target_open || node.attributes & ATTR_READONLY != 0 {
             return Err(NtStatus::ACCESS_DENIED);
         }
+        replaced = Change::named(files, existing, action::REMOVED);
         ctx.files_mut(&share)?.remove(existing);
     }
     let files = ctx.files_mut(&share)?;
@@ -414,5 +443,12 @@ fn rename(ctx: &mut Ctx<'_>, id: u64, b: &[u8]) -> Result<(), NtStatus> {
         parent.written = now;
         parent.changed = now;
     }
+    let new_name = Change::named(files, node_id, to);
+    // smbd adds this for a renamed file (not a directory), after Windows Server 2003.
+    let w2k3_extra = is_file
+        .then(|| Change::modified(files, node_id, kind::ATTRIBUTES | kind::CREATION))
+        .flatten();
+    ctx.state
+        .report_changes(&share, &[replaced, old_name, new_name, w2k3_extra]);
     Ok(())
 }

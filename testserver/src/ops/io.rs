@@ -7,6 +7,7 @@ use smb3_proto::NtStatus;
 use super::Ctx;
 use crate::files::{Content, MAX_FILE_SIZE};
 use crate::state::access;
+use crate::watches::{kind, Change};
 use crate::wire::{slice_at, Fields, Handled, Reply};
 
 /// Whether another open of the same file holds a lock over the range that forbids this
@@ -97,12 +98,21 @@ pub(crate) fn write(ctx: &mut Ctx<'_>) -> Handled {
     let Content::File(bytes) = &mut node.content else {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     };
-    if bytes.len() < end as usize {
+    let grown = bytes.len() < end as usize;
+    if grown {
         bytes.resize(end as usize, 0);
     }
     bytes[offset as usize..end as usize].copy_from_slice(data);
     if length > 0 {
         node.touch_data();
+        // A write is LAST_WRITE to a watch, and SIZE too when it made the file longer.
+        let kinds = if grown {
+            kind::LAST_WRITE | kind::SIZE
+        } else {
+            kind::LAST_WRITE
+        };
+        let written = Change::modified(ctx.files(&share)?, node_id, kinds);
+        ctx.state.report_changes(&share, &[written]);
     }
     let mut body = BytesMut::with_capacity(16);
     body.put_u16_le(17);

@@ -9,6 +9,7 @@ pub(crate) mod ioctl;
 pub(crate) mod lease;
 pub(crate) mod lock;
 pub(crate) mod negotiate;
+pub(crate) mod notify;
 pub(crate) mod session;
 pub(crate) mod tree;
 
@@ -17,6 +18,7 @@ use smb3_proto::{Command, Header, NtStatus};
 
 use crate::connection::Negotiated;
 use crate::files::Files;
+use crate::protection::Protection;
 use crate::state::{bad_tree, caching, LeaseId, Open, State};
 use crate::wire::{slice_at, utf16};
 use crate::ServerConfig;
@@ -44,6 +46,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) header: &'a Header,
     pub(crate) msg: &'a [u8],
     pub(crate) previous: &'a mut Previous,
+    /// How the request's replies are signed and sealed, for one answered later.
+    pub(crate) protection: &'a Protection,
 }
 
 impl Ctx<'_> {

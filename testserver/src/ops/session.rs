@@ -12,8 +12,9 @@ use smb3_proto::{Dialect, Header, HeaderFlags, NtStatus};
 
 use crate::auth::{Acceptor, Step};
 use crate::connection::{Conn, Negotiated, PendingSetup};
+use crate::protection::Sealing;
 use crate::reply::{error_body, reply_message, MessageOutcome};
-use crate::state::{Sealing, Session};
+use crate::state::Session;
 use crate::wire::{body_offset, slice_at, Fields};
 
 const BINDING: u8 = 0x01;

@@ -119,6 +119,11 @@ fn kind(k: Kind) -> FileType {
     match k {
         Kind::File => FileType::RegularFile,
         Kind::Directory => FileType::Directory,
+        Kind::Symlink => FileType::Symlink,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
+        Kind::CharDevice => FileType::CharDevice,
+        Kind::BlockDevice => FileType::BlockDevice,
     }
 }
 
@@ -296,6 +301,7 @@ impl Filesystem for FuseAdapter {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
+        // The kernel applied the umask to `mode` already (no FUSE_DONT_MASK).
         let name = name_or_reply!(name, reply);
         let ttl = self.ttl;
         self.spawn(move |fs| async move {
@@ -311,14 +317,14 @@ impl Filesystem for FuseAdapter {
         _req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
+        mode: u32,
         _umask: u32,
         reply: ReplyEntry,
     ) {
         let name = name_or_reply!(name, reply);
         let ttl = self.ttl;
         self.spawn(move |fs| async move {
-            match fs.mkdir(parent.0, &name).await {
+            match fs.mkdir(parent.0, &name, mode & 0o7777).await {
                 Ok(a) => reply.entry(&ttl, &file_attr(&a), GEN),
                 Err(e) => reply.error(errno(&e)),
             }
@@ -421,16 +427,17 @@ impl Filesystem for FuseAdapter {
         _req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
+        mode: u32,
         _umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let name = name_or_reply!(name, reply);
+        let permissions = mode & 0o7777;
         let mode = OpenMode::from_flags(flags);
         let (ttl, fopen) = (self.ttl, self.open_flags());
         self.spawn(move |fs| async move {
-            match fs.create(parent.0, &name, mode).await {
+            match fs.create(parent.0, &name, mode, permissions).await {
                 Ok((a, fh)) => reply.created(&ttl, &file_attr(&a), GEN, FileHandle(fh), fopen),
                 Err(e) => reply.error(errno(&e)),
             }

@@ -1545,19 +1545,59 @@ fn pjdfstest_source() -> Option<PathBuf> {
 /// passes now.
 #[test]
 fn pjdfstest_fails_only_where_expected() {
+    let tb = testbed();
+    run_pjdfstest(
+        &tb,
+        "pjdfstest-expected-failures.txt",
+        "open truncate ftruncate mkdir rmdir unlink rename link utimensat posix_fallocate",
+    );
+}
+
+/// Every pjdfstest group that applies to Linux (not chflags, a BSD call, nor granular, NFSv4
+/// ACLs), on a share with the SMB3 POSIX extensions (Samba 4.22), against its own list:
+/// `tests/pjdfstest-expected-failures-posix.txt`, whose header says why each kind fails.
+#[test]
+fn pjdfstest_on_a_posix_share_fails_only_where_expected() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    run_pjdfstest(
+        &tb,
+        "pjdfstest-expected-failures-posix.txt",
+        "chmod chown ftruncate link mkdir mkfifo mknod open posix_fallocate rename rmdir \
+         symlink truncate unlink utimensat",
+    );
+}
+
+/// Run pjdfstest's `groups` on a mount of the testbed's `plain` share and compare with
+/// `list` (beside this file). `PJDFSTEST_WRITE_LIST=1` rewrites the list instead (the header
+/// is kept).
+fn run_pjdfstest(tb: &Testbed, list: &str, groups: &str) {
     let src = pjdfstest_source().unwrap_or_else(|| {
         panic!(
             "pjdfstest's source not found: set PJDFSTEST_SRC or put it at \
              ../shared/third_party/pjdfstest beside the repository"
         )
     });
-    let tb = testbed();
-    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "pjdfstest", &[]);
+    let m = Mounted::foreground(tb, &source(tb, "plain"), "pjdfstest", &[]);
     let started = Instant::now();
-    let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pjdfstest.sh"))
-        .arg(&m.mp)
+    let mut cmd = Command::new("bash");
+    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pjdfstest.sh"))
+        .arg(&m.mp);
+    if std::env::var_os("PJDFSTEST_WRITE_LIST").is_some() {
+        cmd.arg("--write-list");
+    }
+    let out = cmd
         .env("PJDFSTEST_SRC", &src)
+        .env(
+            "PJDFSTEST_LIST",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .join(list),
+        )
+        .env(
+            "PJDFSTEST_GROUPS",
+            groups.split_whitespace().collect::<Vec<_>>().join(" "),
+        )
         .stdin(Stdio::null())
         .output()
         .expect("run pjdfstest.sh");
@@ -1569,7 +1609,7 @@ fn pjdfstest_fails_only_where_expected() {
     );
     assert!(out.status.success(), "pjdfstest: {}\n{stdout}", out.status);
     drop(m);
-    no_open_files(&tb);
+    no_open_files(tb);
 }
 
 /// The super options of the mount at `mp` (after ` - TYPE SOURCE ` in /proc/self/mountinfo):

@@ -321,7 +321,10 @@ async fn step(k: &mut Kernel, m: &mut Model, op: &Op) -> Result<(), TestCaseErro
                 match k.fs.lookup(dir, name).await {
                     Ok(_) => Err(libc::EEXIST),
                     Err(e) if e.errno == libc::ENOENT => {
-                        k.fs.mkdir(dir, name).await.map(|_| ()).map_err(errno)
+                        k.fs.mkdir(dir, name, 0o755)
+                            .await
+                            .map(|_| ())
+                            .map_err(errno)
                     }
                     Err(e) => Err(e.errno),
                 }
@@ -351,7 +354,7 @@ async fn step(k: &mut Kernel, m: &mut Model, op: &Op) -> Result<(), TestCaseErro
                     truncate: false,
                     exclusive: true,
                 };
-                let (_, fh) = k.fs.create(dir, name, mode).await.map_err(errno)?;
+                let (_, fh) = k.fs.create(dir, name, mode, 0o644).await.map_err(errno)?;
                 let wrote =
                     k.fs.write(fh, 0, Bytes::from(d.clone()))
                         .await

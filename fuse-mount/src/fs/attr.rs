@@ -3,18 +3,45 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use smb3_client::{FileTimes, Metadata, OpenOptions};
+use smb3_client::{Error, FileTimes, Metadata, NtStatus, OpenOptions, PosixFileType};
 
 use super::{gone_if_deleted, SmbFs};
 use crate::errno::{FsError, FsResult};
 
-/// File or directory (SMB has no other kinds without POSIX extensions).
+/// What a node is. Without the SMB3 POSIX extensions a share has only files and directories.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A regular file.
     File,
     /// A directory.
     Directory,
+    /// A symbolic link.
+    Symlink,
+    /// A FIFO.
+    Fifo,
+    /// A socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+}
+
+impl Kind {
+    fn of_posix(t: Option<PosixFileType>, dir: bool) -> Kind {
+        match t {
+            Some(PosixFileType::Directory) => Kind::Directory,
+            Some(PosixFileType::Symlink) => Kind::Symlink,
+            Some(PosixFileType::Fifo) => Kind::Fifo,
+            Some(PosixFileType::Socket) => Kind::Socket,
+            Some(PosixFileType::CharDevice) => Kind::CharDevice,
+            Some(PosixFileType::BlockDevice) => Kind::BlockDevice,
+            Some(PosixFileType::Regular) => Kind::File,
+            // A type the extensions do not define: what the DOS attributes say.
+            None if dir => Kind::Directory,
+            None => Kind::File,
+        }
+    }
 }
 
 /// What `stat` shows for a node.
@@ -51,11 +78,13 @@ pub struct Attr {
 /// Changes asked for by `setattr`. `None` leaves a value as it is.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SetAttr {
-    /// New permission bits (only the write bits mean anything: none = read-only attribute).
+    /// New permission bits: the server's mode on a POSIX share; elsewhere only the write
+    /// bits mean anything (none = the read-only attribute).
     pub mode: Option<u32>,
-    /// New owner (accepted and ignored, as mount.cifs without POSIX extensions).
+    /// New owner: the server's on a POSIX share; elsewhere accepted and ignored, as
+    /// mount.cifs without POSIX extensions.
     pub uid: Option<u32>,
-    /// New group (accepted and ignored).
+    /// New group, as `uid`.
     pub gid: Option<u32>,
     /// New size.
     pub size: Option<u64>,
@@ -81,8 +110,22 @@ pub struct StatFs {
 }
 
 impl SmbFs {
-    /// What `stat` shows for metadata `m` of node `ino`.
+    /// What `stat` shows for metadata `m` of node `ino`: the server's mode, type, owner
+    /// and group on a POSIX share (an owner or group with no Unix id shows as the mount's
+    /// `uid=` / `gid=`), the mount's `file_mode` / `dir_mode`, `uid` and `gid` elsewhere.
     pub fn attr(&self, ino: u64, m: &Metadata) -> Attr {
+        let mut attr = self.attr_without_posix(ino, m);
+        if let Some(p) = &m.posix {
+            attr.kind = Kind::of_posix(p.file_type, m.is_dir());
+            attr.perm = p.permissions as u16;
+            attr.nlink = p.links.max(1);
+            attr.uid = p.uid().unwrap_or(self.cfg.uid);
+            attr.gid = p.gid().unwrap_or(self.cfg.gid);
+        }
+        attr
+    }
+
+    fn attr_without_posix(&self, ino: u64, m: &Metadata) -> Attr {
         let dir = m.is_dir();
         let mut perm = if dir {
             self.cfg.dir_mode
@@ -127,11 +170,17 @@ impl SmbFs {
         Ok(self.attr(ino, &m))
     }
 
-    /// SETATTR: size, times and the read-only attribute; owner and group are accepted and
-    /// ignored (mount.cifs without POSIX extensions does the same).
+    /// SETATTR: size, times, and mode, owner and group on a POSIX share; elsewhere the mode's
+    /// write bits set the read-only attribute and owner and group are accepted and ignored
+    /// (mount.cifs without POSIX extensions does the same).
     pub async fn setattr(&self, ino: u64, fh: Option<u64>, set: SetAttr) -> FsResult<Attr> {
-        let changes =
-            set.size.is_some() || set.atime.is_some() || set.mtime.is_some() || set.mode.is_some();
+        let posix = self.share.is_posix();
+        let owner_change = posix && (set.uid.is_some() || set.gid.is_some());
+        let changes = set.size.is_some()
+            || set.atime.is_some()
+            || set.mtime.is_some()
+            || set.mode.is_some()
+            || owner_change;
         if changes {
             self.writable()?;
         }
@@ -175,11 +224,23 @@ impl SmbFs {
                 }
             }
         }
+        if owner_change {
+            let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
+            self.share
+                .set_owner(path, set.uid, set.gid)
+                .await
+                .map_err(owner_refused)?;
+        }
         if let Some(mode) = set.mode {
             let path = path.as_ref().map_err(|e| FsError::new(e.errno))?;
-            let m = self.share.metadata(path).await?;
-            if !m.is_dir() {
-                self.share.set_readonly(path, mode & 0o222 == 0).await?;
+            if posix {
+                self.retry(|| self.share.set_mode(path, mode & 0o7777))
+                    .await?;
+            } else {
+                let m = self.share.metadata(path).await?;
+                if !m.is_dir() {
+                    self.share.set_readonly(path, mode & 0o222 == 0).await?;
+                }
             }
         }
         self.getattr(ino, fh).await
@@ -196,5 +257,16 @@ impl SmbFs {
             bsize: bsize as u32,
             namelen: 255,
         })
+    }
+}
+
+/// A chown the server refuses is EPERM, as a local file system answers a user who may not
+/// give a file away (Samba says INVALID_OWNER or ACCESS_DENIED).
+fn owner_refused(e: Error) -> FsError {
+    match e.status() {
+        Some(NtStatus::INVALID_OWNER | NtStatus::ACCESS_DENIED | NtStatus::PRIVILEGE_NOT_HELD) => {
+            FsError::new(libc::EPERM)
+        }
+        _ => e.into(),
     }
 }

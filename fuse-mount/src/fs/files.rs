@@ -115,8 +115,15 @@ impl SmbFs {
         })
     }
 
-    /// CREATE: create (or open, without `exclusive`) `name` in `parent` and open it.
-    pub async fn create(&self, parent: u64, name: &str, mode: OpenMode) -> FsResult<(Attr, u64)> {
+    /// CREATE: create (or open, without `exclusive`) `name` in `parent` and open it; a new
+    /// file gets `permissions` (umask applied) on a POSIX share.
+    pub async fn create(
+        &self,
+        parent: u64,
+        name: &str,
+        mode: OpenMode,
+        permissions: u32,
+    ) -> FsResult<(Attr, u64)> {
         self.writable()?;
         let path = self.child_of(parent, name)?;
         let opts = OpenOptions::new()
@@ -124,7 +131,8 @@ impl SmbFs {
             .write(true)
             .create(true)
             .create_new(mode.exclusive)
-            .truncate(mode.truncate);
+            .truncate(mode.truncate)
+            .mode(permissions);
         let file = until_deleted(|| self.share.open(&path, &opts)).await?;
         let m = match file.metadata().await {
             Ok(m) => m,

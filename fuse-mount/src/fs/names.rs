@@ -50,11 +50,12 @@ impl SmbFs {
         self.inodes.lock().unwrap().remember(parent, name, file_id)
     }
 
-    /// MKDIR.
-    pub async fn mkdir(&self, parent: u64, name: &str) -> FsResult<Attr> {
+    /// MKDIR with the permission bits `permissions` (umask applied; they are kept on a POSIX
+    /// share only).
+    pub async fn mkdir(&self, parent: u64, name: &str, permissions: u32) -> FsResult<Attr> {
         self.writable()?;
         let path = self.child_of(parent, name)?;
-        self.share.create_dir(&path).await?;
+        self.share.create_dir_with_mode(&path, permissions).await?;
         self.entry(parent, name, &path).await
     }
 
@@ -68,10 +69,11 @@ impl SmbFs {
             return Err(FsError::new(libc::EPERM));
         }
         let path = self.child_of(parent, name)?;
-        let f = self
-            .share
-            .open(&path, &OpenOptions::new().write(true).create_new(true))
-            .await?;
+        let opts = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode & 0o7777);
+        let f = self.share.open(&path, &opts).await?;
         f.close().await?;
         self.entry(parent, name, &path).await
     }

@@ -31,7 +31,7 @@ pub const POSIX_CREATE_CONTEXT_TAG: [u8; 16] = [
 
 /// FilePosixInformation (POSIX-FSCC 2.3.1): the information class for QUERY_INFO and
 /// QUERY_DIRECTORY.
-pub const FILE_POSIX_INFORMATION: u8 = 100;
+pub const FILE_POSIX_INFORMATION: u8 = super::fscc::FileInformationClass::POSIX.0;
 
 /// The file type field of the wire mode (POSIX-FSCC 2.1.1.2).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]

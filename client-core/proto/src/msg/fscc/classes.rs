@@ -69,9 +69,9 @@ impl FileInformationClass {
     pub const NORMALIZED_NAME: Self = Self(48);
     /// FileIdExtdDirectoryInformation (QUERY_DIRECTORY).
     pub const ID_EXTD_DIRECTORY: Self = Self(60);
-    /// FilePosixInformation ([POSIX-FSCC] 2.3.1; see [`crate::msg::posix`]), for QUERY_INFO
-    /// on a POSIX open and QUERY_DIRECTORY on a POSIX directory open.
-    pub const POSIX: Self = Self(crate::msg::posix::FILE_POSIX_INFORMATION);
+    /// FilePosixInformation ([POSIX-FSCC] 2.3.1; see `msg::posix`), for QUERY_INFO on a
+    /// POSIX open and QUERY_DIRECTORY on a POSIX directory open.
+    pub const POSIX: Self = Self(100);
 }
 
 /// File system information class (MS-FSCC 2.5), the FileInfoClass of QUERY_INFO with InfoType

@@ -78,6 +78,7 @@ mod small_files;
 mod snapshots;
 mod sparse;
 mod streams;
+mod symlinks;
 pub mod tasks;
 mod timewarp;
 mod tree;
@@ -111,6 +112,7 @@ pub use posix::{PosixMetadata, DEFAULT_DIR_MODE, DEFAULT_FILE_MODE};
 pub use set_info::FileTimes;
 pub use share::Share;
 pub use smb3_proto::msg::posix::PosixFileType;
+pub use smb3_proto::msg::reparse::{NfsReparse, ReparseData, SymlinkReparse};
 pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
     SecurityDescriptorError, Sid,
@@ -120,4 +122,5 @@ pub use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;
 pub use streams::StreamInfo;
+pub use symlinks::{SpecialKind, MAX_LINK_TARGET, MAX_TARGET_READ};
 pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

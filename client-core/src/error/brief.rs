@@ -44,8 +44,8 @@ impl Error {
 
     /// Which variant this is, as a stable `snake_case` label for logs and machine-readable
     /// output: `status`, `protocol`, `auth`, `io`, `timeout`, `connection_lost`,
-    /// `handle_lost`, `snapshot_not_found`, `unsupported`, `unsafe_name`, `config` or
-    /// `api_misuse`.
+    /// `handle_lost`, `snapshot_not_found`, `unsupported`, `unsafe_name`, `not_a_link`,
+    /// `config` or `api_misuse`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Status { .. } => "status",
@@ -58,6 +58,7 @@ impl Error {
             Error::SnapshotNotFound { .. } => "snapshot_not_found",
             Error::Unsupported { .. } => "unsupported",
             Error::UnsafeName { .. } => "unsafe_name",
+            Error::NotALink { .. } => "not_a_link",
             Error::Config(_) => "config",
             Error::ApiMisuse(_) => "api_misuse",
         }

@@ -136,6 +136,17 @@ pub enum Error {
         /// What is wrong with it.
         reason: UnsafeNameReason,
     },
+    /// [`Share::read_link`](crate::Share::read_link) of a file that is not a symbolic link:
+    /// a plain file or directory (`reparse_tag` 0), or a reparse point of another kind (a
+    /// FIFO, socket or device stored as an NFS reparse point, or a tag this library does not
+    /// read as a link). `readlink(2)` says EINVAL.
+    #[error("{path}: not a symbolic link{}", reparse_tag_suffix(*reparse_tag))]
+    NotALink {
+        /// The share-relative path.
+        path: String,
+        /// The file's reparse tag (MS-FSCC 2.1.2.1); 0 when it has none.
+        reparse_tag: u32,
+    },
     /// Invalid configuration or URL.
     #[error("configuration error: {0}")]
     Config(ConfigError),
@@ -148,6 +159,13 @@ fn path_prefix(path: &Option<String>) -> String {
     match path {
         Some(p) => format!("{p}: "),
         None => String::new(),
+    }
+}
+
+fn reparse_tag_suffix(tag: u32) -> String {
+    match tag {
+        0 => String::new(),
+        tag => format!(" (a reparse point with tag {tag:#010x})"),
     }
 }
 
@@ -567,7 +585,7 @@ impl Error {
             Error::Timeout { .. } => ETIMEDOUT,
             Error::ConnectionLost { .. } => ECONNRESET,
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
-            Error::Config(_) | Error::ApiMisuse(_) => EINVAL,
+            Error::Config(_) | Error::ApiMisuse(_) | Error::NotALink { .. } => EINVAL,
             Error::SnapshotNotFound { .. } => ENOENT,
             Error::Unsupported { .. } => ENOTSUP,
             Error::Auth { .. } => EACCES,

@@ -120,6 +120,7 @@ pub mod posix;
 pub mod query_directory;
 pub mod query_info;
 pub mod read;
+pub mod reparse;
 pub mod security_descriptor;
 pub mod session_setup;
 pub mod set_info;

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use crate::Context;
+
 /// Seed of the benchmark's big file.
 pub const BIG_SEED: u64 = 0x5eed_0000_b16f_11e5;
 /// Seed of small files made next to it.
@@ -28,12 +30,10 @@ impl Pattern {
 
     /// The next 64-bit value.
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
     }
 
     /// Fills `buf` (a multiple of 8 bytes long) with the next bytes of the stream.
@@ -53,23 +53,16 @@ pub struct Fingerprint {
     pub sha256: String,
 }
 
-fn io_error(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
-    move |e| format!("{}: {e}", path.display())
-}
-
 /// Writes `len` bytes (a multiple of 8) of the `seed` stream to `path`; their fingerprint.
 pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, String> {
     assert_eq!(len % 8, 0, "pattern length must be a multiple of 8");
-    let mut file = File::create(path).map_err(io_error(path))?;
-    let (mut pattern, mut hasher) = (Pattern::new(seed), Sha256::new());
-    let mut buf = vec![0u8; BLOCK];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(BLOCK as u64) as usize;
-        pattern.fill(&mut buf[..n]);
-        hasher.update(&buf[..n]);
-        file.write_all(&buf[..n]).map_err(io_error(path))?;
-        left -= n as u64;
+    let mut file = File::create(path).ctx(path.display())?;
+    let (mut pattern, mut hasher, mut buf) = (Pattern::new(seed), Sha256::new(), vec![0u8; BLOCK]);
+    for start in (0..len).step_by(BLOCK) {
+        let chunk = &mut buf[..(len - start).min(BLOCK as u64) as usize];
+        pattern.fill(chunk);
+        hasher.update(&chunk);
+        file.write_all(chunk).ctx(path.display())?;
     }
     Ok(Fingerprint {
         len,
@@ -79,22 +72,22 @@ pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, St
 
 /// Size and SHA-256 of the file at `path`.
 pub fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
-    let mut file = File::open(path).map_err(io_error(path))?;
-    let (mut hasher, mut len) = (Sha256::new(), 0u64);
-    let mut buf = vec![0u8; 1 << 20];
+    let mut file = File::open(path).ctx(path.display())?;
+    let (mut hasher, mut len, mut buf) = (Sha256::new(), 0u64, vec![0u8; 1 << 20]);
     loop {
-        match file.read(&mut buf).map_err(io_error(path))? {
-            0 => break,
+        match file.read(&mut buf).ctx(path.display())? {
+            0 => {
+                return Ok(Fingerprint {
+                    len,
+                    sha256: hex(&hasher.finalize()),
+                })
+            }
             n => {
                 hasher.update(&buf[..n]);
                 len += n as u64;
             }
         }
     }
-    Ok(Fingerprint {
-        len,
-        sha256: hex(&hasher.finalize()),
-    })
 }
 
 /// Fails unless the file at `path` is exactly `expected`.
@@ -121,7 +114,7 @@ pub fn remove_if_present(path: &Path) -> Result<(), String> {
         Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
         _ => std::fs::remove_file(path),
     };
-    removed.map_err(|e| format!("cannot remove {}: {e}", path.display()))
+    removed.ctx(format!("cannot remove {}", path.display()))
 }
 
 /// Lower-case hex of `bytes` (a digest).
@@ -147,8 +140,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p");
         let fp = write_pattern(&path, 7, 3 * BLOCK as u64 + 64).unwrap();
-        assert_eq!(fp.len, 3 * BLOCK as u64 + 64);
-        assert_eq!(fingerprint(&path).unwrap(), fp);
+        assert_eq!(
+            (fp.len, fingerprint(&path).unwrap()),
+            (3 * BLOCK as u64 + 64, fp.clone())
+        );
         verify(&path, &fp).unwrap();
         let other = Fingerprint {
             sha256: "00".repeat(32),

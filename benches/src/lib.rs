@@ -15,12 +15,26 @@ pub mod soak;
 pub mod stats;
 pub mod table;
 
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+
+/// Errors as the benchmarks report them: text naming what failed.
+pub trait Context<T> {
+    /// The error, if any, as `"{what}: {error}"`.
+    fn ctx(self, what: impl Display) -> Result<T, String>;
+}
+
+impl<T, E: Display> Context<T> for Result<T, E> {
+    fn ctx(self, what: impl Display) -> Result<T, String> {
+        self.map_err(|e| format!("{what}: {e}"))
+    }
+}
+
 /// The program `name` in the directory of `anchor` (default: this program), as an absolute
 /// path (the client namespace gets it as it is), with what to build when it is not there.
-pub fn beside(anchor: Option<&std::path::Path>, name: &str) -> Result<std::path::PathBuf, String> {
-    let me = std::env::current_exe().map_err(|e| format!("cannot find my own path: {e}"))?;
+pub fn beside(anchor: Option<&Path>, name: &str) -> Result<PathBuf, String> {
+    let me = std::env::current_exe().ctx("cannot find my own path")?;
     let path = anchor.unwrap_or(&me).with_file_name(name);
-    std::fs::canonicalize(&path).map_err(|_| {
-        format!("{} not found: build it first (cargo build --release -p smbcp -p smbfuse -p smb3-benches)", path.display())
-    })
+    let build = "build it first (cargo build --release -p smbcp -p smbfuse -p smb3-benches)";
+    std::fs::canonicalize(&path).map_err(|_| format!("{} not found: {build}", path.display()))
 }

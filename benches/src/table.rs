@@ -1,6 +1,10 @@
 //! Markdown tables, padded so they read well in a terminal too, and the number formats of
 //! their cells.
 
+/// A column of a table built by [`Table::of`]: its header (see [`Table::new`]) and its cell
+/// for a row.
+pub type Column<'a, T> = (&'a str, &'a dyn Fn(&T) -> String);
+
 /// A table: a header row and rows of cells.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -24,6 +28,16 @@ impl Table {
         }
     }
 
+    /// A row per item of `rows`, its cells from `columns`.
+    pub fn of<T>(rows: impl IntoIterator<Item = T>, columns: &[Column<'_, T>]) -> Self {
+        let headers: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        let mut t = Table::new(&headers.join("|"));
+        for r in rows {
+            t.row(columns.iter().map(|c| (c.1)(&r)).collect());
+        }
+        t
+    }
+
     /// Appends a row (missing cells are left empty, extra cells dropped).
     pub fn row(&mut self, mut cells: Vec<String>) {
         cells.resize(self.headers.len(), String::new());
@@ -41,29 +55,29 @@ impl Table {
                     .unwrap_or(3)
             })
             .collect();
-        let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(widths.iter().zip(&self.right))
-                .map(|(text, (&w, &right))| match right {
-                    true => format!("{text:>w$}"),
-                    false => format!("{text:<w$}"),
-                })
-                .collect();
-            format!("| {} |\n", padded.join(" | "))
+        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        let padded = |cells: &[String]| {
+            let aligned = cells.iter().zip(widths.iter().zip(&self.right));
+            line(
+                aligned
+                    .map(|(text, (&w, &right))| match right {
+                        true => format!("{text:>w$}"),
+                        false => format!("{text:<w$}"),
+                    })
+                    .collect(),
+            )
         };
-        let rule: Vec<String> = widths
+        let rule = widths
             .iter()
             .zip(&self.right)
             .map(|(&w, &right)| match right {
                 true => format!("{}:", "-".repeat(w - 1)),
                 false => "-".repeat(w),
-            })
-            .collect();
-        let mut out = line(&self.headers);
-        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+            });
+        let mut out = padded(&self.headers);
+        out.push_str(&line(rule.collect()));
         for r in &self.rows {
-            out.push_str(&line(r));
+            out.push_str(&padded(r));
         }
         out
     }
@@ -86,9 +100,18 @@ pub fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-/// `lo-hi` with one decimal each.
-pub fn range((lo, hi): (f64, f64)) -> String {
-    format!("{}-{}", num(lo, 1), num(hi, 1))
+/// `lo-hi` with `decimals` decimals each.
+pub fn range((lo, hi): (f64, f64), decimals: usize) -> String {
+    format!("{}-{}", num(lo, decimals), num(hi, decimals))
+}
+
+/// The cells of a Markdown table's rows below its header, for tests.
+pub fn cells(markdown: &str) -> Vec<Vec<String>> {
+    let row = |l: &str| {
+        let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+        cells[1..cells.len() - 1].to_vec()
+    };
+    markdown.lines().skip(2).map(row).collect()
 }
 
 #[cfg(test)]
@@ -97,16 +120,21 @@ mod tests {
 
     #[test]
     fn renders_aligned_markdown() {
-        let mut t = Table::new("name | >MB/s");
-        t.row(vec!["smbcp".into(), "1234.5".into()]);
-        t.row(vec!["x".into()]);
-        assert_eq!(
-            t.markdown(),
-            "| name  |   MB/s |\n| ----- | -----: |\n| smbcp | 1234.5 |\n| x     |        |\n"
+        let t = Table::of(
+            [("smbcp", 1234.5), ("x", f64::NAN)],
+            &[
+                ("name", &|r: &(&str, f64)| r.0.into()),
+                (">MB/s", &|r| num(r.1, 1)),
+            ],
         );
         assert_eq!(
-            [num(f64::NAN, 1), ratio(1.0, 0.0), ratio(1.0, 3.0)],
-            ["-", "-", "0.333"]
+            t.markdown(),
+            "| name  |   MB/s |\n| ----- | -----: |\n| smbcp | 1234.5 |\n| x     |      - |\n"
+        );
+        assert_eq!(cells(&t.markdown())[1], ["x", "-"]);
+        assert_eq!(
+            [ratio(1.0, 0.0), ratio(1.0, 3.0), range((1.0, 2.25), 1)],
+            ["-", "0.333", "1.0-2.2"]
         );
     }
 }

@@ -30,6 +30,7 @@ fn a_three_minute_soak_with_faults_loses_nothing_and_leaks_nothing() {
         downloaders: 3,
         out_dir: out.clone(),
         sample_every: Duration::from_secs(10),
+        mount: None,
     };
     let outcome = soak::run(&settings).unwrap_or_else(|e| panic!("the soak could not run: {e}"));
     let reasons = checks::judge(&outcome);

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::PoisonError;
 
-use super::{grown_kinds, AtRest, Outcome, Sample};
+use serde_json::{json, Value};
+
+use super::{grown_kinds, Outcome, Rest, Sample};
 use crate::stats::{median, min_max};
 
 /// How much a quantity may grow between the quarters: the larger of an absolute amount and a
@@ -74,10 +76,11 @@ fn trend(points: &[(f64, f64)], warmup: f64) -> Option<Trend> {
         .filter(|(t, _)| *t >= warmup)
         .map(|p| p.1)
         .collect();
-    let (q, (min, max)) = (kept.len() / 4, min_max(&kept)?);
-    Some(Trend {
-        first_quarter: median(&kept[..q]).filter(|_| q > 0)?,
-        last_quarter: median(&kept[kept.len() - q..])?,
+    let (q, (min, max)) = (kept.len() / 4, min_max(&kept));
+    let (first_quarter, last_quarter) = (median(&kept[..q]), median(&kept[kept.len() - q..]));
+    (q > 0).then_some(Trend {
+        first_quarter,
+        last_quarter,
         min,
         max,
         samples: kept.len(),
@@ -86,12 +89,11 @@ fn trend(points: &[(f64, f64)], warmup: f64) -> Option<Trend> {
 
 /// `Err` with the reason when `t` grew by more than `tolerance` allows.
 fn judge_trend(name: &str, unit: &str, t: &Trend, tolerance: Tolerance) -> Result<(), String> {
-    let growth = t.last_quarter - t.first_quarter;
-    let allowed = tolerance.allowed(t.first_quarter);
+    let (first, last) = (t.first_quarter, t.last_quarter);
+    let (growth, allowed) = (last - first, tolerance.allowed(first));
     if growth <= allowed {
         return Ok(());
     }
-    let (first, last) = (t.first_quarter, t.last_quarter);
     Err(format!(
         "{name} grew from {first:.1} to {last:.1} {unit} between the first and last quarter \
          (+{growth:.1}, tolerance +{allowed:.1})"
@@ -114,8 +116,8 @@ fn series(o: &Outcome, full_plan: bool, f: fn(&Sample) -> f64) -> Option<Trend> 
     )
 }
 
-/// Memory (the heap in use, or RSS), descriptors and tasks over the run. Descriptors and
-/// tasks move with the number of channels, so only samples with every planned channel up
+/// Memory (the heap in use, or RSS; MiB), descriptors and tasks over the run. Descriptors
+/// and tasks move with the number of channels, so only samples with every planned channel up
 /// are compared.
 fn trends(o: &Outcome) -> [Judged; 3] {
     let memory = match heap_counted(o) {
@@ -143,13 +145,15 @@ fn load(a: &AtomicU64) -> u64 {
 
 /// The run's verdict: every reason it failed (none: passed).
 pub fn judge(o: &Outcome) -> Vec<String> {
-    let mut why: Vec<String> = Vec::new();
     let failures = o
         .tally
         .failures
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    why.extend(failures.iter().map(|f| format!("operation failed: {f}")));
+    let mut why: Vec<String> = failures
+        .iter()
+        .map(|f| format!("operation failed: {f}"))
+        .collect();
     let errors = o
         .faults
         .errors
@@ -160,19 +164,19 @@ pub fn judge(o: &Outcome) -> Vec<String> {
             .iter()
             .map(|e| format!("testbed fault command failed: {e}")),
     );
-    let (restarts, last) = (o.faults.count("restart"), &o.last);
-    let (b, a) = (&o.rest.0, &o.rest.1);
-    let rss_slack = if o.through_mount {
+    let (restarts, last, mount) = (
+        o.faults.count("restart"),
+        &o.last,
+        o.settings.mount.is_some(),
+    );
+    let (b, a) = (&o.rest.0 .0, &o.rest.1 .0);
+    let rss_slack = if mount {
         RSS_AT_REST_SLACK_KIB.1
     } else {
         RSS_AT_REST_SLACK_KIB.0
     };
-    let (heap_before, heap_after) = (
-        b.heap_bytes.unwrap_or(0) / 1024,
-        a.heap_bytes.unwrap_or(0) / 1024,
-    );
-    let expected_sessions = if o.through_mount { 0 } else { 1 };
-    // The library's own interface poll, set to the sampling interval, must have run.
+    // The library's own interface poll, set to the sampling interval, must have run; the
+    // mount's (15 minutes) is not checked.
     let queries = o.ran_for.as_secs_f64() / o.settings.sample_every.as_secs_f64();
     let checks = [
         (o.interrupted, "interrupted by a signal before the end".to_string()),
@@ -183,8 +187,8 @@ pub fn judge(o: &Outcome) -> Vec<String> {
             format!("{restarts} smbd restart(s) but only {} session re-establishment(s)", last.sessions_reestablished),
         ),
         (
-            a.channels < last.channels_planned,
-            format!("at the end {} of {} planned channels are active", a.channels, last.channels_planned),
+            a.channels_active < last.channels_planned,
+            format!("at the end {} of {} planned channels are active", a.channels_active, last.channels_planned),
         ),
         (
             a.fds > b.fds + AT_REST_SLACK,
@@ -195,10 +199,10 @@ pub fn judge(o: &Outcome) -> Vec<String> {
             format!("at rest the runtime has {} live tasks after the run, {} before", a.tasks, b.tasks),
         ),
         (
-            heap_after > heap_before + HEAP_AT_REST_SLACK_KIB,
+            a.heap_kib > b.heap_kib + HEAP_AT_REST_SLACK_KIB,
             format!(
-                "at rest the heap holds {heap_after} KiB after the run, {heap_before} KiB before (tolerance \
-                 +{HEAP_AT_REST_SLACK_KIB} KiB)"
+                "at rest the heap holds {} KiB after the run, {} KiB before (tolerance +{HEAP_AT_REST_SLACK_KIB} KiB)",
+                a.heap_kib, b.heap_kib
             ),
         ),
         (
@@ -206,7 +210,7 @@ pub fn judge(o: &Outcome) -> Vec<String> {
             format!("at rest RSS is {} KiB after the run, {} KiB before (tolerance +{rss_slack} KiB)", a.rss_kib, b.rss_kib),
         ),
         (
-            !o.through_mount && (last.interface_queries as f64) < 0.8 * queries,
+            !mount && (last.interface_queries as f64) < 0.8 * queries,
             format!(
                 "{} interface queries in {:.0} s, expected about {queries:.0}",
                 last.interface_queries,
@@ -216,7 +220,7 @@ pub fn judge(o: &Outcome) -> Vec<String> {
         (o.tally.ops() == 0, "no operation completed".into()),
     ];
     why.extend(checks.into_iter().filter(|c| c.0).map(|c| c.1));
-    for (kind, b, a) in grown_kinds(&b.library, &a.library) {
+    for (kind, b, a) in grown_kinds(&o.rest.0 .1, &o.rest.1 .1) {
         why.push(format!(
             "at rest the library has {a} live {kind} task(s) after the run, {b} before"
         ));
@@ -230,10 +234,11 @@ pub fn judge(o: &Outcome) -> Vec<String> {
         )),
         Err(e) => why.push(format!("cannot list the server's open files: {e}")),
     }
+    let sessions = if mount { 0 } else { 1 };
     match &o.sessions_at_server {
-        Ok(n) if *n == expected_sessions => {}
+        Ok(n) if *n == sessions => {}
         Ok(n) => why.push(format!(
-            "smbd lists {n} sessions at the end, expected {expected_sessions}"
+            "smbd lists {n} sessions at the end, expected {sessions}"
         )),
         Err(e) => why.push(format!("cannot count the server's sessions: {e}")),
     }
@@ -246,43 +251,38 @@ pub fn judge(o: &Outcome) -> Vec<String> {
     why
 }
 
-fn rest_json(r: &AtRest) -> serde_json::Value {
-    let library = r.library.iter().filter(|c| c.live > 0);
-    let library: serde_json::Map<String, serde_json::Value> = library
-        .map(|c| (c.kind.label().to_string(), c.live.into()))
+fn rest_json(Rest(s, kinds): &Rest) -> Value {
+    let library: serde_json::Map<String, Value> = kinds
+        .iter()
+        .filter(|k| k.1 > 0)
+        .map(|(k, n)| (k.clone(), (*n).into()))
         .collect();
-    serde_json::json!({"fds": r.fds, "tasks": r.tasks, "library_tasks": library,
-        "rss_kib": r.rss_kib, "heap_bytes": r.heap_bytes, "channels": r.channels})
+    json!({"fds": s.fds, "tasks": s.tasks, "library_tasks": library, "rss_kib": s.rss_kib,
+        "heap_bytes": s.heap_kib * 1024, "channels": s.channels_active})
 }
 
-fn summary_json(o: &Outcome, reasons: &[String]) -> serde_json::Value {
-    let t = &o.tally;
+fn summary_json(o: &Outcome, reasons: &[String]) -> Value {
+    let (t, s) = (&o.tally, &o.settings);
     let kinds = ["down", "drop", "rst", "rst-all", "restart"]
         .map(|k| (k.to_string(), o.faults.count(k).into()));
     let trend_json = |(name, _, t, tol): Judged| {
         let v = t.map(|t| {
-            serde_json::json!({
-                "first_quarter_median": t.first_quarter,
-                "last_quarter_median": t.last_quarter,
-                "growth": t.last_quarter - t.first_quarter,
-                "allowed": tol.allowed(t.first_quarter),
-                "min": t.min,
-                "max": t.max,
-                "samples": t.samples,
-            })
+            json!({"first_quarter_median": t.first_quarter, "last_quarter_median": t.last_quarter,
+                "growth": t.last_quarter - t.first_quarter, "allowed": tol.allowed(t.first_quarter),
+                "min": t.min, "max": t.max, "samples": t.samples})
         });
         (name.to_string(), v.unwrap_or_default())
     };
-    serde_json::json!({
+    json!({
         "passed": reasons.is_empty(),
         "reasons": reasons,
-        "seed": o.settings.seed,
-        "minutes_asked": o.settings.duration.as_secs_f64() / 60.0,
+        "seed": s.seed,
+        "minutes_asked": s.duration.as_secs_f64() / 60.0,
         "seconds_run": o.ran_for.as_secs_f64(),
-        "links": o.settings.links,
-        "rate_mbit": o.settings.rate_mbit,
-        "uploaders": o.settings.uploaders,
-        "downloaders": o.settings.downloaders,
+        "links": s.links,
+        "rate_mbit": s.rate_mbit,
+        "uploaders": s.uploaders,
+        "downloaders": s.downloaders,
         "faults": serde_json::Map::from_iter(kinds),
         "operations": {
             "uploads": load(&t.uploads),
@@ -308,8 +308,7 @@ pub fn summary_text(o: &Outcome, reasons: &[String]) -> String {
     let (t, l, s) = (&o.tally, &o.last, &o.settings);
     let gib = |a: &AtomicU64| load(a) as f64 / (1u64 << 30) as f64;
     let count = |k| o.faults.count(k);
-    // Through a mount the same three counters are fio jobs, read-backs and listings.
-    let (up, down, meta) = match o.through_mount {
+    let (up, down, meta) = match s.mount.is_some() {
         true => ("fio write+verify jobs", "renamed-file read-backs", "ls -R"),
         false => ("uploads", "downloads", "metadata"),
     };
@@ -353,22 +352,21 @@ pub fn summary_text(o: &Outcome, reasons: &[String]) -> String {
     let judged = trends(o).map(|(name, unit, t, tol)| (name, unit, t, Some(tol)));
     for (name, unit, t, tol) in judged.into_iter().chain(shown) {
         let Some(t) = t else { continue };
+        let (first, last) = (t.first_quarter, t.last_quarter);
         let allowed = tol.map_or(String::new(), |tol| {
             format!(
                 " (+{:.1}, allowed +{:.1})",
-                t.last_quarter - t.first_quarter,
-                tol.allowed(t.first_quarter)
+                last - first,
+                tol.allowed(first)
             )
         });
+        let (min, max) = (t.min, t.max);
         let _ = writeln!(
             text,
-            "{name}: first quarter {:.1} {unit}, last quarter {:.1} {unit}{allowed}; min {:.1}, max {:.1}",
-            t.first_quarter, t.last_quarter, t.min, t.max
+            "{name}: first quarter {first:.1} {unit}, last quarter {last:.1} {unit}{allowed}; min {min:.1}, max {max:.1}"
         );
     }
-    let (b, a) = (&o.rest.0, &o.rest.1);
-    let heap = |r: &AtRest| r.heap_bytes.map_or("?".into(), |h| (h / 1024).to_string());
-    let library = |r: &AtRest| r.library.iter().map(|c| c.live).sum::<u64>();
+    let (b, a) = (&o.rest.0 .0, &o.rest.1 .0);
     let _ = writeln!(
         text,
         "at rest before/after: fds {}/{}, tasks {}/{} (library {}/{}), RSS {}/{} MiB, heap {}/{} KiB, channels {}/{}",
@@ -376,14 +374,14 @@ pub fn summary_text(o: &Outcome, reasons: &[String]) -> String {
         a.fds,
         b.tasks,
         a.tasks,
-        library(b),
-        library(a),
+        b.library_tasks,
+        a.library_tasks,
         b.rss_kib / 1024,
         a.rss_kib / 1024,
-        heap(b),
-        heap(a),
-        b.channels,
-        a.channels
+        b.heap_kib,
+        a.heap_kib,
+        b.channels_active,
+        a.channels_active
     );
     text.push_str(if reasons.is_empty() {
         "PASSED\n"
@@ -403,7 +401,7 @@ pub fn write_files(o: &Outcome, reasons: &[String]) -> Result<(), String> {
         std::fs::write(dir.join(name), text)
             .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
     };
-    let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).unwrap_or_default();
+    let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default();
     write("summary.json", pretty(summary_json(o, reasons)))?;
     write(
         "samples.json",

@@ -1,7 +1,9 @@
-//! The soak's faults: random link flaps from a seeded RNG, one at a time, and smbd restarts
-//! at fixed points of the run. Runs on a plain thread (the testbed's commands block) and
-//! always undoes the fault it holds before returning, also when told to stop.
+//! The soak's faults: random link flaps from a seeded RNG, one at a time, held 0.5-10 s and
+//! 2-20 s apart (about 220 an hour), and smbd restarts at a third and two thirds of the run.
+//! Runs on a plain thread (the testbed's commands block) and always undoes the fault it holds
+//! before returning, also when told to stop.
 
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -9,6 +11,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use smb3_tests::Testbed;
+
+/// How long a flapped link stays bad, and the quiet time between two faults.
+const HOLD: RangeInclusive<Duration> = Duration::from_millis(500)..=Duration::from_secs(10);
+const GAP: RangeInclusive<Duration> = Duration::from_secs(2)..=Duration::from_secs(20);
 
 /// How a link fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,42 +42,14 @@ impl Flap {
     }
 }
 
-/// Bounds of the random schedule.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
-    /// Shortest and longest time a flapped link stays bad.
-    hold: (Duration, Duration),
-    /// Shortest and longest quiet time between two faults.
-    gap: (Duration, Duration),
-    /// When smbd is restarted, after the start.
-    restarts: [Duration; 2],
-}
-
-impl Schedule {
-    /// Holds of 0.5-10 s, gaps of 2-20 s (about 220 faults an hour), restarts at a third and
-    /// two thirds of a run of `length`.
-    pub(crate) fn for_run(length: Duration) -> Schedule {
-        Schedule {
-            hold: (Duration::from_millis(500), Duration::from_secs(10)),
-            gap: (Duration::from_secs(2), Duration::from_secs(20)),
-            restarts: [length / 3, length * 2 / 3],
-        }
-    }
-}
-
 /// The next flap: kind (rst-all rarer, it costs the whole session), link and hold.
-fn draw(rng: &mut StdRng, links: usize, s: &Schedule) -> (Flap, usize, Duration) {
-    let kind = match rng.random_range(0..10) {
-        0..=2 => Flap::Down,
-        3..=5 => Flap::Drop,
-        6..=8 => Flap::Rst,
-        _ => Flap::RstAll,
-    };
-    (
-        kind,
-        rng.random_range(1..=links),
-        rng.random_range(s.hold.0..=s.hold.1),
-    )
+fn draw(rng: &mut StdRng, links: usize) -> (Flap, usize, Duration) {
+    let kinds = [Flap::Down, Flap::Drop, Flap::Rst];
+    let kind = kinds
+        .get(rng.random_range(0..10) / 3)
+        .copied()
+        .unwrap_or(Flap::RstAll);
+    (kind, rng.random_range(1..=links), rng.random_range(HOLD))
 }
 
 /// One fault done, a line of `events.csv`.
@@ -100,10 +78,8 @@ pub(crate) struct FaultLog {
 
 impl FaultLog {
     fn record(&self, e: Event) {
-        eprintln!(
-            "soak fault {:7.1} s {} link {} hold {:.1} s {}",
-            e.at, e.kind, e.link, e.hold, e.detail
-        );
+        let (at, kind, link, hold, detail) = (e.at, e.kind, e.link, e.hold, &e.detail);
+        eprintln!("soak fault {at:7.1} s {kind} link {link} hold {hold:.1} s {detail}");
         self.done.fetch_add(1, Ordering::Relaxed);
         self.events
             .lock()
@@ -138,41 +114,41 @@ fn nap(d: Duration, stop: &AtomicBool) -> bool {
     true
 }
 
-/// Faults until `stop`: 10 s of quiet first, then flaps and the two restarts.
+/// Faults until `stop`: 10 s of quiet first, then flaps, and smbd restarted at a third and
+/// two thirds of `length`.
 pub(crate) fn run(
     tb: &Testbed,
     seed: u64,
-    schedule: Schedule,
+    length: Duration,
     t0: Instant,
     stop: &AtomicBool,
     log: &FaultLog,
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut restarts = schedule.restarts.iter().peekable();
-    if !nap(Duration::from_secs(10), stop) {
-        return;
-    }
-    while !stop.load(Ordering::Relaxed) {
+    let mut restarts = [length / 3, length * 2 / 3].into_iter().peekable();
+    let mut go_on = nap(Duration::from_secs(10), stop);
+    while go_on && !stop.load(Ordering::Relaxed) {
         let at = t0.elapsed().as_secs_f64();
-        if restarts.next_if(|&&when| t0.elapsed() >= when).is_some() {
+        if restarts.next_if(|&when| t0.elapsed() >= when).is_some() {
             let started = Instant::now();
             match tb.restart() {
-                Ok(pid) => log.record(Event {
-                    at,
-                    kind: "restart",
-                    link: 0,
-                    hold: started.elapsed().as_secs_f64(),
-                    detail: format!("smbd pid {pid}"),
-                }),
+                Ok(pid) => {
+                    let hold = started.elapsed().as_secs_f64();
+                    log.record(Event {
+                        at,
+                        kind: "restart",
+                        link: 0,
+                        hold,
+                        detail: format!("smbd pid {pid}"),
+                    })
+                }
                 Err(e) => log.error(format!("restart at {at:.1} s: {e}")),
             }
         } else {
-            let (kind, link, hold) = draw(&mut rng, tb.links().len(), &schedule);
+            let (kind, link, hold) = draw(&mut rng, tb.links().len());
             flap(tb, kind, link, hold, at, stop, log);
         }
-        if !nap(rng.random_range(schedule.gap.0..=schedule.gap.1), stop) {
-            return;
-        }
+        go_on = nap(rng.random_range(GAP), stop);
     }
 }
 
@@ -219,11 +195,15 @@ fn flap(
         }
         std::thread::sleep(Duration::from_secs(1));
     }
+    let (link, hold) = (
+        if kind == Flap::RstAll { 0 } else { link },
+        held.elapsed().as_secs_f64(),
+    );
     log.record(Event {
         at,
         kind: kind.name(),
-        link: if kind == Flap::RstAll { 0 } else { link },
-        hold: held.elapsed().as_secs_f64(),
+        link,
+        hold,
         detail,
     });
 }
@@ -234,19 +214,14 @@ mod tests {
 
     #[test]
     fn draws_stay_in_bounds_and_repeat_with_the_seed() {
-        let s = Schedule::for_run(Duration::from_secs(3600));
         let (mut a, mut b) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
         let mut kinds = std::collections::HashSet::new();
         for _ in 0..500 {
-            let (k, l, h) = draw(&mut a, 4, &s);
-            assert_eq!((k, l, h), draw(&mut b, 4, &s));
-            assert!((1..=4).contains(&l) && h >= s.hold.0 && h <= s.hold.1);
+            let (k, l, h) = draw(&mut a, 4);
+            assert_eq!((k, l, h), draw(&mut b, 4));
+            assert!((1..=4).contains(&l) && HOLD.contains(&h));
             kinds.insert(k);
         }
         assert_eq!(kinds.len(), 4);
-        assert_eq!(
-            s.restarts,
-            [Duration::from_secs(1200), Duration::from_secs(2400)]
-        );
     }
 }

@@ -4,29 +4,30 @@
 //! counters are sampled as it goes. At the end: pass or fail with the reasons, and the files
 //! `samples.csv`, `samples.json`, `events.csv` and `summary.json` ([`checks`]).
 //!
-//! [`run`] drives the library in-process ([`workload`]); [`mount::run`] the same through an
-//! smbfuse mount. Both share the testbed, the faults ([`faults`]) and the samples ([`sampler`]).
+//! The workload runs through the library in-process ([`workload`]) or, with
+//! [`Settings::mount`], through an smbfuse mount ([`mount`]). Both are seen the same way, as a
+//! status document in the form of a mount's status socket and the process holding the
+//! client, and share the testbed, the faults ([`faults`]), the samples ([`sampler`]) and the
+//! checks.
 
 pub mod checks;
 mod faults;
 pub mod heap;
-pub mod mount;
+mod mount;
 mod sampler;
 mod workload;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use smb3_client::tasks::TaskCount;
-use smb3_client::{ChannelState, ClientConfig};
-use smb3_tests::{client_block_on, Testbed, TestbedConfig};
+use serde_json::Value;
+use smb3_tests::{Testbed, TestbedConfig};
 
-use crate::session::connect_plain;
-use faults::{FaultLog, Schedule};
+use crate::Context;
+use faults::FaultLog;
 use sampler::{Sample, Sampling};
-use workload::{Ctx, Tally};
 
 /// How a soak runs.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct Settings {
     pub out_dir: PathBuf,
     /// How often to sample, and the library's interface poll.
     pub sample_every: Duration,
+    /// Through an smbfuse mount rather than the library: the `smbfuse` and `smbctl` to use.
+    pub mount: Option<(PathBuf, PathBuf)>,
 }
 
 impl Settings {
@@ -58,34 +61,155 @@ impl Settings {
     }
 }
 
-/// The client at rest: workload stopped, every link up, every planned channel bound. RSS is
-/// taken after the C allocator returned the free memory it held; the heap is `None` without
-/// the counting allocator.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AtRest {
-    pub(crate) fds: u64,
-    pub(crate) tasks: u64,
-    pub(crate) library: Vec<TaskCount>,
-    pub(crate) rss_kib: u64,
-    pub(crate) heap_bytes: Option<u64>,
-    pub(crate) channels: u64,
+/// Counts shared by the workers, the sampler and the report. Through a mount, uploads are
+/// fio write+verify jobs, downloads renamed-file read-backs and metadata rounds `ls -R`.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) uploads: AtomicU64,
+    pub(crate) downloads: AtomicU64,
+    pub(crate) metadata_ops: AtomicU64,
+    pub(crate) bytes_up: AtomicU64,
+    pub(crate) bytes_down: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    /// Every failure, with the time and the worker.
+    pub(crate) failures: Mutex<Vec<String>>,
 }
 
-impl AtRest {
+impl Tally {
+    fn ops(&self) -> u64 {
+        [&self.uploads, &self.downloads, &self.metadata_ops]
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Records a failure of `who`, stamped with the time since `t0`.
+    pub(crate) fn fail(&self, t0: Instant, who: &str, what: String) {
+        let line = format!("{:7.1} s {who}: {what}", t0.elapsed().as_secs_f64());
+        eprintln!("soak FAILURE {line}");
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(line);
+    }
+}
+
+/// What every worker gets.
+#[derive(Clone)]
+pub(crate) struct Ctx {
+    pub(crate) tally: Arc<Tally>,
+    /// Set when the run is over: workers finish their operation and return.
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) t0: Instant,
+}
+
+impl Ctx {
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// The client under soak as the checks see it.
+#[derive(Clone)]
+pub(crate) struct Subject {
+    /// Its status document (channels, multichannel with failover counters, library tasks,
+    /// heap), or nothing when it does not answer in the middle of a fault.
+    pub(crate) status: Arc<dyn Fn() -> Option<Value> + Send + Sync>,
+    /// The process holding it: `self` or the smbfuse daemon's pid.
+    pub(crate) pid: String,
+    /// The in-process client's runtime, whose live tasks are counted.
+    pub(crate) runtime: Option<tokio::runtime::Handle>,
+    /// How long it must be idle before it has given its free memory back.
+    pub(crate) release: Duration,
+}
+
+/// The client at rest (workload stopped, every link up, every planned channel bound): a
+/// sample, and the library's live tasks per kind.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rest(pub(crate) Sample, pub(crate) Vec<(String, u64)>);
+
+impl Rest {
     fn describe(&self) -> String {
-        let live = self.library.iter().filter(|c| c.live > 0);
-        let kinds: Vec<String> = live.map(|c| format!("{} {}", c.live, c.kind)).collect();
-        let heap = self
-            .heap_bytes
-            .map_or("?".into(), |h| (h / 1024).to_string());
+        let kinds: Vec<String> = self
+            .1
+            .iter()
+            .filter(|k| k.1 > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let s = &self.0;
         format!(
-            "fds {}, tasks {} (library: {}), RSS {} KiB, heap {heap} KiB, channels {}",
-            self.fds,
-            self.tasks,
+            "fds {}, tasks {} (library: {}), RSS {} KiB, heap {} KiB, channels {}",
+            s.fds,
+            s.tasks,
             kinds.join(", "),
-            self.rss_kib,
-            self.channels
+            s.rss_kib,
+            s.heap_kib,
+            s.channels_active
         )
+    }
+}
+
+/// Kinds whose live count is above the one in `before`, with both counts.
+fn grown_kinds(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, u64, u64)> {
+    let before_of = |kind: &str| before.iter().find(|b| b.0 == kind).map_or(0, |b| b.1);
+    let grown = after.iter().filter(|a| a.1 > before_of(&a.0));
+    grown.map(|a| (a.0.clone(), before_of(&a.0), a.1)).collect()
+}
+
+impl Subject {
+    fn sample(&self, t0: Instant) -> Sample {
+        let status = (self.status)().unwrap_or_default();
+        let tasks = self
+            .runtime
+            .as_ref()
+            .map(|rt| rt.metrics().num_alive_tasks() as u64);
+        sampler::of(t0.elapsed().as_secs_f64(), &status, &self.pid, tasks)
+    }
+
+    /// Waits (at most `patience`) until every planned channel is active and the library's
+    /// tasks have settled, back to `before`'s counts or, without `before`, no longer falling;
+    /// after a workload also until it has been idle long enough to release its memory. Then
+    /// the in-process client's C allocator returns what it holds free, so that RSS shows what
+    /// is in use.
+    fn at_rest(&self, patience: Duration, before: Option<&Rest>) -> Rest {
+        let start = Instant::now();
+        let released = start + before.map_or(Duration::ZERO, |_| self.release);
+        let (mut last, mut said): (Vec<(String, u64)>, bool) = (Vec::new(), false);
+        while start.elapsed() < patience {
+            if let Some(status) = (self.status)() {
+                let kinds = sampler::kinds(&status);
+                let settled = match before {
+                    Some(b) => grown_kinds(&b.1, &kinds).is_empty(),
+                    None => !last.is_empty() && kinds.iter().zip(&last).all(|(n, l)| n.1 >= l.1),
+                };
+                let grown = before
+                    .map(|b| grown_kinds(&b.1, &kinds))
+                    .unwrap_or_default();
+                if !grown.is_empty() && !said {
+                    let waiting: Vec<String> = grown
+                        .iter()
+                        .map(|(kind, b, a)| format!("{} {kind}", a - b))
+                        .collect();
+                    eprintln!(
+                        "soak: waiting for library tasks above their counts at rest to end: {}",
+                        waiting.join(", ")
+                    );
+                }
+                said |= before.is_some();
+                let planned = status["multichannel"]["planned"].as_u64().unwrap_or(0);
+                let ready = planned > 0 && sampler::active(&status) >= planned && settled;
+                last = kinds;
+                if ready && Instant::now() >= released {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        if self.pid == "self" {
+            heap::return_free_memory();
+        }
+        Rest(self.sample(start), last)
     }
 }
 
@@ -99,13 +223,10 @@ pub struct Outcome {
     tally: Arc<Tally>,
     faults: Arc<FaultLog>,
     /// Before the workload and after it.
-    rest: (AtRest, AtRest),
+    rest: (Rest, Rest),
     /// Handles the server still listed after everything was closed.
     open_at_server: Result<Vec<String>, String>,
     sessions_at_server: Result<usize, String>,
-    /// The library's soak keeps its session to the end; the mount's is unmounted first, and
-    /// its interface poll (15 minutes) is not checked.
-    through_mount: bool,
     /// Taken at rest after the run.
     last: Sample,
 }
@@ -115,246 +236,169 @@ pub struct Outcome {
 /// durable open the server may still keep: its durable timeout and 5 s.
 const REST_PATIENCE: Duration = Duration::from_secs(150);
 
-/// Kinds whose live count is above the one in `before`, with both counts.
-fn grown_kinds(before: &[TaskCount], after: &[TaskCount]) -> Vec<(String, u64, u64)> {
-    let before_of = |a: &TaskCount| {
-        before
-            .iter()
-            .find(|b| b.kind == a.kind)
-            .map_or(0, |b| b.live)
-    };
-    let grown = after.iter().filter(|a| a.live > before_of(a));
-    grown
-        .map(|a| (a.kind.label().to_string(), before_of(a), a.live))
-        .collect()
+/// The client of a run.
+enum Client {
+    Library(workload::Library),
+    Mount(Arc<crate::fuse_mount::Mount>, PathBuf),
 }
 
-/// Waits (at most `patience`) until every planned channel is active and the library's tasks
-/// have settled, back to `before`'s counts or, without `before`, no longer falling; after a
-/// workload also until `quiet` has passed, so idle buffers were released. `state` tells the
-/// planned and active channels and the live tasks, or nothing when the client does not
-/// answer. The last state.
-fn settle(
-    patience: Duration,
-    before: Option<&AtRest>,
-    quiet: Duration,
-    mut state: impl FnMut() -> Option<(u64, u64, Vec<TaskCount>)>,
-) -> (u64, Vec<TaskCount>) {
-    let start = Instant::now();
-    let released = start + before.map_or(Duration::ZERO, |_| quiet);
-    let mut last: (u64, u64, Vec<TaskCount>) = (0, 0, Vec::new());
-    let mut said = false;
-    loop {
-        if let Some((planned, active, tasks)) = state() {
-            let settled = match before {
-                Some(b) => grown_kinds(&b.library, &tasks).is_empty(),
-                None => {
-                    tasks.iter().zip(&last.2).all(|(n, l)| n.live >= l.live) && !last.2.is_empty()
-                }
-            };
-            if let (Some(b), false) = (before, said) {
-                let grown = grown_kinds(&b.library, &tasks);
-                let waiting: Vec<String> = grown
-                    .iter()
-                    .map(|(kind, b, a)| format!("{} {kind}", a - b))
-                    .collect();
-                if !waiting.is_empty() {
-                    eprintln!(
-                        "soak: waiting for library tasks above their counts at rest to end: {}",
-                        waiting.join(", ")
-                    );
-                }
-                said = true;
-            }
-            let ready = planned > 0 && active >= planned && settled;
-            last = (planned, active, tasks);
-            if ready && Instant::now() >= released {
-                break;
-            }
-        }
-        if start.elapsed() >= patience {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    (last.1, last.2)
-}
-
-/// Stops the run on SIGINT or SIGTERM, so the testbed is still taken down.
-fn on_signal(rt: &tokio::runtime::Runtime, stop: Arc<AtomicBool>, interrupted: Arc<AtomicBool>) {
-    rt.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return;
-        };
-        tokio::select! { _ = tokio::signal::ctrl_c() => {} _ = term.recv() => {} }
-        eprintln!("soak: signal received, stopping and cleaning up");
-        interrupted.store(true, Ordering::Relaxed);
-        stop.store(true, Ordering::Relaxed);
-    });
-}
-
-/// Runs the soak through the library. `Err` only when it could not run at all (testbed,
-/// connect, files); what a run finds is in the [`Outcome`] for [`checks::judge`].
+/// Runs the soak. `Err` only when it could not run at all (testbed, connect, files); what a
+/// run finds is in the [`Outcome`] for [`checks::judge`].
 pub fn run(s: &Settings) -> Result<Outcome, String> {
-    let tb = start(s)?;
-    let share_root = tb.share_path("plain");
-    let seeded =
-        workload::seed_files(&share_root, s.seed).map_err(|e| format!("seed files: {e}"))?;
-    let rt = tb.client_runtime();
+    std::fs::create_dir_all(&s.out_dir).ctx(format!("cannot create {}", s.out_dir.display()))?;
+    let tb = Arc::new(Testbed::start(TestbedConfig::shaped(s.links, s.rate_mbit))?);
     let (stop, interrupted) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
-    on_signal(&rt, stop.clone(), interrupted.clone());
-    let mut cfg = ClientConfig::default();
-    // The interface re-query is the library's own poll, shortened from 15 minutes; a loaded
-    // machine must not stall binding for 10 s a try.
-    cfg.interface_poll = s.sample_every;
-    (cfg.bind_timeout, cfg.connect_timeout) = (Duration::from_secs(3), Duration::from_secs(2));
-    let (client, share) = client_block_on(&rt, connect_plain(&tb, cfg))?;
-    let handle = rt.handle().clone();
-    let at_rest = |patience, before: Option<&AtRest>| {
-        let state = || {
-            let channels = client.channels();
-            let active = channels
-                .iter()
-                .filter(|c| c.state == ChannelState::Active)
-                .count();
-            Some((
-                client.multichannel().planned() as u64,
-                active as u64,
-                smb3_client::tasks::live(),
-            ))
-        };
-        // The library releases reply buffers unused for 10 s, checked every 250 ms.
-        let (channels, library) = settle(patience, before, Duration::from_secs(11), state);
-        heap::return_free_memory();
-        AtRest {
-            fds: sampler::fd_count(),
-            tasks: handle.metrics().num_alive_tasks() as u64,
-            library,
-            rss_kib: sampler::rss_kib("self"),
-            heap_bytes: heap::live_bytes(),
-            channels,
+    on_signal(stop.clone(), interrupted.clone());
+    let client = match &s.mount {
+        None => Client::Library(workload::Library::start(&tb, s)?),
+        Some((smbfuse, smbctl)) => {
+            Client::Mount(Arc::new(mount::start(&tb, smbfuse)?), smbctl.clone())
         }
     };
-    let rest_before = at_rest(Duration::from_secs(30), None);
+    let subject = match &client {
+        Client::Library(library) => library.subject(),
+        Client::Mount(m, smbctl) => mount::subject(m, smbctl),
+    };
+    let rest_before = subject.at_rest(Duration::from_secs(30), None);
     eprintln!(
         "soak: at rest before the workload: {}",
         rest_before.describe()
     );
 
-    let t0 = Instant::now();
-    let (tally, faults) = (Arc::new(Tally::default()), Arc::new(FaultLog::default()));
+    let ctx = Ctx {
+        tally: Arc::default(),
+        stop: stop.clone(),
+        t0: Instant::now(),
+    };
+    let faults = Arc::new(FaultLog::default());
     let sample = {
-        let (client, handle, tally, faults) = (
-            client.clone(),
-            handle.clone(),
-            tally.clone(),
-            faults.clone(),
-        );
-        move || sampler::of_library(&client, &handle, t0).progress(&tally, &faults)
+        let (subject, tally, faults, t0) =
+            (subject.clone(), ctx.tally.clone(), faults.clone(), ctx.t0);
+        move || Sample {
+            ops: tally.ops(),
+            bytes: tally.bytes_up.load(Ordering::Relaxed)
+                + tally.bytes_down.load(Ordering::Relaxed),
+            failures: tally.failed.load(Ordering::Relaxed),
+            faults: faults.done.load(Ordering::Relaxed),
+            ..subject.sample(t0)
+        }
     };
     let sampling = Sampling::start(&s.out_dir, s.sample_every, sample.clone())?;
-    let ctx = Ctx {
-        share: share.clone(),
-        share_root,
-        seeded: Arc::new(seeded),
-        tally: tally.clone(),
-        stop: stop.clone(),
-        t0,
+    let workers = match &client {
+        Client::Library(library) => library.workers(&ctx, s),
+        Client::Mount(m, _) => mount::workers(m, &ctx, s),
     };
-    let mut workers = Vec::new();
-    for i in 0..s.uploaders {
-        workers.push(rt.spawn(workload::uploader(
-            ctx.clone(),
-            i,
-            s.seed.wrapping_add(1000 + i as u64),
-        )));
-    }
-    for i in 0..s.downloaders {
-        workers.push(rt.spawn(workload::downloader(
-            ctx.clone(),
-            i,
-            s.seed.wrapping_add(2000 + i as u64),
-        )));
-    }
-    workers.push(rt.spawn(workload::metadata_loop(ctx, s.seed.wrapping_add(3000))));
-
-    let ran_for = run_faults(&tb, s, t0, &stop, &faults);
-    // Every operation is bounded by OP_LIMIT, so the workers end within it.
-    let limit = workload::OP_LIMIT + Duration::from_secs(30);
+    let ran_for = run_faults(&tb, s, &ctx, &faults);
+    // Every library operation and fio run is bounded by OP_LIMIT, so the workers end within
+    // it; a system call on the mount is not bounded, so a worker stuck in one is reported
+    // and left behind.
+    let deadline = Instant::now() + workload::OP_LIMIT + Duration::from_secs(30);
     for w in workers {
-        match client_block_on(&rt, async move { tokio::time::timeout(limit, w).await }) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tally.fail(t0, "soak", format!("a worker ended abnormally: {e}")),
-            Err(_) => tally.fail(
-                t0,
-                "soak",
-                format!("a worker did not stop within {limit:?}"),
-            ),
+        while !w.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        match w.is_finished() {
+            false => ctx
+                .tally
+                .fail(ctx.t0, "soak", "a worker did not stop in time".into()),
+            true if w.join().is_err() => {
+                ctx.tally
+                    .fail(ctx.t0, "soak", "a worker ended abnormally".into())
+            }
+            true => {}
         }
     }
-    let rest_after = at_rest(REST_PATIENCE, Some(&rest_before));
+    let rest_after = subject.at_rest(REST_PATIENCE, Some(&rest_before));
     eprintln!(
         "soak: at rest after the workload: {}",
         rest_after.describe()
     );
-    let open_at_server = wait_for_no_open_files(&tb);
-    let sessions_at_server = tb.session_count();
     let (samples, last) = (sampling.finish(), sample());
-    let _ = client_block_on(&rt, async move { client.logoff().await });
-    drop(share);
+    drop((subject, sample));
+    // The library's session is checked while it is still up; the mount is unmounted first
+    // (its own handles, on watched directories, would be listed) and no session may remain.
+    let (library, sessions) = match client {
+        Client::Library(library) => (Some(library), 1),
+        Client::Mount(mount, _) => {
+            drop(mount);
+            (None, 0)
+        }
+    };
+    let open = within_15_s(|| tb.open_files(), |open| open.is_empty());
+    let open_at_server = open.map(|o| {
+        o.into_iter()
+            .map(|o| format!("{} (lease {:?})", o.name, o.lease))
+            .collect()
+    });
+    let sessions_at_server = within_15_s(|| tb.session_count(), |n| *n == sessions);
+    if let Some(library) = library {
+        library.finish();
+    }
     Ok(Outcome {
         settings: s.clone(),
         ran_for,
         interrupted: interrupted.load(Ordering::Relaxed),
         samples,
-        tally,
+        tally: ctx.tally,
         faults,
         rest: (rest_before, rest_after),
         open_at_server,
         sessions_at_server,
-        through_mount: false,
         last,
     })
 }
 
-/// The run's directory and its testbed.
-fn start(s: &Settings) -> Result<Arc<Testbed>, String> {
-    std::fs::create_dir_all(&s.out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", s.out_dir.display()))?;
-    Ok(Arc::new(Testbed::start(TestbedConfig::shaped(
-        s.links,
-        s.rate_mbit,
-    ))?))
+/// Stops the run on SIGINT or SIGTERM, so the testbed is still taken down.
+fn on_signal(stop: Arc<AtomicBool>, interrupted: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut term) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            tokio::select! { _ = tokio::signal::ctrl_c() => {} _ = term.recv() => {} }
+            eprintln!("soak: signal received, stopping and cleaning up");
+            interrupted.store(true, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
+        })
+    });
 }
 
 /// Lets the workload run for the settings' duration (or until a signal sets `stop`) while a
 /// thread does the faults; then stops both and waits for the fault thread, which undoes its
 /// last fault. How long the workload ran.
-fn run_faults(
-    tb: &Arc<Testbed>,
-    s: &Settings,
-    t0: Instant,
-    stop: &Arc<AtomicBool>,
-    log: &Arc<FaultLog>,
-) -> Duration {
+fn run_faults(tb: &Arc<Testbed>, s: &Settings, ctx: &Ctx, log: &Arc<FaultLog>) -> Duration {
     let thread = {
-        let (tb, stop, log, seed) = (tb.clone(), stop.clone(), log.clone(), s.seed);
-        let schedule = Schedule::for_run(s.duration);
-        std::thread::spawn(move || faults::run(&tb, seed, schedule, t0, &stop, &log))
+        let (tb, stop, log, seed, length, t0) = (
+            tb.clone(),
+            ctx.stop.clone(),
+            log.clone(),
+            s.seed,
+            s.duration,
+            ctx.t0,
+        );
+        std::thread::spawn(move || faults::run(&tb, seed, length, t0, &stop, &log))
     };
-    while t0.elapsed() < s.duration && !stop.load(Ordering::Relaxed) {
+    while ctx.t0.elapsed() < s.duration && !ctx.stopped() {
         std::thread::sleep(Duration::from_millis(500));
     }
-    stop.store(true, Ordering::Relaxed);
-    let ran_for = t0.elapsed();
+    ctx.stop.store(true, Ordering::Relaxed);
+    let ran_for = ctx.t0.elapsed();
     eprintln!("soak: workload stops after {:.0} s", ran_for.as_secs_f64());
     if thread.join().is_err() {
-        let mut errors = log.errors.lock().unwrap_or_else(PoisonError::into_inner);
-        errors.push("the fault thread panicked".into());
+        log.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push("the fault thread panicked".into());
     }
     ran_for
 }
@@ -373,13 +417,4 @@ fn within_15_s<T>(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-/// Handles smbd still lists.
-fn wait_for_no_open_files(tb: &Testbed) -> Result<Vec<String>, String> {
-    let open = within_15_s(|| tb.open_files(), |open| open.is_empty())?;
-    Ok(open
-        .into_iter()
-        .map(|o| format!("{} (lease {:?})", o.name, o.lease))
-        .collect())
 }

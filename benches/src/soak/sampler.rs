@@ -10,17 +10,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use smb3_client::{ChannelState, Client};
+use serde_json::Value;
 
-use super::faults::FaultLog;
-use super::workload::Tally;
+use crate::Context;
 
 macro_rules! sample {
     ($($field:ident),* $(,)?) => {
         /// One sample: seconds since the start, then the counts, named as in `samples.csv`.
-        /// `heap_kib` is 0 without the counting allocator; `tasks` are the runtime's live
-        /// tasks, `library_tasks` the library's among them; `channels_listed` includes failed
-        /// and retired channels.
+        /// `heap_kib` is 0 without a counting allocator; `tasks` are the runtime's live
+        /// tasks (a daemon's: its library's), `library_tasks` the library's among them;
+        /// `channels_listed` includes failed and retired channels.
         #[derive(Debug, Clone, Default)]
         pub(crate) struct Sample {
             pub(crate) t: f64,
@@ -34,12 +33,8 @@ macro_rules! sample {
                 vec![$(self.$field),*]
             }
 
-            /// Sets the count called `name` (unknown names are ignored).
-            pub(crate) fn set(&mut self, name: &str, value: u64) {
-                match name {
-                    $(stringify!($field) => self.$field = value,)*
-                    _ => {}
-                }
+            fn set(&mut self, name: &str, value: u64) {
+                $(if name == stringify!($field) { self.$field = value; })*
             }
         }
     };
@@ -72,49 +67,24 @@ sample!(
     faults,
 );
 
-/// The failover counters, named as the library's status document names them.
-pub(crate) const FAILOVER: [&str; 11] = [
-    "channel_losses",
-    "silent_losses",
-    "false_alarms",
-    "replays",
-    "not_replayed",
-    "reconnects",
-    "sessions_reestablished",
-    "opens_reclaimed",
-    "opens_reopened",
-    "opens_lost",
-    "listings_resumed",
-];
-
 impl Sample {
-    fn csv_header() -> String {
-        format!("t_s,{}", Self::FIELDS.join(","))
-    }
-
     fn csv(&self) -> String {
         let values: Vec<String> = self.values().iter().map(u64::to_string).collect();
         format!("{:.1},{}", self.t, values.join(","))
     }
 
     /// The sample as a JSON object keyed like the CSV header.
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let mut map = serde_json::Map::new();
+    pub(crate) fn json(&self) -> Value {
         let t = format!("{:.1}", self.t).parse::<f64>().unwrap_or(self.t);
-        map.insert("t_s".into(), t.into());
-        for (name, value) in Self::FIELDS.iter().zip(self.values()) {
-            map.insert(name.to_string(), value.into());
-        }
-        map.into()
-    }
-
-    /// The workload's and the faults' progress.
-    pub(crate) fn progress(mut self, tally: &Tally, faults: &FaultLog) -> Sample {
-        self.ops = tally.ops();
-        self.bytes = tally.bytes();
-        self.failures = tally.failed.load(Ordering::Relaxed);
-        self.faults = faults.done.load(Ordering::Relaxed);
-        self
+        let counts = Self::FIELDS
+            .iter()
+            .zip(self.values())
+            .map(|(n, v)| (n.to_string(), v.into()));
+        Value::Object(
+            std::iter::once(("t_s".to_string(), t.into()))
+                .chain(counts)
+                .collect(),
+        )
     }
 }
 
@@ -126,45 +96,47 @@ pub(crate) fn rss_kib(pid: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Open descriptors of process `pid` (a number, or `self`).
-pub(crate) fn fds_of(pid: &str) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
+/// Open descriptors of process `pid` (the directory's own not counted for `self`).
+pub(crate) fn fds(pid: &str) -> u64 {
+    let n = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+    n.saturating_sub(u64::from(pid == "self"))
 }
 
-/// Open descriptors of this process, the directory's own not counted.
-pub(crate) fn fd_count() -> u64 {
-    fds_of("self").saturating_sub(1)
+/// The live tasks of each kind in a status document's `library_tasks`.
+pub(crate) fn kinds(status: &Value) -> Vec<(String, u64)> {
+    let kinds = status["library_tasks"].as_object().into_iter().flatten();
+    kinds
+        .map(|(kind, c)| (kind.clone(), c["live"].as_u64().unwrap_or(0)))
+        .collect()
 }
 
-/// One sample of the in-process client `client`, whose runtime is `rt`.
-pub(crate) fn of_library(client: &Client, rt: &tokio::runtime::Handle, t0: Instant) -> Sample {
-    let (mc, channels) = (client.multichannel(), client.channels());
-    let f = &mc.failover;
-    let active = channels.iter().filter(|c| c.state == ChannelState::Active);
-    Sample {
-        t: t0.elapsed().as_secs_f64(),
-        rss_kib: rss_kib("self"),
-        heap_kib: super::heap::live_bytes().unwrap_or(0) / 1024,
-        fds: fd_count(),
-        tasks: rt.metrics().num_alive_tasks() as u64,
-        library_tasks: smb3_client::tasks::live_total(),
-        channels_active: active.count() as u64,
-        channels_listed: channels.len() as u64,
-        channels_planned: mc.planned() as u64,
-        interface_queries: mc.interface_queries,
-        channel_losses: f.channel_losses,
-        silent_losses: f.silent_losses,
-        false_alarms: f.false_alarms,
-        replays: f.replays,
-        not_replayed: f.not_replayed,
-        reconnects: f.reconnects,
-        sessions_reestablished: f.sessions_reestablished,
-        opens_reclaimed: f.opens_reclaimed,
-        opens_reopened: f.opens_reopened,
-        opens_lost: f.opens_lost,
-        listings_resumed: f.listings_resumed,
+/// Channels whose state is `active` in a status document.
+pub(crate) fn active(status: &Value) -> u64 {
+    let channels = status["channels"].as_array().into_iter().flatten();
+    channels.filter(|c| c["state"] == "active").count() as u64
+}
+
+/// A sample of process `pid`, `t` seconds into the run, from its status document (the form
+/// of a mount's status socket); `tasks` the runtime's live tasks when known.
+pub(crate) fn of(t: f64, status: &Value, pid: &str, tasks: Option<u64>) -> Sample {
+    let (mc, n) = (&status["multichannel"], |v: &Value| v.as_u64().unwrap_or(0));
+    let library = kinds(status).iter().map(|k| k.1).sum();
+    let mut s = Sample {
+        t,
+        rss_kib: rss_kib(pid),
+        heap_kib: n(&status["heap_in_use_bytes"]) / 1024,
+        fds: fds(pid),
+        tasks: tasks.unwrap_or(library),
+        library_tasks: library,
+        channels_active: active(status),
+        channels_listed: status["channels"].as_array().map_or(0, Vec::len) as u64,
+        channels_planned: n(&mc["planned"]),
+        interface_queries: n(&mc["interface_queries"]),
         ..Sample::default()
-    }
+    };
+    let failover = mc["failover"].as_object().into_iter().flatten();
+    failover.for_each(|(name, v)| s.set(name, n(v)));
+    s
 }
 
 /// The sampler of a run on its own thread: a sample every `every` into `samples.csv` in the
@@ -182,25 +154,25 @@ impl Sampling {
         sample: impl Fn() -> Sample + Send + 'static,
     ) -> Result<Sampling, String> {
         let path = out_dir.join("samples.csv");
-        let mut csv = std::fs::File::create(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let samples = Arc::new(Mutex::new(Vec::new()));
+        let mut csv =
+            std::fs::File::create(&path).ctx(format!("cannot create {}", path.display()))?;
+        let (stop, samples) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(Mutex::new(Vec::new())),
+        );
         let (done, kept) = (stop.clone(), samples.clone());
         let thread = std::thread::spawn(move || {
-            let _ = writeln!(csv, "{}", Sample::csv_header());
+            let _ = writeln!(csv, "t_s,{}", Sample::FIELDS.join(","));
             let (mut next, mut n) = (Instant::now(), 0u64);
             while !done.load(Ordering::Relaxed) {
                 if Instant::now() >= next {
                     let s = sample();
-                    let _ = writeln!(csv, "{}", s.csv());
-                    let _ = csv.flush();
+                    let _ = writeln!(csv, "{}", s.csv()).and_then(|()| csv.flush());
                     if n % 6 == 0 {
                         say(&s);
                     }
-                    n += 1;
+                    (n, next) = (n + 1, next + every);
                     kept.lock().unwrap_or_else(PoisonError::into_inner).push(s);
-                    next += every;
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -248,23 +220,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_and_json_name_the_same_counts() {
-        let mut s = Sample {
-            t: 12.34,
-            fds: 7,
-            ..Sample::default()
-        };
-        s.set("replays", 3);
-        let header = Sample::csv_header();
-        assert!(
-            header.starts_with("t_s,rss_kib,heap_kib,fds,") && header.ends_with(",failures,faults")
+    fn samples_read_a_status_document_and_name_the_same_counts_in_csv_and_json() {
+        let status = serde_json::json!({"channels": [{"state": "active"}, {"state": "failed"}],
+            "multichannel": {"planned": 4, "interface_queries": 9, "failover": {"replays": 3, "channel_sequence": 7}},
+            "library_tasks": {"probe": {"live": 2, "started": 5}, "channel-reader": {"live": 1}},
+            "heap_in_use_bytes": 4096});
+        let s = of(12.34, &status, "self", None);
+        let counts = [
+            s.heap_kib,
+            s.tasks,
+            s.library_tasks,
+            s.channels_active,
+            s.channels_listed,
+        ];
+        assert_eq!(counts, [4, 3, 3, 1, 2]);
+        assert_eq!(
+            (s.channels_planned, s.interface_queries, s.replays),
+            (4, 9, 3)
         );
-        assert_eq!(s.csv().split(',').count(), header.split(',').count());
+        assert_eq!(
+            kinds(&status),
+            [("channel-reader".to_string(), 1), ("probe".to_string(), 2)]
+        );
+        assert_eq!(s.csv().split(',').count(), Sample::FIELDS.len() + 1);
         let json = s.json();
         assert_eq!(
-            (json["t_s"].as_f64(), json["fds"].as_u64()),
-            (Some(12.3), Some(7))
+            (json["t_s"].as_f64(), json["replays"].as_u64()),
+            (Some(12.3), Some(3))
         );
-        assert_eq!(json["replays"], 3);
     }
 }

@@ -1,23 +1,21 @@
-//! What the modes share: the sizes of a run, testbeds, the local reference file, runs
-//! repeated and measured again when disturbed, raw TCP, and the generated section.
+//! What the modes share: the sizes of a run, testbeds, the reference file, runs repeated and
+//! measured again when disturbed, raw TCP, and the generated section.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use smb3_benches::data::{self, Fingerprint, BIG_SEED};
-use smb3_benches::doc;
-use smb3_tests::{Testbed, TestbedConfig};
+use smb3_tests::{reap, run_iperf3_client, Testbed, TestbedConfig};
 
-use crate::child;
-use crate::iperf;
 use crate::machine::{wait_until_quiet, Facts};
 use crate::results::{channel_line, RawTcp, Results, Series};
-use crate::transfer::{Direction, Sample, ShareKind, SmbcpReport, Tool, Transfer};
-use crate::Common;
+use crate::transfer::{measure, Direction, Sample, SmbcpReport, Tool, Transfer};
+use crate::{child, Common};
 
 /// Names on the shares.
 pub(crate) const REMOTE_BIG: &str = "big";
-pub(crate) const REMOTE_UPLOAD: &str = "upload";
+const REMOTE_UPLOAD: &str = "upload";
 
 /// Other work using more than this many CPUs during a run makes the sample worthless on a
 /// 2-core machine; undisturbed it stays within 0.05, the kernel's network work being charged
@@ -46,8 +44,8 @@ impl Common {
         self.rate.unwrap_or(default_mbit)
     }
 
-    pub(crate) fn wait_quiet(&self) -> Duration {
-        Duration::from_secs(self.wait_quiet)
+    pub(crate) fn quiet(&self) -> f64 {
+        wait_until_quiet(Duration::from_secs(self.wait_quiet))
     }
 
     fn iperf_seconds(&self) -> u32 {
@@ -64,12 +62,13 @@ impl Common {
     }
 
     /// Writes the chart `name` into `--svg-dir` (default: perf/ next to `--write-doc`'s file;
-    /// nowhere without either); how the section refers to it.
+    /// nowhere without either); the section's line showing it, `alt` its text.
     pub(crate) fn chart(
         &self,
         name: &str,
+        alt: &str,
         svg: impl FnOnce() -> Result<String, String>,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<String, String> {
         let doc_dir = self
             .write_doc
             .as_deref()
@@ -79,7 +78,7 @@ impl Common {
             .clone()
             .or_else(|| doc_dir.map(|d| d.join("perf")))
         else {
-            return Ok(None);
+            return Ok(String::new());
         };
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let path = dir.join(name);
@@ -88,7 +87,7 @@ impl Common {
         let shown = path
             .strip_prefix(doc_dir.unwrap_or(Path::new("")))
             .unwrap_or(&path);
-        Ok(Some(shown.display().to_string()))
+        Ok(format!("\n![{alt}]({})\n", shown.display()))
     }
 
     /// Prints the section and, with `--write-doc`, puts it between the markers of `section`
@@ -103,7 +102,7 @@ impl Common {
         let Some(path) = &self.write_doc else {
             return Ok(());
         };
-        doc::write_section(path, section, heading, body)?;
+        smb3_benches::doc::write_section(path, section, heading, body)?;
         eprintln!(
             "smb-bench: wrote the {section} section of {}",
             path.display()
@@ -120,17 +119,17 @@ pub(crate) struct LinkSetup {
 }
 
 impl LinkSetup {
+    pub(crate) const UNSHAPED: LinkSetup = LinkSetup {
+        links: 1,
+        rate_mbit: None,
+    };
+
     pub(crate) fn shaped(links: usize, rate_mbit: u32) -> LinkSetup {
         LinkSetup {
             links,
             rate_mbit: Some(rate_mbit),
         }
     }
-
-    pub(crate) const UNSHAPED: LinkSetup = LinkSetup {
-        links: 1,
-        rate_mbit: None,
-    };
 
     /// `2 x 500 Mbit/s`, `1 x unshaped`.
     pub(crate) fn label(&self) -> String {
@@ -156,11 +155,12 @@ impl LinkSetup {
 /// Measures with `measure` again (after waiting for quiet) while other work on the machine
 /// disturbed it; `retried` counts the repeats.
 pub(crate) fn undisturbed<T>(
-    wait_quiet: Duration,
+    common: &Common,
     retried: &mut usize,
     mut measure: impl FnMut() -> Result<(Sample, T), String>,
 ) -> Result<(Sample, T), String> {
-    for attempt in 1.. {
+    let mut attempt = 1;
+    loop {
         let (sample, more) = measure()?;
         if sample.other_cpus() <= MAX_OTHER_CPUS || attempt == MAX_ATTEMPTS {
             return Ok((sample, more));
@@ -169,14 +169,14 @@ pub(crate) fn undisturbed<T>(
             "  (disturbed: other work used {:.2} CPUs; measuring again)",
             sample.other_cpus()
         );
-        *retried += 1;
-        wait_until_quiet(wait_quiet);
+        (*retried, attempt) = (*retried + 1, attempt + 1);
+        common.quiet();
     }
-    unreachable!("the attempts end at MAX_ATTEMPTS")
 }
 
 /// Measures each of `tools` `reps` times into a series of its own, the tools taking turns
-/// within a repetition so a slow drift of the machine hits all of them alike.
+/// within a repetition so a slow drift of the machine hits all of them alike. `round` names a
+/// repetition on the progress lines.
 pub(crate) fn repeat(
     reps: usize,
     tools: &[Tool],
@@ -188,20 +188,13 @@ pub(crate) fn repeat(
         for (tool, s) in tools.iter().zip(&mut out) {
             child::check()?;
             let (sample, report) = measure(tool)?;
-            eprintln!(
-                "  {} #{rep}: {}",
-                progress(s),
-                describe(&sample, report.as_ref())
-            );
+            let what = format!("{} [{}] {} {}", s.link, s.share, s.direction, s.client());
+            eprintln!("  {what} #{rep}: {}", describe(&sample, report.as_ref()));
             s.samples.push(sample);
             s.reports.push(report);
         }
     }
     Ok(out)
-}
-
-fn progress(s: &Series) -> String {
-    format!("{} [{}] {} {}", s.link, s.share, s.direction, s.client())
 }
 
 /// One run on a progress line.
@@ -239,43 +232,39 @@ impl Drop for Scratch {
     }
 }
 
-/// What the modes that copy one big file need: the machine's facts, the reference file
-/// (uploads read it, downloads go next to it), smbcp, and what was measured.
+/// What a mode needs around its testbeds: the machine's facts and how busy it was before
+/// each, the reference file of the modes that copy one (uploads read it, downloads go next
+/// to it), smbcp, and what was measured.
 pub(crate) struct Bench<'a> {
     pub(crate) common: &'a Common,
     pub(crate) facts: Facts,
     pub(crate) size: u64,
     pub(crate) reps: usize,
     pub(crate) scratch: Scratch,
-    pub(crate) source: PathBuf,
-    pub(crate) download: PathBuf,
     pub(crate) reference: Fingerprint,
     pub(crate) smbcp: PathBuf,
     pub(crate) results: Results,
     /// The machine's busy share before each testbed.
-    quiet: Vec<f64>,
+    pub(crate) busy: Vec<f64>,
 }
 
 impl<'a> Bench<'a> {
     /// Writes the reference file of `size` bytes.
     pub(crate) fn new(common: &'a Common, size: u64, reps: usize) -> Result<Bench<'a>, String> {
-        let smbcp = common.smbcp()?;
-        let scratch = Scratch::create("files")?;
-        let (source, download) = (scratch.0.join("source"), scratch.0.join("download"));
+        let (smbcp, scratch) = (common.smbcp()?, Scratch::create("files")?);
         eprintln!("smb-bench: writing the {} MiB reference file", size >> 20);
-        let reference = data::write_pattern(&source, BIG_SEED, size)?;
+        let reference = data::write_pattern(&scratch.0.join("source"), BIG_SEED, size)?;
+        let results = Results::default();
         Ok(Bench {
             common,
             facts: Facts::collect(),
             size,
             reps,
             scratch,
-            source,
-            download,
             reference,
             smbcp,
-            results: Results::default(),
-            quiet: Vec::new(),
+            results,
+            busy: Vec::new(),
         })
     }
 
@@ -284,14 +273,14 @@ impl<'a> Bench<'a> {
     pub(crate) fn testbed(
         &mut self,
         setup: &LinkSetup,
-        shares: &[ShareKind],
+        shares: &[&str],
         note: &str,
     ) -> Result<Testbed, String> {
-        self.quiet.push(wait_until_quiet(self.common.wait_quiet()));
+        self.busy.push(self.common.quiet());
         let tb = setup.start((self.size >> 20) * 4 + 256, note)?;
         for share in shares {
-            let target = tb.share_path(share.name()).join(REMOTE_BIG);
-            std::fs::copy(&self.source, &target)
+            let target = tb.share_path(share).join(REMOTE_BIG);
+            std::fs::copy(self.scratch.0.join("source"), &target)
                 .map_err(|e| format!("{}: {e}", target.display()))?;
             data::verify(&target, &self.reference)?;
         }
@@ -306,50 +295,54 @@ impl<'a> Bench<'a> {
         setup: &LinkSetup,
         label: &str,
     ) -> Result<(), String> {
-        let links: Vec<usize> = (1..=setup.links).collect();
         for direction in Direction::BOTH {
             let mut sums = Vec::new();
             for rep in 1..=self.reps {
-                let reverse = direction == Direction::Download;
                 let per_link =
-                    iperf::concurrent_mbit(tb, &links, self.common.iperf_seconds(), reverse)?;
+                    concurrent_iperf(tb, setup.links, self.common.iperf_seconds(), direction)?;
                 let each: Vec<String> =
                     per_link.iter().map(|m| format!("{:.1}", m / 8.0)).collect();
                 let sum: f64 = per_link.iter().sum();
+                let each = each.join(" + ");
                 eprintln!(
-                    "  {label} raw TCP {direction} #{rep}: {:.1} MB/s ({} MB/s per link)",
-                    sum / 8.0,
-                    each.join(" + ")
+                    "  {label} raw TCP {direction} #{rep}: {:.1} MB/s ({each} MB/s per link)",
+                    sum / 8.0
                 );
                 sums.push(sum);
             }
             let raw = RawTcp {
                 link: label.into(),
                 direction,
+                links: setup.links,
                 mbit: sums,
             };
             self.results.raw.push(raw);
         }
-        wait_until_quiet(self.common.wait_quiet());
+        self.common.quiet();
         Ok(())
     }
 
-    /// The reference file moved `direction` between the scratch files and `share`.
+    /// The reference file moved `direction` between the scratch directory and `share`.
     pub(crate) fn job<'t>(
         &'t self,
         tb: &'t Testbed,
-        share: ShareKind,
+        share: &'t str,
         direction: Direction,
     ) -> Transfer<'t> {
+        let (remote, local) = match direction {
+            Direction::Download => (REMOTE_BIG, "download"),
+            Direction::Upload => (REMOTE_UPLOAD, "source"),
+        };
         Transfer {
             tb,
             share,
             direction,
-            remote_source: REMOTE_BIG,
-            remote_target: REMOTE_UPLOAD,
-            local_source: &self.source,
-            local_target: &self.download,
-            reference: &self.reference,
+            remote: remote.into(),
+            local: self.scratch.0.join(local),
+            tree: false,
+            bytes: self.size,
+            files: 1,
+            verify: Box::new(|path| data::verify(path, &self.reference)),
             keep_target: false,
         }
     }
@@ -359,18 +352,18 @@ impl<'a> Bench<'a> {
         &mut self,
         tb: &Testbed,
         link: &str,
-        share: ShareKind,
+        share: &str,
         tools: &[Tool],
     ) -> Result<(), String> {
         for direction in Direction::BOTH {
-            let mut retried = 0;
-            let (wait, job) = (self.common.wait_quiet(), self.job(tb, share, direction));
+            let (mut retried, job) = (0, self.job(tb, share, direction));
             let series = repeat(
                 self.reps,
                 tools,
-                |tool| Series::new(link, share.name(), direction, tool),
-                |tool| undisturbed(wait, &mut retried, || crate::transfer::measure(tool, &job)),
+                |tool| Series::new(link, share, direction, tool),
+                |tool| undisturbed(self.common, &mut retried, || measure(tool, &job)),
             )?;
+            drop(job);
             self.results.series.extend(series);
             self.results.retried += retried;
         }
@@ -391,7 +384,7 @@ impl<'a> Bench<'a> {
             self.results.max_other_cpus(),
             self.results.retried,
         );
-        header(&self.facts, true, &what, Some(&self.quiet), Some(kept))
+        header(&self.facts, true, &what, &self.busy, Some(kept))
     }
 }
 
@@ -406,7 +399,7 @@ pub(crate) fn header(
     facts: &Facts,
     iperf: bool,
     what: &str,
-    busy: Option<&[f64]>,
+    busy: &[f64],
     kept: Option<Kept<'_>>,
 ) -> String {
     let command: Vec<String> = std::env::args().collect();
@@ -415,17 +408,12 @@ pub(crate) fn header(
     } else {
         String::new()
     };
-    let mut out = format!(
-        "{}{iperf}, commit {}.\nCommand: `{}`; {what}.",
-        facts.measured_on(),
-        facts.commit,
-        command.join(" ")
-    );
-    if let Some(busy) = busy {
-        let busiest = busy.iter().copied().fold(0.0, f64::max);
+    let (on, commit, command) = (facts.measured_on(), &facts.commit, command.join(" "));
+    let mut out = format!("{on}{iperf}, commit {commit}.\nCommand: `{command}`; {what}.");
+    if !busy.is_empty() {
+        let busiest = busy.iter().copied().fold(0.0, f64::max) * 100.0;
         out.push_str(&format!(
-            " Before each testbed the machine was at most {:.0} % busy",
-            busiest * 100.0
+            " Before each testbed the machine was at most {busiest:.0} % busy"
         ));
         if let Some((noun, other, retried)) = kept {
             out.push_str(&format!(
@@ -435,6 +423,103 @@ pub(crate) fn header(
         }
         out.push('.');
     }
-    out.push_str("\n\n");
-    out
+    out + "\n\n"
+}
+
+/// Receiver-side goodput of each of `links` links in Mbit/s, measured at once for
+/// `seconds`: one iperf3 stream per link, so their sum is what the links carry together
+/// while they share the machine's CPUs. Each link gets a one-off server on a port of its
+/// own (clear of the default 5201 the testbed's own iperf3 uses), bound to the link's
+/// server address, and a client bound to its client address.
+fn concurrent_iperf(
+    tb: &Testbed,
+    links: usize,
+    seconds: u32,
+    direction: Direction,
+) -> Result<Vec<f64>, String> {
+    let port = |k: usize| (5300 + k).to_string();
+    let mut servers = Vec::new();
+    let mut started = || -> Result<(), String> {
+        for k in 1..=links {
+            let mut server = tb.server_command("iperf3");
+            server.args([
+                "-s",
+                "-1",
+                "-B",
+                &tb.server_addr(k).to_string(),
+                "-p",
+                &port(k),
+            ]);
+            let server = server
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            servers
+                .push(server.map_err(|e| format!("cannot start iperf3 server for link {k}: {e}"))?);
+        }
+        (1..=links).try_for_each(|k| tb.wait_listening(5300 + k as u16))
+    };
+    let ready = started();
+    let clients: Vec<_> = (1..=links)
+        .map(|k| {
+            let mut cmd = tb.client_command("iperf3");
+            cmd.args([
+                "-c",
+                &tb.server_addr(k).to_string(),
+                "-B",
+                &tb.client_addr(k).to_string(),
+            ])
+            .args([
+                "-p",
+                &port(k),
+                "-t",
+                &seconds.to_string(),
+                "-J",
+                "--connect-timeout",
+                "3000",
+            ])
+            .args((direction == Direction::Download).then_some("-R"));
+            std::thread::spawn(move || receiver_mbit(&run_iperf3_client(cmd)?))
+        })
+        .filter(|_| ready.is_ok())
+        .collect();
+    let mbit = clients.into_iter().zip(1..).map(|(client, k)| {
+        let result = client
+            .join()
+            .map_err(|_| "iperf3 client thread panicked".to_string())?;
+        result.map_err(|e| format!("link {k}: {e}"))
+    });
+    let mbit = ready.and_then(|()| mbit.collect());
+    // Each one-off server exits after its test; one that has not is killed, so none is left.
+    for server in &mut servers {
+        reap(server, Duration::from_secs(5));
+    }
+    mbit
+}
+
+/// The receiver's average rate from iperf3's `-J` report, Mbit/s.
+fn receiver_mbit(json_text: &str) -> Result<f64, String> {
+    let json: serde_json::Value = serde_json::from_str(json_text)
+        .map_err(|e| format!("iperf3 -J printed no JSON ({e}): {json_text}"))?;
+    let bps = json["end"]["sum_received"]["bits_per_second"].as_f64();
+    bps.filter(|b| b.is_finite() && *b >= 0.0)
+        .map(|b| b / 1e6)
+        .ok_or_else(|| format!("no end.sum_received.bits_per_second in iperf3's report: {json}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_receiver_rate() {
+        let report = r#"{"end":{"sum_sent":{"bits_per_second":501000000.0},
+            "sum_received":{"bits_per_second":478123456.0}}}"#;
+        assert_eq!(receiver_mbit(report), Ok(478.123456));
+        assert!(receiver_mbit(r#"{"end":{}}"#)
+            .unwrap_err()
+            .contains("sum_received"));
+        assert!(receiver_mbit("iperf3: error").is_err());
+    }
 }

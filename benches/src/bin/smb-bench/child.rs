@@ -50,66 +50,35 @@ impl Finished {
     }
 }
 
-fn spawn_piped(mut cmd: Command) -> Result<(Child, [JoinHandle<String>; 2]), String> {
-    check()?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-    // Both pipes drained on threads, so a chatty child never blocks on a full pipe.
-    let pipes = [drain(child.stdout.take()), drain(child.stderr.take())];
-    Ok((child, pipes))
-}
-
-/// Runs `cmd` to its end with stdin empty and its output captured, and measures it.
-pub(crate) fn run_measured(cmd: Command) -> Result<Finished, String> {
-    // A child starts as this process's image, and the kernel carries that image's peak RSS
-    // into the child's ru_maxrss when it execs: forget ours first.
-    let _ = std::fs::write("/proc/self/clear_refs", b"5");
-    let started = Instant::now();
-    let (child, [stdout, stderr]) = spawn_piped(cmd)?;
-    let marked = Running::mark(child.id());
-    let (status, usage) = wait4(child.id()).map_err(|e| format!("wait4: {e}"))?;
-    let wall = started.elapsed();
-    drop(marked);
-    // Reaped already; dropping a `Child` does not wait for it again.
-    drop(child);
-    // A child the signal ended did not measure anything.
-    check()?;
-    let time = |tv: libc::timeval| {
-        Duration::from_secs(tv.tv_sec.max(0) as u64)
-            + Duration::from_micros(tv.tv_usec.max(0) as u64)
-    };
-    Ok(Finished {
-        wall,
-        cpu: time(usage.ru_utime) + time(usage.ru_stime),
-        // Linux counts ru_maxrss in KiB.
-        max_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
-}
-
-/// A child that runs while the caller does other things, its output drained on threads and
-/// marked for the signal handler like a measured child; killed and reaped when dropped before
-/// it ended, so an early return leaves nothing running.
-pub(crate) struct Background {
+/// A child with stdin empty and its output drained on threads (so a chatty child never
+/// blocks on a full pipe), marked for the signal handler; killed and reaped when dropped
+/// before it ended, so an early return leaves nothing running.
+pub(crate) struct Running {
     child: Child,
     pipes: Option<[JoinHandle<String>; 2]>,
-    _marked: Running,
+    started: Instant,
     ended: bool,
 }
 
-impl Background {
-    pub(crate) fn spawn(cmd: Command) -> Result<Background, String> {
-        let (child, pipes) = spawn_piped(cmd)?;
-        Ok(Background {
-            _marked: Running::mark(child.id()),
+impl Running {
+    pub(crate) fn spawn(mut cmd: Command) -> Result<Running, String> {
+        check()?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id());
+        let pipes = Some([drain(child.stdout.take()), drain(child.stderr.take())]);
+        Ok(Running {
             child,
-            pipes: Some(pipes),
+            pipes,
+            started,
             ended: false,
         })
     }
@@ -126,11 +95,9 @@ impl Background {
 
     /// Kills it (SIGKILL, by its PID) and reaps it.
     pub(crate) fn kill(&mut self) -> Result<ExitStatus, String> {
-        let id = self.child.id();
         self.ended = true;
-        self.child
-            .kill()
-            .and_then(|()| self.child.wait())
+        let id = self.child.id();
+        (self.child.kill().and_then(|()| self.child.wait()))
             .map_err(|e| format!("cannot end pid {id}: {e}"))
     }
 
@@ -146,15 +113,50 @@ impl Background {
             err.join().unwrap_or_default(),
         )
     }
+
+    /// Waits for it to end: what it did and used.
+    pub(crate) fn finish(mut self) -> Result<Finished, String> {
+        let (status, usage) = wait4(self.child.id()).map_err(|e| format!("wait4: {e}"))?;
+        let wall = self.started.elapsed();
+        self.ended = true;
+        // A child the signal ended did not measure anything.
+        check()?;
+        let time = |tv: libc::timeval| {
+            Duration::from_secs(tv.tv_sec.max(0) as u64)
+                + Duration::from_micros(tv.tv_usec.max(0) as u64)
+        };
+        let (stdout, stderr) = self.output();
+        Ok(Finished {
+            wall,
+            cpu: time(usage.ru_utime) + time(usage.ru_stime),
+            // Linux counts ru_maxrss in KiB.
+            max_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+            status,
+            stdout,
+            stderr,
+        })
+    }
 }
 
-impl Drop for Background {
+impl Drop for Running {
     fn drop(&mut self) {
         if !self.ended {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            let _ = self.kill();
         }
+        let id = self.child.id();
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&pid| pid != id);
     }
+}
+
+/// Runs `cmd` to its end with its output captured, and measures it.
+pub(crate) fn run_measured(cmd: Command) -> Result<Finished, String> {
+    // A child starts as this process's image, and the kernel carries that image's peak RSS
+    // into the child's ru_maxrss when it execs: forget ours first.
+    let _ = std::fs::write("/proc/self/clear_refs", b"5");
+    Running::spawn(cmd)?.finish()
 }
 
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
@@ -194,63 +196,35 @@ static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 /// Exit status of a run cut short by a signal (128 + SIGINT, as shells report it).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
-/// A running child, marked until dropped (after it was reaped).
-struct Running(u32);
-
-impl Running {
-    fn mark(pid: u32) -> Running {
-        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
-        Running(pid)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|&pid| pid != self.0);
-    }
-}
-
 /// Catches SIGINT and SIGTERM from now on.
 pub(crate) fn install_signal_handler() {
-    let spawned = std::thread::Builder::new()
-        .name("smb-bench-signals".into())
-        .spawn(|| {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
+    let spawned = std::thread::Builder::new().name("smb-bench-signals".into()).spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
                 return;
             };
-            rt.block_on(async {
-                use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut int), Ok(mut term)) = (
-                    signal(SignalKind::interrupt()),
-                    signal(SignalKind::terminate()),
-                ) else {
-                    return;
-                };
-                tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
-                INTERRUPTED.store(true, Ordering::SeqCst);
-                eprintln!(
-                "smb-bench: signal received: stopping, unmounting and taking the testbeds down \
-                 (again to exit at once)"
+            tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            eprintln!(
+                "smb-bench: signal received: stopping, unmounting and taking the testbeds down (again to exit at once)"
             );
-                for pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                    // SAFETY: kill(2) takes no pointers. The PID is a child of ours that runs or
-                    // was reaped a moment ago; PIDs are reused only after the whole range wrapped.
-                    #[allow(unsafe_code)]
-                    unsafe {
-                        libc::kill(*pid as libc::pid_t, libc::SIGINT);
-                    }
+            for pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                // SAFETY: kill(2) takes no pointers. The PID is a child of ours that runs or
+                // was reaped a moment ago; PIDs are reused only after the whole range wrapped.
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::kill(*pid as libc::pid_t, libc::SIGINT);
                 }
-                tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
-                eprintln!("smb-bench: second signal: exiting without cleaning up");
-                std::process::exit(i32::from(EXIT_INTERRUPTED));
-            });
+            }
+            tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
+            eprintln!("smb-bench: second signal: exiting without cleaning up");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
         });
+    });
     if let Err(e) = spawned {
         eprintln!("smb-bench: no signal thread ({e}): Ctrl-C will leave the testbed behind");
     }

@@ -15,10 +15,6 @@ mod child;
 #[cfg(target_os = "linux")]
 mod failover;
 #[cfg(target_os = "linux")]
-mod iperf;
-#[cfg(target_os = "linux")]
-mod latency;
-#[cfg(target_os = "linux")]
 mod machine;
 #[cfg(target_os = "linux")]
 mod main_run;
@@ -65,8 +61,7 @@ fn main() -> ExitCode {
         Mode::Failover {
             links,
             down_seconds,
-            deadline_seconds,
-        } => failover::run(&common, links, down_seconds, deadline_seconds),
+        } => failover::run(&common, links, down_seconds),
         Mode::Mount { mount_compare } => mount::run(&common, &mount_compare),
         Mode::SmallFiles => small_files::run(&common),
         Mode::QueueDepth => queue_depth::run(&common),
@@ -167,10 +162,6 @@ enum Mode {
         /// Seconds the link stays down in the silent fault (default 8, or 4 with --quick).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600))]
         down_seconds: Option<u64>,
-        /// Kill smbcp after this many seconds (default: three times what the links need for
-        /// the file, plus two minutes).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-        deadline_seconds: Option<u64>,
     },
     /// fio through an smbfuse mount against smbcp and smbclient on 1 and 4 links at 1 Gbit/s
     /// and one unshaped link, and listing a 10,000-entry directory.

@@ -8,12 +8,10 @@
 //! smbcp's worst at least 90 % and its median at least 97 % of raw TCP. The `mixed` section
 //! of docs/PERFORMANCE.md.
 
-use std::path::PathBuf;
-
-use crate::bench::{describe, undisturbed, Bench, LinkSetup};
+use crate::bench::{describe, undisturbed, Bench, LinkSetup, REMOTE_BIG};
 use crate::child;
-use crate::results::{Results, Series};
-use crate::transfer::{measure, Direction, Sample, ShareKind, Tool, Transfer};
+use crate::results::{Results, Series, THROUGHPUT};
+use crate::transfer::{measure, Direction, Sample, Tool, Transfer};
 use crate::Common;
 
 pub(crate) fn run(common: &Common) -> Result<(), String> {
@@ -21,17 +19,9 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
     let setups = [LinkSetup::UNSHAPED, LinkSetup::shaped(4, common.rate(1000))];
     let tools = [Tool::smbcp(&bench.smbcp, &[]), Tool::Smbclient];
     for setup in &setups {
-        let tb = bench.testbed(setup, &[ShareKind::Plain], " (mixed sequence)")?;
-        bench.raw_tcp(&tb, setup, &setup.label())?;
+        let tb = bench.testbed(setup, &["plain"], " (mixed sequence)")?;
         let label = &setup.label();
-        let locals: Vec<PathBuf> = tools
-            .iter()
-            .map(|t| bench.scratch.0.join(format!("mixed-{}", t.name())))
-            .collect();
-        let remotes: Vec<String> = tools
-            .iter()
-            .map(|t| format!("mixed-upload-{}", t.name()))
-            .collect();
+        bench.raw_tcp(&tb, setup, label)?;
         let mut series: Vec<Series> = (Direction::BOTH.iter())
             .flat_map(|&d| tools.iter().map(move |t| Series::new(label, "plain", d, t)))
             .collect();
@@ -42,27 +32,26 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
                     child::check()?;
                     // A tool uploads the file it downloaded earlier in the round.
                     let job = Transfer {
-                        remote_target: &remotes[i],
-                        local_source: &locals[i],
-                        local_target: &locals[i],
+                        remote: match direction {
+                            Direction::Download => REMOTE_BIG.into(),
+                            Direction::Upload => format!("mixed-upload-{}", tool.name()),
+                        },
+                        local: bench.scratch.0.join(format!("mixed-{}", tool.name())),
                         keep_target: true,
-                        ..bench.job(&tb, ShareKind::Plain, direction)
+                        ..bench.job(&tb, "plain", direction)
                     };
                     let (sample, report) =
-                        undisturbed(common.wait_quiet(), &mut retried, || measure(tool, &job))?;
-                    eprintln!(
-                        "  {label} round {round}: {} {direction}: {}",
-                        tool.name(),
-                        describe(&sample, report.as_ref())
-                    );
+                        undisturbed(common, &mut retried, || measure(tool, &job))?;
+                    let what = format!("{label} round {round}: {} {direction}", tool.name());
+                    eprintln!("  {what}: {}", describe(&sample, report.as_ref()));
                     let s = &mut series[d * tools.len() + i];
                     s.samples.push(sample);
                     s.reports.push(report);
                 }
             }
         }
-        for path in &locals {
-            let _ = std::fs::remove_file(path);
+        for tool in &tools {
+            let _ = std::fs::remove_file(bench.scratch.0.join(format!("mixed-{}", tool.name())));
         }
         bench.results.series.extend(series);
         bench.results.retried += retried;
@@ -74,7 +63,7 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         &setups[1].label(),
     ));
     body.push('\n');
-    body.push_str(&bench.results.throughput_table().markdown());
+    body.push_str(&bench.results.table(THROUGHPUT, |_| true).markdown());
     common.publish("mixed", Some("## Mixed sequence"), &body)
 }
 
@@ -128,6 +117,7 @@ mod tests {
         let raw = |direction| RawTcp {
             link: s.into(),
             direction,
+            links: 4,
             mbit: vec![4000.0],
         };
         let results = Results {

@@ -10,23 +10,23 @@
 //! and logon). Client CPU is fio's plus the daemon's; the share of the kernel's requests that
 //! were 1 MiB comes from the mount's status socket.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use smb3_benches::data::{remove_if_present, write_pattern, SMALL_SEED};
 use smb3_benches::fuse_mount::Mount;
 use smb3_benches::session::connect_plain;
-use smb3_benches::stats::median;
+use smb3_benches::stats::{median, min_max};
 use smb3_benches::table::{num, range, ratio, Table};
 use smb3_client::ClientConfig;
 use smb3_tests::{client_block_on, Testbed};
 
 use crate::bench::{Bench, LinkSetup, REMOTE_BIG};
 use crate::child::run_measured;
-use crate::machine::{process_cpu, wait_until_quiet, ServerMeter};
-use crate::results::Results;
-use crate::transfer::{Direction, ShareKind, Tool};
+use crate::machine::{process_cpu, ServerMeter};
+use crate::results::{Results, Series, SHAPED};
+use crate::transfer::{Direction, Tool};
 use crate::Common;
 
 /// Entries of the listed directory, and its name on the share.
@@ -49,6 +49,15 @@ impl FioJob {
         )
     }
 
+    /// `read` or `write`, as fio and the mount's status name them.
+    fn kind(&self) -> &'static str {
+        if self.direction == Direction::Download {
+            "read"
+        } else {
+            "write"
+        }
+    }
+
     /// A read of `file` (each job its own range), or a write of one new file per job into
     /// `dir` ending with an fsync, so the time includes the bytes reaching the server.
     fn command(&self, dir: &Path, file: &str, size: u64) -> Command {
@@ -65,14 +74,13 @@ impl FioJob {
             "--fallocate=none",
             &format!("--numjobs={}", self.jobs),
             &format!("--size={per_job}"),
-        ]);
+        ])
+        .arg(format!("--rw={}", self.kind()));
         match self.direction {
             Direction::Download => cmd
-                .arg("--rw=read")
                 .arg(format!("--filename={}", dir.join(file).display()))
                 .arg(format!("--offset_increment={per_job}")),
             Direction::Upload => cmd
-                .arg("--rw=write")
                 .arg(format!("--directory={}", dir.display()))
                 .args(["--filename_format=fio-write.$jobnum", "--end_fsync=1"]),
         };
@@ -94,21 +102,8 @@ struct FioSample {
     requests: (u64, u64),
 }
 
-impl FioSample {
-    fn per_gib(&self, cpu: Duration) -> f64 {
-        cpu.as_secs_f64() / (self.bytes as f64 / (1u64 << 30) as f64)
-    }
-}
-
-/// The fio runs of one testbed, job and mount.
-#[derive(Debug, Clone)]
-struct FioSeries {
-    link: String,
-    job: FioJob,
-    /// The mount's `-o` options when not the defaults.
-    options: Option<String>,
-    samples: Vec<FioSample>,
-}
+/// The fio runs of one testbed, job and mount (its `-o` options when not the defaults).
+type FioSeries = ((String, FioJob, Option<String>), Vec<FioSample>);
 
 pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
     let mut bench = Bench::new(common, common.size(1024, 256), common.reps(3))?;
@@ -119,81 +114,75 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
         LinkSetup::shaped(4, 1000),
         LinkSetup::UNSHAPED,
     ];
-    let jobs: Vec<FioJob> = Direction::BOTH
-        .iter()
-        .flat_map(|&direction| [1, 4].map(|jobs| FioJob { direction, jobs }))
-        .collect();
+    let jobs = Direction::BOTH
+        .map(|direction| [1, 4].map(|jobs| FioJob { direction, jobs }))
+        .concat();
     // fio's own start-up, to read the wall-time columns by: on a quiet machine, no testbed.
-    wait_until_quiet(common.wait_quiet());
+    common.quiet();
     let reads = jobs.iter().filter(|j| j.direction == Direction::Download);
-    let startup = reads
+    let startup: Result<Vec<String>, String> = reads
         .map(|j| {
-            fio_startup(j.jobs, bench.reps)
-                .map(|d| format!("{:.2} s with {}", d.as_secs_f64(), j.label()))
+            Ok(format!(
+                "{:.2} s with {}",
+                fio_startup(j, bench.reps)?.as_secs_f64(),
+                j.label()
+            ))
         })
-        .collect::<Result<Vec<_>, String>>()?
-        .join(", ");
+        .collect();
+    let startup = startup?.join(", ");
     eprintln!("smb-bench: fio's own start-up: {startup}");
     let tools = [Tool::smbcp(&bench.smbcp, &[]), Tool::Smbclient];
     // The default mount first, then each compared one; the compared options are read-side.
     let mounts: Vec<Option<&str>> = std::iter::once(None)
         .chain(compare.iter().map(|o| Some(o.as_str())))
         .collect();
-    let (mut fio, mut listing) = (Vec::new(), Listing::default());
+    let (mut fio, mut listing) = (Vec::<FioSeries>::new(), Vec::new());
     for (n, setup) in setups.iter().enumerate() {
         let label = &setup.label();
-        let tb = bench.testbed(setup, &[ShareKind::Plain], "")?;
+        let tb = bench.testbed(setup, &["plain"], "")?;
         match setup.rate_mbit {
             Some(_) => bench.raw_tcp(&tb, setup, label)?,
-            None => {
-                wait_until_quiet(common.wait_quiet());
-            }
+            None => _ = common.quiet(),
         }
-        bench.both_directions(&tb, label, ShareKind::Plain, &tools)?;
-        let mut series: Vec<FioSeries> = (mounts.iter())
-            .flat_map(|&options| {
-                let jobs = jobs
-                    .iter()
-                    .filter(move |j| options.is_none() || j.direction == Direction::Download);
-                jobs.map(move |&job| FioSeries {
-                    link: label.clone(),
-                    job,
-                    options: options.map(String::from),
-                    samples: Vec::new(),
-                })
-            })
-            .collect();
+        bench.both_directions(&tb, label, "plain", &tools)?;
+        let first = fio.len();
+        for options in &mounts {
+            let jobs = jobs
+                .iter()
+                .filter(|j| options.is_none() || j.direction == Direction::Download);
+            fio.extend(
+                jobs.map(|&job| ((label.clone(), job, options.map(String::from)), Vec::new())),
+            );
+        }
         for rep in 1..=bench.reps {
             // One mount at a time: another mount of the share would watch the directory fio
             // writes into and answer every batch of changes, costing the server CPU the
             // measured mount needs.
             for (k, options) in mounts.iter().enumerate() {
                 let mount = Mount::start(&tb, &smbfuse, &format!("fio{k}"), options.as_slice())?;
-                for s in series
+                for ((_, job, _), samples) in fio[first..]
                     .iter_mut()
-                    .filter(|s| s.options.as_deref() == *options)
+                    .filter(|s| s.0 .2.as_deref() == *options)
                 {
-                    let sample = run_fio(&tb, &mount, &smbctl, s.job, bench.size)?;
-                    let mb = |d: Duration| sample.bytes as f64 / d.as_secs_f64() / 1e6;
+                    let s = run_fio(&tb, &mount, &smbctl, *job, bench.size)?;
+                    let with = options.map_or(String::new(), |o| format!(" ({o})"));
                     eprintln!(
-                        "  {} {} {}{} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} requests 1 MiB",
-                        s.link,
-                        s.job.direction,
-                        s.job.label(),
-                        options.map_or(String::new(), |o| format!(" ({o})")),
-                        mb(sample.fio_runtime),
-                        sample.client_cpu.as_secs_f64(),
-                        sample.server_cpu.as_secs_f64(),
-                        sample.requests.1,
-                        sample.requests.0,
+                        "  {label} {} {}{with} #{rep}: {:.1} MB/s, client CPU {:.2} s, smbd CPU {:.2} s, {} of {} \
+                         requests 1 MiB",
+                        job.direction,
+                        job.label(),
+                        s.bytes as f64 / s.fio_runtime.as_secs_f64() / 1e6,
+                        s.client_cpu.as_secs_f64(),
+                        s.server_cpu.as_secs_f64(),
+                        s.requests.1,
+                        s.requests.0,
                     );
-                    s.samples.push(sample);
+                    samples.push(s);
                 }
             }
         }
-        fio.extend(series);
         if n == 0 {
-            list(&tb, &smbfuse, bench.reps, &mut listing)?;
+            listing = list(&tb, &smbfuse, bench.reps)?;
         }
     }
     let mut body = bench.header();
@@ -206,16 +195,15 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
          Client CPU is fio's plus the daemon's.\n\n"
     ));
     body.push_str(&fio_table(&fio, &bench.results).markdown());
-    let links: Vec<(String, usize)> = setups.iter().map(|s| (s.label(), s.links)).collect();
     body.push_str(&format!(
         "\nsmbcp and raw TCP on the same testbeds:\n\n{}",
-        bench.results.shaped_table(&links).markdown()
+        bench.results.table(SHAPED, |_| true).markdown()
     ));
+    let label = setups[0].label();
     body.push_str(&format!(
-        "\nA directory of {LISTED} empty files ({}), median of {} repetition(s):\n\n{}",
-        links[0].0,
+        "\nA directory of {LISTED} empty files ({label}), median of {} repetition(s):\n\n{}",
         bench.reps,
-        listing.table(&links[0].0).markdown()
+        listing_table(&listing, &label).markdown()
     ));
     common.publish(
         "mount",
@@ -224,71 +212,42 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
     )
 }
 
-/// fio's start-up: the wall time of fio reading 64 MiB from local memory (`/dev/shm`) with
-/// `jobs` jobs, less its runtime, median of `reps`. It separates the wall-time columns from
-/// fio's clock whatever the file system.
-fn fio_startup(jobs: usize, reps: usize) -> Result<Duration, String> {
+/// fio's start-up: the wall time of `job` reading 64 MiB from local memory (`/dev/shm`),
+/// less its runtime, median of `reps`. It separates the wall-time columns from fio's clock
+/// whatever the file system.
+fn fio_startup(job: &FioJob, reps: usize) -> Result<Duration, String> {
     const SIZE: u64 = 64 << 20;
     let name = format!("smb-bench-fio-startup-{}", std::process::id());
-    let (dir, path) = (Path::new("/dev/shm"), Path::new("/dev/shm").join(&name));
-    write_pattern(&path, SMALL_SEED, SIZE)?;
-    let job = FioJob {
-        direction: Direction::Download,
-        jobs,
-    };
-    let startups = (0..reps)
+    let dir = Path::new("/dev/shm");
+    write_pattern(&dir.join(&name), SMALL_SEED, SIZE)?;
+    let startups: Result<Vec<f64>, String> = (0..reps)
         .map(|_| {
             let fin = run_measured(job.command(dir, &name, SIZE))?;
             fin.success("fio in /dev/shm")?;
             Ok(fin
                 .wall
-                .saturating_sub(fio_report(&fin.stdout, Direction::Download)?.1)
+                .saturating_sub(fio_report(&fin.stdout, job)?.1)
                 .as_secs_f64())
         })
-        .collect::<Result<Vec<f64>, String>>();
-    remove_if_present(&path)?;
-    median(&startups?)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| "no fio start-up measured".into())
+        .collect();
+    remove_if_present(&dir.join(&name))?;
+    Ok(Duration::from_secs_f64(median(startups?)))
 }
 
-/// The bytes fio's JSON report says it moved and in how long (with `group_reporting` the
+/// The bytes fio's JSON report says `job` moved and in how long (with `group_reporting` the
 /// longest job's runtime, with `end_fsync` the final fsync included).
-fn fio_report(json: &str, direction: Direction) -> Result<(u64, Duration), String> {
+fn fio_report(json: &str, job: &FioJob) -> Result<(u64, Duration), String> {
     let v: serde_json::Value =
         serde_json::from_str(json).map_err(|e| format!("fio's JSON report: {e}"))?;
-    let kind = if direction == Direction::Download {
-        "read"
-    } else {
-        "write"
-    };
+    let kind = job.kind();
     let field = |name: &str| {
-        v["jobs"][0][kind][name]
-            .as_u64()
-            .ok_or_else(|| format!("fio's JSON report has no jobs[0].{kind}.{name}"))
+        let value = v["jobs"][0][kind][name].as_u64();
+        value.ok_or_else(|| format!("fio's JSON report has no jobs[0].{kind}.{name}"))
     };
     match field("runtime")? {
         0 => Err(format!("fio's JSON report gives jobs[0].{kind}.runtime 0")),
         ms => Ok((field("io_bytes")?, Duration::from_millis(ms))),
     }
-}
-
-/// The mount's READ (or WRITE) requests so far, and those that were 1 MiB.
-fn request_counts(
-    mount: &Mount,
-    smbctl: &Path,
-    direction: Direction,
-) -> Result<(u64, u64), String> {
-    let status = mount.status(smbctl)?;
-    let c = &status["fuse_io"][if direction == Direction::Download {
-        "read"
-    } else {
-        "write"
-    }];
-    Ok((
-        c["requests"].as_u64().unwrap_or(0),
-        c["full_size"].as_u64().unwrap_or(0),
-    ))
 }
 
 /// Runs `job` once through `mount` and measures it. Written files are checked for size on
@@ -300,41 +259,47 @@ fn run_fio(
     job: FioJob,
     size: u64,
 ) -> Result<FioSample, String> {
+    // The mount's READ (or WRITE) requests so far, and those that were 1 MiB.
+    let requests = || -> Result<(u64, u64), String> {
+        let c = &mount.status(smbctl)?["fuse_io"][job.kind()];
+        Ok((
+            c["requests"].as_u64().unwrap_or(0),
+            c["full_size"].as_u64().unwrap_or(0),
+        ))
+    };
     // Reads start cold: nothing of the file in this machine's page cache.
     std::fs::write("/proc/sys/vm/drop_caches", b"3")
         .map_err(|e| format!("dropping the page cache: {e}"))?;
-    let before = request_counts(mount, smbctl, job.direction)?;
+    let before = requests()?;
     let meter = ServerMeter::start(tb.smbd_pid())?;
     let daemon_cpu = || process_cpu(mount.daemon_pid()).unwrap_or_default();
     let daemon_before = daemon_cpu();
     let fin = run_measured(job.command(&mount.dir, REMOTE_BIG, size))?;
     let daemon = daemon_cpu().saturating_sub(daemon_before);
     let server_cpu = meter.stop()?;
-    let after = request_counts(mount, smbctl, job.direction)?;
+    let after = requests()?;
     fin.success(&job.label())?;
-    let (bytes, fio_runtime) = fio_report(&fin.stdout, job.direction)?;
+    let (bytes, fio_runtime) = fio_report(&fin.stdout, &job)?;
     if bytes != size {
         return Err(format!(
             "fio {} moved {bytes} bytes, not {size}",
             job.label()
         ));
     }
-    if job.direction == Direction::Upload {
-        for n in 0..job.jobs {
-            let name = format!("fio-write.{n}");
-            let on_server = tb.share_path("plain").join(&name);
-            let len = std::fs::metadata(&on_server)
-                .map_err(|e| format!("{}: {e}", on_server.display()))?
-                .len();
-            if len != size / job.jobs as u64 {
-                return Err(format!(
-                    "{name} is {len} bytes on the server, not {}",
-                    size / job.jobs as u64
-                ));
-            }
-            std::fs::remove_file(mount.dir.join(&name))
-                .map_err(|e| format!("removing {name} through the mount: {e}"))?;
+    for n in (0..job.jobs).filter(|_| job.direction == Direction::Upload) {
+        let name = format!("fio-write.{n}");
+        let on_server = tb.share_path("plain").join(&name);
+        let len = std::fs::metadata(&on_server)
+            .map_err(|e| format!("{}: {e}", on_server.display()))?
+            .len();
+        if len != size / job.jobs as u64 {
+            return Err(format!(
+                "{name} is {len} bytes on the server, not {}",
+                size / job.jobs as u64
+            ));
         }
+        std::fs::remove_file(mount.dir.join(&name))
+            .map_err(|e| format!("removing {name} through the mount: {e}"))?;
     }
     Ok(FioSample {
         bytes,
@@ -353,112 +318,99 @@ fn run_fio(
 /// testbed: fio's clock against smbcp's copy time and iperf3's rate, wall time against wall
 /// time (smbclient reports no clock of its own).
 fn fio_table(series: &[FioSeries], results: &Results) -> Table {
-    let mut t = Table::new(
-        "links | direction | client | >MB/s (fio) | >min-max | >x smbcp copy | >x raw TCP |\
-        >MB/s (wall) | >x smbcp (wall) | >x smbclient (wall) | >1 MiB requests % |\
-        >client CPU s/GiB | >smbd CPU s/GiB",
+    fn rate(s: &FioSeries, clock: fn(&FioSample) -> Duration) -> impl Iterator<Item = f64> + '_ {
+        s.1.iter()
+            .map(move |x| x.bytes as f64 / clock(x).as_secs_f64() / 1e6)
+    }
+    let (fio, wall) = (
+        |s: &FioSeries| median(rate(s, |x| x.fio_runtime)),
+        |s: &FioSeries| median(rate(s, |x| x.wall)),
     );
-    for s in series {
-        let rates = |clock: fn(&FioSample) -> Duration| -> Vec<f64> {
-            s.samples
-                .iter()
-                .map(|x| x.bytes as f64 / clock(x).as_secs_f64() / 1e6)
-                .collect()
-        };
-        let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
-        let (fio, wall) = (rates(|x| x.fio_runtime), rates(|x| x.wall));
-        let (mb, wall_mb) = (med(&fio), med(&wall));
-        let tool = |name| results.find(&s.link, name, s.job.direction);
-        let smbcp = tool("smbcp");
-        let requests: (u64, u64) = s
-            .samples
-            .iter()
-            .fold((0, 0), |a, x| (a.0 + x.requests.0, a.1 + x.requests.1));
-        let cpu = |f: fn(&FioSample) -> Duration| {
-            num(
-                med(&s
-                    .samples
-                    .iter()
-                    .map(|x| x.per_gib(f(x)))
-                    .collect::<Vec<_>>()),
-                2,
-            )
-        };
-        t.row(vec![
-            s.link.clone(),
-            s.job.direction.to_string(),
-            s.options
-                .as_ref()
-                .map_or(s.job.label(), |o| format!("{} ({o})", s.job.label())),
-            num(mb, 1),
-            range(smb3_benches::stats::min_max(&fio).unwrap_or((f64::NAN, f64::NAN))),
-            ratio(mb, smbcp.map_or(f64::NAN, |c| c.copy_mb_per_s())),
-            ratio(
-                mb,
-                results
-                    .raw_for(&s.link, s.job.direction)
-                    .map_or(f64::NAN, |r| r.mb_per_s()),
+    let of = |s: &FioSeries, tool| results.find(&s.0 .0, tool, s.0 .1.direction);
+    let raw = |s: &FioSeries| {
+        results
+            .raw_for(&s.0 .0, s.0 .1.direction)
+            .map_or(f64::NAN, |r| r.mb_per_s())
+    };
+    let vs = |v: f64, o: Option<&Series>, f: fn(&Series) -> f64| ratio(v, o.map_or(f64::NAN, f));
+    let cpu = |s: &FioSeries, f: fn(&FioSample) -> Duration| {
+        num(
+            median(
+                s.1.iter()
+                    .map(|x| f(x).as_secs_f64() / (x.bytes as f64 / (1u64 << 30) as f64)),
             ),
-            num(wall_mb, 1),
-            ratio(wall_mb, smbcp.map_or(f64::NAN, |c| c.mb_per_s())),
-            ratio(
-                wall_mb,
-                tool("smbclient").map_or(f64::NAN, |c| c.mb_per_s()),
-            ),
-            if requests.0 == 0 {
-                "-".into()
-            } else {
-                format!("{:.0}", requests.1 as f64 * 100.0 / requests.0 as f64)
-            },
-            cpu(|x| x.client_cpu),
-            cpu(|x| x.server_cpu),
-        ]);
-    }
-    t
+            2,
+        )
+    };
+    Table::of(
+        series,
+        &[
+            ("links", &|s| s.0 .0.clone()),
+            ("direction", &|s| s.0 .1.direction.to_string()),
+            ("client", &|s| {
+                s.0 .2
+                    .as_ref()
+                    .map_or(s.0 .1.label(), |o| format!("{} ({o})", s.0 .1.label()))
+            }),
+            (">MB/s (fio)", &|s| num(fio(s), 1)),
+            (">min-max", &|s| {
+                range(min_max(rate(s, |x| x.fio_runtime)), 1)
+            }),
+            (">x smbcp copy", &|s| {
+                vs(fio(s), of(s, "smbcp"), |c| c.copy_mb_per_s())
+            }),
+            (">x raw TCP", &|s| ratio(fio(s), raw(s))),
+            (">MB/s (wall)", &|s| num(wall(s), 1)),
+            (">x smbcp (wall)", &|s| {
+                vs(wall(s), of(s, "smbcp"), |c| c.mb_per_s())
+            }),
+            (">x smbclient (wall)", &|s| {
+                vs(wall(s), of(s, "smbclient"), |c| c.mb_per_s())
+            }),
+            (">1 MiB requests %", &|s| {
+                let (all, full) =
+                    s.1.iter()
+                        .fold((0, 0), |a, x| (a.0 + x.requests.0, a.1 + x.requests.1));
+                if all == 0 {
+                    "-".into()
+                } else {
+                    format!("{:.0}", full as f64 * 100.0 / all as f64)
+                }
+            }),
+            (">client CPU s/GiB", &|s| cpu(s, |x| x.client_cpu)),
+            (">smbd CPU s/GiB", &|s| cpu(s, |x| x.server_cpu)),
+        ],
+    )
 }
 
-/// Timings of listing the directory, a list of repetitions each.
-#[derive(Debug, Default, Clone)]
-struct Listing {
-    /// The library's `Share::read_dir`.
-    read_dir: Vec<Duration>,
-    /// `ls -l` through the mount, the attributes not cached.
-    ls_l: Vec<Duration>,
-    /// `stat` of every entry by path on a fresh mount, then again from the cache.
-    stat_uncached: Vec<Duration>,
-    stat_cached: Vec<Duration>,
+/// What the listing timed, and each repetition's time.
+type Listing = Vec<(&'static str, Vec<Duration>)>;
+
+/// Median time of each way of listing, entries a second, and against the library's listing
+/// (the first).
+fn listing_table(listing: &Listing, link: &str) -> Table {
+    let secs = |d: &[Duration]| median(d.iter().map(Duration::as_secs_f64));
+    let library = listing.first().map_or(f64::NAN, |l| secs(&l.1));
+    Table::of(
+        listing,
+        &[
+            ("link", &|_| link.into()),
+            ("what", &|l| l.0.into()),
+            (">median s", &|l| format!("{:.3}", secs(&l.1))),
+            (">entries/s", &|l| {
+                format!("{:.0}", LISTED as f64 / secs(&l.1))
+            }),
+            (">x library read_dir time", &|l| {
+                format!("{:.2}", secs(&l.1) / library)
+            }),
+        ],
+    )
 }
 
-impl Listing {
-    /// Median time of each, entries a second, and against the library's listing.
-    fn table(&self, link: &str) -> Table {
-        let secs = |d: &[Duration]| {
-            median(&d.iter().map(Duration::as_secs_f64).collect::<Vec<_>>()).unwrap_or(f64::NAN)
-        };
-        let mut t = Table::new("link | what | >median s | >entries/s | >x library read_dir time");
-        for (what, d) in [
-            ("library `Share::read_dir`", &self.read_dir),
-            (
-                "`ls -l` through the mount (attributes not cached)",
-                &self.ls_l,
-            ),
-            ("`stat` of each entry, nothing cached", &self.stat_uncached),
-            ("`stat` of each entry again, cached", &self.stat_cached),
-        ] {
-            let s = secs(d);
-            let cells = [
-                format!("{s:.3}"),
-                format!("{:.0}", LISTED as f64 / s),
-                format!("{:.2}", s / secs(&self.read_dir)),
-            ];
-            t.row([vec![link.into(), what.into()], cells.to_vec()].concat());
-        }
-        t
-    }
-}
-
-/// [`LISTED`] empty files put straight into the share, then listed `reps` times each way.
-fn list(tb: &Testbed, smbfuse: &Path, reps: usize, listing: &mut Listing) -> Result<(), String> {
+/// [`LISTED`] empty files put straight into the share, then listed `reps` times each way:
+/// the library's `Share::read_dir`, `ls -l` through the mount (after the attribute cache
+/// expired), `stat` of every entry by path on a fresh mount and again from the cache.
+fn list(tb: &Testbed, smbfuse: &Path, reps: usize) -> Result<Listing, String> {
     let dir = tb.share_path("plain").join(LISTING_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let names: Vec<String> = (0..LISTED).map(|n| format!("file-{n:05}")).collect();
@@ -466,6 +418,7 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize, listing: &mut Listing) -> Res
         std::fs::write(dir.join(name), b"")
             .map_err(|e| format!("{}: {e}", dir.join(name).display()))?;
     }
+    let (mut ls_l, mut uncached, mut cached) = (Vec::new(), Vec::new(), Vec::new());
     let mount = Mount::start(tb, smbfuse, "ls", &[])?;
     for _ in 0..reps {
         // After the attribute cache (actimeo, 1 s by default) has expired.
@@ -476,34 +429,30 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize, listing: &mut Listing) -> Res
         let fin = run_measured(cmd)?;
         let lines = fin.stdout.lines().count();
         if !fin.status.success() || lines != LISTED + 1 {
+            let why = fin.stderr_tail();
             return Err(format!(
-                "ls -l through the mount: {} with {lines} lines ({})",
-                fin.status,
-                fin.stderr_tail()
+                "ls -l through the mount: {} with {lines} lines ({why})",
+                fin.status
             ));
         }
-        listing.ls_l.push(fin.wall);
+        ls_l.push(fin.wall);
     }
     drop(mount);
     for _ in 0..reps {
         // A fresh mount each time, so nothing is cached; a long attribute timeout, so the
         // second pass comes from the cache.
         let mount = Mount::start(tb, smbfuse, "stat", &["actimeo=600"])?;
-        let paths: Vec<PathBuf> = names
-            .iter()
-            .map(|n| mount.dir.join(LISTING_DIR).join(n))
-            .collect();
-        for pass in [&mut listing.stat_uncached, &mut listing.stat_cached] {
+        for pass in [&mut uncached, &mut cached] {
             let started = Instant::now();
-            for p in &paths {
-                std::fs::metadata(p).map_err(|e| format!("stat {}: {e}", p.display()))?;
+            for p in names.iter().map(|n| mount.dir.join(LISTING_DIR).join(n)) {
+                std::fs::metadata(&p).map_err(|e| format!("stat {}: {e}", p.display()))?;
             }
             pass.push(started.elapsed());
         }
     }
     let rt = tb.client_runtime();
     let connect = connect_plain(tb, ClientConfig::default());
-    let times = client_block_on(&rt, async move {
+    let read_dir = client_block_on(&rt, async move {
         let (client, share) = connect.await?;
         let mut times = Vec::new();
         for _ in 0..reps {
@@ -521,9 +470,14 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize, listing: &mut Listing) -> Res
         Ok::<_, String>(times)
     });
     drop(rt);
-    listing.read_dir.extend(times?);
+    let listing = vec![
+        ("library `Share::read_dir`", read_dir?),
+        ("`ls -l` through the mount (attributes not cached)", ls_l),
+        ("`stat` of each entry, nothing cached", uncached),
+        ("`stat` of each entry again, cached", cached),
+    ];
     eprintln!("  listing: {listing:?}");
-    Ok(())
+    Ok(listing)
 }
 
 #[cfg(test)]
@@ -533,21 +487,25 @@ mod tests {
     #[test]
     fn fio_reports_and_commands() {
         let json = r#"{"jobs":[{"read":{"io_bytes":1073741824,"runtime":2377},"write":{"io_bytes":0,"runtime":0}}]}"#;
-        assert_eq!(
-            fio_report(json, Direction::Download),
-            Ok((1 << 30, Duration::from_millis(2377)))
-        );
-        // A direction that did not run has no runtime to divide by.
-        assert!(
-            fio_report(json, Direction::Upload).is_err()
-                && fio_report("{}", Direction::Upload).is_err()
-        );
         let job = FioJob {
             direction: Direction::Download,
             jobs: 4,
         };
-        let cmd = job.command(Path::new("/m"), "big", 1 << 30);
-        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into()).collect();
+        assert_eq!(
+            fio_report(json, &job),
+            Ok((1 << 30, Duration::from_millis(2377)))
+        );
+        // A direction that did not run has no runtime to divide by.
+        let up = FioJob {
+            direction: Direction::Upload,
+            ..job
+        };
+        assert!(fio_report(json, &up).is_err() && fio_report("{}", &up).is_err());
+        let args: Vec<String> = job
+            .command(Path::new("/m"), "big", 1 << 30)
+            .get_args()
+            .map(|a| a.to_string_lossy().into())
+            .collect();
         for want in [
             format!("--size={}", 1 << 28),
             format!("--offset_increment={}", 1 << 28),

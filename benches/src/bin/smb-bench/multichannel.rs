@@ -8,8 +8,8 @@ use smb3_benches::table::{num, Table};
 
 use crate::bench::{Bench, LinkSetup};
 use crate::chart::{BarChart, Frame};
-use crate::results::{RawTcp, Results, Series};
-use crate::transfer::{ChannelUse, Direction, ShareKind, Tool};
+use crate::results::{RawTcp, Results, Series, ONE_CHANNEL, SHAPED, UNSHAPED};
+use crate::transfer::{ChannelUse, Direction, Tool};
 use crate::Common;
 
 /// The share of aggregate raw TCP smbcp should reach with 2 and 4 links.
@@ -22,24 +22,23 @@ pub(crate) fn run(
     variants: &[String],
 ) -> Result<(), String> {
     let mut bench = Bench::new(common, common.size(1024, 64), common.reps(3))?;
-    let smbcp = bench.smbcp.clone();
-    let unshaped = LinkSetup::UNSHAPED;
+    let (smbcp, unshaped) = (bench.smbcp.clone(), LinkSetup::UNSHAPED.label());
     let per_nic = unshaped_channels.to_string();
-    let baseline = Tool::smbcp(&smbcp, &["--no-multichannel"]);
     let several = Tool::smbcp(&smbcp, &["--channels-per-nic", &per_nic]);
-    let tb = bench.testbed(&unshaped, &[ShareKind::Plain], "")?;
-    crate::machine::wait_until_quiet(common.wait_quiet());
+    let tb = bench.testbed(&LinkSetup::UNSHAPED, &["plain"], "")?;
+    common.quiet();
     bench.both_directions(
         &tb,
-        &unshaped.label(),
-        ShareKind::Plain,
-        &[baseline.clone(), several],
+        &unshaped,
+        "plain",
+        &[Tool::smbcp(&smbcp, &[ONE_CHANNEL]), several],
     )?;
     drop(tb);
 
+    let rate = common.rate(500);
     let shaped: Vec<LinkSetup> = links
         .iter()
-        .map(|&n| LinkSetup::shaped(usize::from(n), common.rate(500)))
+        .map(|&n| LinkSetup::shaped(usize::from(n), rate))
         .collect();
     // smbcp's defaults first: the target lines and the chart take the first smbcp series.
     let mut tools = vec![Tool::smbcp(&smbcp, &[]), Tool::Smbclient];
@@ -50,30 +49,31 @@ pub(crate) fn run(
         ));
     }
     for setup in &shaped {
-        let tb = bench.testbed(setup, &[ShareKind::Plain], "")?;
+        let tb = bench.testbed(setup, &["plain"], "")?;
         bench.raw_tcp(&tb, setup, &setup.label())?;
-        bench.both_directions(&tb, &setup.label(), ShareKind::Plain, &tools)?;
+        bench.both_directions(&tb, &setup.label(), "plain", &tools)?;
     }
 
     let results = &bench.results;
     let mut body = bench.header();
     let widest = shaped.iter().max_by_key(|s| s.links);
     if let Some(w) = widest {
-        body.push_str(&rate_verdict(
-            results,
-            w,
-            &unshaped.label(),
-            &baseline.settings(),
-        ));
+        body.push_str(&rate_verdict(results, w, &unshaped));
     }
     let lines = target_lines(results, &shaped);
     if !lines.is_empty() {
         let target = TARGET_OF_RAW_TCP * 100.0;
-        let lines = lines.join("\n");
-        body.push_str(&format!("Targets (smbcp at least {target:.0} % of aggregate raw TCP with 2 and 4 links):\n\n{lines}\n\n"));
+        body.push_str(&format!(
+            "Targets (smbcp at least {target:.0} % of aggregate raw TCP with 2 and 4 links):\n\n{}\n\n",
+            lines.join("\n")
+        ));
     }
-    let labels: Vec<(String, usize)> = shaped.iter().map(|s| (s.label(), s.links)).collect();
-    body.push_str(&results.shaped_table(&labels).markdown());
+    let labels: Vec<String> = shaped.iter().map(LinkSetup::label).collect();
+    body.push_str(
+        &results
+            .table(SHAPED, |s| labels.contains(&s.link))
+            .markdown(),
+    );
     if let Some(w) = widest.filter(|w| w.links > 1) {
         body.push_str(&format!(
             "\nChannels of smbcp's median run with {} links:\n\n",
@@ -81,52 +81,37 @@ pub(crate) fn run(
         ));
         body.push_str(&channel_table(results, &w.label()).markdown());
     }
-    let base = baseline.settings();
     body.push_str(&format!(
-        "\nOne unshaped link, smbcp with one channel (`{}`) and with several:\n\n",
-        base.trim()
+        "\nOne unshaped link, smbcp with one channel (`{ONE_CHANNEL}`) and with several:\n\n{}",
+        results.table(UNSHAPED, |s| s.link == unshaped).markdown()
     ));
-    body.push_str(&results.unshaped_table(&unshaped.label(), &base).markdown());
     let size = match bench.size {
         s if s == 1 << 30 => "1 GiB".to_string(),
         s => format!("{} MiB", s >> 20),
     };
-    let title = format!(
-        "{size} copies over N links of {} Mbit/s each (median MB/s)",
-        common.rate(500)
-    );
-    if let Some(svg) = common.chart("multichannel.svg", || chart(results, &shaped, &title).svg())? {
-        body.push_str(&format!(
-            "\n![MB/s per number of links: raw TCP, smbcp, smbclient]({svg})\n"
-        ));
-    }
+    let title = format!("{size} copies over N links of {rate} Mbit/s each (median MB/s)");
+    let alt = "MB/s per number of links: raw TCP, smbcp, smbclient";
+    body.push_str(&common.chart("multichannel.svg", alt, || {
+        chart(results, &shaped, &title).svg()
+    })?);
     common.publish("multichannel", None, &body)
 }
 
 /// Why the rate is low enough: the most links together against what smbcp moved over one
 /// unshaped link with one channel (the slower direction, CPU-bound). Half of what the CPUs
 /// can move is the most that still leaves them clearly idle.
-fn rate_verdict(results: &Results, widest: &LinkSetup, unshaped: &str, baseline: &str) -> String {
-    let both = |f: &dyn Fn(Direction) -> Option<f64>, combine: fn(f64, f64) -> f64| {
-        Direction::BOTH
-            .into_iter()
-            .filter_map(f)
-            .fold(f64::NAN, combine)
-    };
-    let single = both(
-        &|d| {
-            results
-                .series
-                .iter()
-                .find(|s| s.link == unshaped && s.direction == d && s.settings == baseline)
-                .map(Series::mb_per_s)
-        },
-        f64::min,
-    );
-    let aggregate = both(
-        &|d| results.raw_for(&widest.label(), d).map(RawTcp::mb_per_s),
-        f64::max,
-    );
+fn rate_verdict(results: &Results, widest: &LinkSetup, unshaped: &str) -> String {
+    let one_channel = |s: &&Series| s.link == unshaped && s.settings.contains(ONE_CHANNEL);
+    let single = results
+        .series
+        .iter()
+        .filter(one_channel)
+        .map(Series::mb_per_s)
+        .fold(f64::NAN, f64::min);
+    let raw = Direction::BOTH
+        .iter()
+        .filter_map(|&d| results.raw_for(&widest.label(), d));
+    let aggregate = raw.map(RawTcp::mb_per_s).fold(f64::NAN, f64::max);
     let share = aggregate / single;
     let verdict = match share < 0.5 {
         true => "so the shaped runs are limited by the links, not by the two CPUs",
@@ -165,13 +150,13 @@ fn target_lines(results: &Results, setups: &[LinkSetup]) -> Vec<String> {
             let vs_client = results
                 .smbclient_for(s)
                 .map(|c| format!(", {:.2}x smbclient", s.mb_per_s() / c.mb_per_s()));
-            let variants: String = (results.series.iter())
-                .filter(|v| {
-                    v.link == label
-                        && v.direction == direction
-                        && v.tool == "smbcp"
-                        && v.settings != s.settings
-                })
+            let variant = |v: &&Series| {
+                v.link == label
+                    && v.direction == direction
+                    && v.tool == "smbcp"
+                    && v.settings != s.settings
+            };
+            let variants: String = (results.series.iter().filter(variant))
                 .map(|v| {
                     format!(
                         "; `smbcp{}` {:.2} %",
@@ -198,10 +183,7 @@ fn target_lines(results: &Results, setups: &[LinkSetup]) -> Vec<String> {
 /// The channels of smbcp's median run on `label`, a row per link: each channel's bytes and
 /// requests, to show how the dispatcher spread the work.
 fn channel_table(results: &Results, label: &str) -> Table {
-    let mut t = Table::new(
-        "links | direction | link (client -> server) | >channels | MB on the wire, per channel |\
-        requests, per channel | >share of bytes %",
-    );
+    let mut rows = Vec::new();
     for direction in Direction::BOTH {
         let Some(report) = results
             .find(label, "smbcp", direction)
@@ -217,24 +199,39 @@ fn channel_table(results: &Results, label: &str) -> Table {
                 .filter(|c| c.server == server)
                 .collect();
             on_link.sort_by_key(|c| std::cmp::Reverse(c.bytes));
-            let mut locals: Vec<String> = on_link.iter().map(|c| c.local.to_string()).collect();
-            locals.sort();
-            locals.dedup();
-            let joined = |f: &dyn Fn(&ChannelUse) -> String| {
-                on_link.iter().map(|c| f(c)).collect::<Vec<_>>().join(" / ")
-            };
-            t.row(vec![
-                label.into(),
-                direction.to_string(),
-                format!("{} -> {server}", locals.join(", ")),
-                count.to_string(),
-                joined(&|c| num(c.bytes as f64 / 1e6, 1)),
-                joined(&|c| c.requests.to_string()),
-                num(bytes as f64 * 100.0 / total as f64, 1),
-            ]);
+            rows.push((
+                direction,
+                server,
+                count,
+                bytes as f64 * 100.0 / total as f64,
+                on_link,
+            ));
         }
     }
-    t
+    let joined = |on_link: &[&ChannelUse], f: &dyn Fn(&ChannelUse) -> String| {
+        on_link.iter().map(|c| f(c)).collect::<Vec<_>>().join(" / ")
+    };
+    Table::of(
+        rows,
+        &[
+            ("links", &|_| label.into()),
+            ("direction", &|r| r.0.to_string()),
+            ("link (client -> server)", &|r| {
+                let mut locals: Vec<String> = r.4.iter().map(|c| c.local.to_string()).collect();
+                locals.sort();
+                locals.dedup();
+                format!("{} -> {}", locals.join(", "), r.1)
+            }),
+            (">channels", &|r| r.2.to_string()),
+            ("MB on the wire, per channel", &|r| {
+                joined(&r.4, &|c| num(c.bytes as f64 / 1e6, 1))
+            }),
+            ("requests, per channel", &|r| {
+                joined(&r.4, &|c| c.requests.to_string())
+            }),
+            (">share of bytes %", &|r| num(r.3, 1)),
+        ],
+    )
 }
 
 /// Grouped bars: per setup, aggregate raw TCP, smbcp and smbclient; a panel per direction.
@@ -243,17 +240,13 @@ fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
         let groups = setups.iter().map(|setup| {
             let label = setup.label();
             let tool = |name| results.find(&label, name, direction).map(Series::mb_per_s);
-            let values = vec![
-                results.raw_for(&label, direction).map(RawTcp::mb_per_s),
-                tool("smbcp"),
-                tool("smbclient"),
-            ];
-            let name = if setup.links == 1 {
-                "1 link".into()
-            } else {
-                format!("{} links", setup.links)
-            };
-            (name, values)
+            let raw = results.raw_for(&label, direction).map(RawTcp::mb_per_s);
+            let name = format!(
+                "{} link{}",
+                setup.links,
+                if setup.links == 1 { "" } else { "s" }
+            );
+            (name, vec![raw, tool("smbcp"), tool("smbclient")])
         });
         (direction.to_string(), groups.collect())
     };
@@ -275,16 +268,18 @@ fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::tests::{cells, series};
+    use crate::results::tests::series;
+    use smb3_benches::table::cells;
 
     #[test]
-    fn targets_tables_and_chart_use_the_aggregate() {
+    fn targets_channels_and_chart_use_the_aggregate() {
         let setups = [LinkSetup::shaped(2, 500)];
         let label = setups[0].label();
         // 2 links x 480 Mbit/s: 120 MB/s together.
         let raw = RawTcp {
             link: label.clone(),
             direction: Direction::Download,
+            links: 2,
             mbit: vec![960.0],
         };
         let mut variant = series(&label, "smbcp", Direction::Download, &[117.6]);
@@ -304,22 +299,15 @@ mod tests {
             ["- 2 x 500 Mbit/s, download: smbcp 100.0 MB/s = 83.33 % of aggregate raw TCP (120.0 MB/s): target 97 % \
               missed, 2.00x smbclient; `smbcp --depth 32` 98.00 %."]
         );
-        let rows = cells(&results.shaped_table(&[(label.clone(), 2)]));
-        assert_eq!(rows[0][2..4].join("|"), "raw TCP, 2 x iperf3 -R|120.0");
-        assert_eq!(
-            rows[1][2..11].join("|"),
-            "smbcp|100.0|90.0-110.0|0.833|2.000|3 (1+2)|3 of 3|60/40|105.3"
-        );
-        assert_eq!(
-            rows[2][2..9].join("|"),
-            "smbclient|50.0|50.0-50.0|0.417|-|1 connection|"
-        );
-        let rows = cells(&channel_table(&results, &label));
+        let rows = cells(&channel_table(&results, &label).markdown());
         assert_eq!(
             rows[1][2..7].join("|"),
             "10.100.2.2 -> 10.100.2.1|2|0.0 / 0.0|3 / 1|40.0"
         );
         let c = chart(&results, &setups, "t");
-        assert_eq!(c.panels[0].1[0].1, [Some(120.0), Some(100.0), Some(50.0)]);
+        assert_eq!(
+            c.panels[0].1[0],
+            ("2 links".into(), vec![Some(120.0), Some(100.0), Some(50.0)])
+        );
     }
 }

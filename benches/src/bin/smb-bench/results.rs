@@ -1,10 +1,53 @@
-//! What the copy modes measured, and the tables made from it.
+//! What the copy modes measured, and the tables made from it. A table is a list of column
+//! headers: every cell of a run's row, or of a raw TCP row, is looked up by its header.
 
-use smb3_benches::stats::{median, min_max};
+use std::time::Duration;
+
+use smb3_benches::stats::{median, min_max, percentile};
 use smb3_benches::table::{num, range, ratio, Table};
 
-use crate::latency::Latency;
 use crate::transfer::{Direction, Sample, SmbcpReport, Tool};
+
+/// The main table's columns (main, mixed).
+pub(crate) const THROUGHPUT: &str =
+    "link | share | direction | client | >MB/s | >min-max | >x raw TCP | \
+     >x smbclient | >client CPU s/GiB | >smbd CPU s/GiB | >CPUs busy";
+/// Shaped links, per setup and direction (multichannel, mount).
+pub(crate) const SHAPED: &str = "links | direction | client | >MB/s | >min-max | >x raw TCP | >x smbclient | \
+     >channels (per link) | >all planned up | >bytes per link % | >copy-only MB/s | >client CPU s/GiB | \
+     >client max RSS MiB | >smbd CPU s/GiB | >CPUs busy";
+/// smbcp settings on one link against its single-channel run (multichannel).
+pub(crate) const UNSHAPED: &str =
+    "link | direction | client | >channels | >all planned up | >MB/s | \
+     >min-max | >x 1 channel | >copy-only MB/s | >client CPU s/GiB | >client max RSS MiB | \
+     >smbd CPU s/GiB | >CPUs busy";
+/// The option of the run "x 1 channel" compares with.
+pub(crate) const ONE_CHANNEL: &str = "--no-multichannel";
+
+/// Latency of one kind of operation.
+#[derive(Debug, Clone)]
+pub(crate) struct Latency {
+    pub(crate) what: &'static str,
+    /// The SMB requests one operation costs.
+    pub(crate) requests: &'static str,
+    pub(crate) ops: usize,
+    pub(crate) median_us: f64,
+    pub(crate) p99_us: f64,
+}
+
+impl Latency {
+    pub(crate) fn of(what: &'static str, requests: &'static str, samples: &[Duration]) -> Latency {
+        let us = || samples.iter().map(|d| d.as_secs_f64() * 1e6);
+        let (median_us, p99_us) = (median(us()), percentile(us(), 99.0));
+        Latency {
+            what,
+            requests,
+            ops: samples.len(),
+            median_us,
+            p99_us,
+        }
+    }
+}
 
 /// Raw TCP goodput of a testbed's links in one direction (the sum of one iperf3 stream per
 /// link, receiver side).
@@ -12,6 +55,7 @@ use crate::transfer::{Direction, Sample, SmbcpReport, Tool};
 pub(crate) struct RawTcp {
     pub(crate) link: String,
     pub(crate) direction: Direction,
+    pub(crate) links: usize,
     /// One sum per repetition, Mbit/s.
     pub(crate) mbit: Vec<f64>,
 }
@@ -19,12 +63,28 @@ pub(crate) struct RawTcp {
 impl RawTcp {
     /// Median, MB/s.
     pub(crate) fn mb_per_s(&self) -> f64 {
-        median(&self.mbit).unwrap_or(f64::NAN) / 8.0
+        median(self.mbit.iter().copied()) / 8.0
     }
 
-    fn range(&self) -> String {
-        let (lo, hi) = min_max(&self.mbit).unwrap_or((f64::NAN, f64::NAN));
-        range((lo / 8.0, hi / 8.0))
+    /// Its row's cell under `column`; `per_setup` names the streams per link.
+    fn cell(&self, column: &str, per_setup: bool) -> String {
+        let reverse = if self.direction == Direction::Download {
+            " -R"
+        } else {
+            ""
+        };
+        match column {
+            "link" | "links" => self.link.clone(),
+            "share" => "-".into(),
+            "direction" => self.direction.to_string(),
+            "client" if per_setup => format!("raw TCP, {} x iperf3{reverse}", self.links),
+            "client" => format!("raw TCP (iperf3{reverse})"),
+            "MB/s" => num(self.mb_per_s(), 1),
+            "min-max" => range(min_max(self.mbit.iter().map(|m| m / 8.0)), 1),
+            "x raw TCP" => "1.000".into(),
+            "channels (per link)" => self.links.to_string(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -56,26 +116,18 @@ impl Series {
         }
     }
 
-    /// The median of `f` over the repetitions (NaN without any).
+    /// The median of `f` over the repetitions.
     pub(crate) fn median_of(&self, f: impl Fn(&Sample) -> f64) -> f64 {
-        median(&self.samples.iter().map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN)
+        median(self.samples.iter().map(f))
     }
 
     /// Lowest and highest of `f` over the repetitions.
     pub(crate) fn range_of(&self, f: impl Fn(&Sample) -> f64) -> (f64, f64) {
-        min_max(&self.samples.iter().map(f).collect::<Vec<_>>()).unwrap_or((f64::NAN, f64::NAN))
+        min_max(self.samples.iter().map(f))
     }
 
     pub(crate) fn mb_per_s(&self) -> f64 {
         self.median_of(Sample::mb_per_s)
-    }
-
-    fn client_cpu_per_gib(&self) -> f64 {
-        self.median_of(|s| s.per_gib(s.client_cpu))
-    }
-
-    fn server_cpu_per_gib(&self) -> f64 {
-        self.median_of(|s| s.per_gib(s.server_cpu))
     }
 
     /// The client name with its settings, as in the tables.
@@ -98,14 +150,12 @@ impl Series {
 
     /// Median MB/s by smbcp's own clock (the copy, after connecting); NaN without reports.
     pub(crate) fn copy_mb_per_s(&self) -> f64 {
-        let rates: Vec<f64> = (self.samples.iter().zip(&self.reports))
-            .filter_map(|(s, r)| {
-                r.as_ref()
-                    .filter(|r| r.copy_seconds > 0.0)
-                    .map(|r| s.bytes as f64 / r.copy_seconds / 1e6)
-            })
-            .collect();
-        median(&rates).unwrap_or(f64::NAN)
+        let runs = self.samples.iter().zip(&self.reports);
+        let rates = runs.filter_map(|(s, r)| {
+            let r = r.as_ref().filter(|r| r.copy_seconds > 0.0)?;
+            Some(s.bytes as f64 / r.copy_seconds / 1e6)
+        });
+        median(rates)
     }
 
     /// `2 of 3`: of the repetitions whose planner wanted more than one channel, those that
@@ -121,10 +171,9 @@ impl Series {
             .iter()
             .filter(|r| r.live_channels() >= r.planned)
             .count();
-        if multi.is_empty() {
-            String::new()
-        } else {
-            format!("{full} of {}", multi.len())
+        match multi.len() {
+            0 => String::new(),
+            n => format!("{full} of {n}"),
         }
     }
 
@@ -133,24 +182,6 @@ impl Series {
             .iter()
             .map(Sample::other_cpus)
             .fold(0.0, f64::max)
-    }
-
-    /// Client CPU, its peak RSS, smbd CPU and CPUs busy.
-    fn cpu_cells(&self, rss: bool) -> Vec<String> {
-        let mut cells = vec![num(self.client_cpu_per_gib(), 2)];
-        if rss {
-            let peak = self
-                .samples
-                .iter()
-                .map(|s| s.client_max_rss as f64 / f64::from(1 << 20))
-                .fold(f64::NAN, f64::max);
-            cells.push(num(peak, 0));
-        }
-        cells.extend([
-            num(self.server_cpu_per_gib(), 2),
-            num(self.median_of(Sample::machine_cpus), 2),
-        ]);
-        cells
     }
 }
 
@@ -170,6 +201,24 @@ pub(crate) fn channels_cell(report: Option<&SmbcpReport>) -> String {
     }
 }
 
+/// `50/50`: each link's share of the bytes on the wire in percent, in link order.
+fn bytes_per_link_cell(report: Option<&SmbcpReport>) -> String {
+    let Some(r) = report else {
+        return String::new();
+    };
+    let per = r.per_server();
+    let total: u64 = per.iter().map(|(_, _, b)| b).sum();
+    let shares: Vec<String> = per
+        .iter()
+        .map(|(_, _, b)| format!("{:.0}", *b as f64 * 100.0 / total as f64))
+        .collect();
+    if total == 0 {
+        "-".into()
+    } else {
+        shares.join("/")
+    }
+}
+
 /// `, channels 4 (2+2) (bytes per link 50/50 %)`, for progress lines.
 pub(crate) fn channel_line(report: &SmbcpReport) -> String {
     let (channels, bytes) = (
@@ -177,23 +226,6 @@ pub(crate) fn channel_line(report: &SmbcpReport) -> String {
         bytes_per_link_cell(Some(report)),
     );
     format!(", channels {channels} (bytes per link {bytes} %)")
-}
-
-/// `50/50`: each link's share of the bytes on the wire in percent, in link order.
-pub(crate) fn bytes_per_link_cell(report: Option<&SmbcpReport>) -> String {
-    let Some(r) = report else {
-        return String::new();
-    };
-    let per = r.per_server();
-    let total: u64 = per.iter().map(|(_, _, b)| b).sum();
-    let shares = per
-        .iter()
-        .map(|(_, _, b)| format!("{:.0}", *b as f64 * 100.0 / total as f64));
-    if total == 0 {
-        "-".into()
-    } else {
-        shares.collect::<Vec<_>>().join("/")
-    }
 }
 
 /// Everything a copy mode measured.
@@ -216,27 +248,19 @@ impl Results {
 
     /// The first series of `tool` on `link` in `direction`.
     pub(crate) fn find(&self, link: &str, tool: &str, direction: Direction) -> Option<&Series> {
-        self.series
-            .iter()
-            .find(|s| s.link == link && s.tool == tool && s.direction == direction)
+        (self.series.iter()).find(|s| s.link == link && s.tool == tool && s.direction == direction)
+    }
+
+    /// The first series of `s`'s link, share and direction that `pick` selects.
+    fn beside(&self, s: &Series, pick: impl Fn(&Series) -> bool) -> Option<&Series> {
+        let same =
+            |o: &&Series| o.link == s.link && o.share == s.share && o.direction == s.direction;
+        self.series.iter().filter(same).find(|o| pick(o))
     }
 
     /// smbclient's series of `s`'s link, share and direction.
     pub(crate) fn smbclient_for(&self, s: &Series) -> Option<&Series> {
-        self.series.iter().find(|o| {
-            o.tool == "smbclient"
-                && o.link == s.link
-                && o.share == s.share
-                && o.direction == s.direction
-        })
-    }
-
-    /// `s`'s throughput over smbclient's, `-` for smbclient itself.
-    fn x_smbclient(&self, s: &Series) -> String {
-        match self.smbclient_for(s) {
-            Some(c) if c.client() != s.client() => ratio(s.mb_per_s(), c.mb_per_s()),
-            _ => "-".into(),
-        }
+        self.beside(s, |o| o.tool == "smbclient")
     }
 
     /// The highest CPU use of other work during any run kept, in CPUs.
@@ -247,197 +271,134 @@ impl Results {
             .fold(0.0, f64::max)
     }
 
-    /// The main table: per link, share and direction, raw TCP, then each client.
-    pub(crate) fn throughput_table(&self) -> Table {
-        let mut t = Table::new(
-            "link | share | direction | client | >MB/s | >min-max | >x raw TCP | >x smbclient |\
-            >client CPU s/GiB | >smbd CPU s/GiB | >CPUs busy",
-        );
-        let mut shown: Vec<(&str, Direction)> = Vec::new();
-        for s in &self.series {
-            let raw = self.raw_for(&s.link, s.direction);
-            if let Some(r) = raw.filter(|_| !shown.contains(&(&s.link, s.direction))) {
-                shown.push((&s.link, s.direction));
-                let how = match s.direction {
-                    Direction::Download => "raw TCP (iperf3 -R)",
-                    Direction::Upload => "raw TCP (iperf3)",
-                };
-                let cells = [
-                    &s.link,
-                    "-",
-                    &s.direction.to_string(),
-                    how,
-                    &num(r.mb_per_s(), 1),
-                    &r.range(),
-                    "1.000",
-                ];
-                t.row(cells.map(String::from).to_vec());
+    /// `s`'s row's cell under `column`.
+    fn cell(&self, s: &Series, column: &str) -> String {
+        let against = |o: Option<&Series>| match o {
+            Some(o) if o.client() != s.client() => ratio(s.mb_per_s(), o.mb_per_s()),
+            _ => "-".into(),
+        };
+        let cpu = |f: fn(&Sample) -> Duration| num(s.median_of(|x| x.per_gib(f(x))), 2);
+        let report = s.median_report();
+        match column {
+            "link" | "links" => s.link.clone(),
+            "share" => s.share.clone(),
+            "direction" => s.direction.to_string(),
+            "client" => s.client(),
+            "MB/s" => num(s.mb_per_s(), 1),
+            "min-max" => range(s.range_of(Sample::mb_per_s), 1),
+            "x raw TCP" => ratio(
+                s.mb_per_s(),
+                self.raw_for(&s.link, s.direction)
+                    .map_or(f64::NAN, RawTcp::mb_per_s),
+            ),
+            "x smbclient" => against(self.smbclient_for(s)),
+            "x 1 channel" => against(self.beside(s, |o| o.settings.contains(ONE_CHANNEL))),
+            "channels" | "channels (per link)" if s.tool == "smbclient" => "1 connection".into(),
+            "channels" | "channels (per link)" => channels_cell(report),
+            "all planned up" => s.full_runs(),
+            "bytes per link %" => bytes_per_link_cell(report),
+            "copy-only MB/s" => num(s.copy_mb_per_s(), 1),
+            "client CPU s/GiB" => cpu(|x| x.client_cpu),
+            "smbd CPU s/GiB" => cpu(|x| x.server_cpu),
+            "client max RSS MiB" => {
+                let mib = s
+                    .samples
+                    .iter()
+                    .map(|x| x.client_max_rss as f64 / f64::from(1 << 20));
+                num(mib.fold(f64::NAN, f64::max), 0)
             }
-            let mut row = vec![
-                s.link.clone(),
-                s.share.clone(),
-                s.direction.to_string(),
-                s.client(),
-                num(s.mb_per_s(), 1),
-                range(s.range_of(Sample::mb_per_s)),
-                ratio(s.mb_per_s(), raw.map_or(f64::NAN, RawTcp::mb_per_s)),
-                self.x_smbclient(s),
-            ];
-            row.extend(s.cpu_cells(false));
-            t.row(row);
+            "CPUs busy" => num(s.median_of(Sample::machine_cpus), 2),
+            _ => unreachable!("no column {column}"),
+        }
+    }
+
+    /// A table of `columns` ([`THROUGHPUT`], [`SHAPED`], [`UNSHAPED`]) with a row per series
+    /// `keep` selects, in the order measured, each link and direction's raw TCP row before
+    /// its first.
+    pub(crate) fn table(&self, columns: &str, keep: impl Fn(&Series) -> bool) -> Table {
+        let names: Vec<&str> = columns
+            .split('|')
+            .map(|c| c.trim().trim_start_matches('>'))
+            .collect();
+        let (mut t, mut shown) = (Table::new(columns), Vec::new());
+        let per_setup = names[0] == "links";
+        for s in self.series.iter().filter(|s| keep(s)) {
+            let raw = self
+                .raw_for(&s.link, s.direction)
+                .filter(|r| !shown.contains(&(&r.link, r.direction)));
+            if let Some(r) = raw {
+                shown.push((&r.link, r.direction));
+                t.row(names.iter().map(|c| r.cell(c, per_setup)).collect());
+            }
+            t.row(names.iter().map(|c| self.cell(s, c)).collect());
         }
         t
     }
 
     pub(crate) fn latency_table(&self) -> Table {
-        let mut t =
-            Table::new("link | what was timed | requests per op | >ops | >median µs | >p99 µs");
-        for (link, set) in &self.latency {
-            for l in set {
-                let cells = [
-                    link.clone(),
-                    l.what.into(),
-                    l.requests.into(),
-                    l.ops.to_string(),
-                ];
-                t.row([cells.to_vec(), vec![num(l.median_us, 0), num(l.p99_us, 0)]].concat());
-            }
-        }
-        t
+        let rows = self
+            .latency
+            .iter()
+            .flat_map(|(link, set)| set.iter().map(move |l| (link, l)));
+        Table::of(
+            rows,
+            &[
+                ("link", &|(link, _)| link.to_string()),
+                ("what was timed", &|(_, l)| l.what.into()),
+                ("requests per op", &|(_, l)| l.requests.into()),
+                (">ops", &|(_, l)| l.ops.to_string()),
+                (">median µs", &|(_, l)| num(l.median_us, 0)),
+                (">p99 µs", &|(_, l)| num(l.p99_us, 0)),
+            ],
+        )
     }
 
     /// The sweep's table: a row per client setting, in the order measured, both directions.
     pub(crate) fn sweep_table(&self) -> Table {
-        let mut t = Table::new(
-            "client settings | >download MB/s | >upload MB/s | >download client CPU s/GiB |\
-            >upload client CPU s/GiB | >download smbd CPU s/GiB | >upload smbd CPU s/GiB",
-        );
         let mut clients: Vec<String> = Vec::new();
         for s in &self.series {
             if !clients.contains(&s.client()) {
                 clients.push(s.client());
             }
         }
-        for client in clients {
-            let of = |d: Direction, f: fn(&Series) -> f64, decimals| {
+        let of = |d: Direction, f: fn(&Sample) -> f64, decimals| {
+            move |client: &String| {
                 let s = self
                     .series
                     .iter()
-                    .find(|s| s.client() == client && s.direction == d);
-                num(s.map_or(f64::NAN, f), decimals)
-            };
-            let mut row = vec![client.clone()];
-            for (f, decimals) in [
-                (Series::mb_per_s as fn(&Series) -> f64, 1),
-                (Series::client_cpu_per_gib, 2),
-                (Series::server_cpu_per_gib, 2),
-            ] {
-                row.extend(Direction::BOTH.map(|d| of(d, f, decimals)));
+                    .find(|s| s.client() == *client && s.direction == d);
+                num(s.map_or(f64::NAN, |s| s.median_of(f)), decimals)
             }
-            t.row(row);
-        }
-        t
-    }
-
-    /// The shaped-links table of the multichannel and mount modes: per setup and direction,
-    /// aggregate raw TCP, then each client with its ratios, channels and how the bytes spread
-    /// over the links.
-    pub(crate) fn shaped_table(&self, links: &[(String, usize)]) -> Table {
-        let mut t = Table::new(
-            "links | direction | client | >MB/s | >min-max | >x raw TCP | >x smbclient |\
-            >channels (per link) | >all planned up | >bytes per link % | >copy-only MB/s |\
-            >client CPU s/GiB | >client max RSS MiB | >smbd CPU s/GiB | >CPUs busy",
-        );
-        for (label, streams) in links {
-            for direction in Direction::BOTH {
-                let raw = self.raw_for(label, direction);
-                if let Some(r) = raw {
-                    let how = match direction {
-                        Direction::Download => format!("raw TCP, {streams} x iperf3 -R"),
-                        Direction::Upload => format!("raw TCP, {streams} x iperf3"),
-                    };
-                    let cells = [
-                        label.clone(),
-                        direction.to_string(),
-                        how,
-                        num(r.mb_per_s(), 1),
-                        r.range(),
-                    ];
-                    t.row(
-                        [
-                            &cells[..],
-                            &["1.000".into(), String::new(), streams.to_string()],
-                        ]
-                        .concat(),
-                    );
-                }
-                for s in self
-                    .series
-                    .iter()
-                    .filter(|s| &s.link == label && s.direction == direction)
-                {
-                    let report = s.median_report();
-                    let mut row = vec![
-                        label.clone(),
-                        direction.to_string(),
-                        s.client(),
-                        num(s.mb_per_s(), 1),
-                        range(s.range_of(Sample::mb_per_s)),
-                        ratio(s.mb_per_s(), raw.map_or(f64::NAN, RawTcp::mb_per_s)),
-                        self.x_smbclient(s),
-                        if s.tool == "smbclient" {
-                            "1 connection".into()
-                        } else {
-                            channels_cell(report)
-                        },
-                        s.full_runs(),
-                        bytes_per_link_cell(report),
-                        num(s.copy_mb_per_s(), 1),
-                    ];
-                    row.extend(s.cpu_cells(true));
-                    t.row(row);
-                }
-            }
-        }
-        t
-    }
-
-    /// smbcp settings on one link, each against `baseline` (the settings of its single-channel
-    /// run).
-    pub(crate) fn unshaped_table(&self, label: &str, baseline: &str) -> Table {
-        let mut t = Table::new(
-            "link | direction | client | >channels | >all planned up | >MB/s | >min-max |\
-            >x 1 channel | >copy-only MB/s | >client CPU s/GiB | >client max RSS MiB |\
-            >smbd CPU s/GiB | >CPUs busy",
-        );
-        for direction in Direction::BOTH {
-            let on_link = || {
-                self.series
-                    .iter()
-                    .filter(move |s| s.link == label && s.direction == direction)
-            };
-            let base = on_link().find(|s| s.settings == baseline);
-            for s in on_link() {
-                let vs_base = match base {
-                    Some(b) if b.settings != s.settings => ratio(s.mb_per_s(), b.mb_per_s()),
-                    _ => "-".into(),
-                };
-                let mut row = vec![
-                    label.into(),
-                    direction.to_string(),
-                    s.client(),
-                    channels_cell(s.median_report()),
-                    s.full_runs(),
-                    num(s.mb_per_s(), 1),
-                    range(s.range_of(Sample::mb_per_s)),
-                    vs_base,
-                    num(s.copy_mb_per_s(), 1),
-                ];
-                row.extend(s.cpu_cells(true));
-                t.row(row);
-            }
-        }
-        t
+        };
+        let client_cpu = |x: &Sample| x.per_gib(x.client_cpu);
+        let server_cpu = |x: &Sample| x.per_gib(x.server_cpu);
+        Table::of(
+            clients,
+            &[
+                ("client settings", &|c| c.clone()),
+                (
+                    ">download MB/s",
+                    &of(Direction::Download, Sample::mb_per_s, 1),
+                ),
+                (">upload MB/s", &of(Direction::Upload, Sample::mb_per_s, 1)),
+                (
+                    ">download client CPU s/GiB",
+                    &of(Direction::Download, client_cpu, 2),
+                ),
+                (
+                    ">upload client CPU s/GiB",
+                    &of(Direction::Upload, client_cpu, 2),
+                ),
+                (
+                    ">download smbd CPU s/GiB",
+                    &of(Direction::Download, server_cpu, 2),
+                ),
+                (
+                    ">upload smbd CPU s/GiB",
+                    &of(Direction::Upload, server_cpu, 2),
+                ),
+            ],
+        )
     }
 }
 
@@ -459,49 +420,36 @@ pub(crate) mod tests {
             live: true,
         };
         let wall = |v: f64| Duration::from_secs_f64(1000.0 / v);
-        Series {
-            link: link.into(),
-            share: "plain".into(),
-            direction,
-            tool: if tool == "smbcp" {
-                "smbcp"
-            } else {
-                "smbclient"
-            },
-            settings: String::new(),
-            samples: mb_s
-                .iter()
-                .map(|&v| Sample {
-                    bytes: 1_000_000_000,
-                    files: 1,
-                    wall: wall(v),
-                    client_cpu: Duration::from_secs(1),
-                    client_max_rss: 40 << 20,
-                    server_cpu: Duration::from_secs(1),
-                    machine_cpu: Duration::from_secs(2),
-                })
-                .collect(),
-            reports: mb_s
-                .iter()
-                .map(|&v| {
-                    (tool == "smbcp").then(|| SmbcpReport {
-                        copy_seconds: wall(v).as_secs_f64() - 0.5,
-                        channels: vec![channel(1, 600), channel(2, 300), channel(2, 100)],
-                        planned: 3,
-                    })
-                })
-                .collect(),
-        }
-    }
-
-    /// The cells of `table`'s rows below its header.
-    pub(crate) fn cells(table: &Table) -> Vec<Vec<String>> {
-        let md = table.markdown();
-        let row = |l: &str| {
-            let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
-            cells[1..cells.len() - 1].to_vec()
+        let tool = if tool == "smbcp" {
+            Tool::smbcp("smbcp".as_ref(), &[])
+        } else {
+            Tool::Smbclient
         };
-        md.lines().skip(2).map(row).collect()
+        let mut s = Series::new(link, "plain", direction, &tool);
+        for &v in mb_s {
+            let (one, cpu) = (Duration::from_secs(1), Duration::from_secs(2));
+            let sample = Sample {
+                bytes: 1_000_000_000,
+                files: 1,
+                wall: wall(v),
+                client_max_rss: 40 << 20,
+                ..Sample::default()
+            };
+            s.samples.push(Sample {
+                client_cpu: one,
+                server_cpu: one,
+                machine_cpu: cpu,
+                ..sample
+            });
+            let channels = vec![channel(1, 600), channel(2, 300), channel(2, 100)];
+            let report = SmbcpReport {
+                copy_seconds: wall(v).as_secs_f64() - 0.5,
+                channels,
+                planned: 3,
+            };
+            s.reports.push((s.tool == "smbcp").then_some(report));
+        }
+        s
     }
 
     #[test]
@@ -520,5 +468,50 @@ pub(crate) mod tests {
         s.reports = vec![None, None, None];
         assert_eq!((s.median_report(), s.full_runs()), (None, String::new()));
         assert!(s.copy_mb_per_s().is_nan());
+    }
+
+    #[test]
+    fn tables_put_raw_tcp_first_and_compare_with_it() {
+        let label = "2 x 500 Mbit/s";
+        let raw = RawTcp {
+            link: label.into(),
+            direction: Direction::Download,
+            links: 2,
+            mbit: vec![960.0],
+        };
+        let mut one = series(label, "smbcp", Direction::Download, &[50.0]);
+        one.settings = format!(" {ONE_CHANNEL}");
+        let series = vec![
+            series(label, "smbcp", Direction::Download, &[90.0, 100.0, 110.0]),
+            series(label, "smbclient", Direction::Download, &[50.0]),
+            one,
+        ];
+        let results = Results {
+            raw: vec![raw],
+            series,
+            ..Results::default()
+        };
+        let rows = smb3_benches::table::cells(&results.table(SHAPED, |_| true).markdown());
+        assert_eq!(
+            rows[0][2..8].join("|"),
+            "raw TCP, 2 x iperf3 -R|120.0|120.0-120.0|1.000||2"
+        );
+        let want =
+            "smbcp|100.0|90.0-110.0|0.833|2.000|3 (1+2)|3 of 3|60/40|105.3|1.07|40|1.07|0.20";
+        assert_eq!(rows[1][2..].join("|"), want);
+        assert_eq!(
+            rows[2][2..9].join("|"),
+            "smbclient|50.0|50.0-50.0|0.417|-|1 connection|"
+        );
+        let rows = smb3_benches::table::cells(
+            &results.table(THROUGHPUT, |s| s.tool == "smbcp").markdown(),
+        );
+        assert_eq!(
+            rows[0][3..7].join("|"),
+            "raw TCP (iperf3 -R)|120.0|120.0-120.0|1.000"
+        );
+        let rows =
+            smb3_benches::table::cells(&results.table(UNSHAPED, |s| s.tool == "smbcp").markdown());
+        assert_eq!((rows[1][7].as_str(), rows[2][7].as_str()), ("2.000", "-"));
     }
 }

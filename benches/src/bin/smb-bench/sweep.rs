@@ -3,7 +3,7 @@
 //! section of docs/PERFORMANCE.md.
 
 use crate::bench::{Bench, LinkSetup};
-use crate::transfer::{ShareKind, Tool};
+use crate::transfer::Tool;
 use crate::Common;
 
 pub(crate) fn run(common: &Common) -> Result<(), String> {
@@ -17,8 +17,8 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
             ));
         }
     }
-    let tb = bench.testbed(&LinkSetup::UNSHAPED, &[ShareKind::Plain], "")?;
-    bench.both_directions(&tb, "unshaped", ShareKind::Plain, &tools)?;
+    let tb = bench.testbed(&LinkSetup::UNSHAPED, &["plain"], "")?;
+    bench.both_directions(&tb, "unshaped", "plain", &tools)?;
     drop(tb);
     let body = bench.header() + &bench.results.sweep_table().markdown();
     common.publish("sweep", None, &body)

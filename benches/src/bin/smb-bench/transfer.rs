@@ -1,5 +1,6 @@
-//! One measured copy, the same procedure for every client program: only the command line and
-//! the check of the program's own report differ between `smbcp` and `smbclient`.
+//! One measured copy, the same procedure for every client program and for a file or a tree:
+//! only the command line and the check of the program's own report differ between `smbcp`
+//! and `smbclient`.
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -7,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use smb3_benches::data::{remove_if_present, verify, Fingerprint};
+use smb3_benches::data::remove_if_present;
 use smb3_benches::session::share_url;
 use smb3_tests::Testbed;
 
 use crate::child::{run_measured, Finished};
 use crate::machine::{CpuTicks, ServerMeter};
 
-/// Which way the data flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {
     /// Server to client.
@@ -32,24 +32,6 @@ impl fmt::Display for Direction {
             Direction::Download => "download",
             Direction::Upload => "upload",
         })
-    }
-}
-
-/// The testbed's shares used here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ShareKind {
-    /// Signed (the testbed requires signing), not encrypted.
-    Plain,
-    /// `smb encrypt = required`; both clients are told to encrypt too.
-    Encrypted,
-}
-
-impl ShareKind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ShareKind::Plain => "plain",
-            ShareKind::Encrypted => "encrypted",
-        }
     }
 }
 
@@ -88,81 +70,16 @@ impl Tool {
             Tool::Smbclient => String::new(),
         }
     }
-
-    /// The command, run in the client namespace, that copies `remote` (share-relative) to or
-    /// from `local`. Passwords go through the environment, never argv.
-    pub(crate) fn command(
-        &self,
-        tb: &Testbed,
-        share: ShareKind,
-        dir: Direction,
-        remote: &str,
-        local: &Path,
-    ) -> Command {
-        let local = local.to_string_lossy().into_owned();
-        match self {
-            Tool::Smbcp { binary, options } => {
-                let url = format!("{}/{remote}", share_url(tb, share.name()));
-                let mut cmd = tb.client_command(binary);
-                cmd.args(["-q", "--json"])
-                    .args(options)
-                    .env("SMB_PASSWORD", tb.password());
-                if share == ShareKind::Encrypted {
-                    cmd.arg("--encrypt");
-                }
-                match dir {
-                    Direction::Download => cmd.args([&url, &local]),
-                    Direction::Upload => cmd.args([&local, &url]),
-                };
-                cmd
-            }
-            Tool::Smbclient => {
-                let script = match dir {
-                    Direction::Download => format!("get {remote} {local}"),
-                    Direction::Upload => format!("put {local} {remote}"),
-                };
-                let mut cmd = smbclient(tb, share.name());
-                if share == ShareKind::Encrypted {
-                    cmd.arg("--client-protection=encrypt");
-                }
-                cmd.args(["-c", &script]);
-                cmd
-            }
-        }
-    }
 }
 
 /// `smbclient` on `share` over link 1 as the test user, run in the client namespace.
 pub(crate) fn smbclient(tb: &Testbed, share: &str) -> Command {
     let mut cmd = tb.client_command("smbclient");
-    cmd.arg(tb.unc(1, share))
-        .args([
-            "-U",
-            &format!("{}/{}", tb.domain(), tb.user()),
-            "-m",
-            "SMB3",
-        ])
-        // smbclient reads the password from PASSWD when -U has none.
-        .env("PASSWD", tb.password());
+    let user = format!("{}/{}", tb.domain(), tb.user());
+    cmd.arg(tb.unc(1, share)).args(["-U", &user, "-m", "SMB3"]);
+    // smbclient reads the password from PASSWD when -U has none.
+    cmd.env("PASSWD", tb.password());
     cmd
-}
-
-/// smbcp's `--json` object, with each of `expected`'s keys holding its number.
-pub(crate) fn smbcp_json(
-    run: &Finished,
-    expected: &[(&str, u64)],
-) -> Result<serde_json::Value, String> {
-    let json: serde_json::Value = serde_json::from_str(run.stdout.trim())
-        .map_err(|e| format!("smbcp --json printed no JSON ({e}): {}", run.stdout))?;
-    for (key, want) in expected {
-        if json[key].as_u64() != Some(*want) {
-            return Err(format!(
-                "smbcp reported {key} = {} (expected {want}): {json}",
-                json[key]
-            ));
-        }
-    }
-    Ok(json)
 }
 
 /// One channel of a finished smbcp run.
@@ -193,46 +110,35 @@ impl SmbcpReport {
     /// A missing or malformed field is an error, so a changed report format cannot pass
     /// silently.
     pub(crate) fn from_json(json: &serde_json::Value) -> Result<SmbcpReport, String> {
-        let copy_seconds = json["seconds"]
-            .as_f64()
-            .ok_or_else(|| format!("smbcp report without \"seconds\": {json}"))?;
+        let missing = |what: &str| format!("smbcp report without {what}: {json}");
+        let channel = |c: &serde_json::Value| {
+            let addr = |key: &str| c[key].as_str()?.parse().ok();
+            Some(ChannelUse {
+                local: addr("local")?,
+                server: addr("server")?,
+                bytes: c["bytes"].as_u64()?,
+                requests: c["requests"].as_u64()?,
+                live: !matches!(c["state"].as_str(), Some("failed" | "closed")),
+            })
+        };
         let list = json["channels"]
             .as_array()
-            .ok_or_else(|| format!("smbcp report without \"channels\": {json}"))?;
-        let channels = list
-            .iter()
-            .map(|c| {
-                let addr = |key: &str| c[key].as_str().and_then(|a| a.parse().ok());
-                let number = |key: &str| c[key].as_u64();
-                let missing = || format!("smbcp channel without addresses or counters: {c}");
-                Ok(ChannelUse {
-                    local: addr("local").ok_or_else(missing)?,
-                    server: addr("server").ok_or_else(missing)?,
-                    bytes: number("bytes").ok_or_else(missing)?,
-                    requests: number("requests").ok_or_else(missing)?,
-                    live: !matches!(c["state"].as_str(), Some("failed" | "closed")),
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+            .ok_or_else(|| missing("\"channels\""))?;
+        let channels: Option<Vec<ChannelUse>> = list.iter().map(channel).collect();
+        let channels = channels.ok_or_else(|| missing("a channel's addresses or counters"))?;
         if channels.is_empty() {
-            return Err(format!("smbcp reported no channel at all: {json}"));
+            return Err(missing("any channel"));
         }
         let pairs = json["multichannel"]["pairs"]
             .as_array()
             .map_or(&[][..], Vec::as_slice);
-        let planned = pairs
-            .iter()
-            .map(|p| {
-                p["planned"]
-                    .as_u64()
-                    .map(|n| n as usize)
-                    .ok_or_else(|| format!("smbcp pair without \"planned\": {p}"))
-            })
-            .sum::<Result<usize, String>>()?;
+        let planned: Option<u64> = pairs.iter().map(|p| p["planned"].as_u64()).sum();
         Ok(SmbcpReport {
-            copy_seconds,
+            copy_seconds: json["seconds"]
+                .as_f64()
+                .ok_or_else(|| missing("\"seconds\""))?,
             channels,
-            planned,
+            planned: planned.ok_or_else(|| missing("a pair's \"planned\""))? as usize,
         })
     }
 
@@ -298,8 +204,7 @@ impl Sample {
     pub(crate) fn other_cpus(&self) -> f64 {
         let other = self
             .machine_cpu
-            .saturating_sub(self.client_cpu)
-            .saturating_sub(self.server_cpu);
+            .saturating_sub(self.client_cpu + self.server_cpu);
         other.as_secs_f64() / self.wall.as_secs_f64()
     }
 }
@@ -328,22 +233,23 @@ pub(crate) fn run_metered(
     Ok((run, sample))
 }
 
-/// Where one copy reads and writes.
-#[derive(Debug, Clone)]
+/// Fails unless what arrived at the path is exactly what was copied.
+pub(crate) type Verify<'a> = Box<dyn Fn(&Path) -> Result<(), String> + 'a>;
+
+/// One copy: a file, or with `tree` a directory tree, between `local` (on a tmpfs, so the
+/// local disk is never the limit) and `remote` on `share`, over link 1.
 pub(crate) struct Transfer<'a> {
-    /// Link 1 is used.
     pub(crate) tb: &'a Testbed,
-    pub(crate) share: ShareKind,
+    pub(crate) share: &'a str,
     pub(crate) direction: Direction,
-    /// Share-relative name downloads read.
-    pub(crate) remote_source: &'a str,
-    /// Share-relative name uploads write.
-    pub(crate) remote_target: &'a str,
-    /// Local file uploads read, on a tmpfs.
-    pub(crate) local_source: &'a Path,
-    /// Local file downloads write, on a tmpfs.
-    pub(crate) local_target: &'a Path,
-    pub(crate) reference: &'a Fingerprint,
+    /// Share-relative: what downloads read, where uploads land.
+    pub(crate) remote: String,
+    /// What uploads read, where downloads land.
+    pub(crate) local: PathBuf,
+    pub(crate) tree: bool,
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
+    pub(crate) verify: Verify<'a>,
     /// Leave the verified target in place (the next step of a sequence reads it); it is still
     /// removed before the next run into it.
     pub(crate) keep_target: bool,
@@ -353,27 +259,61 @@ impl Transfer<'_> {
     /// Where the copy lands, on the host.
     pub(crate) fn target(&self) -> PathBuf {
         match self.direction {
-            Direction::Download => self.local_target.to_path_buf(),
-            Direction::Upload => self
-                .tb
-                .share_path(self.share.name())
-                .join(self.remote_target),
+            Direction::Download => self.local.clone(),
+            Direction::Upload => self.tb.share_path(self.share).join(&self.remote),
         }
     }
 
-    /// `tool`'s command for this copy.
+    /// `tool`'s command, run in the client namespace; passwords go through the environment,
+    /// never argv. A tree is `smbcp -r` (the target does not exist, so it is created, as
+    /// `cp -r` does), or smbclient's `mput`/`mget` under `recurse ON` standing where the tree
+    /// goes (`prompt OFF` answers every per-file question).
     pub(crate) fn command(&self, tool: &Tool) -> Command {
-        let (remote, local) = match self.direction {
-            Direction::Download => (self.remote_source, self.local_target),
-            Direction::Upload => (self.remote_target, self.local_source),
-        };
-        tool.command(self.tb, self.share, self.direction, remote, local)
+        let (remote, local) = (&self.remote, self.local.display().to_string());
+        let upload = self.direction == Direction::Upload;
+        let encrypt = self.share == "encrypted";
+        match tool {
+            Tool::Smbcp { binary, options } => {
+                let url = format!("{}/{remote}", share_url(self.tb, self.share));
+                let mut cmd = self.tb.client_command(binary);
+                cmd.args(["-q", "--json"])
+                    .args(options)
+                    .env("SMB_PASSWORD", self.tb.password());
+                cmd.args(self.tree.then_some("-r"))
+                    .args(encrypt.then_some("--encrypt"));
+                match upload {
+                    true => cmd.args([&local, &url]),
+                    false => cmd.args([&url, &local]),
+                };
+                cmd
+            }
+            Tool::Smbclient => {
+                let script = match (self.tree, upload) {
+                    (false, false) => format!("get {remote} {local}"),
+                    (false, true) => format!("put {local} {remote}"),
+                    (true, _) => {
+                        let (dir, name) = self.local.parent().zip(self.local.file_name()).unwrap();
+                        let into = Path::new(remote)
+                            .parent()
+                            .filter(|p| upload && !p.as_os_str().is_empty());
+                        let cd = into.map_or(String::new(), |p| format!("cd {}; ", p.display()));
+                        let verb = if upload { "mput" } else { "mget" };
+                        let (dir, name) = (dir.display(), name.to_string_lossy());
+                        format!("prompt OFF; recurse ON; lcd {dir}; {cd}{verb} {name}")
+                    }
+                };
+                let mut cmd = smbclient(self.tb, self.share);
+                cmd.args(encrypt.then_some("--client-protection=encrypt"));
+                cmd.args(["-c", &script]);
+                cmd
+            }
+        }
     }
 }
 
 /// Runs `tool` once for `job` and verifies the result: the measurement, and smbcp's own
-/// report. Fails if the program fails, reports a problem, or what arrived is not the
-/// reference.
+/// report. Fails if the program fails, reports a problem, or what arrived is not what was
+/// sent.
 pub(crate) fn measure(
     tool: &Tool,
     job: &Transfer<'_>,
@@ -381,30 +321,44 @@ pub(crate) fn measure(
     let target = job.target();
     // Every run starts without a target, so none profits from (or trips over) the last one.
     remove_if_present(&target)?;
-    let (run, sample) = run_metered(job.tb, job.command(tool), job.reference.len, 1)?;
-    let what = format!(
-        "{} {} on [{}]",
-        tool.name(),
-        job.direction,
-        job.share.name()
-    );
+    let (run, sample) = run_metered(job.tb, job.command(tool), job.bytes, job.files)?;
+    let what = format!("{} {} on [{}]", tool.name(), job.direction, job.share);
     run.success(&what)?;
     // smbclient -c exits non-zero when a command fails; the data check does the rest.
     let report = match tool {
         Tool::Smbcp { .. } => {
-            let json = smbcp_json(&run, &[("bytes", job.reference.len), ("failed", 0)]);
-            Some(
-                json.and_then(|j| SmbcpReport::from_json(&j))
-                    .map_err(|e| format!("{what}: {e}"))?,
-            )
+            let expected = [
+                ("bytes", job.bytes),
+                ("files", job.files),
+                ("copied", job.files),
+                ("failed", 0),
+            ];
+            let report = smbcp_json(&run, &expected).and_then(|j| SmbcpReport::from_json(&j));
+            Some(report.map_err(|e| format!("{what}: {e}"))?)
         }
         Tool::Smbclient => None,
     };
-    verify(&target, job.reference).map_err(|e| format!("{what}: {e}"))?;
+    (job.verify)(&target).map_err(|e| format!("{what}: {e}"))?;
     if !job.keep_target {
         remove_if_present(&target)?;
     }
     Ok((sample, report))
+}
+
+/// smbcp's `--json` object, with each of `expected`'s keys holding its number.
+fn smbcp_json(run: &Finished, expected: &[(&str, u64)]) -> Result<serde_json::Value, String> {
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim())
+        .map_err(|e| format!("smbcp --json printed no JSON ({e}): {}", run.stdout))?;
+    match expected
+        .iter()
+        .find(|(key, want)| json[key].as_u64() != Some(*want))
+    {
+        Some((key, want)) => Err(format!(
+            "smbcp reported {key} = {} (expected {want}): {json}",
+            json[key]
+        )),
+        None => Ok(json),
+    }
 }
 
 #[cfg(test)]
@@ -421,9 +375,10 @@ mod tests {
             "multichannel": {"pairs": [{"planned": 4}, {"planned": 4}]}});
         let r = SmbcpReport::from_json(&json).unwrap();
         assert_eq!((r.copy_seconds, r.planned, r.live_channels()), (4.5, 8, 3));
+        let per = r.per_server();
         assert_eq!(
-            r.per_server(),
-            vec![
+            per,
+            [
                 ([10, 101, 1, 1].into(), 2, 800),
                 ([10, 101, 2, 1].into(), 1, 250)
             ]
@@ -432,11 +387,9 @@ mod tests {
             {"local": "10.0.0.2", "server": "10.0.0.1", "bytes": 1, "requests": 1}],
             "multichannel": {"enabled": false, "pairs": []}});
         assert_eq!(SmbcpReport::from_json(&one).unwrap().planned, 0);
-        assert!(
-            SmbcpReport::from_json(&serde_json::json!({"seconds": 1.0, "channels": []})).is_err()
-        );
+        let none = serde_json::json!({"seconds": 1.0, "channels": []});
         let bad = serde_json::json!({"seconds": 1.0, "channels": [
             {"local": "x", "server": "10.0.0.1", "bytes": 1, "requests": 1}]});
-        assert!(SmbcpReport::from_json(&bad).is_err());
+        assert!(SmbcpReport::from_json(&none).is_err() && SmbcpReport::from_json(&bad).is_err());
     }
 }

@@ -69,7 +69,7 @@ mod linux {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
             now.map_or(1, |d| d.as_nanos() as u64)
         });
-        let settings = Settings {
+        let mut settings = Settings {
             duration: Duration::from_secs(args.minutes * 60),
             seed,
             links: args.links as usize,
@@ -80,19 +80,24 @@ mod linux {
                 .out
                 .unwrap_or_else(|| PathBuf::from(format!("/tmp/soak-{seed}"))),
             sample_every: Duration::from_secs(10),
+            mount: None,
         };
         println!(
             "soak: seed {seed} (repeat with --seed {seed}), {} min, results in {}",
             args.minutes,
             settings.out_dir.display()
         );
-        let ran = match args.mount {
-            true => smb3_benches::beside(None, "smbfuse").and_then(|fuse| {
-                soak::mount::run(&settings, &fuse, &smb3_benches::beside(None, "smbctl")?)
-            }),
-            false => soak::run(&settings),
-        };
-        let outcome = match ran {
+        if args.mount {
+            let programs = ["smbfuse", "smbctl"].map(|p| smb3_benches::beside(None, p));
+            match programs {
+                [Ok(fuse), Ok(ctl)] => settings.mount = Some((fuse, ctl)),
+                [Err(e), _] | [_, Err(e)] => {
+                    eprintln!("soak: cannot run: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        let outcome = match soak::run(&settings) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("soak: cannot run: {e}");

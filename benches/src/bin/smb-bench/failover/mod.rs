@@ -18,15 +18,15 @@ use std::fmt;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
-use smb3_benches::data::{fingerprint, remove_if_present};
+use smb3_benches::data::remove_if_present;
 use smb3_tests::LinkDown;
 
 use crate::bench::{Bench, LinkSetup};
-use crate::child::Background;
-use crate::machine::{check_memory, wait_until_quiet};
-use crate::transfer::{Direction, ShareKind, SmbcpReport, Tool, Transfer};
+use crate::child::Running;
+use crate::machine::check_memory;
+use crate::transfer::{Direction, SmbcpReport, Tool, Transfer};
 use crate::Common;
-use sampler::{Reading, Sampler};
+use sampler::{sampling, Reading};
 
 /// The link that fails. Not link 1: smbcp's session starts there, and losing the first
 /// channel is another case than losing one of several.
@@ -88,8 +88,7 @@ fn payload_bytes_per_s(links: usize, rate_mbit: u32) -> f64 {
 /// still runs `down_for` after the link is back (30 % before the fault, (N-1)/N of the rate
 /// while it is down), at least 1 GiB (256 MiB with `quick`), in steps of 256 (64) MiB.
 fn default_size_mib(links: usize, rate_mbit: u32, down_for: Duration, quick: bool) -> u64 {
-    let links = links.max(2);
-    let down = down_for.as_secs_f64();
+    let (links, down) = (links.max(2), down_for.as_secs_f64());
     let after_fault = (links - 1) as f64 / links as f64 * down + down;
     let bytes = payload_bytes_per_s(links, rate_mbit) * after_fault / (1.0 - FAULT_AT);
     let (floor, step) = if quick { (256, 64) } else { (1024, 256) };
@@ -99,27 +98,18 @@ fn default_size_mib(links: usize, rate_mbit: u32, down_for: Duration, quick: boo
         .max(floor)
 }
 
-pub(crate) fn run(
-    common: &Common,
-    links: u16,
-    down_seconds: Option<u64>,
-    deadline: Option<u64>,
-) -> Result<(), String> {
+pub(crate) fn run(common: &Common, links: u16, down_seconds: Option<u64>) -> Result<(), String> {
     let (links, rate_mbit) = (usize::from(links), common.rate(100));
     let down_for = Duration::from_secs(down_seconds.unwrap_or(if common.quick { 4 } else { 8 }));
-    let size = common.size(
-        default_size_mib(links, rate_mbit, down_for, false),
-        default_size_mib(links, rate_mbit, down_for, true),
-    );
+    let default = |quick| default_size_mib(links, rate_mbit, down_for, quick);
+    let size = common.size(default(false), default(true));
     // The file lives four times in memory: the local source and download, the share's copy
     // and the upload.
     check_memory(size * 4)?;
     // Three times what the links need for the file plus two minutes (the client's own request
     // timeout is 60 s), so a stalled copy is ended and reported.
-    let expected = size as f64 / payload_bytes_per_s(links, rate_mbit) + 10.0;
-    let deadline = deadline.map_or(
-        Duration::from_secs_f64(expected * 3.0 + 120.0),
-        Duration::from_secs,
+    let deadline = Duration::from_secs_f64(
+        (size as f64 / payload_bytes_per_s(links, rate_mbit) + 10.0) * 3.0 + 120.0,
     );
     let settings = Settings {
         links,
@@ -129,20 +119,16 @@ pub(crate) fn run(
     };
     let mut bench = Bench::new(common, size, common.reps(3))?;
     let note = format!("; smbcp is given {} s per run", deadline.as_secs());
-    let tb = bench.testbed(
-        &LinkSetup::shaped(links, rate_mbit),
-        &[ShareKind::Plain],
-        &note,
-    )?;
+    let tb = bench.testbed(&LinkSetup::shaped(links, rate_mbit), &["plain"], &note)?;
     let mut runs = Vec::new();
     // The repetitions outermost, so a slow drift of the machine hits every kind alike.
     for rep in 1..=bench.reps {
         for fault in Fault::ALL {
             for direction in Direction::BOTH {
-                wait_until_quiet(common.wait_quiet());
+                common.quiet();
                 eprintln!("smb-bench: failover {fault} {direction} #{rep}");
                 let run = run_once(
-                    &bench.job(&tb, ShareKind::Plain, direction),
+                    &bench.job(&tb, "plain", direction),
                     &bench.smbcp,
                     &settings,
                     fault,
@@ -161,14 +147,12 @@ pub(crate) fn run(
         }
     }
     drop(tb);
-    let mut charts = Vec::new();
+    let mut body = report::section(&bench, &runs, &settings);
     for fault in Fault::ALL {
-        let svg = common.chart(&format!("failover-{fault}.svg"), || {
-            report::chart(&runs, fault, &settings, size).svg()
-        })?;
-        charts.extend(svg.map(|path| (fault, path)));
+        let alt = format!("{fault}: Mbit/s per link and in all, seconds from the fault");
+        let svg = || report::chart(&runs, fault, &settings, size).svg();
+        body.push_str(&common.chart(&format!("failover-{fault}.svg"), &alt, svg)?);
     }
-    let body = report::section(&bench, &runs, &settings, &charts);
     common.publish("failover", Some("## Failover"), &body)
 }
 
@@ -217,88 +201,92 @@ fn run_once(
     remove_if_present(&target)?;
     let t0 = Instant::now();
     let clock = || t0.elapsed().as_secs_f64();
-    let sampler = Sampler::start(job.tb, t0)?;
-    let started = clock();
-    let mut smbcp = Background::spawn(job.command(&Tool::smbcp(smbcp, &[])))?;
-    // Taken down by a silent fault; up again on every way out of here.
-    let mut link: Option<LinkDown<'_>> = None;
-    let (mut fault_at, mut fault_took, mut cut, mut link_up_at) = (None, 0.0, None, None);
-    let trigger = (job.reference.len as f64 * FAULT_AT) as u64;
-    let deadline = Instant::now() + settings.deadline;
-    let (exit, killed) = loop {
-        if let Some(status) = smbcp.try_wait()? {
-            let signal = || format!("signal {}", status.signal().unwrap_or(0));
-            break (status.code().map_or_else(signal, |c| c.to_string()), false);
-        }
-        if Instant::now() >= deadline {
-            smbcp.kill()?;
-            break (
-                format!("killed after {} s", settings.deadline.as_secs()),
-                true,
-            );
-        }
-        if fault_at.is_none() && sampler.progress(job.direction) >= trigger {
-            let before = Instant::now();
-            match fault {
-                Fault::Rst => cut = Some(job.tb.cut(Some(FAULT_LINK))?),
-                Fault::All => cut = Some(job.tb.cut(None)?),
-                Fault::Silent => link = Some(job.tb.take_link_down(FAULT_LINK)?),
-            }
-            fault_took = before.elapsed().as_secs_f64();
-            fault_at = Some(clock());
-        }
-        if let (Some(down), Some(at)) = (link.as_mut(), fault_at) {
-            if down.is_down() && clock() >= at + settings.down_for.as_secs_f64() {
-                down.up()?;
-                link_up_at = Some(clock());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let mut run = Run {
+        fault,
+        direction: job.direction,
+        rep,
+        readings: Vec::new(),
+        fault_at: None,
+        fault_took: 0.0,
+        cut: None,
+        link_up_at: None,
+        smbcp_span: (clock(), 0.0),
+        exit: String::new(),
+        failure: None,
+        report: None,
+        counters: None,
+        check: String::new(),
+        size: job.bytes,
     };
-    let ended = clock();
-    // The next run needs the link; a link-up after smbcp ended is still recorded.
-    if let Some(down) = link.as_mut().filter(|l| l.is_down()) {
-        down.up()?;
-        link_up_at = Some(clock());
-    }
-    let readings = sampler.finish()?;
-    let (stdout, stderr) = smbcp.output();
-    let check = match fingerprint(&target) {
-        Ok(got) if got == *job.reference => "ok".to_string(),
-        Ok(got) => format!("differs ({} bytes)", got.len),
-        Err(_) => "no file".into(),
+    let (ran, readings) = sampling(job.tb, t0, |progress| -> Result<_, String> {
+        run.smbcp_span.0 = clock();
+        let mut smbcp = Running::spawn(job.command(&Tool::smbcp(smbcp, &[])))?;
+        // Taken down by a silent fault; up again on every way out of here.
+        let mut link: Option<LinkDown<'_>> = None;
+        let trigger = (job.bytes as f64 * FAULT_AT) as u64;
+        let deadline = Instant::now() + settings.deadline;
+        let killed = loop {
+            if let Some(status) = smbcp.try_wait()? {
+                run.exit = status.code().map_or_else(
+                    || format!("signal {}", status.signal().unwrap_or(0)),
+                    |c| c.to_string(),
+                );
+                break false;
+            }
+            if Instant::now() >= deadline {
+                smbcp.kill()?;
+                run.exit = format!("killed after {} s", settings.deadline.as_secs());
+                break true;
+            }
+            if run.fault_at.is_none() && progress(job.direction) >= trigger {
+                let before = Instant::now();
+                match fault {
+                    Fault::Rst => run.cut = Some(job.tb.cut(Some(FAULT_LINK))?),
+                    Fault::All => run.cut = Some(job.tb.cut(None)?),
+                    Fault::Silent => link = Some(job.tb.take_link_down(FAULT_LINK)?),
+                }
+                (run.fault_took, run.fault_at) = (before.elapsed().as_secs_f64(), Some(clock()));
+            }
+            let up_due = run
+                .fault_at
+                .is_some_and(|at| clock() >= at + settings.down_for.as_secs_f64());
+            if let Some(down) = link.as_mut().filter(|l| l.is_down() && up_due) {
+                down.up()?;
+                run.link_up_at = Some(clock());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        run.smbcp_span.1 = clock();
+        // The next run needs the link; a link-up after smbcp ended is still recorded.
+        if let Some(down) = link.as_mut().filter(|l| l.is_down()) {
+            down.up()?;
+            run.link_up_at = Some(clock());
+        }
+        Ok((killed, smbcp.output()))
+    })?;
+    let (killed, (stdout, stderr)) = ran?;
+    run.readings = readings;
+    run.check = match (std::fs::metadata(&target), (job.verify)(&target)) {
+        (Err(_), _) => "no file".into(),
+        (Ok(_), Ok(())) => "ok".into(),
+        (Ok(m), Err(_)) => format!("differs ({} bytes)", m.len()),
     };
     remove_if_present(&target)?;
     let json = serde_json::from_str::<serde_json::Value>(stdout.trim()).ok();
-    let line = last_line(&stderr);
-    let failure = match (exit.as_str(), line.as_str()) {
+    run.report = json.as_ref().and_then(|j| SmbcpReport::from_json(j).ok());
+    run.counters = json
+        .map(|j| j["failover"].clone())
+        .filter(|f| f.is_object());
+    run.failure = match (run.exit.as_str(), last_line(&stderr).as_str()) {
         ("0", _) => None,
-        (_, _) if killed => Some(format!(
+        _ if killed => Some(format!(
             "transfer failed: no end within {} s, smbcp killed",
             settings.deadline.as_secs()
         )),
         (e, "") => Some(format!("transfer failed: exit {e}, nothing on stderr")),
         (_, line) => Some(format!("transfer failed: {line}")),
     };
-    Ok(Run {
-        fault,
-        direction: job.direction,
-        rep,
-        readings,
-        fault_at,
-        fault_took,
-        cut,
-        link_up_at,
-        smbcp_span: (started, ended),
-        exit,
-        failure,
-        report: json.as_ref().and_then(|j| SmbcpReport::from_json(j).ok()),
-        counters: json
-            .map(|j| j["failover"].clone())
-            .filter(|f| f.is_object()),
-        check,
-        size: job.reference.len,
-    })
+    Ok(run)
 }
 
 /// The last non-empty line of `text`, made safe for a table cell and kept short.
@@ -322,17 +310,12 @@ mod tests {
 
     #[test]
     fn sizes_fit_the_timeline() {
+        let s = Duration::from_secs;
         // 4 x 100 Mbit/s, 8 s down: about 20 s of copying, under 1 GiB.
-        assert_eq!(
-            default_size_mib(4, 100, Duration::from_secs(8), false),
-            1024
-        );
-        assert_eq!(default_size_mib(4, 100, Duration::from_secs(4), true), 512);
+        assert_eq!(default_size_mib(4, 100, s(8), false), 1024);
+        assert_eq!(default_size_mib(4, 100, s(4), true), 512);
         // Faster links need a bigger file: 4 x 500 Mbit/s carry 237.5 MB/s.
-        assert_eq!(
-            default_size_mib(4, 500, Duration::from_secs(8), false),
-            4608
-        );
+        assert_eq!(default_size_mib(4, 500, s(8), false), 4608);
         assert_eq!(last_line("copying\nsmbcp: a | b\n\n"), "smbcp: a / b");
     }
 }

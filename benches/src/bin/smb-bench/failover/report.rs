@@ -56,7 +56,7 @@ fn groups(runs: &[Run]) -> Vec<Vec<&Run>> {
     for run in runs {
         match out
             .iter_mut()
-            .find(|g| g[0].fault == run.fault && g[0].direction == run.direction)
+            .find(|g| (g[0].fault, g[0].direction) == (run.fault, run.direction))
         {
             Some(group) => group.push(run),
             None => out.push(vec![run]),
@@ -94,10 +94,6 @@ fn per_run_cell(values: Vec<String>) -> String {
     }
 }
 
-fn median_of(values: impl IntoIterator<Item = f64>) -> f64 {
-    median(&values.into_iter().collect::<Vec<_>>()).unwrap_or(f64::NAN)
-}
-
 /// One row per fault kind and direction: medians over the runs smbcp finished.
 pub(crate) fn table(runs: &[Run]) -> Table {
     let mut t = Table::new(&format!(
@@ -115,100 +111,86 @@ pub(crate) fn table(runs: &[Run]) -> Table {
             0 => n.to_string(),
             missing => format!("{n} ({missing} not measured)"),
         };
-        let channels_at_end = median_run(&group)
-            .and_then(|r| r.report.as_ref())
-            .map_or("-".into(), |r| channels_cell(Some(r)));
         let mut row = vec![first.fault.to_string(), first.direction.to_string(), runs];
-        row.extend(measured_cells(first, &measured));
+        if measured.is_empty() {
+            let why = first.metrics().err().unwrap_or_default();
+            let why = first
+                .failure
+                .clone()
+                .unwrap_or_else(|| format!("not measurable: {why}"));
+            row.extend(
+                ["-".to_string(), why]
+                    .into_iter()
+                    .chain(["-"; 5].map(String::from)),
+            );
+        } else {
+            let m = || measured.iter().map(|(_, m)| m);
+            let gap = median_outcome(&m().map(|m| m.gap).collect::<Vec<_>>());
+            let dip = median(m().map(|m| m.dip)) / 1e6;
+            let lost = || m().map(|m| m.time_lost);
+            let since = if first.fault.resets() {
+                "the fault"
+            } else {
+                "link-up"
+            };
+            let link_back =
+                match median_outcome(&m().filter_map(|m| m.link_back).collect::<Vec<_>>()) {
+                    Some(o) => format!("{} after {since}", outcome_cell(o)),
+                    None if first.fault.resets() => "transfer ended at the fault".into(),
+                    None => "transfer ended before link-up".into(),
+                };
+            let channels: Vec<Outcome> = measured
+                .iter()
+                .filter_map(|(r, _)| r.channels_back())
+                .collect();
+            let (lo, hi) = min_max(lost());
+            row.extend([
+                format!("{:.0}", median(m().map(|m| m.pre_fault)) * 8.0 / 1e6),
+                gap.map_or("-".into(), outcome_cell),
+                match gap {
+                    Some(Outcome::NotWithin(_)) => format!(">= {dip:.1}"),
+                    _ => format!("{dip:.1}"),
+                },
+                format!("{:.2}", median(lost())),
+                format!("{lo:.2}-{hi:.2}"),
+                link_back,
+                median_outcome(&channels).map_or("-".into(), outcome_cell),
+            ]);
+        }
+        // How many times smbcp re-established its session in each run, and the median time
+        // the last one took.
+        let counters: Vec<&serde_json::Value> =
+            group.iter().filter_map(|r| r.counters.as_ref()).collect();
+        let sessions = per_run_cell(
+            counters
+                .iter()
+                .map(|c| c["sessions_reestablished"].to_string())
+                .collect(),
+        );
+        let took = median(
+            counters
+                .iter()
+                .filter_map(|c| c["last_reestablish_ms"].as_f64()),
+        );
         row.extend([
-            reestablished_cell(&group),
+            match (counters.is_empty(), took.is_nan()) {
+                (true, _) => "-".into(),
+                (false, true) => sessions,
+                (false, false) => format!("{sessions} in {took:.0} ms"),
+            },
             format!(
                 "{:.1}",
-                median_of(group.iter().map(|r| r.smbcp_span.1 - r.smbcp_span.0))
+                median(group.iter().map(|r| r.smbcp_span.1 - r.smbcp_span.0))
             ),
-            channels_at_end,
+            median_run(&group)
+                .and_then(|r| r.report.as_ref())
+                .map_or("-".into(), |r| channels_cell(Some(r))),
             per_run_cell(group.iter().map(|r| r.check.clone()).collect()),
-            per_run_cell(group.iter().map(|r| r.exit.to_string()).collect()),
+            per_run_cell(group.iter().map(|r| r.exit.clone()).collect()),
         ]);
         t.row(row);
     }
     t
-}
-
-/// Pre-fault rate, gap, dip, time lost and its range, link back and all channels back: the
-/// medians, or why there are none.
-fn measured_cells(first: &Run, measured: &[(&Run, Metrics)]) -> Vec<String> {
-    if measured.is_empty() {
-        let why = first.failure.clone().unwrap_or_else(|| {
-            format!(
-                "not measurable: {}",
-                first.metrics().err().unwrap_or_default()
-            )
-        });
-        return vec![
-            "-".into(),
-            why,
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ];
-    }
-    let m = || measured.iter().map(|(_, m)| m);
-    let gap = median_outcome(&m().map(|m| m.gap).collect::<Vec<_>>());
-    let dip = median_of(m().map(|m| m.dip)) / 1e6;
-    let lost: Vec<f64> = m().map(|m| m.time_lost).collect();
-    let since = if first.fault.resets() {
-        "the fault"
-    } else {
-        "link-up"
-    };
-    let link_back = match median_outcome(&m().filter_map(|m| m.link_back).collect::<Vec<_>>()) {
-        Some(o) => format!("{} after {since}", outcome_cell(o)),
-        None if first.fault.resets() => "transfer ended at the fault".into(),
-        None => "transfer ended before link-up".into(),
-    };
-    let channels: Vec<Outcome> = measured
-        .iter()
-        .filter_map(|(r, _)| r.channels_back())
-        .collect();
-    vec![
-        format!("{:.0}", median_of(m().map(|m| m.pre_fault)) * 8.0 / 1e6),
-        gap.map_or("-".into(), outcome_cell),
-        match gap {
-            Some(Outcome::NotWithin(_)) => format!(">= {dip:.1}"),
-            _ => format!("{dip:.1}"),
-        },
-        format!("{:.2}", median_of(lost.iter().copied())),
-        min_max(&lost).map_or("-".into(), |(lo, hi)| format!("{lo:.2}-{hi:.2}")),
-        link_back,
-        median_outcome(&channels).map_or("-".into(), outcome_cell),
-    ]
-}
-
-/// How many times smbcp re-established its session in each run, and the median time the last
-/// one took.
-fn reestablished_cell(runs: &[&Run]) -> String {
-    let counters: Vec<&serde_json::Value> =
-        runs.iter().filter_map(|r| r.counters.as_ref()).collect();
-    if counters.is_empty() {
-        return "-".into();
-    }
-    let sessions = per_run_cell(
-        counters
-            .iter()
-            .map(|c| c["sessions_reestablished"].to_string())
-            .collect(),
-    );
-    let took: Vec<f64> = counters
-        .iter()
-        .filter_map(|c| c["last_reestablish_ms"].as_f64())
-        .collect();
-    match median(&took) {
-        Some(ms) => format!("{sessions} in {ms:.0} ms"),
-        None => sessions,
-    }
 }
 
 /// One line per run with what happened when, and what smbcp counted.
@@ -229,22 +211,18 @@ fn event_line(run: &Run) -> String {
             (Fault::All, Some(n)) => format!("{n} connection(s) on every link reset"),
             _ => format!("link {k} down"),
         };
+        let took = run.fault_took * 1e3;
         line.push_str(&format!(
-            ", {what} at {at:.2} s (the testbed command took {:.0} ms)",
-            run.fault_took * 1e3
+            ", {what} at {at:.2} s (the testbed command took {took:.0} ms)"
         ));
     }
     if let Some(up) = run.link_up_at {
         line.push_str(&format!(", link up at {up:.2} s"));
     }
-    let longest = tl.t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
-    let moved = tl.aggregate().last().copied().unwrap_or(0);
-    line.push_str(&format!(
-        "; {:.0} MB on the wire in all, sampled {} times (longest interval {:.0} ms)",
-        moved as f64 / 1e6,
-        tl.t.len(),
-        longest * 1e3
-    ));
+    let longest = tl.t.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max) * 1e3;
+    let moved = tl.aggregate().last().copied().unwrap_or(0) as f64 / 1e6;
+    let samples = tl.t.len();
+    line.push_str(&format!("; {moved:.0} MB on the wire in all, sampled {samples} times (longest interval {longest:.0} ms)"));
     if let Some(c) = &run.counters {
         line.push_str(&format!(
             "; smbcp counted {} channel(s) lost, {} request(s) replayed, {} reconnect(s)",
@@ -270,8 +248,8 @@ fn event_line(run: &Run) -> String {
 const PLOT_INTERVALS: usize = 2;
 
 /// Per link and in all, Mbit/s over [`PLOT_INTERVALS`] at the middle of each stretch, x in
-/// seconds from `origin`: (aggregate, per link).
-fn plot_rates(tl: &Timeline, origin: f64) -> (Line, Vec<Line>) {
+/// seconds from `origin`: the aggregate first, then each link.
+fn plot_rates(tl: &Timeline, origin: f64) -> Vec<Line> {
     let rates = |bytes: &[u64]| -> Line {
         let points = (PLOT_INTERVALS..tl.t.len())
             .step_by(PLOT_INTERVALS)
@@ -282,10 +260,9 @@ fn plot_rates(tl: &Timeline, origin: f64) -> (Line, Vec<Line>) {
             });
         points.collect()
     };
-    (
-        rates(&tl.aggregate()),
-        tl.links.iter().map(|l| rates(l)).collect(),
-    )
+    std::iter::once(rates(&tl.aggregate()))
+        .chain(tl.links.iter().map(|l| rates(l)))
+        .collect()
 }
 
 /// A panel per direction with its median run's rates over seconds from the fault, markers at
@@ -297,32 +274,28 @@ pub(crate) fn chart(runs: &[Run], fault: Fault, settings: &Settings, size: u64) 
         Fault::Silent => format!("link {k} down for {} s", settings.down_for.as_secs()),
         Fault::All => "every connection of port 445 reset by the server".into(),
     };
-    let mut series = vec!["all links".to_string()];
-    series.extend((1..=settings.links).map(|k| format!("link {k}")));
+    let series = std::iter::once("all links".to_string())
+        .chain((1..=settings.links).map(|k| format!("link {k}")));
     let groups = groups(runs).into_iter().filter(|g| g[0].fault == fault);
-    let panels = groups
-        .filter_map(|g| Some(chart_panel(median_run(&g)?, g.len())))
-        .collect();
+    let (links, rate, mib) = (settings.links, settings.rate_mbit, size >> 20);
     LineChart {
         frame: Frame {
             title: format!(
-                "{fault}: {what} ({} MiB over {} x {} Mbit/s, 100 ms averages)",
-                size >> 20,
-                settings.links,
-                settings.rate_mbit
+                "{fault}: {what} ({mib} MiB over {links} x {rate} Mbit/s, 100 ms averages)"
             ),
-            series,
+            series: series.collect(),
             y_unit: "Mbit/s".into(),
         },
         x_label: "seconds from the fault".into(),
-        panels,
+        panels: groups
+            .filter_map(|g| Some(chart_panel(median_run(&g)?, g.len())))
+            .collect(),
     }
 }
 
 /// The panel of `run`, the median of `of` repetitions.
 fn chart_panel(run: &Run, of: usize) -> LinePanel {
     let origin = run.fault_at.unwrap_or(0.0);
-    let (agg, per_link) = plot_rates(&run.timeline(), origin);
     let mut markers = Vec::new();
     if run.fault_at.is_some() {
         markers.push((0.0, run.fault.to_string()));
@@ -336,26 +309,20 @@ fn chart_panel(run: &Run, of: usize) -> LinePanel {
     let state = run.failure.as_ref().map_or(String::new(), |_| {
         format!(" (smbcp failed, exit {})", run.exit)
     });
-    let which = if of > 1 {
-        format!(", run #{} of {of} (median time lost)", run.rep)
-    } else {
-        String::new()
+    let which = match of {
+        1 => String::new(),
+        _ => format!(", run #{} of {of} (median time lost)", run.rep),
     };
+    let title = format!("{}{state}{which}", run.direction);
     LinePanel {
-        title: format!("{}{state}{which}", run.direction),
-        lines: std::iter::once(agg).chain(per_link).collect(),
+        title,
+        lines: plot_rates(&run.timeline(), origin),
         markers,
     }
 }
 
-/// The generated section: how it was measured, the table, the events, the charts (`charts`:
-/// the fault kind and how the section refers to its SVG).
-pub(crate) fn section(
-    bench: &Bench<'_>,
-    runs: &[Run],
-    settings: &Settings,
-    charts: &[(Fault, String)],
-) -> String {
+/// The generated section without its charts: how it was measured, the table, the events.
+pub(crate) fn section(bench: &Bench<'_>, runs: &[Run], settings: &Settings) -> String {
     let reps = groups(runs).iter().map(Vec::len).max().unwrap_or(0);
     let (k, n) = (FAULT_LINK, settings.links);
     let what = format!(
@@ -375,7 +342,7 @@ pub(crate) fn section(
         down = settings.down_for.as_secs(),
         every = SAMPLE_EVERY.as_millis(),
     );
-    let mut out = header(&bench.facts, false, &what, None, None);
+    let mut out = header(&bench.facts, false, &what, &[], None);
     out.push_str(&format!(
         "Gap: from the fault until the aggregate holds {gap:.0} % of what the surviving links carry ({n1}/{n} of the \
          pre-fault rate) for {sustain} ms, rates over a trailing {smooth} ms. Dip: bytes short of the pre-fault rate \
@@ -397,11 +364,6 @@ pub(crate) fn section(
     ));
     out.push_str(&table(runs).markdown());
     out.push_str(&format!("\n{}\n", event_lines(runs).join("\n")));
-    for (fault, path) in charts {
-        out.push_str(&format!(
-            "\n![{fault}: Mbit/s per link and in all, seconds from the fault]({path})\n"
-        ));
-    }
     out
 }
 
@@ -531,11 +493,12 @@ mod tests {
             chart(&runs, Fault::Rst, &settings(), 1).panels[0].title,
             "download, run #1 of 3 (median time lost)"
         );
-        let (agg, links) = plot_rates(&timeline(2, 1.0, |k, _| k as f64 * MB), 0.5);
+        let lines = plot_rates(&timeline(2, 1.0, |k, _| k as f64 * MB), 0.5);
+        let (agg, link2) = (&lines[0], &lines[2]);
         assert!(
             (agg[0].0 + 0.45).abs() < 1e-9
                 && (agg[0].1 - 24.0).abs() < 1e-6
-                && (links[1][3].1 - 16.0).abs() < 1e-6
+                && (link2[3].1 - 16.0).abs() < 1e-6
         );
     }
 }

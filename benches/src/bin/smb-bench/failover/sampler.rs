@@ -6,8 +6,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use smb3_tests::Testbed;
@@ -65,10 +64,8 @@ fn parse_net_dev(text: &str, names: &[String]) -> Result<(Vec<u64>, Vec<u64>), S
             .collect();
         // Received bytes first, sent bytes after the eight receive fields.
         let number = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("malformed /proc/net/dev line for {name}"))
+            let v = fields.get(i).and_then(|v| v.parse().ok());
+            v.ok_or_else(|| format!("malformed /proc/net/dev line for {name}"))
         };
         rx.push(number(0)?);
         tx.push(number(8)?);
@@ -83,91 +80,70 @@ fn reread(file: &mut File, text: &mut String) -> std::io::Result<()> {
     file.read_to_string(text).map(drop)
 }
 
-/// A thread that reads the counters every [`SAMPLE_EVERY`] until finished or dropped.
-pub(crate) struct Sampler {
-    stop: Arc<AtomicBool>,
-    readings: Arc<Mutex<Vec<Reading>>>,
-    handle: Option<JoinHandle<Result<(), String>>>,
-}
-
-impl Sampler {
-    /// Starts sampling `tb`'s client interfaces on the clock `t0`; returns once the first
-    /// reading is in.
-    pub(crate) fn start(tb: &Testbed, t0: Instant) -> Result<Sampler, String> {
-        let (mut dev, mut tcp) = {
-            let _inside = tb.enter_client_netns()?;
-            let dev = File::open("/proc/thread-self/net/dev")
-                .map_err(|e| format!("the client namespace's /proc/net/dev: {e}"))?;
-            (dev, File::open("/proc/thread-self/net/tcp").ok())
-        };
-        let names: Vec<String> = tb.links().iter().map(|l| l.client_if.clone()).collect();
-        let mut text = String::new();
-        let mut read = move || -> Result<Reading, String> {
-            reread(&mut dev, &mut text).map_err(|e| format!("reading /proc/net/dev: {e}"))?;
-            let t = t0.elapsed().as_secs_f64();
-            let (rx, tx) = parse_net_dev(&text, &names)?;
-            let channels = tcp
-                .as_mut()
-                .and_then(|f| reread(f, &mut text).ok())
-                .map(|()| count_smb_connections(&text));
-            Ok(Reading {
-                t,
-                rx,
-                tx,
-                channels,
-            })
-        };
-        let readings = Arc::new(Mutex::new(vec![read()?]));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (done, kept) = (stop.clone(), readings.clone());
-        let handle = std::thread::spawn(move || {
+/// Runs `work` while a thread reads `tb`'s client counters every [`SAMPLE_EVERY`] on the
+/// clock `t0` (the first reading before `work` starts). `work` is given the bytes moved in a
+/// direction over all links since then. What it returned, and every reading.
+pub(crate) fn sampling<R>(
+    tb: &Testbed,
+    t0: Instant,
+    work: impl FnOnce(&dyn Fn(Direction) -> u64) -> R,
+) -> Result<(R, Vec<Reading>), String> {
+    let (mut dev, mut tcp) = {
+        let _inside = tb.enter_client_netns()?;
+        let dev = File::open("/proc/thread-self/net/dev")
+            .map_err(|e| format!("the client namespace's /proc/net/dev: {e}"))?;
+        (dev, File::open("/proc/thread-self/net/tcp").ok())
+    };
+    let names: Vec<String> = tb.links().iter().map(|l| l.client_if.clone()).collect();
+    let mut text = String::new();
+    let mut read = move || -> Result<Reading, String> {
+        reread(&mut dev, &mut text).map_err(|e| format!("reading /proc/net/dev: {e}"))?;
+        let t = t0.elapsed().as_secs_f64();
+        let (rx, tx) = parse_net_dev(&text, &names)?;
+        let channels = tcp
+            .as_mut()
+            .and_then(|f| reread(f, &mut text).ok())
+            .map(|()| count_smb_connections(&text));
+        Ok(Reading {
+            t,
+            rx,
+            tx,
+            channels,
+        })
+    };
+    let readings = Mutex::new(vec![read()?]);
+    let stop = AtomicBool::new(false);
+    let lock = || readings.lock().unwrap_or_else(PoisonError::into_inner);
+    let out = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| -> Result<(), String> {
             // A fixed schedule, so a slow read does not shift every later one.
             let mut next = Instant::now() + SAMPLE_EVERY;
-            while !done.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
                 next += SAMPLE_EVERY;
                 let reading = read()?;
-                kept.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(reading);
+                lock().push(reading);
             }
             Ok(())
         });
-        Ok(Sampler {
-            stop,
-            readings,
-            handle: Some(handle),
-        })
-    }
-
-    /// Bytes moved in `direction` over all links since the first reading.
-    pub(crate) fn progress(&self, direction: Direction) -> u64 {
-        let r = self.readings.lock().unwrap_or_else(PoisonError::into_inner);
-        let sum = |r: Option<&Reading>| r.map_or(0, |r| r.bytes(direction).iter().sum::<u64>());
-        sum(r.last()).saturating_sub(sum(r.first()))
-    }
-
-    /// Stops the thread; every reading.
-    pub(crate) fn finish(mut self) -> Result<Vec<Reading>, String> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(handle) = self.handle.take() {
-            handle
-                .join()
-                .map_err(|_| "the counter sampler panicked".to_string())??;
-        }
-        Ok(std::mem::take(
-            &mut *self.readings.lock().unwrap_or_else(PoisonError::into_inner),
-        ))
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
-        }
-    }
+        let progress = |direction: Direction| {
+            let r = lock();
+            let sum = |r: Option<&Reading>| r.map_or(0, |r| r.bytes(direction).iter().sum::<u64>());
+            sum(r.last()).saturating_sub(sum(r.first()))
+        };
+        let out = work(&progress);
+        stop.store(true, Ordering::Relaxed);
+        sampler
+            .join()
+            .map_err(|_| "the counter sampler panicked".to_string())?
+            .map(|()| out)
+    })?;
+    Ok((
+        out,
+        readings
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+    ))
 }
 
 #[cfg(test)]
@@ -193,7 +169,9 @@ mod tests {
         let tcp = "  sl  local_address rem_address   st tx_queue\n   0: 0201000A:D2A4 0101000A:01BD 01 0\n   \
                    1: 0202000A:D2A6 0102000A:01BD 07 0\n   2: 0203000A:01BD 0103000A:D2A8 01 0\n   \
                    3: 0204000A:D2AA 0104000A:01BD 01 0\n";
-        assert_eq!(count_smb_connections(tcp), 2);
-        assert_eq!(count_smb_connections(""), 0);
+        assert_eq!(
+            (count_smb_connections(tcp), count_smb_connections("")),
+            (2, 0)
+        );
     }
 }

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use smb3_benches::data::Pattern;
 use tokio::task::JoinSet;
 
-use super::report::{Op, Sample};
+use super::{Op, Sample};
 use crate::machine::{process_cpu, ServerMeter};
 
 /// Size of every operation and alignment of every offset.

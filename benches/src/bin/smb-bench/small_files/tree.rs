@@ -3,7 +3,7 @@
 //! fixed-seed generator), and the check that a copy is exactly the tree: every file with its
 //! size and SHA-256, no directory missing, nothing extra.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -23,30 +23,19 @@ pub(crate) struct TreeSpec {
 }
 
 impl TreeSpec {
-    /// `4 KiB`, `1 MiB`, `100 B`.
-    fn size_label(&self) -> String {
+    /// `10000 x 4 KiB`.
+    pub(crate) fn label(&self) -> String {
         let b = self.file_size;
-        match [(30, "GiB"), (20, "MiB"), (10, "KiB")]
+        let unit = [(30, "GiB"), (20, "MiB"), (10, "KiB")]
             .into_iter()
-            .find(|(s, _)| b >= 1 << s && b % (1 << s) == 0)
-        {
-            Some((s, unit)) => format!("{} {unit}", b >> s),
-            None => format!("{b} B"),
-        }
+            .find(|(s, _)| b >= 1 << s && b % (1 << s) == 0);
+        let size = unit.map_or(format!("{b} B"), |(s, unit)| format!("{} {unit}", b >> s));
+        format!("{} x {size}", self.files)
     }
 
     /// The tree's directory name on both sides, e.g. `tree-10000x4kib`.
     pub(crate) fn name(&self) -> String {
-        format!(
-            "tree-{}x{}",
-            self.files,
-            self.size_label().replace(' ', "").to_lowercase()
-        )
-    }
-
-    /// `10000 x 4 KiB`.
-    pub(crate) fn label(&self) -> String {
-        format!("{} x {}", self.files, self.size_label())
+        format!("tree-{}", self.label().replace(' ', "").to_lowercase())
     }
 
     pub(crate) fn total_bytes(&self) -> u64 {
@@ -57,47 +46,37 @@ impl TreeSpec {
         self.files.div_ceil(FILES_PER_DIR)
     }
 
-    /// File `n`'s relative path, `dNNN/fNNNNN`: sorted names follow the numbers.
-    fn file_path(&self, n: usize) -> PathBuf {
-        PathBuf::from(format!("d{:03}/f{n:05}", n / FILES_PER_DIR))
-    }
-
-    /// Writes the tree under `root` (which must not exist yet); what it holds. Each file's
-    /// seed is the tree's mixed with the file's number (splitmix64's finalizer), so
-    /// neighbouring files share no stretch of content.
+    /// Writes the tree under `root` (which must not exist yet): file `n` is `dNNN/fNNNNN`, so
+    /// sorted names follow the numbers. Each file's seed is the tree's mixed with the file's
+    /// number (splitmix64's finalizer), so neighbouring files share no stretch of content.
     pub(crate) fn write(&self, root: &Path) -> Result<Manifest, String> {
         let mut manifest = Manifest::default();
         for d in 0..self.dirs() {
             let dir = PathBuf::from(format!("d{d:03}"));
             std::fs::create_dir_all(root.join(&dir))
                 .map_err(|e| format!("{}: {e}", root.join(&dir).display()))?;
-            manifest.dirs.insert(dir);
+            manifest.0.insert(dir, None);
         }
         for n in 0..self.files {
             let mut z = self.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            let rel = self.file_path(n);
-            manifest.files.insert(
-                rel.clone(),
-                write_pattern(&root.join(rel), z ^ (z >> 31), self.file_size)?,
-            );
+            let rel = PathBuf::from(format!("d{:03}/f{n:05}", n / FILES_PER_DIR));
+            let fp = write_pattern(&root.join(&rel), z ^ (z >> 31), self.file_size)?;
+            manifest.0.insert(rel, Some(fp));
         }
         Ok(manifest)
     }
 }
 
-/// What a tree holds: its directories and its files (relative paths) with their fingerprints.
+/// What a tree holds: every path under its root, a directory's with no fingerprint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Manifest {
-    pub(crate) dirs: BTreeSet<PathBuf>,
-    pub(crate) files: BTreeMap<PathBuf, Fingerprint>,
-}
+pub(crate) struct Manifest(pub(crate) BTreeMap<PathBuf, Option<Fingerprint>>);
 
 impl Manifest {
     /// Reads the tree under `root`. Anything neither a directory nor a regular file (a
     /// symlink) is recorded with an impossible fingerprint, so it never matches.
-    fn read(root: &Path) -> Result<Manifest, String> {
+    pub(crate) fn read(root: &Path) -> Result<Manifest, String> {
         let (mut manifest, mut pending) = (Manifest::default(), vec![PathBuf::new()]);
         while let Some(rel) = pending.pop() {
             let dir = root.join(&rel);
@@ -107,38 +86,39 @@ impl Manifest {
                     rel.join(entry.file_name()),
                     entry.file_type().map_err(|e| e.to_string())?,
                 );
-                if kind.is_dir() {
-                    manifest.dirs.insert(child.clone());
-                    pending.push(child);
-                } else {
-                    let odd = Fingerprint {
+                let fp = match kind {
+                    k if k.is_dir() => {
+                        pending.push(child.clone());
+                        None
+                    }
+                    k if k.is_file() => Some(fingerprint(&entry.path())?),
+                    _ => Some(Fingerprint {
                         len: u64::MAX,
                         sha256: "not a regular file".into(),
-                    };
-                    let fp = if kind.is_file() {
-                        fingerprint(&entry.path())?
-                    } else {
-                        odd
-                    };
-                    manifest.files.insert(child, fp);
-                }
+                    }),
+                };
+                manifest.0.insert(child, fp);
             }
         }
         Ok(manifest)
     }
 
-    pub(crate) fn total_bytes(&self) -> u64 {
-        self.files.values().map(|f| f.len).sum()
+    pub(crate) fn files(&self) -> u64 {
+        self.0.values().flatten().count() as u64
     }
 
-    /// One SHA-256 over the sorted directories and the (path, size, SHA-256) of every file:
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.0.values().flatten().map(|f| f.len).sum()
+    }
+
+    /// One SHA-256 over the sorted directories, then the (path, size, SHA-256) of every file:
     /// equal digests mean equal trees.
     pub(crate) fn digest(&self) -> String {
         let mut hasher = Sha256::new();
-        for d in &self.dirs {
+        for (d, _) in self.0.iter().filter(|(_, fp)| fp.is_none()) {
             hasher.update(format!("dir\t{}\n", d.display()));
         }
-        for (path, fp) in &self.files {
+        for (path, fp) in self.0.iter().filter_map(|(p, fp)| Some((p, fp.as_ref()?))) {
             hasher.update(format!(
                 "file\t{}\t{}\t{}\n",
                 path.display(),
@@ -153,32 +133,30 @@ impl Manifest {
     /// directories end with `/`), unless the tree under `root` is exactly this one.
     pub(crate) fn verify(&self, root: &Path) -> Result<(), String> {
         let got = Manifest::read(root)?;
-        let as_dirs = |d: std::collections::btree_set::Difference<'_, PathBuf>| {
-            d.map(|p| p.join("")).collect::<Vec<_>>()
+        let shown = |(p, fp): (&PathBuf, &Option<Fingerprint>)| match fp {
+            None => p.join(""),
+            Some(_) => p.clone(),
         };
-        let missing: Vec<PathBuf> = (self
-            .files
-            .keys()
-            .filter(|p| !got.files.contains_key(*p))
-            .cloned())
-        .chain(as_dirs(self.dirs.difference(&got.dirs)))
-        .collect();
-        let wrong: Vec<PathBuf> = (self.files.iter())
-            .filter(|(p, fp)| got.files.get(*p).is_some_and(|g| g != *fp))
-            .map(|(p, _)| p.clone())
-            .collect();
-        let extra: Vec<PathBuf> = (got
-            .files
-            .keys()
-            .filter(|p| !self.files.contains_key(*p))
-            .cloned())
-        .chain(as_dirs(got.dirs.difference(&self.dirs)))
-        .collect();
+        let missing = self
+            .0
+            .iter()
+            .filter(|(p, _)| !got.0.contains_key(*p))
+            .map(shown);
+        let wrong = self
+            .0
+            .iter()
+            .filter(|(p, fp)| got.0.get(*p).is_some_and(|g| g != *fp))
+            .map(shown);
+        let extra = got
+            .0
+            .iter()
+            .filter(|(p, _)| !self.0.contains_key(*p))
+            .map(shown);
         let mut parts = Vec::new();
         for (what, paths) in [
-            ("missing", &missing),
-            ("wrong size or content", &wrong),
-            ("not expected", &extra),
+            ("missing", missing.collect()),
+            ("wrong size or content", wrong.collect()),
+            ("not expected", extra.collect::<Vec<_>>()),
         ] {
             let first: Vec<String> = paths
                 .iter()
@@ -217,13 +195,8 @@ mod tests {
             seed: 0x5eed,
         };
         assert_eq!(
-            (spec.dirs(), spec.file_path(100), spec.name(), spec.label()),
-            (
-                3,
-                "d001/f00100".into(),
-                "tree-250x4kib".into(),
-                "250 x 4 KiB".into()
-            )
+            (spec.dirs(), spec.name(), spec.label()),
+            (3, "tree-250x4kib".into(), "250 x 4 KiB".into())
         );
         assert_eq!(
             TreeSpec {
@@ -239,18 +212,14 @@ mod tests {
         let m = spec.write(&a).unwrap();
         assert_eq!(spec.write(&b).unwrap(), m);
         assert_eq!(
-            (m.files.len(), m.dirs.len(), m.total_bytes()),
-            (250, 3, spec.total_bytes())
+            (m.files(), m.0.len(), m.total_bytes()),
+            (250, 253, spec.total_bytes())
         );
-        assert_eq!(
-            m.files
-                .values()
-                .map(|f| &f.sha256)
-                .collect::<BTreeSet<_>>()
-                .len(),
-            250
-        );
+        let contents: std::collections::BTreeSet<_> =
+            m.0.values().flatten().map(|f| &f.sha256).collect();
+        assert_eq!(contents.len(), 250);
         m.verify(&b).unwrap();
+        assert_eq!(Manifest::read(&b).unwrap().digest(), m.digest());
         std::fs::remove_file(b.join("d001/f00150")).unwrap();
         std::fs::write(b.join("d000/f00007"), b"short").unwrap();
         std::fs::write(b.join("d002/.f00249.smbcp-partial"), b"x").unwrap();

@@ -110,13 +110,26 @@ impl LeaseTable {
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// [`LeaseTable::acquire_named`] on a tree that compares names case-insensitively.
+    #[cfg(test)]
+    pub(crate) fn acquire(self: &Arc<Self>, tree: TreeContext, wire_path: &str) -> LeaseRef {
+        self.acquire_named(tree, wire_path, Names::CaseInsensitive)
+    }
+
     /// Take a reference on the lease key of `wire_path` on `tree`, creating the entry (with a
     /// fresh random key) if this is our first open of the file. Call it before sending the
-    /// CREATE, so a break that races with the reply already finds the key.
-    pub(crate) fn acquire(self: &Arc<Self>, tree: TreeContext, wire_path: &str) -> LeaseRef {
+    /// CREATE, so a break that races with the reply already finds the key. Names compare as
+    /// `names` says: on a POSIX share `foo` and `FOO` are two files and must not share a key (the server refuses one key
+    /// for two files with INVALID_PARAMETER, MS-SMB2 3.3.5.9.8).
+    pub(crate) fn acquire_named(
+        self: &Arc<Self>,
+        tree: TreeContext,
+        wire_path: &str,
+        names: Names,
+    ) -> LeaseRef {
         let file = FileKey {
             tree: tree.handle,
-            folded_path: fold_case(wire_path),
+            folded_path: names.key_of(wire_path),
         };
         let mut t = self.lock();
         t.last_tree = Some(tree);
@@ -182,8 +195,28 @@ impl LeaseTable {
     /// at or below `from` follow them to their new names, so that a new file created at an
     /// old name gets a fresh key rather than the key of the file that moved away. A name
     /// already taken under `to` keeps its own key and the moved one is retired.
+    #[cfg(test)]
     pub(crate) fn renamed(&self, tree: TreeContext, from: &str, to: &str) {
-        let (from, to) = (fold_case(from), fold_case(to));
+        self.renamed_named(tree, from, to, Names::CaseInsensitive)
+    }
+
+    /// `path` on `tree` was deleted: a file made at that name from now on is another file and
+    /// gets a key of its own, while opens of the deleted file (still open where the server
+    /// deletes names at once, as a POSIX share does) keep theirs.
+    pub(crate) fn deleted(&self, tree: TreeContext, path: &str, names: Names) {
+        let file = FileKey {
+            tree: tree.handle,
+            folded_path: names.key_of(path),
+        };
+        let mut t = self.lock();
+        if let Some(entry) = t.by_file.remove(&file) {
+            t.by_key.remove(&entry.key);
+        }
+    }
+
+    /// [`LeaseTable::renamed`] on a tree whose names compare as `names` say.
+    pub(crate) fn renamed_named(&self, tree: TreeContext, from: &str, to: &str, names: Names) {
+        let (from, to) = (names.key_of(from), names.key_of(to));
         let mut t = self.lock();
         let moved: Vec<FileKey> = t
             .by_file
@@ -376,6 +409,25 @@ impl LeaseWatch {
 impl Drop for LeaseRef {
     fn drop(&mut self) {
         self.table.release(&self.key);
+    }
+}
+
+/// How a tree compares names: case-insensitively (Windows, Samba for Windows clients) or
+/// exactly (a share with the SMB3 POSIX extensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Names {
+    /// `foo` and `FOO` name one file.
+    CaseInsensitive,
+    /// `foo` and `FOO` are two files.
+    CaseSensitive,
+}
+
+impl Names {
+    fn key_of(self, path: &str) -> String {
+        match self {
+            Names::CaseInsensitive => fold_case(path),
+            Names::CaseSensitive => path.to_string(),
+        }
     }
 }
 
@@ -606,5 +658,38 @@ pub(crate) mod tests {
         assert_eq!(c(RH), "RH");
         assert_eq!(c(LeaseState::READ_CACHING), "R");
         assert_eq!(c(0), "none");
+    }
+
+    #[test]
+    fn on_a_case_sensitive_tree_names_differing_in_case_get_their_own_keys() {
+        let table = Arc::new(LeaseTable::default());
+        let lower = table.acquire_named(tree(1), "dir\\foo", Names::CaseSensitive);
+        let upper = table.acquire_named(tree(1), "dir\\FOO", Names::CaseSensitive);
+        assert_ne!(lower.key(), upper.key());
+        let again = table.acquire_named(tree(1), "dir\\foo", Names::CaseSensitive);
+        assert_eq!(again.key(), lower.key());
+        table.renamed_named(tree(1), "dir\\foo", "dir\\Foo", Names::CaseSensitive);
+        let moved = table.acquire_named(tree(1), "dir\\Foo", Names::CaseSensitive);
+        assert_eq!(
+            moved.key(),
+            lower.key(),
+            "the key follows a case-only rename"
+        );
+    }
+
+    #[test]
+    fn a_name_deleted_while_open_gets_a_fresh_key_for_its_next_file() {
+        let table = Arc::new(LeaseTable::default());
+        let held = table.acquire_named(tree(1), "f", Names::CaseSensitive);
+        table.deleted(tree(1), "f", Names::CaseSensitive);
+        let next = table.acquire_named(tree(1), "f", Names::CaseSensitive);
+        assert_ne!(next.key(), held.key());
+        drop(held);
+        let again = table.acquire_named(tree(1), "f", Names::CaseSensitive);
+        assert_eq!(
+            again.key(),
+            next.key(),
+            "the old file's last close frees nothing of the new"
+        );
     }
 }

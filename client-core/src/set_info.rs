@@ -89,7 +89,7 @@ impl Share {
         Fut: std::future::Future<Output = Result<T>>,
     {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
-        req.create_options = CreateOptions(0);
+        req.create_options = CreateOptions(self.tree.metadata_open_options());
         crate::timewarp::add_timewarp(&mut req, self.snapshot_filetime());
         self.tree.posix_open(&mut req, 0);
         let created = self.tree.create(&req, path).await?;
@@ -206,7 +206,7 @@ impl Share {
     pub async fn hard_link(&self, existing: &str, new: &str, if_exists: IfExists) -> Result<()> {
         let info = FileLinkInformation {
             replace_if_exists: if_exists == IfExists::Replace,
-            file_name: wire_path(new)?,
+            file_name: self.tree.wire_name(wire_path(new)?),
         };
         self.on_path(
             existing,

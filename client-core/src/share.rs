@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{
-    AccessMask, CreateContextRequest, CreateDisposition, CreateOptions, CreateRequest,
-    CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
+    AccessMask, CreateContextRequest, CreateContextResponse, CreateDisposition, CreateOptions,
+    CreateRequest, CreateResponse, Lease, LeaseState, LeaseV2, OplockLevel, ShareAccess,
 };
 use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsAttributeInformation,
@@ -276,6 +276,10 @@ impl Share {
             Err(e) => return Err(self.explain_snapshot_miss(e, path, snapshot).await),
         };
         let lease = lease.and_then(|l| keep_granted_lease(l, &created, path));
+        let mut created = created;
+        if let Some(wanted) = opts.mode {
+            self.insist_on_mode(path, &mut created, wanted).await?;
+        }
         let handle = ServerHandle {
             file_id: created.file_id,
             create_guid,
@@ -315,6 +319,39 @@ impl Share {
         ))
     }
 
+    /// Give a file a POSIX create just made the mode `wanted`, when the server gave it
+    /// another: Samba applies the share's `create mask` (0744 by default) and `directory
+    /// mask` to a POSIX create's mode, so a 0755 script would lose its group and other
+    /// execute bits, while a chmod is applied as asked (what `open(2)` and `mkdir(2)` give
+    /// locally). One more round trip, only when the server changed the mode.
+    async fn insist_on_mode(
+        &self,
+        path: &str,
+        created: &mut smb3_proto::msg::create::CreateResponse,
+        wanted: u32,
+    ) -> Result<()> {
+        let wanted = wanted & 0o7777;
+        if created.create_action != smb3_proto::msg::create::CreateAction::CREATED {
+            return Ok(());
+        }
+        let Some(posix) = created.contexts.iter_mut().find_map(|c| match c {
+            CreateContextResponse::Posix(p) => Some(p),
+            _ => None,
+        }) else {
+            return Ok(());
+        };
+        // Samba's chmod sets the rwx bits only (see `posix_modes`): setuid, setgid and
+        // sticky are not worth a round trip that cannot give them.
+        if posix.mode.permissions() & 0o777 == wanted & 0o777 {
+            return Ok(());
+        }
+        self.set_mode(path, wanted).await?;
+        posix.mode = smb3_proto::msg::posix::PosixMode(
+            posix.mode.0 & !0o7777 | (posix.mode.permissions() & !0o777) | (wanted & 0o777),
+        );
+        Ok(())
+    }
+
     /// This share reading the snapshot at `filetime` (`None`: the live share).
     pub(crate) fn with_snapshot(&self, filetime: Option<u64>) -> Share {
         Share {
@@ -341,7 +378,9 @@ impl Share {
     /// the only cost is acknowledging breaks, which the break handler does at once.
     fn request_lease(&self, req: &mut CreateRequest, name: &str, write: bool) -> LeaseRef {
         let core = &self.tree.core;
-        let lease = core.leases.acquire(self.tree.context, name);
+        let lease = core
+            .leases
+            .acquire_named(self.tree.context, name, self.tree.names());
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;
         if write {
             state |= LeaseState::WRITE_CACHING;
@@ -361,12 +400,22 @@ impl Share {
 
     /// Open `path` with `access` and `options` for a metadata operation.
     pub(crate) async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
+        Ok(self.open_with_attributes(path, access, options).await?.0)
+    }
+
+    /// [`Share::open_for`], also giving the file's attributes from the CREATE reply.
+    async fn open_with_attributes(
+        &self,
+        path: &str,
+        access: u32,
+        options: u32,
+    ) -> Result<(FileId, FileAttributes)> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
-        req.create_options = CreateOptions(options);
+        req.create_options = CreateOptions(options | self.tree.metadata_open_options());
         timewarp::add_timewarp(&mut req, self.snapshot);
         self.tree.posix_open(&mut req, 0);
         match self.tree.create(&req, path).await {
-            Ok(created) => Ok(created.file_id),
+            Ok(created) => Ok((created.file_id, created.file_attributes)),
             Err(e) => Err(self.explain_snapshot_miss(e, path, self.snapshot).await),
         }
     }
@@ -383,13 +432,29 @@ impl Share {
         F: Fn(FileId) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
+        self.with_opened(path, access, options, |id, _| f(id)).await
+    }
+
+    /// [`Share::with_handle`], `f` also getting the file's attributes from the CREATE reply.
+    pub(crate) async fn with_opened<T, F, Fut>(
+        &self,
+        path: &str,
+        access: u32,
+        options: u32,
+        f: F,
+    ) -> Result<T>
+    where
+        F: Fn(FileId, FileAttributes) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let failover = &self.tree.core.multichannel.failover;
         let mut attempts = 0;
         loop {
             attempts += 1;
             let sessions_before = failover.reestablishments();
-            let handle = ScopedHandle::new(&self.tree, self.open_for(path, access, options).await?);
-            let result = f(handle.id()).await;
+            let (id, attributes) = self.open_with_attributes(path, access, options).await?;
+            let handle = ScopedHandle::new(&self.tree, id);
+            let result = f(handle.id(), attributes).await;
             // A handle opened in a session that has since been re-established is gone with
             // it (only durable opens are reclaimed, and this one is not): the server answers
             // FILE_CLOSED or INVALID_HANDLE to what is sent on it.
@@ -559,10 +624,14 @@ impl Share {
         let (Some(created), Some(closed)) = (replies.next(), replies.next()) else {
             return Err(ProtocolError::Unexpected("compound reply count").into());
         };
-        created?.check(&[]).map_err(|e| e.with_path(path))?;
+        let created = created?.check(&[]).map_err(|e| e.with_path(path))?;
         closed?
             .check(&[NtStatus::FILE_CLOSED])
             .map_err(|e| e.with_path(path))?;
+        if self.tree.is_posix() {
+            let mut created = decode(Command::CREATE, CreateResponse::decode(&created.msg))?;
+            self.insist_on_mode(path, &mut created, permissions).await?;
+        }
         Ok(())
     }
 
@@ -630,7 +699,14 @@ impl Share {
                 .await
                 .map(|_| ())
         })
-        .await
+        .await?;
+        // A file made at this name later is another file: it must not get the lease key our
+        // opens of the deleted one may still hold (MS-SMB2 3.3.5.9.8).
+        self.tree
+            .core
+            .leases
+            .deleted(self.tree.context, &wire_path(path)?, self.tree.names());
+        Ok(())
     }
 
     /// Rename or move `from` to `to` (both share-relative); `if_exists` says whether an
@@ -639,26 +715,38 @@ impl Share {
         self.check_writable()?;
         let replace = if_exists == IfExists::Replace;
         let target = wire_path(to)?;
-        self.with_handle(
-            from,
-            AccessMask::DELETE | AccessMask::SYNCHRONIZE,
-            0,
-            |id| {
+        let posix = self.tree.is_posix();
+        let access = if posix {
+            // To see whether the file is a reparse point (a symlink) in the CREATE reply.
+            AccessMask::DELETE | AccessMask::SYNCHRONIZE | AccessMask::FILE_READ_ATTRIBUTES
+        } else {
+            AccessMask::DELETE | AccessMask::SYNCHRONIZE
+        };
+        let reparse_point = self
+            .with_opened(from, access, 0, |id, attributes| {
                 let target = target.clone();
                 async move {
+                    let reparse_point =
+                        if posix && attributes.0 & FileAttributes::REPARSE_POINT != 0 {
+                            Some(self.raw_reparse_point(id).await?)
+                        } else {
+                            None
+                        };
                     let info = FileRenameInformation {
                         replace_if_exists: replace,
-                        file_name: target,
+                        file_name: self.tree.wire_name(target),
                     };
                     self.tree
                         .core
                         .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
-                        .await
-                        .map(|_| ())
+                        .await?;
+                    Ok(reparse_point)
                 }
-            },
-        )
-        .await?;
+            })
+            .await?;
+        if let Some(raw) = reparse_point {
+            self.put_back_reparse_point(to, raw).await?;
+        }
         // The renamed file keeps its lease key under its new name; the old name is free for
         // a new file, which must get a key of its own (a server refuses one key for two
         // files, MS-SMB2 3.3.5.9.8).
@@ -666,7 +754,7 @@ impl Share {
         self.tree
             .core
             .leases
-            .renamed(self.tree.context, &source, &target);
+            .renamed_named(self.tree.context, &source, &target, self.tree.names());
         Ok(())
     }
 

@@ -142,7 +142,7 @@ impl Share {
     pub async fn reparse_point(&self, path: &str) -> Result<Option<ReparseData>> {
         let core = &self.tree.core;
         let mut create = CreateRequest::new(
-            self.link_wire_path(path)?,
+            wire_path(path)?,
             AccessMask::FILE_READ_ATTRIBUTES,
             CreateDisposition::OPEN,
         );
@@ -251,7 +251,7 @@ impl Share {
             .encode()
             .map_err(|_| Error::ApiMisuse("reparse point too large to encode"))?;
         let mut req = CreateRequest::new(
-            self.link_wire_path(path)?,
+            wire_path(path)?,
             // Samba and Windows need FILE_WRITE_DATA or FILE_WRITE_ATTRIBUTES to set a
             // reparse point; DELETE is for taking the file back.
             AccessMask::FILE_READ_ATTRIBUTES
@@ -290,16 +290,37 @@ impl Share {
 }
 
 impl Share {
-    /// `path` as the wire has it for an open of this share. A POSIX open takes `/` as the
-    /// separator and `\` as part of a name (Samba's `check_path_syntax` with `posix_path`):
-    /// `sub\link` would name a file of that name in the share's root.
-    fn link_wire_path(&self, path: &str) -> Result<String> {
-        let wire = wire_path(path)?;
-        Ok(if self.is_posix() {
-            wire.replace('\\', "/")
-        } else {
-            wire
-        })
+    /// The reparse point of the open `id` as the server keeps it (the raw
+    /// REPARSE_DATA_BUFFER), to be given back with [`Share::put_back_reparse_point`].
+    pub(crate) async fn raw_reparse_point(&self, id: FileId) -> Result<Bytes> {
+        let max = (MAX_REPARSE_BUFFER_LEN as u32).min(self.tree.core.negotiated.max_transact);
+        let get = IoctlRequest::fsctl(FSCTL_GET_REPARSE_POINT, id, Bytes::new(), max);
+        let resp = self.tree.core.send(&get, self.tree.call()).await?;
+        Ok(decode_ioctl(&get, &resp.msg)?.output)
+    }
+
+    /// Set the reparse point `raw` (from [`Share::raw_reparse_point`]) on `path` again.
+    ///
+    /// Samba 4.22 loses a reparse point's attribute when it renames the file: the rename sets
+    /// the archive attribute through a mask without FILE_ATTRIBUTE_REPARSE_POINT
+    /// (rename_internals_fsp, file_set_dosmode), so a renamed symlink reads as an empty
+    /// file although its reparse data is still there. Setting the same data again restores
+    /// it (the tag is unchanged, so no TAG_MISMATCH).
+    pub(crate) async fn put_back_reparse_point(&self, path: &str, raw: Bytes) -> Result<()> {
+        self.with_handle(
+            path,
+            AccessMask::FILE_READ_ATTRIBUTES | AccessMask::FILE_WRITE_ATTRIBUTES,
+            CreateOptions::OPEN_REPARSE_POINT,
+            |id| {
+                let raw = raw.clone();
+                async move {
+                    let set = IoctlRequest::fsctl(FSCTL_SET_REPARSE_POINT, id, raw, 0);
+                    let resp = self.tree.core.send(&set, self.tree.call()).await?;
+                    decode_ioctl(&set, &resp.msg).map(drop)
+                }
+            },
+        )
+        .await
     }
 }
 

@@ -39,11 +39,44 @@ impl Tree {
         self.posix.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How the share compares names: exactly on a POSIX share, case-insensitively otherwise.
+    pub(crate) fn names(&self) -> crate::lease::Names {
+        if self.is_posix() {
+            crate::lease::Names::CaseSensitive
+        } else {
+            crate::lease::Names::CaseInsensitive
+        }
+    }
+
     /// Make `req` a POSIX open when the tree speaks POSIX; `permissions` apply to a file the
-    /// open creates.
+    /// open creates. A POSIX open's path separator is `/` (see [`Tree::wire_name`]).
     pub(crate) fn posix_open(&self, req: &mut CreateRequest, permissions: u32) {
         if self.is_posix() {
             crate::posix::add_posix_context(req, permissions);
+            req.name = self.wire_name(std::mem::take(&mut req.name));
+        }
+    }
+
+    /// CreateOptions for an open that acts on a name itself (delete, rename, times, modes,
+    /// listing a directory): on a POSIX share a symlink is opened as itself
+    /// (FILE_OPEN_REPARSE_POINT), as unlink(2) and lchown(2) act on the link; elsewhere none.
+    pub(crate) fn metadata_open_options(&self) -> u32 {
+        if self.is_posix() {
+            smb3_proto::msg::create::CreateOptions::OPEN_REPARSE_POINT
+        } else {
+            0
+        }
+    }
+
+    /// A share-relative wire path (backslashes, from `names::wire_path`) as this tree's
+    /// server reads it in a CREATE or a rename or link target: unchanged, or on a POSIX
+    /// share with `/` for separators, since a POSIX open takes `\` as part of a name
+    /// (Samba's `check_path_syntax` with POSIX paths: `dir\f` would be one file in the root).
+    pub(crate) fn wire_name(&self, wire: String) -> String {
+        if self.is_posix() {
+            wire.replace('\\', "/")
+        } else {
+            wire
         }
     }
 

@@ -298,15 +298,43 @@ impl Filesystem for FuseAdapter {
         name: &OsStr,
         mode: u32,
         _umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
         // The kernel applied the umask to `mode` already (no FUSE_DONT_MASK).
         let name = name_or_reply!(name, reply);
         let ttl = self.ttl;
         self.spawn(move |fs| async move {
-            match fs.mknod(parent.0, &name, mode).await {
+            match fs.mknod(parent.0, &name, mode, rdev).await {
                 Ok(a) => reply.entry(&ttl, &file_attr(&a), GEN),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let name = name_or_reply!(link_name, reply);
+        let target = name_or_reply!(target.as_os_str(), reply);
+        let ttl = self.ttl;
+        self.spawn(move |fs| async move {
+            match fs.symlink(parent.0, &name, &target).await {
+                Ok(a) => reply.entry(&ttl, &file_attr(&a), GEN),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.spawn(move |fs| async move {
+            match fs.readlink(ino.0).await {
+                Ok(target) => reply.data(target.as_bytes()),
                 Err(e) => reply.error(errno(&e)),
             }
         });
@@ -349,18 +377,6 @@ impl Filesystem for FuseAdapter {
                 Err(e) => reply.error(errno(&e)),
             }
         });
-    }
-
-    fn symlink(
-        &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _link_name: &OsStr,
-        _target: &Path,
-        reply: ReplyEntry,
-    ) {
-        // Without POSIX extensions SMB has no symbolic links a client may create portably.
-        reply.error(Errno::EPERM);
     }
 
     fn rename(
@@ -610,6 +626,13 @@ impl Filesystem for FuseAdapter {
                         ino: child,
                         ..e.attr
                     });
+                    // A listing does not say how long a symlink's target is (its size): the
+                    // kernel is to ask with GETATTR rather than keep a size of 0.
+                    let ttl = if e.attr.kind == Kind::Symlink {
+                        Duration::ZERO
+                    } else {
+                        ttl
+                    };
                     let full = reply.add(INodeNo(child), i + 3, &e.name, &ttl, &attr, GEN);
                     if full {
                         fs.forget(child, 1);

@@ -41,7 +41,7 @@ pub const EXIT_USAGE: i32 = 2;
     about = "Mount an SMB share with FUSE, over every channel to the server.",
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
-        vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, actimeo=SECONDS,\n  \
+        vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, actimeo=SECONDS,\n  \
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
         channels_per_nic=, nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=,\n  \
@@ -606,6 +606,23 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
     let ended = session_ended.clone();
     rt.spawn(async move {
         wait_for_signal().await;
+        // Unmount only our own mount: after an unmount from outside (`fusermount -u`) this
+        // daemon may still be logging off when a new mount takes the same mount point, and
+        // unmounting by path would take that one down.
+        #[cfg(target_os = "linux")]
+        let ours = !ended.load(Ordering::SeqCst)
+            && match (&device, crate::kernel::device_of(&mp)) {
+                (Some(ours), Some(now)) => *ours == now,
+                (Some(_), None) => false,
+                // Our device was never known: the mount point is all there is to go by.
+                (None, _) => true,
+            };
+        #[cfg(not(target_os = "linux"))]
+        let ours = !ended.load(Ordering::SeqCst);
+        if !ours {
+            tracing::info!("signal: already unmounted");
+            return;
+        }
         tracing::info!("signal: unmounting");
         unmount(&mp);
         // A copy of the mount in another mount namespace keeps the kernel's connection

@@ -43,6 +43,9 @@ pub struct MountOptions {
     pub require_signing: bool,
     /// `seal`: encrypt the whole session.
     pub seal: bool,
+    /// `posix` (the default) / `noposix`: use the SMB3 POSIX extensions when the server
+    /// offers them (real modes, owners, symlinks, special files, case-sensitive names).
+    pub posix: bool,
     /// `actimeo=` seconds: how long attributes and names are cached (default 1).
     pub actimeo: Duration,
     /// `cache=strict|none`.
@@ -140,6 +143,7 @@ impl Default for MountOptions {
             dialects: None,
             require_signing: true,
             seal: false,
+            posix: true,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
             rsize: None,
@@ -288,6 +292,8 @@ impl MountOptions {
             "sign" => self.require_signing = true,
             "nosign" => self.require_signing = false,
             "seal" => self.seal = true,
+            "posix" | "unix" => self.posix = true,
+            "noposix" | "nounix" => self.posix = false,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
             "cache" => {
                 self.cache = match need()? {
@@ -391,6 +397,7 @@ impl MountOptions {
         config.require_signing = self.require_signing;
         config.allow_guest = !self.require_signing;
         config.encrypt = self.seal;
+        config.posix_extensions = self.posix;
         let io = self.rsize.into_iter().chain(self.wsize).max();
         if let Some(n) = io {
             config.io_size = n;
@@ -422,9 +429,14 @@ mod tests {
             "username=alice,domain=CORP,uid=1000,gid=100,file_mode=0644,dir_mode=0750",
             "vers=3.1.1,seal,actimeo=5,cache=none,rsize=1M,wsize=65536,hard,max_channels=8",
             "nomultichannel,allow_other,ro,_netdev,noatime,x-systemd.automount",
-            "closetimeo=0,watch_dirs=4",
+            "closetimeo=0,watch_dirs=4,noposix",
         ])
         .unwrap();
+        assert!(!o.posix, "noposix");
+        assert!(
+            MountOptions::parse(&["ro"]).unwrap().posix,
+            "posix by default"
+        );
         assert_eq!(o.closetimeo, Duration::ZERO);
         assert_eq!(o.watch_dirs, 4);
         assert_eq!(o.username.as_deref(), Some("alice"));
@@ -440,7 +452,7 @@ mod tests {
         assert_eq!(o.kernel_flags, vec!["noatime".to_string()]);
         let mut c = ClientConfig::default();
         o.apply_to(&mut c).unwrap();
-        assert!(c.encrypt && !c.multichannel);
+        assert!(c.encrypt && !c.multichannel && !c.posix_extensions);
         assert_eq!(c.max_channels, 8);
         assert_eq!(c.io_size, 1 << 20);
         assert_eq!(c.max_dialect, Dialect::Smb311);

@@ -1844,3 +1844,202 @@ fn guest_needs_nosign_and_vers_2_1_and_noperm_still_mount() {
     drop(m);
     no_open_files(&tb);
 }
+
+/// The mount on a share with the SMB3 POSIX extensions (Samba 4.22) behaves as a local file
+/// system where editors, log rotation and build tools rely on it: modes kept and shown, the
+/// server's group, names that differ only in case are two files, a case-only rename renames,
+/// an unlinked open file stays readable (and `fstat`-able) through its descriptor while its
+/// name is made again, and a rename over an open file (an editor's atomic save) works with
+/// the old file still readable through the descriptor.
+#[test]
+fn a_posix_share_mounts_with_local_file_semantics() {
+    use std::io::{Read, Seek};
+    use std::os::unix::fs::PermissionsExt;
+    let tb = Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("plain");
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "posix-semantics", &[]);
+
+    // Modes: created under the umask, changed by chmod, the same on the server's disk.
+    std::fs::write(m.path("script"), b"#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(m.path("script"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let shown = std::fs::metadata(m.path("script")).unwrap();
+    assert_eq!(shown.mode() & 0o7777, 0o750);
+    let on_disk = std::fs::metadata(disk.join("script")).unwrap();
+    assert_eq!(on_disk.mode() & 0o7777, 0o750);
+    assert_eq!(
+        shown.gid(),
+        on_disk.gid(),
+        "the server's group, mapped from S-1-22-2-GID"
+    );
+    std::fs::create_dir(m.path("dir")).unwrap();
+    std::fs::set_permissions(m.path("dir"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(
+        std::fs::metadata(disk.join("dir")).unwrap().mode() & 0o7777,
+        0o700
+    );
+
+    // Names: case-sensitive, and a case-only rename is a rename.
+    std::fs::write(m.path("foo"), b"lower").unwrap();
+    std::fs::write(m.path("FOO"), b"UPPER").unwrap();
+    assert_eq!(std::fs::read(m.path("foo")).unwrap(), b"lower");
+    assert_eq!(std::fs::read(m.path("FOO")).unwrap(), b"UPPER");
+    std::fs::rename(m.path("foo"), m.path("Foo")).unwrap();
+    assert!(disk.join("Foo").exists() && !disk.join("foo").exists());
+
+    // Unlink of an open file.
+    std::fs::write(m.path("log"), b"first generation").unwrap();
+    let mut held = std::fs::File::open(m.path("log")).unwrap();
+    std::fs::remove_file(m.path("log")).unwrap();
+    assert!(!disk.join("log").exists(), "the name is gone at once");
+    let mut text = String::new();
+    held.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "first generation");
+    assert_eq!(
+        held.metadata().unwrap().len(),
+        16,
+        "fstat of an unlinked file"
+    );
+    std::fs::write(m.path("log"), b"second").unwrap();
+    held.rewind().unwrap();
+    text.clear();
+    held.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "first generation");
+    drop(held);
+    assert_eq!(std::fs::read(m.path("log")).unwrap(), b"second");
+
+    // Rename over an open file, as an editor saves.
+    std::fs::write(m.path("doc"), b"old text").unwrap();
+    let mut held = std::fs::File::open(m.path("doc")).unwrap();
+    std::fs::write(m.path("doc.tmp"), b"new text").unwrap();
+    std::fs::rename(m.path("doc.tmp"), m.path("doc")).unwrap();
+    text.clear();
+    held.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "old text");
+    drop(held);
+    assert_eq!(std::fs::read(m.path("doc")).unwrap(), b"new text");
+    let mut left: Vec<String> = std::fs::read_dir(&disk)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["FOO", "Foo", "dir", "doc", "log", "script"],
+        "no aside name left"
+    );
+    drop(m);
+    no_open_files(&tb);
+}
+
+/// Real programs on a mount of a POSIX share (Samba 4.22): a git checkout with a symlink and
+/// an executable is clean afterwards, a tar round trip keeps modes and links, rsync's second
+/// run finds nothing to do, and links, FIFOs and device nodes are made and read back. The
+/// test runs as root, the share is reached as an ordinary user: rsync and tar are asked not to
+/// give files to root, which the server rightly refuses (EPERM).
+#[test]
+fn git_tar_and_rsync_round_trip_on_a_posix_mount() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let tb = Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "posix-programs", &[]);
+    let run = |cmd: &mut Command| {
+        let out = cmd.stdin(Stdio::null()).output().expect("run");
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // A local tree with modes, a symlink and an executable, and a git repository of it.
+    let local = scratch("posix-programs-src");
+    std::fs::create_dir_all(local.join("a/b")).unwrap();
+    std::fs::write(local.join("a/f"), b"data\n").unwrap();
+    std::fs::write(local.join("a/b/run"), b"#!/bin/sh\necho hi\n").unwrap();
+    std::os::unix::fs::symlink("../f", local.join("a/b/link")).unwrap();
+    for (p, mode) in [("a/f", 0o640), ("a/b/run", 0o755), ("a/b", 0o750)] {
+        std::fs::set_permissions(local.join(p), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let git = |dir: &Path| {
+        let mut c = Command::new("git");
+        c.current_dir(dir)
+            .args(["-c", "user.email=t@example.org", "-c", "user.name=t"]);
+        c
+    };
+    run(git(&local).args(["init", "-q"]));
+    run(git(&local).args(["add", "-A"]));
+    run(git(&local).args(["commit", "-qm", "tree"]));
+
+    run(git(&m.mp).args(["clone", "-q"]).arg(&local).arg("clone"));
+    let status = run(git(&m.path("clone")).args(["status", "--porcelain"]));
+    assert_eq!(status, "", "a fresh checkout is clean");
+    assert_eq!(
+        std::fs::read_link(m.path("clone/a/b/link")).unwrap(),
+        Path::new("../f")
+    );
+    assert_eq!(
+        std::fs::metadata(m.path("clone/a/b/run")).unwrap().mode() & 0o777,
+        0o755,
+        "the executable bit survives the server's create mask"
+    );
+
+    // tar: modes and the link come back as they were.
+    let archive = scratch("posix-programs-tar").join("t.tar");
+    std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
+    run(Command::new("tar")
+        .arg("cf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&local)
+        .arg("a"));
+    std::fs::create_dir(m.path("untar")).unwrap();
+    run(Command::new("tar")
+        .args(["xpf"])
+        .arg(&archive)
+        .arg("--no-same-owner")
+        .arg("-C")
+        .arg(m.path("untar")));
+    run(Command::new("diff")
+        .arg("-r")
+        .arg(local.join("a"))
+        .arg(m.path("untar/a")));
+    for p in ["a/f", "a/b/run", "a/b"] {
+        let (want, got) = (
+            std::fs::metadata(local.join(p)).unwrap().mode() & 0o7777,
+            std::fs::metadata(m.path("untar").join(p)).unwrap().mode() & 0o7777,
+        );
+        assert_eq!(got, want, "{p}");
+    }
+
+    // rsync twice: the second run has nothing to do.
+    let rsync = || {
+        let mut c = Command::new("rsync");
+        c.args(["-rlpt", "--itemize-changes"])
+            .arg(format!("{}/", local.display()))
+            .arg(m.path("rsync"));
+        c
+    };
+    run(&mut rsync());
+    assert_eq!(run(&mut rsync()), "", "the second rsync lists nothing");
+
+    // A FIFO and a character device made through the mount are what they say.
+    run(Command::new("mkfifo").arg(m.path("fifo")));
+    run(Command::new("mknod")
+        .arg(m.path("null"))
+        .args(["c", "1", "3"]));
+    assert!(std::fs::symlink_metadata(m.path("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(std::fs::symlink_metadata(m.path("null"))
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    drop(m);
+    let _ = std::fs::remove_dir_all(&local);
+    let _ = std::fs::remove_dir_all(archive.parent().unwrap());
+    no_open_files(&tb);
+}

@@ -215,3 +215,126 @@ fn shares_without_the_extensions_and_clients_that_do_not_ask() {
         assert!(plain.metadata("").await.unwrap().posix.is_none());
     });
 }
+
+#[test]
+fn an_open_file_survives_unlink_and_rename_over_it() {
+    let tb = start();
+    let disk = tb.share_path("plain");
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        // POSIX unlink: the name goes at once, the open handle still reads, and the name can
+        // be taken by a new file while the old one is open.
+        share
+            .write_new_file("victim", Bytes::from_static(b"old bytes"))
+            .await
+            .unwrap();
+        let held = share
+            .open("victim", &OpenOptions::new().read(true))
+            .await
+            .unwrap();
+        share
+            .remove_file("victim")
+            .await
+            .expect("unlink while open");
+        assert!(!disk.join("victim").exists(), "the name is gone at once");
+        assert_eq!(&held.read_at(0, 64).await.unwrap()[..], b"old bytes");
+        assert_eq!(
+            held.metadata().await.unwrap().len,
+            9,
+            "fstat of an unlinked file"
+        );
+        share
+            .write_new_file("victim", Bytes::from_static(b"new"))
+            .await
+            .expect("the name can be made again while the old file is open");
+        assert_eq!(&held.read_at(0, 64).await.unwrap()[..], b"old bytes");
+        held.close().await.unwrap();
+        assert_eq!(std::fs::read(disk.join("victim")).unwrap(), b"new");
+
+        // Rename over an open target. Samba 4.22 refuses it while the renaming session itself
+        // has the target open (rename_internals_fsp: "Target file open", whatever the kind
+        // of open), and allows it over another client's POSIX open, whose handle keeps the
+        // old file (has_other_nonposix_opens). The mount works around the first with a
+        // rename of the target aside (fuse-mount's rename).
+        for name in ["target", "source"] {
+            share
+                .write_new_file(name, Bytes::from(name.as_bytes().to_vec()))
+                .await
+                .unwrap();
+        }
+        let held = share
+            .open("target", &OpenOptions::new().read(true))
+            .await
+            .unwrap();
+        let refused = share
+            .rename("source", "target", smb3_client::IfExists::Replace)
+            .await
+            .expect_err("Samba refuses a rename over the session's own open target");
+        assert_eq!(refused.status(), Some(smb3_client::NtStatus::ACCESS_DENIED));
+        let other = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let other_share = other.share("plain").await.unwrap();
+        other_share
+            .rename("source", "target", smb3_client::IfExists::Replace)
+            .await
+            .expect("rename over another client's POSIX open");
+        assert_eq!(&held.read_at(0, 64).await.unwrap()[..], b"target");
+        held.close().await.unwrap();
+        assert_eq!(std::fs::read(disk.join("target")).unwrap(), b"source");
+    });
+}
+
+#[test]
+fn paths_below_the_root_and_links_act_on_the_right_names() {
+    let tb = start();
+    let disk = tb.share_path("plain");
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        // A POSIX open reads `\` as part of a name: every path below the root must reach
+        // the server with `/` separators, for opens and for rename and link targets alike.
+        share.create_dir_all("a/b").await.unwrap();
+        share
+            .write_new_file("a/b/f", Bytes::from_static(b"deep"))
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read(disk.join("a/b/f")).unwrap(), b"deep");
+        share
+            .rename("a/b/f", "a/g", smb3_client::IfExists::Fail)
+            .await
+            .unwrap();
+        assert!(disk.join("a/g").is_file() && !disk.join("a/b/f").exists());
+        share
+            .hard_link("a/g", "a/b/h", smb3_client::IfExists::Fail)
+            .await
+            .unwrap();
+        assert_eq!(on_disk(&disk.join("a/b/h")).nlink(), 2);
+        let listed = share.read_dir("a/b").await.unwrap();
+        assert_eq!(
+            listed.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["h"]
+        );
+        let entries: Vec<_> = std::fs::read_dir(&disk)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(entries, ["a"], "no name with a backslash in the root");
+
+        // A symlink is renamed, has its times set and is removed as itself.
+        share.symlink("../g", "a/b/l").await.unwrap();
+        share
+            .rename("a/b/l", "a/l2", smb3_client::IfExists::Fail)
+            .await
+            .expect("rename a symlink");
+        assert_eq!(share.read_link("a/l2").await.unwrap(), "../g");
+        share.remove_file("a/l2").await.expect("unlink a symlink");
+        assert!(share.metadata("a/l2").await.is_err());
+        assert!(disk.join("a/g").is_file(), "the link's target is untouched");
+    });
+}

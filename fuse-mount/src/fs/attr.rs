@@ -117,7 +117,13 @@ impl SmbFs {
         let mut attr = self.attr_without_posix(ino, m);
         if let Some(p) = &m.posix {
             attr.kind = Kind::of_posix(p.file_type, m.is_dir());
-            attr.perm = p.permissions as u16;
+            // Linux shows every symlink as rwxrwxrwx (its mode means nothing); a copy tool
+            // comparing modes would otherwise see a change it cannot make on every run.
+            attr.perm = if attr.kind == Kind::Symlink {
+                0o777
+            } else {
+                p.permissions as u16
+            };
             attr.nlink = p.links.max(1);
             attr.uid = p.uid().unwrap_or(self.cfg.uid);
             attr.gid = p.gid().unwrap_or(self.cfg.gid);
@@ -154,6 +160,17 @@ impl SmbFs {
         }
     }
 
+    /// A symlink's size is its target's length, as `lstat` gives it locally (git compares it
+    /// with what it checked out; readers size their buffer by it). The server keeps the link
+    /// as an empty file, so it takes a READLINK: one more round trip, for symlinks only.
+    pub(super) async fn with_link_size(&self, path: &str, mut attr: Attr) -> FsResult<Attr> {
+        if attr.kind == Kind::Symlink {
+            let target = self.retry(|| self.share.read_link(path)).await?;
+            attr.size = target.len() as u64;
+        }
+        Ok(attr)
+    }
+
     /// GETATTR, through the open handle `fh` when there is one (so an unlinked open file
     /// still answers).
     pub async fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
@@ -162,12 +179,20 @@ impl SmbFs {
             let m = self.retry(|| h.file.metadata()).await?;
             return Ok(self.attr(ino, &m));
         }
+        // Any handle of the node will do: `fstat` comes without one (the kernel asks by
+        // node), and a file unlinked while open has no name left to ask by. A handle closing
+        // meanwhile leaves the path to ask.
+        if let Some(h) = self.any_handle_of(ino) {
+            if let Ok(m) = h.file.metadata().await {
+                return Ok(self.attr(ino, &m));
+            }
+        }
         let path = self.path_of(ino)?;
         let m = self
             .retry(|| self.share.metadata(&path))
             .await
             .map_err(gone_if_deleted)?;
-        Ok(self.attr(ino, &m))
+        self.with_link_size(&path, self.attr(ino, &m)).await
     }
 
     /// SETATTR: size, times, and mode, owner and group on a POSIX share; elsewhere the mode's

@@ -91,6 +91,16 @@ impl SmbFs {
             .ok_or_else(|| FsError::new(libc::EBADF))
     }
 
+    /// A handle open on `ino`, if there is one.
+    pub(super) fn any_handle_of(&self, ino: u64) -> Option<Arc<OpenFile>> {
+        self.files
+            .lock()
+            .unwrap()
+            .values()
+            .find(|h| h.ino == ino)
+            .cloned()
+    }
+
     pub(super) fn add_handle(&self, ino: u64, file: File, writable: bool) -> u64 {
         self.follow_lease(ino, &file);
         self.insert_handle(ino, file, writable)

@@ -2,7 +2,7 @@
 //! (MKDIR, MKNOD, UNLINK, RMDIR, RENAME, LINK). A name that is removed or moved first loses
 //! what this mount holds below it: parked handles and directory watches.
 
-use smb3_client::{IfExists, NtStatus, OpenOptions};
+use smb3_client::{IfExists, NtStatus, OpenOptions, SpecialKind};
 
 use super::attr::Attr;
 use super::{gone_if_deleted, SmbFs};
@@ -27,7 +27,7 @@ impl SmbFs {
             .lock()
             .unwrap()
             .remember(parent, name, m.file_id);
-        Ok(self.attr(ino, &m))
+        self.with_link_size(path, self.attr(ino, &m)).await
     }
 
     /// LOOKUP: the entry `name` in directory `parent`.
@@ -59,14 +59,22 @@ impl SmbFs {
         self.entry(parent, name, &path).await
     }
 
-    /// MKNOD: regular files only (SMB has no device, FIFO or socket files: EPERM).
-    pub async fn mknod(&self, parent: u64, name: &str, mode: u32) -> FsResult<Attr> {
+    /// MKNOD: a regular file anywhere; a FIFO, socket or device node on a POSIX share (an
+    /// NFS-style reparse point, see `Share::make_special`), EPERM elsewhere (SMB has no such
+    /// files without the extensions).
+    pub async fn mknod(&self, parent: u64, name: &str, mode: u32, rdev: u32) -> FsResult<Attr> {
         self.writable()?;
         // mode_t is u16 on macOS: the casts are needed there.
         #[allow(clippy::unnecessary_cast)]
         let (fmt, reg) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
         if mode & fmt != reg {
-            return Err(FsError::new(libc::EPERM));
+            let kind = special_kind(mode & fmt, rdev).ok_or_else(|| FsError::new(libc::EPERM))?;
+            if !self.share.is_posix() {
+                return Err(FsError::new(libc::EPERM));
+            }
+            let path = self.child_of(parent, name)?;
+            self.share.make_special(&path, kind, mode & 0o7777).await?;
+            return self.entry(parent, name, &path).await;
         }
         let path = self.child_of(parent, name)?;
         let opts = OpenOptions::new()
@@ -164,6 +172,9 @@ impl SmbFs {
                     self.share.metadata(&to).await,
                 );
                 match dst {
+                    Ok(dst) if self.share.is_posix() && !dst.is_dir() && !src.is_dir() => {
+                        self.replace_open_target(&from, &to).await?;
+                    }
                     Ok(dst) if dst.is_dir() && src.is_dir() => {
                         self.share.remove_dir(&to).await?;
                         self.share.rename(&from, &to, IfExists::Fail).await?;
@@ -181,6 +192,45 @@ impl SmbFs {
             .renamed(parent, name, new_parent, new_name);
         drop(closes_held);
         Ok(())
+    }
+
+    /// Rename the file `from` over the file `to` that this mount holds open, on a POSIX share.
+    /// Samba refuses a rename over a target its own session has open (rename_internals_fsp:
+    /// "Target file open", POSIX open or not), while a POSIX unlink of an open file is
+    /// allowed. So the target moves aside to a hidden name, `from` takes its name, and the
+    /// aside name is unlinked: the open handles keep reading the old file, as on a local file
+    /// system. Should `from` fail to move, the target gets its name back: nothing is lost.
+    async fn replace_open_target(&self, from: &str, to: &str) -> FsResult<()> {
+        let aside = aside_name(to);
+        self.share.rename(to, &aside, IfExists::Fail).await?;
+        if let Err(e) = self.share.rename(from, to, IfExists::Fail).await {
+            if let Err(back) = self.share.rename(&aside, to, IfExists::Fail).await {
+                tracing::error!(target = to, aside, error = %back, "could not put a rename's target back");
+            }
+            return Err(e.into());
+        }
+        if let Err(e) = self.share.remove_file(&aside).await {
+            tracing::warn!(aside, error = %e, "the replaced file stays under its aside name");
+        }
+        Ok(())
+    }
+
+    /// SYMLINK: `name` in `parent` becomes a link to `target`, stored as given (a POSIX
+    /// share keeps it as a symlink reparse point); EPERM on a share without the extensions.
+    pub async fn symlink(&self, parent: u64, name: &str, target: &str) -> FsResult<Attr> {
+        self.writable()?;
+        if !self.share.is_posix() {
+            return Err(FsError::new(libc::EPERM));
+        }
+        let path = self.child_of(parent, name)?;
+        self.share.symlink(target, &path).await?;
+        self.entry(parent, name, &path).await
+    }
+
+    /// READLINK: the target of the link `ino`, as the server keeps it.
+    pub async fn readlink(&self, ino: u64) -> FsResult<String> {
+        let path = self.path_of(ino)?;
+        Ok(self.retry(|| self.share.read_link(&path)).await?)
     }
 
     /// LINK: a new name for the file `ino`.
@@ -213,5 +263,54 @@ impl SmbFs {
         self.watches
             .end_at_or_below(path, |dir| inodes.lock().unwrap().path(dir))
             .await
+    }
+}
+
+/// A hidden name beside `path` for a file about to be replaced, unique enough that two
+/// mounts or two renames do not meet.
+fn aside_name(path: &str) -> String {
+    let (dir, name) = match path.rfind('/') {
+        Some(i) => (&path[..=i], &path[i + 1..]),
+        None => ("", path),
+    };
+    let tag: u32 = rand_tag();
+    // A name no longer than the original plus 20 bytes; past NAME_MAX, a shortened one.
+    let stem: String = name.chars().take(200).collect();
+    format!("{dir}.smbfuse-{tag:08x}-{stem}")
+}
+
+fn rand_tag() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.finish() as u32
+}
+
+/// What `mknod(2)` asks for, as the library makes it: `fmt` the `S_IFMT` bits, `rdev` the
+/// device number (Linux's encoding: major in bits 8-19 and 32-43, minor in 0-7 and 20-31).
+fn special_kind(fmt: u32, rdev: u32) -> Option<SpecialKind> {
+    // mode_t is u16 on macOS: the casts are needed there.
+    #[allow(clippy::unnecessary_cast)]
+    let (fifo, sock, chr, blk) = (
+        libc::S_IFIFO as u32,
+        libc::S_IFSOCK as u32,
+        libc::S_IFCHR as u32,
+        libc::S_IFBLK as u32,
+    );
+    let (major, minor) = (
+        (rdev >> 8) & 0xfff,
+        (rdev & 0xff) | ((rdev >> 12) & 0xfff00),
+    );
+    match fmt {
+        f if f == fifo => Some(SpecialKind::Fifo),
+        f if f == sock => Some(SpecialKind::Socket),
+        f if f == chr => Some(SpecialKind::CharDevice { major, minor }),
+        f if f == blk => Some(SpecialKind::BlockDevice { major, minor }),
+        _ => None,
     }
 }

@@ -6,9 +6,8 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use crate::Context;
+use sha2::{Digest, Sha256};
 
 /// Seed of the benchmark's big file.
 pub const BIG_SEED: u64 = 0x5eed_0000_b16f_11e5;

@@ -1,6 +1,7 @@
 //! Writing generated text into a Markdown document between marker comments, so a rerun
 //! replaces its own section and leaves the prose around it alone.
 
+use crate::Context;
 use std::path::Path;
 
 /// The marker pair of section `name`.
@@ -50,8 +51,7 @@ pub fn write_section(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    std::fs::write(path, replace_section(&text, name, heading, body))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, replace_section(&text, name, heading, body)).ctx(path.display())
 }
 
 #[cfg(test)]

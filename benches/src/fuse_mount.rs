@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::Context;
 use smb3_tests::{reap, Testbed};
 
 /// `smbfuse -f` started in the client namespace, as a user would run it; unmounted, and the
@@ -27,7 +28,7 @@ impl Mount {
         options: &[&str],
     ) -> Result<Mount, String> {
         let dir = std::env::temp_dir().join(format!("smb-bench-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).ctx(dir.display())?;
         let source = crate::session::share_url(tb, "plain");
         let mut cmd = Command::new("nsenter");
         cmd.arg(format!("--net=/run/netns/{}", tb.client_ns()))
@@ -86,7 +87,7 @@ impl Mount {
             let why = String::from_utf8_lossy(&out.stderr);
             return Err(format!("smbctl status: {}", why.trim()));
         }
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("smbctl status --json: {e}"))
+        serde_json::from_slice(&out.stdout).ctx("smbctl status --json")
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use crate::Context;
 use smb3_client::{Client, ClientConfig, Share};
 use smb3_tests::Testbed;
 
@@ -26,11 +27,8 @@ pub fn connect_plain(
     async move {
         let client = Client::connect(&server, &creds, cfg)
             .await
-            .map_err(|e| format!("connect {server}: {e}"))?;
-        let share = client
-            .share("plain")
-            .await
-            .map_err(|e| format!("tree connect: {e}"))?;
+            .ctx(format!("connect {server}"))?;
+        let share = client.share("plain").await.ctx("tree connect")?;
         Ok((client, share))
     }
 }

@@ -24,6 +24,7 @@ use smb3_tests::{reap, Testbed};
 use super::workload::OP_LIMIT;
 use super::{Ctx, Settings, Subject};
 use crate::fuse_mount::Mount;
+use crate::Context;
 
 /// The tree `ls -R` lists: directories, and files in each.
 const TREE: (usize, usize) = (10, 30);
@@ -45,9 +46,7 @@ pub(crate) fn start(tb: &Testbed, smbfuse: &Path) -> Result<Mount, String> {
         std::fs::create_dir_all(root.join(d))?;
         std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777))
     });
-    seeded
-        .and(made)
-        .map_err(|e| format!("seed the tree: {e}"))?;
+    seeded.and(made).ctx("seed the tree")?;
     Mount::start(tb, smbfuse, "soak", &[])
 }
 
@@ -136,7 +135,7 @@ fn run_bounded(mut cmd: Command) -> Result<(), String> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let mut child = cmd.spawn().ctx("cannot start")?;
     let Some(status) = reap(&mut child, OP_LIMIT) else {
         return Err(format!("not done after {OP_LIMIT:?}"));
     };

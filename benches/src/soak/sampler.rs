@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::Context;
+use serde_json::Value;
 
 macro_rules! sample {
     ($($field:ident),* $(,)?) => {

@@ -28,6 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{heap, Ctx, Settings, Subject};
 use crate::data::{fingerprint, hex};
+use crate::Context;
 
 /// Longest one operation may take before it counts as lost. A 64 MiB transfer on the slowest
 /// plan (one worker's share of three 100 Mbit/s links beside five others) takes about 15 s,
@@ -85,7 +86,7 @@ impl Library {
     /// stall binding for 10 s a try.
     pub(crate) fn start(tb: &Testbed, s: &Settings) -> Result<Library, String> {
         let share_root = tb.share_path("plain");
-        let seeded = seed_files(&share_root, s.seed).map_err(|e| format!("seed files: {e}"))?;
+        let seeded = seed_files(&share_root, s.seed).ctx("seed files")?;
         let rt = tb.client_runtime();
         let mut cfg = ClientConfig::default();
         cfg.interface_poll = s.sample_every;
@@ -264,13 +265,9 @@ async fn upload(
     if streaming {
         let mut w = f.writer();
         for c in chunks(seed, size) {
-            w.write_all(&c)
-                .await
-                .map_err(|e| format!("streamed write: {e}"))?;
+            w.write_all(&c).await.ctx("streamed write")?;
         }
-        w.shutdown()
-            .await
-            .map_err(|e| format!("streamed write: {e}"))?;
+        w.shutdown().await.ctx("streamed write")?;
     } else {
         for (i, c) in chunks(seed, size).enumerate() {
             f.write_at((i * CHUNK) as u64, c).await.map_err(text)?;
@@ -280,8 +277,8 @@ async fn upload(
     let disk = root.join(path);
     let got = tokio::task::spawn_blocking(move || fingerprint(&disk))
         .await
-        .map_err(|e| format!("hash task: {e}"))?;
-    let fp = got.map_err(|e| format!("cannot read the server's file: {e}"))?;
+        .ctx("hash task")?;
+    let fp = got.ctx("cannot read the server's file")?;
     let sha256 = hex(&chunks(seed, size)
         .fold(Sha256::new(), |h, c| h.chain_update(c))
         .finalize());
@@ -332,11 +329,7 @@ async fn download(
     if streaming {
         let (mut r, mut buf) = (f.reader(), vec![0u8; 1 << 20]);
         loop {
-            match r
-                .read(&mut buf)
-                .await
-                .map_err(|e| format!("streamed read: {e}"))?
-            {
+            match r.read(&mut buf).await.ctx("streamed read")? {
                 0 => break,
                 n => {
                     h.update(&buf[..n]);

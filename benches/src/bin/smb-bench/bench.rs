@@ -6,10 +6,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use smb3_benches::data::{self, Fingerprint, BIG_SEED};
+use smb3_benches::Context;
 use smb3_tests::{reap, run_iperf3_client, Testbed, TestbedConfig};
 
 use crate::machine::{wait_until_quiet, Facts};
-use crate::results::{channel_line, RawTcp, Results, Series};
+use crate::results::{channel_line, Results, Series};
 use crate::transfer::{measure, Direction, Sample, SmbcpReport, Tool, Transfer};
 use crate::{child, Common};
 
@@ -27,10 +28,8 @@ const MAX_ATTEMPTS: usize = 5;
 impl Common {
     /// `--size-mib`, else `mib` or `quick_mib` with `--quick`, in bytes.
     pub(crate) fn size(&self, mib: u64, quick_mib: u64) -> u64 {
-        self.size_mib
-            .unwrap_or(if self.quick { quick_mib } else { mib })
-            .max(1)
-            << 20
+        let mib = if self.quick { quick_mib } else { mib };
+        self.size_mib.unwrap_or(mib).max(1) << 20
     }
 
     /// `--reps`, else `reps`, or 1 with `--quick`.
@@ -56,7 +55,7 @@ impl Common {
     /// client namespace gets it as it is).
     pub(crate) fn smbcp(&self) -> Result<PathBuf, String> {
         match &self.smbcp {
-            Some(p) => std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display())),
+            Some(p) => std::fs::canonicalize(p).ctx(p.display()),
             None => smb3_benches::beside(None, "smbcp"),
         }
     }
@@ -69,20 +68,14 @@ impl Common {
         alt: &str,
         svg: impl FnOnce() -> Result<String, String>,
     ) -> Result<String, String> {
-        let doc_dir = self
-            .write_doc
-            .as_deref()
-            .map(|d| d.parent().unwrap_or(Path::new("")));
-        let Some(dir) = self
-            .svg_dir
-            .clone()
-            .or_else(|| doc_dir.map(|d| d.join("perf")))
-        else {
+        let doc_dir = self.write_doc.as_ref().and_then(|d| d.parent());
+        let Some(dir) = self.svg_dir.clone().or(doc_dir.map(|d| d.join("perf"))) else {
             return Ok(String::new());
         };
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let path = dir.join(name);
-        std::fs::write(&path, svg()?).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (path, svg) = (dir.join(name), svg()?);
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, svg))
+            .ctx(path.display())?;
         eprintln!("smb-bench: wrote the chart {}", path.display());
         let shown = path
             .strip_prefix(doc_dir.unwrap_or(Path::new("")))
@@ -94,19 +87,15 @@ impl Common {
     /// (added under `heading` when missing).
     pub(crate) fn publish(
         &self,
-        section: &str,
+        name: &str,
         heading: Option<&str>,
         body: &str,
     ) -> Result<(), String> {
         println!("{body}");
-        let Some(path) = &self.write_doc else {
-            return Ok(());
-        };
-        smb3_benches::doc::write_section(path, section, heading, body)?;
-        eprintln!(
-            "smb-bench: wrote the {section} section of {}",
-            path.display()
-        );
+        if let Some(path) = &self.write_doc {
+            smb3_benches::doc::write_section(path, name, heading, body)?;
+            eprintln!("smb-bench: wrote the {name} section of {}", path.display());
+        }
         Ok(())
     }
 }
@@ -124,10 +113,10 @@ impl LinkSetup {
         rate_mbit: None,
     };
 
-    pub(crate) fn shaped(links: usize, rate_mbit: u32) -> LinkSetup {
+    pub(crate) fn shaped(links: usize, rate: u32) -> LinkSetup {
         LinkSetup {
             links,
-            rate_mbit: Some(rate_mbit),
+            rate_mbit: Some(rate),
         }
     }
 
@@ -148,7 +137,7 @@ impl LinkSetup {
         };
         config.tmpfs_size = format!("{tmpfs_mib}m");
         eprintln!("smb-bench: testbed with {}{note}", self.label());
-        Testbed::start(config).map_err(|e| format!("testbed: {e}"))
+        Testbed::start(config).ctx("testbed")
     }
 }
 
@@ -162,21 +151,18 @@ pub(crate) fn undisturbed<T>(
     let mut attempt = 1;
     loop {
         let (sample, more) = measure()?;
-        if sample.other_cpus() <= MAX_OTHER_CPUS || attempt == MAX_ATTEMPTS {
+        let other = sample.other_cpus();
+        if other <= MAX_OTHER_CPUS || attempt == MAX_ATTEMPTS {
             return Ok((sample, more));
         }
-        eprintln!(
-            "  (disturbed: other work used {:.2} CPUs; measuring again)",
-            sample.other_cpus()
-        );
+        eprintln!("  (disturbed: other work used {other:.2} CPUs; measuring again)");
         (*retried, attempt) = (*retried + 1, attempt + 1);
         common.quiet();
     }
 }
 
 /// Measures each of `tools` `reps` times into a series of its own, the tools taking turns
-/// within a repetition so a slow drift of the machine hits all of them alike. `round` names a
-/// repetition on the progress lines.
+/// within a repetition so a slow drift of the machine hits all of them alike.
 pub(crate) fn repeat(
     reps: usize,
     tools: &[Tool],
@@ -221,7 +207,7 @@ pub(crate) struct Scratch(pub(crate) PathBuf);
 impl Scratch {
     pub(crate) fn create(name: &str) -> Result<Scratch, String> {
         let dir = PathBuf::from(format!("/dev/shm/smb-bench-{name}.{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).ctx(dir.display())?;
         Ok(Scratch(dir))
     }
 }
@@ -251,20 +237,21 @@ pub(crate) struct Bench<'a> {
 impl<'a> Bench<'a> {
     /// Writes the reference file of `size` bytes.
     pub(crate) fn new(common: &'a Common, size: u64, reps: usize) -> Result<Bench<'a>, String> {
-        let (smbcp, scratch) = (common.smbcp()?, Scratch::create("files")?);
+        let (smbcp, scratch, facts) =
+            (common.smbcp()?, Scratch::create("files")?, Facts::collect());
         eprintln!("smb-bench: writing the {} MiB reference file", size >> 20);
         let reference = data::write_pattern(&scratch.0.join("source"), BIG_SEED, size)?;
-        let results = Results::default();
+        let (results, busy) = (Results::default(), Vec::new());
         Ok(Bench {
             common,
-            facts: Facts::collect(),
+            facts,
             size,
             reps,
             scratch,
             reference,
             smbcp,
             results,
-            busy: Vec::new(),
+            busy,
         })
     }
 
@@ -280,8 +267,7 @@ impl<'a> Bench<'a> {
         let tb = setup.start((self.size >> 20) * 4 + 256, note)?;
         for share in shares {
             let target = tb.share_path(share).join(REMOTE_BIG);
-            std::fs::copy(self.scratch.0.join("source"), &target)
-                .map_err(|e| format!("{}: {e}", target.display()))?;
+            std::fs::copy(self.scratch.0.join("source"), &target).ctx(target.display())?;
             data::verify(&target, &self.reference)?;
         }
         Ok(tb)
@@ -295,28 +281,23 @@ impl<'a> Bench<'a> {
         setup: &LinkSetup,
         label: &str,
     ) -> Result<(), String> {
+        let (links, seconds) = (setup.links, self.common.iperf_seconds());
         for direction in Direction::BOTH {
-            let mut sums = Vec::new();
+            let mut mbit = Vec::new();
             for rep in 1..=self.reps {
-                let per_link =
-                    concurrent_iperf(tb, setup.links, self.common.iperf_seconds(), direction)?;
+                let per_link = concurrent_iperf(tb, links, seconds, direction)?;
                 let each: Vec<String> =
                     per_link.iter().map(|m| format!("{:.1}", m / 8.0)).collect();
-                let sum: f64 = per_link.iter().sum();
-                let each = each.join(" + ");
+                let (sum, each) = (per_link.iter().sum::<f64>(), each.join(" + "));
                 eprintln!(
                     "  {label} raw TCP {direction} #{rep}: {:.1} MB/s ({each} MB/s per link)",
                     sum / 8.0
                 );
-                sums.push(sum);
+                mbit.push(sum);
             }
-            let raw = RawTcp {
-                link: label.into(),
-                direction,
-                links: setup.links,
-                mbit: sums,
-            };
-            self.results.raw.push(raw);
+            self.results
+                .series
+                .push(Series::raw(label, direction, links, &mbit));
         }
         self.common.quiet();
         Ok(())
@@ -333,16 +314,18 @@ impl<'a> Bench<'a> {
             Direction::Download => (REMOTE_BIG, "download"),
             Direction::Upload => (REMOTE_UPLOAD, "source"),
         };
+        let verify = Box::new(|path: &Path| data::verify(path, &self.reference));
+        let (remote, local) = (remote.to_string(), self.scratch.0.join(local));
         Transfer {
             tb,
             share,
             direction,
-            remote: remote.into(),
-            local: self.scratch.0.join(local),
+            remote,
+            local,
             tree: false,
             bytes: self.size,
             files: 1,
-            verify: Box::new(|path| data::verify(path, &self.reference)),
+            verify,
             keep_target: false,
         }
     }
@@ -379,12 +362,14 @@ impl<'a> Bench<'a> {
             self.reps,
             self.common.iperf_seconds()
         );
-        let kept = (
-            "transfer",
-            self.results.max_other_cpus(),
-            self.results.retried,
-        );
-        header(&self.facts, true, &what, &self.busy, Some(kept))
+        let (other, retried) = (self.results.max_other_cpus(), self.results.retried);
+        header(
+            &self.facts,
+            true,
+            &what,
+            &self.busy,
+            Some(("transfer", other, retried)),
+        )
     }
 }
 
@@ -412,9 +397,7 @@ pub(crate) fn header(
     let mut out = format!("{on}{iperf}, commit {commit}.\nCommand: `{command}`; {what}.");
     if !busy.is_empty() {
         let busiest = busy.iter().copied().fold(0.0, f64::max) * 100.0;
-        out.push_str(&format!(
-            " Before each testbed the machine was at most {busiest:.0} % busy"
-        ));
+        out += &format!(" Before each testbed the machine was at most {busiest:.0} % busy");
         if let Some((noun, other, retried)) = kept {
             out.push_str(&format!(
                 "; during the {noun}s kept, other work used at most {other:.2} CPUs ({retried} {noun}(s) measured \
@@ -437,60 +420,44 @@ fn concurrent_iperf(
     seconds: u32,
     direction: Direction,
 ) -> Result<Vec<f64>, String> {
-    let port = |k: usize| (5300 + k).to_string();
-    let mut servers = Vec::new();
-    let mut started = || -> Result<(), String> {
+    let (mut servers, mut clients) = (Vec::new(), Vec::new());
+    let mut run = || -> Result<Vec<f64>, String> {
         for k in 1..=links {
             let mut server = tb.server_command("iperf3");
-            server.args([
-                "-s",
-                "-1",
-                "-B",
-                &tb.server_addr(k).to_string(),
-                "-p",
-                &port(k),
-            ]);
-            let server = server
+            server.args(format!("-s -1 -B {} -p {}", tb.server_addr(k), 5300 + k).split(' '));
+            server
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
-            servers
-                .push(server.map_err(|e| format!("cannot start iperf3 server for link {k}: {e}"))?);
+                .stderr(Stdio::null());
+            servers.push(
+                server
+                    .spawn()
+                    .ctx(format!("cannot start iperf3 server for link {k}"))?,
+            );
+            tb.wait_listening(5300 + k as u16)?;
         }
-        (1..=links).try_for_each(|k| tb.wait_listening(5300 + k as u16))
-    };
-    let ready = started();
-    let clients: Vec<_> = (1..=links)
-        .map(|k| {
+        for k in 1..=links {
             let mut cmd = tb.client_command("iperf3");
-            cmd.args([
-                "-c",
-                &tb.server_addr(k).to_string(),
-                "-B",
-                &tb.client_addr(k).to_string(),
-            ])
-            .args([
-                "-p",
-                &port(k),
-                "-t",
-                &seconds.to_string(),
-                "-J",
-                "--connect-timeout",
-                "3000",
-            ])
-            .args((direction == Direction::Download).then_some("-R"));
-            std::thread::spawn(move || receiver_mbit(&run_iperf3_client(cmd)?))
-        })
-        .filter(|_| ready.is_ok())
-        .collect();
-    let mbit = clients.into_iter().zip(1..).map(|(client, k)| {
-        let result = client
-            .join()
-            .map_err(|_| "iperf3 client thread panicked".to_string())?;
-        result.map_err(|e| format!("link {k}: {e}"))
-    });
-    let mbit = ready.and_then(|()| mbit.collect());
+            let (server, client) = (tb.server_addr(k), tb.client_addr(k));
+            let args = format!(
+                "-c {server} -B {client} -p {} -t {seconds} -J --connect-timeout 3000",
+                5300 + k
+            );
+            cmd.args(args.split(' '))
+                .args((direction == Direction::Download).then_some("-R"));
+            clients.push(std::thread::spawn(move || {
+                receiver_mbit(&run_iperf3_client(cmd)?)
+            }));
+        }
+        let joined = clients
+            .drain(..)
+            .zip(1..)
+            .map(|(c, k)| c.join().map_err(|_| "panicked".to_string())?.ctx(k));
+        joined
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("iperf3 client for link {e}"))
+    };
+    let mbit = run();
     // Each one-off server exits after its test; one that has not is killed, so none is left.
     for server in &mut servers {
         reap(server, Duration::from_secs(5));

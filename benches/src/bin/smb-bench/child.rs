@@ -8,6 +8,7 @@
 //! signalled, never the process group, which smb-bench may share with the script that started
 //! it. A second signal exits at once.
 
+use smb3_benches::Context;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -97,8 +98,7 @@ impl Running {
     pub(crate) fn kill(&mut self) -> Result<ExitStatus, String> {
         self.ended = true;
         let id = self.child.id();
-        (self.child.kill().and_then(|()| self.child.wait()))
-            .map_err(|e| format!("cannot end pid {id}: {e}"))
+        (self.child.kill().and_then(|()| self.child.wait())).ctx(format!("cannot end pid {id}"))
     }
 
     /// What it wrote on stdout and stderr (killed first if it still runs: its pipes close
@@ -116,7 +116,7 @@ impl Running {
 
     /// Waits for it to end: what it did and used.
     pub(crate) fn finish(mut self) -> Result<Finished, String> {
-        let (status, usage) = wait4(self.child.id()).map_err(|e| format!("wait4: {e}"))?;
+        let (status, usage) = wait4(self.child.id()).ctx("wait4")?;
         let wall = self.started.elapsed();
         self.ended = true;
         // A child the signal ended did not measure anything.

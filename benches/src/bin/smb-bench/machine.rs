@@ -1,6 +1,7 @@
 //! The machine a result was measured on, and the CPU time spent on it: by everything
 //! (`/proc/stat`), by smbd (its process tree) and by one process.
 
+use smb3_benches::Context;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -73,8 +74,7 @@ impl Facts {
 /// Fails with a suggestion when `bytes` would take more than 80 % of the memory available
 /// now: the files live on tmpfs, and swapping would distort what is measured.
 pub(crate) fn check_memory(bytes: u64) -> Result<(), String> {
-    let meminfo =
-        std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ctx("/proc/meminfo")?;
     let available = meminfo
         .lines()
         .find_map(|l| l.strip_prefix("MemAvailable:"))

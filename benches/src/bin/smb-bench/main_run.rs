@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use smb3_benches::data::{self, Pattern, BIG_SEED, SMALL_SEED};
 use smb3_benches::session::connect_plain;
+use smb3_benches::Context;
 use smb3_client::{ClientConfig, OpenOptions, Share};
 use smb3_tests::{client_block_on, Testbed};
 
@@ -66,9 +67,8 @@ pub(crate) fn run(common: &Common, latency_ops: usize) -> Result<(), String> {
 fn small_reads(tb: &Testbed, ops: usize) -> Result<Vec<Latency>, String> {
     let small = tb.share_path("plain").join(SMALL);
     data::write_pattern(&small, SMALL_SEED, READ_SIZE as u64)?;
-    let contents = std::fs::read(&small).map_err(|e| format!("{}: {e}", small.display()))?;
-    let big = std::fs::File::open(tb.share_path("plain").join(REMOTE_BIG))
-        .map_err(|e| format!("{REMOTE_BIG}: {e}"))?;
+    let contents = std::fs::read(&small).ctx(small.display())?;
+    let big = std::fs::File::open(tb.share_path("plain").join(REMOTE_BIG)).ctx(REMOTE_BIG)?;
     let rt = tb.client_runtime();
     let (connect, expected) = (connect_plain(tb, ClientConfig::default()), contents.clone());
     let (reads, gets) = client_block_on(&rt, async move {
@@ -103,7 +103,7 @@ async fn random_reads(
     let file = share
         .open(REMOTE_BIG, &OpenOptions::new().read(true))
         .await
-        .map_err(|e| format!("open: {e}"))?;
+        .ctx("open")?;
     let blocks = (file.size_at_open() / READ_SIZE as u64).max(1);
     let mut rng = Pattern::new(BIG_SEED ^ 0x1a7e);
     let (mut times, mut seen) = (Vec::with_capacity(ops), Vec::with_capacity(ops));
@@ -113,7 +113,7 @@ async fn random_reads(
         let data = file
             .read_at(offset, READ_SIZE)
             .await
-            .map_err(|e| format!("read_at {offset}: {e}"))?;
+            .ctx(format!("read_at {offset}"))?;
         if i >= WARMUP {
             times.push(started.elapsed());
             seen.push((offset, data));
@@ -122,8 +122,7 @@ async fn random_reads(
     let _ = file.close().await;
     let mut expected = vec![0u8; READ_SIZE];
     for (offset, data) in seen {
-        host.read_exact_at(&mut expected, offset)
-            .map_err(|e| format!("{REMOTE_BIG}: {e}"))?;
+        host.read_exact_at(&mut expected, offset).ctx(REMOTE_BIG)?;
         if data[..] != expected[..] {
             return Err(format!(
                 "read_at({offset}, {READ_SIZE}) returned wrong data ({} bytes)",
@@ -142,17 +141,10 @@ async fn small_gets(share: &Share, contents: &[u8], ops: usize) -> Result<Vec<Du
         let file = share
             .open(SMALL, &OpenOptions::new().read(true))
             .await
-            .map_err(|e| format!("open {SMALL}: {e}"))?;
-        let len = file
-            .metadata()
-            .await
-            .map_err(|e| format!("metadata: {e}"))?
-            .len;
-        let data = file
-            .read_at(0, len as usize)
-            .await
-            .map_err(|e| format!("read: {e}"))?;
-        file.close().await.map_err(|e| format!("close: {e}"))?;
+            .ctx(format!("open {SMALL}"))?;
+        let len = file.metadata().await.ctx("metadata")?.len;
+        let data = file.read_at(0, len as usize).await.ctx("read")?;
+        file.close().await.ctx("close")?;
         let took = started.elapsed();
         if data[..] != contents[..] {
             return Err(format!("{SMALL} read back wrong ({} bytes)", data.len()));
@@ -173,7 +165,7 @@ fn smbclient_gets(tb: &Testbed, contents: &[u8], ops: usize) -> Result<Latency, 
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start smbclient: {e}"))?;
+        .ctx("cannot start smbclient")?;
     let (Some(mut stdin), Some(stderr)) = (child.stdin.take(), child.stderr.take()) else {
         return Err("smbclient pipes missing".into());
     };
@@ -188,17 +180,13 @@ fn smbclient_gets(tb: &Testbed, contents: &[u8], ops: usize) -> Result<Latency, 
         (stdin
             .write_all(command.as_bytes())
             .and_then(|()| stdin.flush()))
-        .map_err(|e| format!("smbclient stdin: {e}"))?;
+        .ctx("smbclient stdin")?;
         // Its messages up to the "getting file ... of size N" line of this `get`, banner
         // lines skipped.
         let mut line = String::new();
         while !line.starts_with("getting file") {
             line.clear();
-            if replies
-                .read_line(&mut line)
-                .map_err(|e| format!("smbclient stderr: {e}"))?
-                == 0
-            {
+            if replies.read_line(&mut line).ctx("smbclient stderr")? == 0 {
                 return Err("smbclient exited in the middle of the latency run".into());
             }
             if line.contains("NT_STATUS_") {
@@ -215,7 +203,7 @@ fn smbclient_gets(tb: &Testbed, contents: &[u8], ops: usize) -> Result<Latency, 
     });
     // Closing stdin ends the session; smbclient exits on EOF.
     drop(stdin);
-    let status = child.wait().map_err(|e| format!("smbclient: {e}"))?;
+    let status = child.wait().ctx("smbclient")?;
     outcome?;
     if !status.success() {
         return Err(format!("smbclient ended with {status}"));

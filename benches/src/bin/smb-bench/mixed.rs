@@ -73,33 +73,27 @@ fn target_lines(results: &Results, unshaped: &str, shaped: &str) -> String {
     let worst = |s: &Series| s.range_of(Sample::mb_per_s).0;
     let mut out = String::from("Targets:\n\n");
     for direction in Direction::BOTH {
-        if let (Some(ours), Some(theirs)) = (
-            results.find(unshaped, "smbcp", direction),
-            results.find(unshaped, "smbclient", direction),
-        ) {
-            let (lo, hi) = theirs.range_of(Sample::mb_per_s);
-            out.push_str(&format!(
-                "- {unshaped}, {direction}: smbcp's worst round {:.1} MB/s against smbclient's median {:.1} (range \
+        let tool = |link, name| results.find(link, name, direction);
+        if let (Some(ours), Some(theirs)) = (tool(unshaped, "smbcp"), tool(unshaped, "smbclient")) {
+            let ((lo, hi), median) = (theirs.range_of(Sample::mb_per_s), theirs.mb_per_s());
+            out += &format!(
+                "- {unshaped}, {direction}: smbcp's worst round {:.1} MB/s against smbclient's median {median:.1} (range \
                  {lo:.1}-{hi:.1}): worst at least smbclient's median {}.\n",
                 worst(ours),
-                theirs.mb_per_s(),
-                verdict(worst(ours) >= theirs.mb_per_s()),
-            ));
+                verdict(worst(ours) >= median),
+            );
         }
-        if let (Some(ours), Some(raw)) = (
-            results.find(shaped, "smbcp", direction),
-            results.raw_for(shaped, direction),
-        ) {
-            let raw = raw.mb_per_s();
+        let raw = results.raw(shaped, direction);
+        if let Some(ours) = tool(shaped, "smbcp").filter(|_| !raw.is_nan()) {
             let (worst, median) = (worst(ours) / raw, ours.mb_per_s() / raw);
-            out.push_str(&format!(
+            out += &format!(
                 "- {shaped}, {direction}: smbcp's worst round {:.1} % and median {:.1} % of the links' raw TCP ({raw:.1} \
                  MB/s): worst at least 90 % {}, median at least 97 % {}.\n",
                 worst * 100.0,
                 median * 100.0,
                 verdict(worst >= 0.90),
                 verdict(median >= 0.97),
-            ));
+            );
         }
     }
     out
@@ -109,31 +103,29 @@ fn target_lines(results: &Results, unshaped: &str, shaped: &str) -> String {
 mod tests {
     use super::*;
     use crate::results::tests::series;
-    use crate::results::RawTcp;
 
     #[test]
     fn targets_compare_the_worst_round_with_the_yardsticks() {
         let (u, s) = ("1 x unshaped", "4 x 1000 Mbit/s");
-        let raw = |direction| RawTcp {
-            link: s.into(),
-            direction,
-            links: 4,
-            mbit: vec![4000.0],
-        };
-        let results = Results {
-            raw: Direction::BOTH.map(raw).to_vec(),
-            series: vec![
-                series(u, "smbcp", Direction::Download, &[900.0, 700.0, 950.0]),
-                series(u, "smbclient", Direction::Download, &[600.0, 650.0, 800.0]),
-                series(u, "smbcp", Direction::Upload, &[900.0, 500.0, 950.0]),
-                series(u, "smbclient", Direction::Upload, &[600.0, 650.0, 700.0]),
-                // 500 MB/s of raw TCP: worst 95 %, median 98 %; then a median of 96 %.
-                series(s, "smbcp", Direction::Download, &[475.0, 490.0, 495.0]),
-                series(s, "smbcp", Direction::Upload, &[480.0, 470.0, 490.0]),
-            ],
-            ..Results::default()
-        };
-        let text = target_lines(&results, u, s);
+        let series = vec![
+            series(u, "smbcp", Direction::Download, &[900.0, 700.0, 950.0]),
+            series(u, "smbclient", Direction::Download, &[600.0, 650.0, 800.0]),
+            series(u, "smbcp", Direction::Upload, &[900.0, 500.0, 950.0]),
+            series(u, "smbclient", Direction::Upload, &[600.0, 650.0, 700.0]),
+            // 500 MB/s of raw TCP: worst 95 %, median 98 %; then a median of 96 %.
+            series(s, "smbcp", Direction::Download, &[475.0, 490.0, 495.0]),
+            series(s, "smbcp", Direction::Upload, &[480.0, 470.0, 490.0]),
+            Series::raw(s, Direction::Download, 4, &[4000.0]),
+            Series::raw(s, Direction::Upload, 4, &[4000.0]),
+        ];
+        let text = target_lines(
+            &Results {
+                series,
+                ..Results::default()
+            },
+            u,
+            s,
+        );
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[0].contains("worst round 700.0") && lines[0].ends_with("median met."));

@@ -19,6 +19,7 @@ use smb3_benches::fuse_mount::Mount;
 use smb3_benches::session::connect_plain;
 use smb3_benches::stats::{median, min_max};
 use smb3_benches::table::{num, range, ratio, Table};
+use smb3_benches::Context;
 use smb3_client::ClientConfig;
 use smb3_tests::{client_block_on, Testbed};
 
@@ -237,8 +238,7 @@ fn fio_startup(job: &FioJob, reps: usize) -> Result<Duration, String> {
 /// The bytes fio's JSON report says `job` moved and in how long (with `group_reporting` the
 /// longest job's runtime, with `end_fsync` the final fsync included).
 fn fio_report(json: &str, job: &FioJob) -> Result<(u64, Duration), String> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("fio's JSON report: {e}"))?;
+    let v: serde_json::Value = serde_json::from_str(json).ctx("fio's JSON report")?;
     let kind = job.kind();
     let field = |name: &str| {
         let value = v["jobs"][0][kind][name].as_u64();
@@ -268,8 +268,7 @@ fn run_fio(
         ))
     };
     // Reads start cold: nothing of the file in this machine's page cache.
-    std::fs::write("/proc/sys/vm/drop_caches", b"3")
-        .map_err(|e| format!("dropping the page cache: {e}"))?;
+    std::fs::write("/proc/sys/vm/drop_caches", b"3").ctx("dropping the page cache")?;
     let before = requests()?;
     let meter = ServerMeter::start(tb.smbd_pid())?;
     let daemon_cpu = || process_cpu(mount.daemon_pid()).unwrap_or_default();
@@ -290,7 +289,7 @@ fn run_fio(
         let name = format!("fio-write.{n}");
         let on_server = tb.share_path("plain").join(&name);
         let len = std::fs::metadata(&on_server)
-            .map_err(|e| format!("{}: {e}", on_server.display()))?
+            .ctx(on_server.display())?
             .len();
         if len != size / job.jobs as u64 {
             return Err(format!(
@@ -299,7 +298,7 @@ fn run_fio(
             ));
         }
         std::fs::remove_file(mount.dir.join(&name))
-            .map_err(|e| format!("removing {name} through the mount: {e}"))?;
+            .ctx(format!("removing {name} through the mount"))?;
     }
     Ok(FioSample {
         bytes,
@@ -327,11 +326,7 @@ fn fio_table(series: &[FioSeries], results: &Results) -> Table {
         |s: &FioSeries| median(rate(s, |x| x.wall)),
     );
     let of = |s: &FioSeries, tool| results.find(&s.0 .0, tool, s.0 .1.direction);
-    let raw = |s: &FioSeries| {
-        results
-            .raw_for(&s.0 .0, s.0 .1.direction)
-            .map_or(f64::NAN, |r| r.mb_per_s())
-    };
+    let raw = |s: &FioSeries| results.raw(&s.0 .0, s.0 .1.direction);
     let vs = |v: f64, o: Option<&Series>, f: fn(&Series) -> f64| ratio(v, o.map_or(f64::NAN, f));
     let cpu = |s: &FioSeries, f: fn(&FioSample) -> Duration| {
         num(
@@ -412,7 +407,7 @@ fn listing_table(listing: &Listing, link: &str) -> Table {
 /// expired), `stat` of every entry by path on a fresh mount and again from the cache.
 fn list(tb: &Testbed, smbfuse: &Path, reps: usize) -> Result<Listing, String> {
     let dir = tb.share_path("plain").join(LISTING_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).ctx(dir.display())?;
     let names: Vec<String> = (0..LISTED).map(|n| format!("file-{n:05}")).collect();
     for name in &names {
         std::fs::write(dir.join(name), b"")
@@ -460,7 +455,7 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize) -> Result<Listing, String> {
             let entries = share
                 .read_dir(LISTING_DIR)
                 .await
-                .map_err(|e| format!("read_dir {LISTING_DIR}: {e}"))?;
+                .ctx(format!("read_dir {LISTING_DIR}"))?;
             times.push(started.elapsed());
             if entries.len() < LISTED {
                 return Err(format!("read_dir gave {} entries", entries.len()));

@@ -8,7 +8,7 @@ use smb3_benches::table::{num, Table};
 
 use crate::bench::{Bench, LinkSetup};
 use crate::chart::{BarChart, Frame};
-use crate::results::{RawTcp, Results, Series, ONE_CHANNEL, SHAPED, UNSHAPED};
+use crate::results::{Results, Series, ONE_CHANNEL, SHAPED, UNSHAPED};
 use crate::transfer::{ChannelUse, Direction, Tool};
 use crate::Common;
 
@@ -18,13 +18,16 @@ const TARGET_OF_RAW_TCP: f64 = 0.97;
 pub(crate) fn run(
     common: &Common,
     links: &[u16],
-    unshaped_channels: u16,
+    channels: u16,
     variants: &[String],
 ) -> Result<(), String> {
     let mut bench = Bench::new(common, common.size(1024, 64), common.reps(3))?;
-    let (smbcp, unshaped) = (bench.smbcp.clone(), LinkSetup::UNSHAPED.label());
-    let per_nic = unshaped_channels.to_string();
-    let several = Tool::smbcp(&smbcp, &["--channels-per-nic", &per_nic]);
+    let (smbcp, unshaped, rate) = (
+        bench.smbcp.clone(),
+        LinkSetup::UNSHAPED.label(),
+        common.rate(500),
+    );
+    let several = Tool::smbcp(&smbcp, &["--channels-per-nic", &channels.to_string()]);
     let tb = bench.testbed(&LinkSetup::UNSHAPED, &["plain"], "")?;
     common.quiet();
     bench.both_directions(
@@ -34,39 +37,30 @@ pub(crate) fn run(
         &[Tool::smbcp(&smbcp, &[ONE_CHANNEL]), several],
     )?;
     drop(tb);
-
-    let rate = common.rate(500);
     let shaped: Vec<LinkSetup> = links
         .iter()
-        .map(|&n| LinkSetup::shaped(usize::from(n), rate))
+        .map(|&n| LinkSetup::shaped(n.into(), rate))
         .collect();
     // smbcp's defaults first: the target lines and the chart take the first smbcp series.
     let mut tools = vec![Tool::smbcp(&smbcp, &[]), Tool::Smbclient];
-    for variant in variants {
-        tools.push(Tool::smbcp(
-            &smbcp,
-            &variant.split_whitespace().collect::<Vec<_>>(),
-        ));
-    }
+    tools.extend(
+        variants
+            .iter()
+            .map(|v| Tool::smbcp(&smbcp, &v.split_whitespace().collect::<Vec<_>>())),
+    );
     for setup in &shaped {
         let tb = bench.testbed(setup, &["plain"], "")?;
         bench.raw_tcp(&tb, setup, &setup.label())?;
         bench.both_directions(&tb, &setup.label(), "plain", &tools)?;
     }
 
-    let results = &bench.results;
-    let mut body = bench.header();
+    let (results, mut body) = (&bench.results, bench.header());
     let widest = shaped.iter().max_by_key(|s| s.links);
-    if let Some(w) = widest {
-        body.push_str(&rate_verdict(results, w, &unshaped));
-    }
+    body.push_str(&widest.map_or(String::new(), |w| rate_verdict(results, w, &unshaped)));
     let lines = target_lines(results, &shaped);
     if !lines.is_empty() {
-        let target = TARGET_OF_RAW_TCP * 100.0;
-        body.push_str(&format!(
-            "Targets (smbcp at least {target:.0} % of aggregate raw TCP with 2 and 4 links):\n\n{}\n\n",
-            lines.join("\n")
-        ));
+        let (target, lines) = (TARGET_OF_RAW_TCP * 100.0, lines.join("\n"));
+        body += &format!("Targets (smbcp at least {target:.0} % of aggregate raw TCP with 2 and 4 links):\n\n{lines}\n\n");
     }
     let labels: Vec<String> = shaped.iter().map(LinkSetup::label).collect();
     body.push_str(
@@ -75,25 +69,23 @@ pub(crate) fn run(
             .markdown(),
     );
     if let Some(w) = widest.filter(|w| w.links > 1) {
-        body.push_str(&format!(
-            "\nChannels of smbcp's median run with {} links:\n\n",
+        let table = channel_table(results, &w.label()).markdown();
+        body += &format!(
+            "\nChannels of smbcp's median run with {} links:\n\n{table}",
             w.links
-        ));
-        body.push_str(&channel_table(results, &w.label()).markdown());
+        );
     }
-    body.push_str(&format!(
-        "\nOne unshaped link, smbcp with one channel (`{ONE_CHANNEL}`) and with several:\n\n{}",
-        results.table(UNSHAPED, |s| s.link == unshaped).markdown()
-    ));
+    let table = results.table(UNSHAPED, |s| s.link == unshaped).markdown();
+    body += &format!("\nOne unshaped link, smbcp with one channel (`{ONE_CHANNEL}`) and with several:\n\n{table}");
     let size = match bench.size {
         s if s == 1 << 30 => "1 GiB".to_string(),
         s => format!("{} MiB", s >> 20),
     };
     let title = format!("{size} copies over N links of {rate} Mbit/s each (median MB/s)");
     let alt = "MB/s per number of links: raw TCP, smbcp, smbclient";
-    body.push_str(&common.chart("multichannel.svg", alt, || {
+    body += &common.chart("multichannel.svg", alt, || {
         chart(results, &shaped, &title).svg()
-    })?);
+    })?;
     common.publish("multichannel", None, &body)
 }
 
@@ -108,12 +100,14 @@ fn rate_verdict(results: &Results, widest: &LinkSetup, unshaped: &str) -> String
         .filter(one_channel)
         .map(Series::mb_per_s)
         .fold(f64::NAN, f64::min);
-    let raw = Direction::BOTH
-        .iter()
-        .filter_map(|&d| results.raw_for(&widest.label(), d));
-    let aggregate = raw.map(RawTcp::mb_per_s).fold(f64::NAN, f64::max);
-    let share = aggregate / single;
-    let verdict = match share < 0.5 {
+    let raw = Direction::BOTH.map(|d| results.raw(&widest.label(), d));
+    let (aggregate, n, rate) = (
+        raw[0].max(raw[1]),
+        widest.links,
+        widest.rate_mbit.unwrap_or(0),
+    );
+    let pct = aggregate / single * 100.0;
+    let verdict = match pct < 50.0 {
         true => "so the shaped runs are limited by the links, not by the two CPUs",
         false => {
             "which is not well below it: the CPUs may limit the shaped runs; choose a lower --rate"
@@ -122,10 +116,7 @@ fn rate_verdict(results: &Results, widest: &LinkSetup, unshaped: &str) -> String
     format!(
         "Each link is shaped to {rate} Mbit/s with tbf in both directions. The {n} links together carried \
          {aggregate:.1} MB/s of raw TCP, {pct:.0} % of the {single:.1} MB/s smbcp moved over one unshaped link \
-         with one channel (the slower direction, CPU-bound), {verdict}.\n\n",
-        rate = widest.rate_mbit.unwrap_or(0),
-        n = widest.links,
-        pct = share * 100.0,
+         with one channel (the slower direction, CPU-bound), {verdict}.\n\n"
     )
 }
 
@@ -135,45 +126,42 @@ fn target_lines(results: &Results, setups: &[LinkSetup]) -> Vec<String> {
     let mut lines = Vec::new();
     for label in setups.iter().filter(|s| s.links > 1).map(LinkSetup::label) {
         for direction in Direction::BOTH {
-            let (Some(s), Some(raw)) = (
+            let (s, raw) = (
                 results.find(&label, "smbcp", direction),
-                results.raw_for(&label, direction),
-            ) else {
+                results.raw(&label, direction),
+            );
+            let Some(s) = s.filter(|_| !raw.is_nan()) else {
                 continue;
             };
-            let of_raw = s.mb_per_s() / raw.mb_per_s();
-            let verdict = if of_raw >= TARGET_OF_RAW_TCP {
+            let (mb, of_raw) = (s.mb_per_s(), s.mb_per_s() / raw * 100.0);
+            let verdict = if of_raw >= TARGET_OF_RAW_TCP * 100.0 {
                 "met"
             } else {
                 "missed"
             };
-            let vs_client = results
+            let client = results
                 .smbclient_for(s)
-                .map(|c| format!(", {:.2}x smbclient", s.mb_per_s() / c.mb_per_s()));
+                .map(|c| format!(", {:.2}x smbclient", mb / c.mb_per_s()));
             let variant = |v: &&Series| {
-                v.link == label
-                    && v.direction == direction
-                    && v.tool == "smbcp"
+                (&v.link, v.direction, v.tool) == (&label, direction, "smbcp")
                     && v.settings != s.settings
             };
-            let variants: String = (results.series.iter().filter(variant))
+            let variants = results.series.iter().filter(variant);
+            let variants: String = variants
                 .map(|v| {
                     format!(
                         "; `smbcp{}` {:.2} %",
                         v.settings,
-                        v.mb_per_s() / raw.mb_per_s() * 100.0
+                        v.mb_per_s() / raw * 100.0
                     )
                 })
                 .collect();
             // Two decimals: 96.99 % must not read as the 97.0 % it misses.
             lines.push(format!(
-                "- {label}, {direction}: smbcp {:.1} MB/s = {:.2} % of aggregate raw TCP ({:.1} MB/s): target {:.0} % \
+                "- {label}, {direction}: smbcp {mb:.1} MB/s = {of_raw:.2} % of aggregate raw TCP ({raw:.1} MB/s): target {:.0} % \
                  {verdict}{}{variants}.",
-                s.mb_per_s(),
-                of_raw * 100.0,
-                raw.mb_per_s(),
                 TARGET_OF_RAW_TCP * 100.0,
-                vs_client.unwrap_or_default(),
+                client.unwrap_or_default(),
             ));
         }
     }
@@ -199,16 +187,20 @@ fn channel_table(results: &Results, label: &str) -> Table {
                 .filter(|c| c.server == server)
                 .collect();
             on_link.sort_by_key(|c| std::cmp::Reverse(c.bytes));
+            let mut locals: Vec<String> = on_link.iter().map(|c| c.local.to_string()).collect();
+            locals.sort();
+            locals.dedup();
+            let link = format!("{} -> {server}", locals.join(", "));
             rows.push((
                 direction,
-                server,
+                link,
                 count,
                 bytes as f64 * 100.0 / total as f64,
                 on_link,
             ));
         }
     }
-    let joined = |on_link: &[&ChannelUse], f: &dyn Fn(&ChannelUse) -> String| {
+    let joined = |on_link: &[&ChannelUse], f: fn(&ChannelUse) -> String| {
         on_link.iter().map(|c| f(c)).collect::<Vec<_>>().join(" / ")
     };
     Table::of(
@@ -216,18 +208,13 @@ fn channel_table(results: &Results, label: &str) -> Table {
         &[
             ("links", &|_| label.into()),
             ("direction", &|r| r.0.to_string()),
-            ("link (client -> server)", &|r| {
-                let mut locals: Vec<String> = r.4.iter().map(|c| c.local.to_string()).collect();
-                locals.sort();
-                locals.dedup();
-                format!("{} -> {}", locals.join(", "), r.1)
-            }),
+            ("link (client -> server)", &|r| r.1.clone()),
             (">channels", &|r| r.2.to_string()),
             ("MB on the wire, per channel", &|r| {
-                joined(&r.4, &|c| num(c.bytes as f64 / 1e6, 1))
+                joined(&r.4, |c| num(c.bytes as f64 / 1e6, 1))
             }),
             ("requests, per channel", &|r| {
-                joined(&r.4, &|c| c.requests.to_string())
+                joined(&r.4, |c| c.requests.to_string())
             }),
             (">share of bytes %", &|r| num(r.3, 1)),
         ],
@@ -240,13 +227,19 @@ fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
         let groups = setups.iter().map(|setup| {
             let label = setup.label();
             let tool = |name| results.find(&label, name, direction).map(Series::mb_per_s);
-            let raw = results.raw_for(&label, direction).map(RawTcp::mb_per_s);
             let name = format!(
                 "{} link{}",
                 setup.links,
                 if setup.links == 1 { "" } else { "s" }
             );
-            (name, vec![raw, tool("smbcp"), tool("smbclient")])
+            (
+                name,
+                vec![
+                    Some(results.raw(&label, direction)),
+                    tool("smbcp"),
+                    tool("smbclient"),
+                ],
+            )
         });
         (direction.to_string(), groups.collect())
     };
@@ -255,12 +248,13 @@ fn chart(results: &Results, setups: &[LinkSetup], title: &str) -> BarChart {
         "smbcp (multichannel)",
         "smbclient (one connection)",
     ];
+    let frame = Frame {
+        title: title.into(),
+        series: series.map(String::from).to_vec(),
+        y_unit: "MB/s".into(),
+    };
     BarChart {
-        frame: Frame {
-            title: title.into(),
-            series: series.map(String::from).to_vec(),
-            y_unit: "MB/s".into(),
-        },
+        frame,
         panels: Direction::BOTH.map(panel).to_vec(),
     }
 }
@@ -275,22 +269,16 @@ mod tests {
     fn targets_channels_and_chart_use_the_aggregate() {
         let setups = [LinkSetup::shaped(2, 500)];
         let label = setups[0].label();
-        // 2 links x 480 Mbit/s: 120 MB/s together.
-        let raw = RawTcp {
-            link: label.clone(),
-            direction: Direction::Download,
-            links: 2,
-            mbit: vec![960.0],
-        };
         let mut variant = series(&label, "smbcp", Direction::Download, &[117.6]);
         variant.settings = " --depth 32".into();
         let series = vec![
             series(&label, "smbcp", Direction::Download, &[90.0, 100.0, 110.0]),
             series(&label, "smbclient", Direction::Download, &[50.0]),
             variant,
+            // 2 links x 480 Mbit/s: 120 MB/s together.
+            Series::raw(&label, Direction::Download, 2, &[960.0]),
         ];
         let results = Results {
-            raw: vec![raw],
             series,
             ..Results::default()
         };

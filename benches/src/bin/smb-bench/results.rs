@@ -1,5 +1,5 @@
 //! What the copy modes measured, and the tables made from it. A table is a list of column
-//! headers: every cell of a run's row, or of a raw TCP row, is looked up by its header.
+//! headers: every cell of a row is looked up by its header.
 
 use std::time::Duration;
 
@@ -23,6 +23,9 @@ pub(crate) const UNSHAPED: &str =
      >smbd CPU s/GiB | >CPUs busy";
 /// The option of the run "x 1 channel" compares with.
 pub(crate) const ONE_CHANNEL: &str = "--no-multichannel";
+/// The tool of a raw TCP series: all links' iperf3 streams together, a sample of one
+/// second's bytes per repetition, its `files` the number of streams.
+pub(crate) const RAW_TCP: &str = "raw TCP";
 
 /// Latency of one kind of operation.
 #[derive(Debug, Clone)]
@@ -38,52 +41,13 @@ pub(crate) struct Latency {
 impl Latency {
     pub(crate) fn of(what: &'static str, requests: &'static str, samples: &[Duration]) -> Latency {
         let us = || samples.iter().map(|d| d.as_secs_f64() * 1e6);
-        let (median_us, p99_us) = (median(us()), percentile(us(), 99.0));
+        let (ops, median_us, p99_us) = (samples.len(), median(us()), percentile(us(), 99.0));
         Latency {
             what,
             requests,
-            ops: samples.len(),
+            ops,
             median_us,
             p99_us,
-        }
-    }
-}
-
-/// Raw TCP goodput of a testbed's links in one direction (the sum of one iperf3 stream per
-/// link, receiver side).
-#[derive(Debug, Clone)]
-pub(crate) struct RawTcp {
-    pub(crate) link: String,
-    pub(crate) direction: Direction,
-    pub(crate) links: usize,
-    /// One sum per repetition, Mbit/s.
-    pub(crate) mbit: Vec<f64>,
-}
-
-impl RawTcp {
-    /// Median, MB/s.
-    pub(crate) fn mb_per_s(&self) -> f64 {
-        median(self.mbit.iter().copied()) / 8.0
-    }
-
-    /// Its row's cell under `column`; `per_setup` names the streams per link.
-    fn cell(&self, column: &str, per_setup: bool) -> String {
-        let reverse = if self.direction == Direction::Download {
-            " -R"
-        } else {
-            ""
-        };
-        match column {
-            "link" | "links" => self.link.clone(),
-            "share" => "-".into(),
-            "direction" => self.direction.to_string(),
-            "client" if per_setup => format!("raw TCP, {} x iperf3{reverse}", self.links),
-            "client" => format!("raw TCP (iperf3{reverse})"),
-            "MB/s" => num(self.mb_per_s(), 1),
-            "min-max" => range(min_max(self.mbit.iter().map(|m| m / 8.0)), 1),
-            "x raw TCP" => "1.000".into(),
-            "channels (per link)" => self.links.to_string(),
-            _ => String::new(),
         }
     }
 }
@@ -99,20 +63,46 @@ pub(crate) struct Series {
     /// The client's options beyond its defaults.
     pub(crate) settings: String,
     pub(crate) samples: Vec<Sample>,
-    /// smbcp's own report of each repetition (`None` for smbclient), aligned with `samples`.
+    /// smbcp's own report of each repetition (`None` for the others), aligned with `samples`.
     pub(crate) reports: Vec<Option<SmbcpReport>>,
 }
 
 impl Series {
     pub(crate) fn new(link: &str, share: &str, direction: Direction, tool: &Tool) -> Series {
+        let (tool, settings) = (tool.name(), tool.settings());
+        let (link, share, samples, reports) = (link.into(), share.into(), Vec::new(), Vec::new());
         Series {
-            link: link.into(),
-            share: share.into(),
+            link,
+            share,
             direction,
-            tool: tool.name(),
-            settings: tool.settings(),
-            samples: Vec::new(),
-            reports: Vec::new(),
+            tool,
+            settings,
+            samples,
+            reports,
+        }
+    }
+
+    /// Raw TCP over `links` links, one sum of the streams per repetition, Mbit/s.
+    pub(crate) fn raw(link: &str, direction: Direction, links: usize, mbit: &[f64]) -> Series {
+        let second = |m: &f64| {
+            let bytes = (m * 125_000.0) as u64;
+            Sample {
+                bytes,
+                files: links as u64,
+                wall: Duration::from_secs(1),
+                ..Sample::default()
+            }
+        };
+        let (samples, reports) = (mbit.iter().map(second).collect(), vec![None; mbit.len()]);
+        let (link, share, settings) = (link.into(), "-".into(), String::new());
+        Series {
+            link,
+            share,
+            direction,
+            tool: RAW_TCP,
+            settings,
+            samples,
+            reports,
         }
     }
 
@@ -161,7 +151,7 @@ impl Series {
     /// `2 of 3`: of the repetitions whose planner wanted more than one channel, those that
     /// ended with all of them up.
     fn full_runs(&self) -> String {
-        let multi: Vec<&SmbcpReport> = self
+        let multi: Vec<_> = self
             .reports
             .iter()
             .flatten()
@@ -176,25 +166,11 @@ impl Series {
             n => format!("{full} of {n}"),
         }
     }
-
-    fn max_other_cpus(&self) -> f64 {
-        self.samples
-            .iter()
-            .map(Sample::other_cpus)
-            .fold(0.0, f64::max)
-    }
 }
 
 /// `4 (1+1+1+1)`: live channels at the end, in total and per link.
-pub(crate) fn channels_cell(report: Option<&SmbcpReport>) -> String {
-    let Some(r) = report else {
-        return String::new();
-    };
-    let per: Vec<String> = r
-        .per_server()
-        .iter()
-        .map(|(_, n, _)| n.to_string())
-        .collect();
+pub(crate) fn channels_cell(r: &SmbcpReport) -> String {
+    let per: Vec<String> = r.per_server().iter().map(|p| p.1.to_string()).collect();
     match per.len() {
         0 | 1 => r.live_channels().to_string(),
         _ => format!("{} ({})", r.live_channels(), per.join("+")),
@@ -202,17 +178,14 @@ pub(crate) fn channels_cell(report: Option<&SmbcpReport>) -> String {
 }
 
 /// `50/50`: each link's share of the bytes on the wire in percent, in link order.
-fn bytes_per_link_cell(report: Option<&SmbcpReport>) -> String {
-    let Some(r) = report else {
-        return String::new();
-    };
+fn bytes_per_link_cell(r: &SmbcpReport) -> String {
     let per = r.per_server();
-    let total: u64 = per.iter().map(|(_, _, b)| b).sum();
+    let total = per.iter().map(|p| p.2).sum::<u64>() as f64;
     let shares: Vec<String> = per
         .iter()
-        .map(|(_, _, b)| format!("{:.0}", *b as f64 * 100.0 / total as f64))
+        .map(|p| format!("{:.0}", p.2 as f64 * 100.0 / total))
         .collect();
-    if total == 0 {
+    if total == 0.0 {
         "-".into()
     } else {
         shares.join("/")
@@ -221,17 +194,14 @@ fn bytes_per_link_cell(report: Option<&SmbcpReport>) -> String {
 
 /// `, channels 4 (2+2) (bytes per link 50/50 %)`, for progress lines.
 pub(crate) fn channel_line(report: &SmbcpReport) -> String {
-    let (channels, bytes) = (
-        channels_cell(Some(report)),
-        bytes_per_link_cell(Some(report)),
-    );
+    let (channels, bytes) = (channels_cell(report), bytes_per_link_cell(report));
     format!(", channels {channels} (bytes per link {bytes} %)")
 }
 
 /// Everything a copy mode measured.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Results {
-    pub(crate) raw: Vec<RawTcp>,
+    /// Runs of the clients and raw TCP, in the order measured.
     pub(crate) series: Vec<Series>,
     /// Per link.
     pub(crate) latency: Vec<(String, Vec<Latency>)>,
@@ -240,21 +210,22 @@ pub(crate) struct Results {
 }
 
 impl Results {
-    pub(crate) fn raw_for(&self, link: &str, direction: Direction) -> Option<&RawTcp> {
-        self.raw
-            .iter()
-            .find(|r| r.link == link && r.direction == direction)
-    }
-
     /// The first series of `tool` on `link` in `direction`.
     pub(crate) fn find(&self, link: &str, tool: &str, direction: Direction) -> Option<&Series> {
-        (self.series.iter()).find(|s| s.link == link && s.tool == tool && s.direction == direction)
+        let mut all = self.series.iter();
+        all.find(|s| s.link == link && s.tool == tool && s.direction == direction)
+    }
+
+    /// Raw TCP's median on `link` in `direction`, MB/s; NaN when it was not measured.
+    pub(crate) fn raw(&self, link: &str, direction: Direction) -> f64 {
+        self.find(link, RAW_TCP, direction)
+            .map_or(f64::NAN, Series::mb_per_s)
     }
 
     /// The first series of `s`'s link, share and direction that `pick` selects.
     fn beside(&self, s: &Series, pick: impl Fn(&Series) -> bool) -> Option<&Series> {
         let same =
-            |o: &&Series| o.link == s.link && o.share == s.share && o.direction == s.direction;
+            |o: &&Series| (&o.link, &o.share, o.direction) == (&s.link, &s.share, s.direction);
         self.series.iter().filter(same).find(|o| pick(o))
     }
 
@@ -265,38 +236,42 @@ impl Results {
 
     /// The highest CPU use of other work during any run kept, in CPUs.
     pub(crate) fn max_other_cpus(&self) -> f64 {
-        self.series
-            .iter()
-            .map(Series::max_other_cpus)
-            .fold(0.0, f64::max)
+        let samples = self.series.iter().flat_map(|s| &s.samples);
+        samples.map(Sample::other_cpus).fold(0.0, f64::max)
     }
 
-    /// `s`'s row's cell under `column`.
-    fn cell(&self, s: &Series, column: &str) -> String {
+    /// `s`'s row's cell under `column`; `per_setup` names raw TCP's streams per link.
+    fn cell(&self, s: &Series, column: &str, per_setup: bool) -> String {
+        let raw = s.tool == RAW_TCP;
         let against = |o: Option<&Series>| match o {
             Some(o) if o.client() != s.client() => ratio(s.mb_per_s(), o.mb_per_s()),
             _ => "-".into(),
         };
         let cpu = |f: fn(&Sample) -> Duration| num(s.median_of(|x| x.per_gib(f(x))), 2);
-        let report = s.median_report();
+        let (report, streams) = (s.median_report(), s.samples.first().map_or(0, |x| x.files));
+        let reverse = if s.direction == Direction::Download {
+            " -R"
+        } else {
+            ""
+        };
         match column {
             "link" | "links" => s.link.clone(),
             "share" => s.share.clone(),
             "direction" => s.direction.to_string(),
+            "client" if raw && per_setup => format!("raw TCP, {streams} x iperf3{reverse}"),
+            "client" if raw => format!("raw TCP (iperf3{reverse})"),
             "client" => s.client(),
             "MB/s" => num(s.mb_per_s(), 1),
             "min-max" => range(s.range_of(Sample::mb_per_s), 1),
-            "x raw TCP" => ratio(
-                s.mb_per_s(),
-                self.raw_for(&s.link, s.direction)
-                    .map_or(f64::NAN, RawTcp::mb_per_s),
-            ),
+            "x raw TCP" => ratio(s.mb_per_s(), self.raw(&s.link, s.direction)),
+            "channels (per link)" if raw => streams.to_string(),
+            _ if raw => String::new(),
             "x smbclient" => against(self.smbclient_for(s)),
             "x 1 channel" => against(self.beside(s, |o| o.settings.contains(ONE_CHANNEL))),
             "channels" | "channels (per link)" if s.tool == "smbclient" => "1 connection".into(),
-            "channels" | "channels (per link)" => channels_cell(report),
+            "channels" | "channels (per link)" => report.map_or(String::new(), channels_cell),
             "all planned up" => s.full_runs(),
-            "bytes per link %" => bytes_per_link_cell(report),
+            "bytes per link %" => report.map_or(String::new(), bytes_per_link_cell),
             "copy-only MB/s" => num(s.copy_mb_per_s(), 1),
             "client CPU s/GiB" => cpu(|x| x.client_cpu),
             "smbd CPU s/GiB" => cpu(|x| x.server_cpu),
@@ -320,17 +295,14 @@ impl Results {
             .split('|')
             .map(|c| c.trim().trim_start_matches('>'))
             .collect();
-        let (mut t, mut shown) = (Table::new(columns), Vec::new());
-        let per_setup = names[0] == "links";
-        for s in self.series.iter().filter(|s| keep(s)) {
-            let raw = self
-                .raw_for(&s.link, s.direction)
-                .filter(|r| !shown.contains(&(&r.link, r.direction)));
-            if let Some(r) = raw {
+        let (mut t, mut shown, per_setup) = (Table::new(columns), Vec::new(), names[0] == "links");
+        for s in self.series.iter().filter(|s| s.tool != RAW_TCP && keep(s)) {
+            let raw = self.find(&s.link, RAW_TCP, s.direction);
+            if let Some(r) = raw.filter(|r| !shown.contains(&(&r.link, r.direction))) {
                 shown.push((&r.link, r.direction));
-                t.row(names.iter().map(|c| r.cell(c, per_setup)).collect());
+                t.row(names.iter().map(|c| self.cell(r, c, per_setup)).collect());
             }
-            t.row(names.iter().map(|c| self.cell(s, c)).collect());
+            t.row(names.iter().map(|c| self.cell(s, c, per_setup)).collect());
         }
         t
     }
@@ -355,12 +327,11 @@ impl Results {
 
     /// The sweep's table: a row per client setting, in the order measured, both directions.
     pub(crate) fn sweep_table(&self) -> Table {
-        let mut clients: Vec<String> = Vec::new();
-        for s in &self.series {
-            if !clients.contains(&s.client()) {
-                clients.push(s.client());
-            }
-        }
+        let first = self
+            .series
+            .iter()
+            .filter(|s| s.direction == Direction::Download);
+        let clients: Vec<String> = first.map(Series::client).collect();
         let of = |d: Direction, f: fn(&Sample) -> f64, decimals| {
             move |client: &String| {
                 let s = self
@@ -370,33 +341,21 @@ impl Results {
                 num(s.map_or(f64::NAN, |s| s.median_of(f)), decimals)
             }
         };
-        let client_cpu = |x: &Sample| x.per_gib(x.client_cpu);
-        let server_cpu = |x: &Sample| x.per_gib(x.server_cpu);
+        let (client_cpu, server_cpu) = (
+            |x: &Sample| x.per_gib(x.client_cpu),
+            |x: &Sample| x.per_gib(x.server_cpu),
+        );
+        let (down, up) = (Direction::Download, Direction::Upload);
         Table::of(
             clients,
             &[
                 ("client settings", &|c| c.clone()),
-                (
-                    ">download MB/s",
-                    &of(Direction::Download, Sample::mb_per_s, 1),
-                ),
-                (">upload MB/s", &of(Direction::Upload, Sample::mb_per_s, 1)),
-                (
-                    ">download client CPU s/GiB",
-                    &of(Direction::Download, client_cpu, 2),
-                ),
-                (
-                    ">upload client CPU s/GiB",
-                    &of(Direction::Upload, client_cpu, 2),
-                ),
-                (
-                    ">download smbd CPU s/GiB",
-                    &of(Direction::Download, server_cpu, 2),
-                ),
-                (
-                    ">upload smbd CPU s/GiB",
-                    &of(Direction::Upload, server_cpu, 2),
-                ),
+                (">download MB/s", &of(down, Sample::mb_per_s, 1)),
+                (">upload MB/s", &of(up, Sample::mb_per_s, 1)),
+                (">download client CPU s/GiB", &of(down, client_cpu, 2)),
+                (">upload client CPU s/GiB", &of(up, client_cpu, 2)),
+                (">download smbd CPU s/GiB", &of(down, server_cpu, 2)),
+                (">upload smbd CPU s/GiB", &of(up, server_cpu, 2)),
             ],
         )
     }
@@ -404,22 +363,23 @@ impl Results {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::transfer::ChannelUse;
+    use smb3_benches::table::cells;
 
     /// A series of 10^9-byte copies at these MB/s, smbcp's with a report of channels on
     /// links 1, 2 and 2 (600, 300 and 100 bytes) and a copy time half a second shorter.
     pub(crate) fn series(link: &str, tool: &str, direction: Direction, mb_s: &[f64]) -> Series {
-        let channel = |link: u8, bytes: u64| ChannelUse {
-            local: [10, 100, link, 2].into(),
-            server: [10, 100, link, 1].into(),
-            bytes,
-            requests: bytes / 100,
-            live: true,
+        let channel = |link: u8, bytes: u64| {
+            let (local, server) = ([10, 100, link, 2].into(), [10, 100, link, 1].into());
+            ChannelUse {
+                local,
+                server,
+                bytes,
+                requests: bytes / 100,
+                live: true,
+            }
         };
-        let wall = |v: f64| Duration::from_secs_f64(1000.0 / v);
         let tool = if tool == "smbcp" {
             Tool::smbcp("smbcp".as_ref(), &[])
         } else {
@@ -427,23 +387,23 @@ pub(crate) mod tests {
         };
         let mut s = Series::new(link, "plain", direction, &tool);
         for &v in mb_s {
-            let (one, cpu) = (Duration::from_secs(1), Duration::from_secs(2));
+            let (wall, one) = (Duration::from_secs_f64(1000.0 / v), Duration::from_secs(1));
             let sample = Sample {
                 bytes: 1_000_000_000,
                 files: 1,
-                wall: wall(v),
+                wall,
                 client_max_rss: 40 << 20,
                 ..Sample::default()
             };
             s.samples.push(Sample {
                 client_cpu: one,
                 server_cpu: one,
-                machine_cpu: cpu,
+                machine_cpu: 2 * one,
                 ..sample
             });
             let channels = vec![channel(1, 600), channel(2, 300), channel(2, 100)];
             let report = SmbcpReport {
-                copy_seconds: wall(v).as_secs_f64() - 0.5,
+                copy_seconds: wall.as_secs_f64() - 0.5,
                 channels,
                 planned: 3,
             };
@@ -460,38 +420,34 @@ pub(crate) mod tests {
         assert_eq!(num(s.copy_mb_per_s(), 1), "105.3");
         s.reports[1].as_mut().unwrap().channels.pop();
         assert_eq!(s.full_runs(), "2 of 3");
-        let report = s.median_report();
+        let report = s.median_report().unwrap();
         assert_eq!(
             (channels_cell(report), bytes_per_link_cell(report)),
             ("3 (1+2)".into(), "60/40".into())
         );
         s.reports = vec![None, None, None];
-        assert_eq!((s.median_report(), s.full_runs()), (None, String::new()));
-        assert!(s.copy_mb_per_s().is_nan());
+        assert!(
+            s.median_report().is_none() && s.full_runs().is_empty() && s.copy_mb_per_s().is_nan()
+        );
     }
 
     #[test]
     fn tables_put_raw_tcp_first_and_compare_with_it() {
         let label = "2 x 500 Mbit/s";
-        let raw = RawTcp {
-            link: label.into(),
-            direction: Direction::Download,
-            links: 2,
-            mbit: vec![960.0],
-        };
         let mut one = series(label, "smbcp", Direction::Download, &[50.0]);
         one.settings = format!(" {ONE_CHANNEL}");
         let series = vec![
             series(label, "smbcp", Direction::Download, &[90.0, 100.0, 110.0]),
             series(label, "smbclient", Direction::Download, &[50.0]),
             one,
+            // 2 links x 480 Mbit/s: 120 MB/s together.
+            Series::raw(label, Direction::Download, 2, &[960.0]),
         ];
         let results = Results {
-            raw: vec![raw],
             series,
             ..Results::default()
         };
-        let rows = smb3_benches::table::cells(&results.table(SHAPED, |_| true).markdown());
+        let rows = cells(&results.table(SHAPED, |_| true).markdown());
         assert_eq!(
             rows[0][2..8].join("|"),
             "raw TCP, 2 x iperf3 -R|120.0|120.0-120.0|1.000||2"
@@ -503,15 +459,12 @@ pub(crate) mod tests {
             rows[2][2..9].join("|"),
             "smbclient|50.0|50.0-50.0|0.417|-|1 connection|"
         );
-        let rows = smb3_benches::table::cells(
-            &results.table(THROUGHPUT, |s| s.tool == "smbcp").markdown(),
-        );
+        let rows = cells(&results.table(THROUGHPUT, |s| s.tool == "smbcp").markdown());
         assert_eq!(
-            rows[0][3..7].join("|"),
-            "raw TCP (iperf3 -R)|120.0|120.0-120.0|1.000"
+            rows[0][3..9].join("|"),
+            "raw TCP (iperf3 -R)|120.0|120.0-120.0|1.000||"
         );
-        let rows =
-            smb3_benches::table::cells(&results.table(UNSHAPED, |s| s.tool == "smbcp").markdown());
+        let rows = cells(&results.table(UNSHAPED, |s| s.tool == "smbcp").markdown());
         assert_eq!((rows[1][7].as_str(), rows[2][7].as_str()), ("2.000", "-"));
     }
 }

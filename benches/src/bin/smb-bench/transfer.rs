@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use smb3_benches::data::remove_if_present;
 use smb3_benches::session::share_url;
+use smb3_benches::Context;
 use smb3_tests::Testbed;
 
 use crate::child::{run_measured, Finished};
@@ -334,11 +335,11 @@ pub(crate) fn measure(
                 ("failed", 0),
             ];
             let report = smbcp_json(&run, &expected).and_then(|j| SmbcpReport::from_json(&j));
-            Some(report.map_err(|e| format!("{what}: {e}"))?)
+            Some(report.ctx(&what)?)
         }
         Tool::Smbclient => None,
     };
-    (job.verify)(&target).map_err(|e| format!("{what}: {e}"))?;
+    (job.verify)(&target).ctx(what)?;
     if !job.keep_target {
         remove_if_present(&target)?;
     }

@@ -238,6 +238,7 @@ pub(crate) fn median_outcome(outcomes: &[Outcome]) -> Option<Outcome> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use Outcome::{After, NotWithin};
 
     pub(crate) const MB: f64 = 1e6;
 
@@ -264,7 +265,7 @@ pub(crate) mod tests {
 
     fn after(o: Outcome) -> f64 {
         match o {
-            Outcome::After(s) => s,
+            After(s) => s,
             other => panic!("{other:?}"),
         }
     }
@@ -282,11 +283,11 @@ pub(crate) mod tests {
             r(0.0, [100, 200], [5, 6]),
             r(0.05, [150, 260], [7, 6]),
             r(0.05, [999, 999], [9, 9]),
-            r(0.1, [250, 300], [9, 16]),
         ];
+        let readings = [&readings[..], &[r(0.1, [250, 300], [9, 16])]].concat();
         let down = Timeline::from_readings(&readings, Direction::Download);
         assert_eq!(
-            (down.t, down.links.clone()),
+            (down.t, down.links),
             (
                 vec![0.0, 0.05, 0.1],
                 vec![vec![0, 50, 150], vec![0, 60, 100]]
@@ -309,10 +310,7 @@ pub(crate) mod tests {
         });
         let m = analyse(&tl, 5.0, Some(13.0), 2, 100_000_000).unwrap();
         assert!((m.pre_fault - 40.0 * MB).abs() < 0.01 * MB, "{m:?}");
-        assert_eq!(
-            (m.gap, m.link_back),
-            (Outcome::After(0.0), Some(Outcome::After(0.0)))
-        );
+        assert_eq!((m.gap, m.link_back), (After(0.0), Some(After(0.0))));
         assert!(m.dip < 0.01 * MB && m.time_lost.abs() < 0.01, "{m:?}");
     }
 
@@ -343,7 +341,7 @@ pub(crate) mod tests {
             _ => 10.0 * MB,
         });
         let m = analyse(&tl, 3.0, Some(6.0), 2, 100_000_000).unwrap();
-        assert_eq!(m.gap, Outcome::After(0.0));
+        assert_eq!(m.gap, After(0.0));
         assert!((m.time_lost - 2.25).abs() < 0.06, "{m:?}");
         // A 200 ms burst 1 s after the fault does not hold for 500 ms; recovery at 3 s.
         let stop = |t: f64| (5.0..8.0).contains(&t) && !(6.0..6.2).contains(&t);
@@ -355,10 +353,7 @@ pub(crate) mod tests {
     fn no_recovery_and_too_early_a_fault_are_reported_as_such() {
         let tl = timeline(4, 10.0, |_, t| if t >= 5.0 { 0.0 } else { 10.0 * MB });
         let m = analyse(&tl, 5.0, Some(9.0), 2, 100_000_000).unwrap();
-        assert_eq!(
-            (m.gap, m.link_back),
-            (Outcome::NotWithin(5.0), Some(Outcome::NotWithin(1.0)))
-        );
+        assert_eq!((m.gap, m.link_back), (NotWithin(5.0), Some(NotWithin(1.0))));
         assert!((m.dip - 200.0 * MB).abs() < 1.0 * MB, "{m:?}");
         assert_eq!(
             analyse(&tl, 5.0, Some(12.0), 2, 100_000_000)
@@ -379,7 +374,6 @@ pub(crate) mod tests {
 
     #[test]
     fn medians_put_not_within_last_and_channels_need_a_fall_and_a_return() {
-        use Outcome::{After, NotWithin};
         assert_eq!(median_outcome(&[]), None);
         assert_eq!(
             median_outcome(&[After(3.0), NotWithin(1.0), After(1.0)]),
@@ -396,14 +390,8 @@ pub(crate) mod tests {
             tx: vec![0],
             channels: n,
         };
-        let r = [
-            at(0.0, Some(4)),
-            at(1.0, Some(4)),
-            at(1.5, Some(0)),
-            at(2.0, Some(1)),
-            at(3.0, Some(4)),
-            at(4.0, Some(4)),
-        ];
+        let counts = [(0.0, 4), (1.0, 4), (1.5, 0), (2.0, 1), (3.0, 4), (4.0, 4)];
+        let r: Vec<Reading> = counts.iter().map(|&(t, n)| at(t, Some(n))).collect();
         assert_eq!(all_channels_back(&r, 1.2, 1.2), Some(After(1.8)));
         assert_eq!(all_channels_back(&r, 1.2, 3.5), Some(After(0.5)));
         assert_eq!(all_channels_back(&r, 3.0, 3.0), None);

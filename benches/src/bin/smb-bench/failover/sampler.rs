@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use smb3_tests::Testbed;
 
 use crate::transfer::Direction;
+use smb3_benches::Context;
 
 /// How often the counters are read.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(50);
@@ -90,14 +91,14 @@ pub(crate) fn sampling<R>(
 ) -> Result<(R, Vec<Reading>), String> {
     let (mut dev, mut tcp) = {
         let _inside = tb.enter_client_netns()?;
-        let dev = File::open("/proc/thread-self/net/dev")
-            .map_err(|e| format!("the client namespace's /proc/net/dev: {e}"))?;
+        let dev =
+            File::open("/proc/thread-self/net/dev").ctx("the client namespace's /proc/net/dev")?;
         (dev, File::open("/proc/thread-self/net/tcp").ok())
     };
     let names: Vec<String> = tb.links().iter().map(|l| l.client_if.clone()).collect();
     let mut text = String::new();
     let mut read = move || -> Result<Reading, String> {
-        reread(&mut dev, &mut text).map_err(|e| format!("reading /proc/net/dev: {e}"))?;
+        reread(&mut dev, &mut text).ctx("reading /proc/net/dev")?;
         let t = t0.elapsed().as_secs_f64();
         let (rx, tx) = parse_net_dev(&text, &names)?;
         let channels = tcp

@@ -16,6 +16,7 @@ use smb3_benches::data::{self, Fingerprint, BIG_SEED};
 use smb3_benches::session::connect_plain;
 use smb3_benches::stats::{median, min_max, percentile};
 use smb3_benches::table::{num, range, Table};
+use smb3_benches::Context;
 use smb3_client::{ChannelInfo, ChannelState, Client, ClientConfig, OpenOptions};
 use smb3_tests::{client_block_on, Testbed};
 
@@ -129,12 +130,10 @@ fn sweep_testbed(
     let dir = tb.share_path("plain");
     let (read_host, write_host) = (dir.join(READ_FILE), dir.join(WRITE_FILE));
     let fingerprint = data::write_pattern(&read_host, BIG_SEED, settings.size)?;
-    std::fs::copy(&read_host, &write_host).map_err(|e| format!("{}: {e}", write_host.display()))?;
+    std::fs::copy(&read_host, &write_host).ctx(write_host.display())?;
     tb.give_to_user(&read_host);
     tb.give_to_user(&write_host);
-    let host = Arc::new(
-        std::fs::File::open(&read_host).map_err(|e| format!("{}: {e}", read_host.display()))?,
-    );
+    let host = Arc::new(std::fs::File::open(&read_host).ctx(read_host.display())?);
     // The library's defaults but one channel per link: the testbed advertises RSS, and 4
     // channels per RSS pair would put 16 on 4 links.
     let mut cfg = ClientConfig::default();
@@ -154,10 +153,7 @@ fn sweep_testbed(
             let share = share.clone();
             async move {
                 let how = OpenOptions::new().read(true).write(write);
-                share
-                    .open(name, &how)
-                    .await
-                    .map_err(|e| format!("open {name}: {e}"))
+                share.open(name, &how).await.ctx(format!("open {name}"))
             }
         };
         let (reader, writer) = (open(READ_FILE, false).await?, open(WRITE_FILE, true).await?);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use smb3_benches::data::Pattern;
+use smb3_benches::Context;
 use tokio::task::JoinSet;
 
 use super::{Op, Sample};
@@ -91,7 +92,7 @@ pub(crate) async fn run_point(
     let (mut latencies, mut written, mut failure) = (Vec::new(), Vec::new(), None);
     while let Some(joined) = tasks.join_next().await {
         // The first failure is reported; the other tasks end on their own.
-        match joined.map_err(|e| format!("an I/O task ended abnormally: {e}")) {
+        match joined.ctx("an I/O task ended abnormally") {
             Ok(Ok((l, w))) => {
                 latencies.extend(l);
                 written.extend(w);
@@ -131,12 +132,12 @@ async fn task_loop(
             None => Some(
                 file.read_at(offset, BLOCK)
                     .await
-                    .map_err(|e| format!("read_at({offset}): {e}"))?,
+                    .ctx(format!("read_at({offset})"))?,
             ),
             Some(data) => {
                 file.write_at(offset, data)
                     .await
-                    .map_err(|e| format!("write_at({offset}): {e}"))?;
+                    .ctx(format!("write_at({offset})"))?;
                 written.push(block);
                 None
             }
@@ -150,7 +151,7 @@ async fn task_loop(
         if let Some(data) = read {
             reference
                 .read_exact_at(&mut expected, offset)
-                .map_err(|e| format!("the read file on the server: {e}"))?;
+                .ctx("the read file on the server")?;
             if data[..] != expected[..] {
                 let how = if data.len() == BLOCK {
                     "same length, other bytes"
@@ -176,20 +177,17 @@ pub(crate) fn verify_written(
     written: &[bool],
 ) -> Result<(), String> {
     let shown = path.display();
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("{shown}: {e}"))?
-        .len();
+    let len = std::fs::metadata(path).ctx(&shown)?.len();
     if len != size {
         return Err(format!(
             "{shown} is {len} bytes after the write runs, not {size}"
         ));
     }
-    let mut file = File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut file = File::open(path).ctx(&shown)?;
     let (mut reference, mut got, mut expected) =
         (Pattern::new(seed), vec![0u8; BLOCK], vec![0u8; BLOCK]);
     for block in 0..size / BLOCK as u64 {
-        file.read_exact(&mut got)
-            .map_err(|e| format!("{shown}: {e}"))?;
+        file.read_exact(&mut got).ctx(&shown)?;
         // The reference stream advances over every block, written or not.
         reference.fill(&mut expected);
         let offset = block * BLOCK as u64;

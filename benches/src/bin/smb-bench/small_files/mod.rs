@@ -14,6 +14,7 @@ mod tree;
 use std::time::Duration;
 
 use smb3_benches::table::{num, range, Table};
+use smb3_benches::Context;
 
 use crate::bench::{header, repeat, undisturbed, LinkSetup, Scratch};
 use crate::machine::{check_memory, Facts};
@@ -52,7 +53,7 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         common.reps(3),
     );
     let (source, download) = (scratch.0.join("source"), scratch.0.join("download"));
-    std::fs::create_dir_all(&download).map_err(|e| format!("{}: {e}", download.display()))?;
+    std::fs::create_dir_all(&download).ctx(download.display())?;
     let mut trees: Vec<(TreeSpec, Manifest)> = Vec::new();
     for spec in specs {
         eprintln!("smb-bench: writing the tree {}", spec.label());
@@ -80,7 +81,7 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
             tb.give_to_user(&to);
             manifest.verify(&to)?;
         }
-        std::fs::create_dir_all(plain.join(INCOMING)).map_err(|e| format!("{INCOMING}: {e}"))?;
+        std::fs::create_dir_all(plain.join(INCOMING)).ctx(INCOMING)?;
         tb.give_to_user(&plain.join(INCOMING));
         common.quiet();
         for (spec, manifest) in &trees {

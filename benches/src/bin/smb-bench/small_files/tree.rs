@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use smb3_benches::data::{fingerprint, hex, write_pattern, Fingerprint};
+use smb3_benches::Context;
 
 /// Files per subdirectory.
 pub(crate) const FILES_PER_DIR: usize = 100;
@@ -80,8 +81,8 @@ impl Manifest {
         let (mut manifest, mut pending) = (Manifest::default(), vec![PathBuf::new()]);
         while let Some(rel) = pending.pop() {
             let dir = root.join(&rel);
-            for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-                let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            for entry in std::fs::read_dir(&dir).ctx(dir.display())? {
+                let entry = entry.ctx(dir.display())?;
                 let (child, kind) = (
                     rel.join(entry.file_name()),
                     entry.file_type().map_err(|e| e.to_string())?,

@@ -1578,7 +1578,9 @@ fn run_pjdfstest(tb: &Testbed, list: &str, groups: &str) {
              ../shared/third_party/pjdfstest beside the repository"
         )
     });
-    let m = Mounted::foreground(tb, &source(tb, "plain"), "pjdfstest", &[]);
+    // One mount point per list: the two pjdfstest tests run side by side.
+    let name = list.trim_end_matches(".txt");
+    let m = Mounted::foreground(tb, &source(tb, "plain"), name, &[]);
     let started = Instant::now();
     let mut cmd = Command::new("bash");
     cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pjdfstest.sh"))

@@ -363,50 +363,9 @@ impl<'a> Bench<'a> {
             self.common.iperf_seconds()
         );
         let (other, retried) = (self.results.max_other_cpus(), self.results.retried);
-        header(
-            &self.facts,
-            true,
-            &what,
-            &self.busy,
-            Some(("transfer", other, retried)),
-        )
+        let kept = Some(("transfer", other, retried));
+        self.facts.header(true, &what, &self.busy, kept)
     }
-}
-
-/// For modes that measure a disturbed run again: the noun of a run, the most other work
-/// used during those kept, and how many were measured again.
-pub(crate) type Kept<'a> = (&'a str, f64, usize);
-
-/// "Measured ..., commit C.\nCommand: `...`; WHAT." then, given `busy` (the machine's busy
-/// share before each testbed), how quiet it was, and with `kept` how much other work the
-/// runs saw.
-pub(crate) fn header(
-    facts: &Facts,
-    iperf: bool,
-    what: &str,
-    busy: &[f64],
-    kept: Option<Kept<'_>>,
-) -> String {
-    let command: Vec<String> = std::env::args().collect();
-    let iperf = if iperf {
-        format!(", {}", facts.iperf3)
-    } else {
-        String::new()
-    };
-    let (on, commit, command) = (facts.measured_on(), &facts.commit, command.join(" "));
-    let mut out = format!("{on}{iperf}, commit {commit}.\nCommand: `{command}`; {what}.");
-    if !busy.is_empty() {
-        let busiest = busy.iter().copied().fold(0.0, f64::max) * 100.0;
-        out += &format!(" Before each testbed the machine was at most {busiest:.0} % busy");
-        if let Some((noun, other, retried)) = kept {
-            out.push_str(&format!(
-                "; during the {noun}s kept, other work used at most {other:.2} CPUs ({retried} {noun}(s) measured \
-                 again because other work disturbed them)"
-            ));
-        }
-        out.push('.');
-    }
-    out + "\n\n"
 }
 
 /// Receiver-side goodput of each of `links` links in Mbit/s, measured at once for

@@ -6,19 +6,18 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// What every generated section is stamped with.
+/// What every generated section is stamped with: the machine and its software, and the
+/// working tree's commit (`-dirty` when it has changes).
 #[derive(Debug, Clone)]
 pub(crate) struct Facts {
-    pub(crate) date: String,
-    pub(crate) nproc: usize,
-    pub(crate) cpu: String,
-    pub(crate) kernel: String,
-    /// Of smbclient; smbd comes from the same package.
-    pub(crate) samba: String,
-    pub(crate) iperf3: String,
-    /// The working tree's commit, `-dirty` when it has changes.
-    pub(crate) commit: String,
+    measured_on: String,
+    iperf3: String,
+    commit: String,
 }
+
+/// For modes that measure a disturbed run again: the noun of a run, the most other work
+/// used during those kept, and how many were measured again.
+pub(crate) type Kept<'a> = (&'a str, f64, usize);
 
 /// The first line a command prints, or `?`.
 fn first_line(program: &str, args: &[&str]) -> String {
@@ -40,34 +39,59 @@ impl Facts {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu = cpuinfo
             .lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'));
-        let dirty = Command::new("git")
-            .args(["status", "--porcelain", "--untracked-files=no"])
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty());
-        let commit = first_line("git", &["rev-parse", "--short", "HEAD"]);
+            .find_map(|l| l.strip_prefix("model name")?.split_once(':'));
+        let (cpu, nproc) = (
+            cpu.map_or("?", |(_, v)| v.trim()),
+            std::thread::available_parallelism(),
+        );
+        let (date, kernel) = (
+            first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            first_line("uname", &["-r"]),
+        );
+        let samba = first_line("smbclient", &["--version"]).replace("Version ", "Samba ");
+        let nproc = nproc.map_or(0, |n| n.get());
+        let measured_on =
+            format!("Measured {date} on {cpu} ({nproc} CPUs), kernel {kernel}, {samba}");
+        let dirty = first_line("git", &["status", "--porcelain", "--untracked-files=no"]) != "?";
+        let commit = first_line("git", &["rev-parse", "--short", "HEAD"])
+            + if dirty { "-dirty" } else { "" };
         Facts {
-            date: first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-            nproc: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            cpu: cpu.map_or("?".into(), |(_, v)| v.trim().to_string()),
-            kernel: first_line("uname", &["-r"]),
-            samba: first_line("smbclient", &["--version"]).replace("Version ", "Samba "),
+            measured_on,
             iperf3: first_line("iperf3", &["--version"]),
-            commit: if dirty {
-                format!("{commit}-dirty")
-            } else {
-                commit
-            },
+            commit,
         }
     }
 
-    /// "Measured DATE on CPU (N CPUs), kernel K, Samba V".
-    pub(crate) fn measured_on(&self) -> String {
-        format!(
-            "Measured {} on {} ({} CPUs), kernel {}, {}",
-            self.date, self.cpu, self.nproc, self.kernel, self.samba
-        )
+    /// The first paragraph of a section: "Measured ..., commit C.\nCommand: `...`; WHAT."
+    /// then, given `busy` (the machine's busy share before each testbed), how quiet it was,
+    /// and with `kept` how much other work the runs saw.
+    pub(crate) fn header(
+        &self,
+        iperf: bool,
+        what: &str,
+        busy: &[f64],
+        kept: Option<Kept<'_>>,
+    ) -> String {
+        let command: Vec<String> = std::env::args().collect();
+        let (on, commit, command) = (&self.measured_on, &self.commit, command.join(" "));
+        let iperf = if iperf {
+            format!(", {}", self.iperf3)
+        } else {
+            String::new()
+        };
+        let mut out = format!("{on}{iperf}, commit {commit}.\nCommand: `{command}`; {what}.");
+        if !busy.is_empty() {
+            let busiest = busy.iter().copied().fold(0.0, f64::max) * 100.0;
+            out += &format!(" Before each testbed the machine was at most {busiest:.0} % busy");
+            if let Some((noun, other, retried)) = kept {
+                out += &format!(
+                    "; during the {noun}s kept, other work used at most {other:.2} CPUs ({retried} {noun}(s) measured \
+                     again because other work disturbed them)"
+                );
+            }
+            out.push('.');
+        }
+        out + "\n\n"
     }
 }
 

@@ -7,7 +7,7 @@ use smb3_benches::table::Table;
 use super::analysis::{self, all_channels_back, median_outcome, Metrics, Outcome, Timeline};
 use super::sampler::SAMPLE_EVERY;
 use super::{Fault, Run, Settings, FAULT_AT, FAULT_LINK};
-use crate::bench::{header, Bench};
+use crate::bench::Bench;
 use crate::chart::{Frame, Line, LineChart, LinePanel};
 use crate::results::channels_cell;
 
@@ -342,7 +342,7 @@ pub(crate) fn section(bench: &Bench<'_>, runs: &[Run], settings: &Settings) -> S
         down = settings.down_for.as_secs(),
         every = SAMPLE_EVERY.as_millis(),
     );
-    let mut out = header(&bench.facts, false, &what, &[], None);
+    let mut out = bench.facts.header(false, &what, &[], None);
     out.push_str(&format!(
         "Gap: from the fault until the aggregate holds {gap:.0} % of what the surviving links carry ({n1}/{n} of the \
          pre-fault rate) for {sustain} ms, rates over a trailing {smooth} ms. Dip: bytes short of the pre-fault rate \

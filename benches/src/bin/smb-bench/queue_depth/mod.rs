@@ -20,7 +20,7 @@ use smb3_benches::Context;
 use smb3_client::{ChannelInfo, ChannelState, Client, ClientConfig, OpenOptions};
 use smb3_tests::{client_block_on, Testbed};
 
-use crate::bench::{header, LinkSetup};
+use crate::bench::LinkSetup;
 use crate::chart::{BarChart, Frame};
 use crate::machine::{check_memory, Facts};
 use crate::Common;
@@ -92,7 +92,7 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         settings.window.as_secs_f64(),
         settings.warmup.as_secs_f64(),
     );
-    let mut body = header(&Facts::collect(), false, &what, &busy, None);
+    let mut body = Facts::collect().header(false, &what, &busy, None);
     let lines = sweep.target_lines();
     if !lines.is_empty() {
         body.push_str(&format!("Targets:\n\n{}\n\n", lines.join("\n")));

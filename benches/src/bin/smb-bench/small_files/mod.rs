@@ -16,7 +16,7 @@ use std::time::Duration;
 use smb3_benches::table::{num, range, Table};
 use smb3_benches::Context;
 
-use crate::bench::{header, repeat, undisturbed, LinkSetup, Scratch};
+use crate::bench::{repeat, undisturbed, LinkSetup, Scratch};
 use crate::machine::{check_memory, Facts};
 use crate::results::Series;
 use crate::transfer::{measure, Direction, Sample, Tool, Transfer};
@@ -136,7 +136,7 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         .flat_map(|s| &s.samples)
         .map(Sample::other_cpus)
         .fold(0.0, f64::max);
-    let mut body = header(&facts, false, &what, &busy, Some(("run", other, retried)));
+    let mut body = facts.header(false, &what, &busy, Some(("run", other, retried)));
     body.push_str(&format!(
         "Target: smbcp's files/s at least {TARGET_X_SMBCLIENT:.0} x smbclient's, both ways.\n\n{}\n\n",
         target_lines(&series).join("\n")

@@ -608,23 +608,23 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         wait_for_signal().await;
         // Unmount only our own mount: after an unmount from outside (`fusermount -u`) this
         // daemon may still be logging off when a new mount takes the same mount point, and
-        // unmounting by path would take that one down.
+        // unmounting by path would take that one down. Our connection is still ended below:
+        // a copy of the mount may keep it alive elsewhere.
         #[cfg(target_os = "linux")]
-        let ours = !ended.load(Ordering::SeqCst)
-            && match (&device, crate::kernel::device_of(&mp)) {
-                (Some(ours), Some(now)) => *ours == now,
-                (Some(_), None) => false,
-                // Our device was never known: the mount point is all there is to go by.
-                (None, _) => true,
-            };
+        let mounted_here = match (&device, crate::kernel::device_of(&mp)) {
+            (Some(ours), Some(now)) => *ours == now,
+            (Some(_), None) => false,
+            // Our device was never known: the mount point is all there is to go by.
+            (None, _) => true,
+        };
         #[cfg(not(target_os = "linux"))]
-        let ours = !ended.load(Ordering::SeqCst);
-        if !ours {
-            tracing::info!("signal: already unmounted");
-            return;
+        let mounted_here = true;
+        if mounted_here && !ended.load(Ordering::SeqCst) {
+            tracing::info!("signal: unmounting");
+            unmount(&mp);
+        } else {
+            tracing::info!("signal: no longer mounted here");
         }
-        tracing::info!("signal: unmounting");
-        unmount(&mp);
         // A copy of the mount in another mount namespace keeps the kernel's connection
         // open after the unmount (see `kernel::abort_connection`): end it, or this daemon
         // would never exit.

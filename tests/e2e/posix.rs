@@ -338,3 +338,43 @@ fn paths_below_the_root_and_links_act_on_the_right_names() {
         assert!(disk.join("a/g").is_file(), "the link's target is untouched");
     });
 }
+
+#[test]
+fn a_posix_open_below_the_root_survives_every_connection_reset() {
+    let tb = std::sync::Arc::new(start());
+    let tb2 = tb.clone();
+    let disk = tb.share_path("plain");
+    tb.run_as_client(|server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .expect("connect");
+        let share = client.share("plain").await.expect("tree connect");
+        share.create_dir_all("d/e").await.unwrap();
+        let f = share
+            .open(
+                "d/e/log",
+                &OpenOptions::new().write(true).create_new(true).mode(0o600),
+            )
+            .await
+            .unwrap();
+        assert!(f.is_durable());
+        f.write_at(0, Bytes::from_static(b"before ")).await.unwrap();
+        // The session is set up again and the durable open reclaimed (or reopened) by the
+        // same name: a POSIX open with `/` separators, or it would name another file.
+        let cut = tb2.clone();
+        tokio::task::spawn_blocking(move || cut.cut(None))
+            .await
+            .unwrap()
+            .expect("cut");
+        f.write_at(7, Bytes::from_static(b"after")).await.unwrap();
+        let m = f.metadata().await.unwrap();
+        assert_eq!(posix(&m).permissions, 0o600, "still a POSIX open");
+        f.close().await.unwrap();
+        assert_eq!(
+            std::fs::read(disk.join("d/e/log")).unwrap(),
+            b"before after"
+        );
+        let fo = client.multichannel().failover;
+        assert!(fo.sessions_reestablished >= 1, "{fo:#?}");
+    });
+}

@@ -650,7 +650,9 @@ fn create_again(open: &OpenState) -> CreateRequest {
     req.file_id_name = p.file_id_name;
     crate::timewarp::add_timewarp(&mut req, p.timewarp);
     if p.posix {
+        // A POSIX open, with `/` for separators as the first one was sent (`Tree::posix_open`).
         crate::posix::add_posix_context(&mut req, 0);
+        req.name = req.name.replace('\\', "/");
     }
     if let Some(key) = open.lease_key {
         let mut state = LeaseState::READ_CACHING | LeaseState::HANDLE_CACHING;

@@ -202,6 +202,65 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// How a chain of entries linked by a leading u32 NextEntryOffset is laid out (directory
+/// listings, change notifications).
+pub struct EntryChain {
+    /// Bytes every entry takes at least: a NextEntryOffset below it is refused.
+    pub min_entry: usize,
+    /// Every NextEntryOffset is a multiple of this (1: any).
+    pub align: usize,
+    /// The NextEntryOffset field, for errors.
+    pub what_next: &'static str,
+    /// The entry, for errors.
+    pub what: &'static str,
+}
+
+impl EntryChain {
+    /// Decode every entry of `buf` with `decode(entry, start)`, `entry` spanning exactly one
+    /// entry (up to the next one, or the buffer's end for the last) and `start` its offset in
+    /// `buf`. NextEntryOffset 0 ends the chain; any other must be aligned, cover at least
+    /// `min_entry` and stay inside the buffer. An empty buffer is no entries. The walk is
+    /// bounded by what the buffer can hold even if a check were wrong.
+    pub fn decode<'a, T>(
+        &self,
+        buf: &'a [u8],
+        mut decode: impl FnMut(&'a [u8], usize) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let mut entries = Vec::new();
+        if buf.is_empty() {
+            return Ok(entries);
+        }
+        let max_entries = buf.len() / self.min_entry.max(1) + 1;
+        let mut start = 0usize;
+        loop {
+            if entries.len() >= max_entries {
+                return Err(DecodeError::Inconsistent {
+                    what: self.what,
+                    detail: "more entries than the buffer can hold",
+                });
+            }
+            let rest = buf.get(start..).unwrap_or_default();
+            let next = Reader::new(rest).u32(self.what_next)? as usize;
+            if next != 0
+                && (next % self.align.max(1) != 0 || next < self.min_entry || next > rest.len())
+            {
+                return Err(DecodeError::BadOffset {
+                    what: self.what_next,
+                    offset: start,
+                    length: next,
+                    message_len: buf.len(),
+                });
+            }
+            let entry = if next == 0 { rest } else { &rest[..next] };
+            entries.push(decode(entry, start)?);
+            if next == 0 {
+                return Ok(entries);
+            }
+            start += next;
+        }
+    }
+}
+
 /// Zero-copy variant of [`Reader::slice_at`] for payloads that stay `Bytes` (READ data).
 pub fn bytes_at(
     msg: &Bytes,

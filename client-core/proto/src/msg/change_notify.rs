@@ -9,7 +9,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::codec::{buffer_after, utf16le_to_string, DecodeError, Reader};
+use crate::codec::{buffer_after, utf16le_to_string, DecodeError, EntryChain, Reader};
 use crate::header::{Command, HEADER_LEN};
 use crate::msg::{FileId, RequestBody};
 
@@ -200,39 +200,18 @@ const NOTIFY_FIXED: usize = 12;
 pub fn decode_file_notify_information(
     buf: &[u8],
 ) -> Result<Vec<FileNotifyInformation>, DecodeError> {
-    const WHAT: &str = "FILE_NOTIFY_INFORMATION";
-    let mut entries = Vec::new();
-    if buf.is_empty() {
-        return Ok(entries);
-    }
-    // Each entry takes at least NOTIFY_FIXED bytes and the offsets only move forward, so a
-    // well-formed chain cannot be longer than this; the bound makes a loop impossible even
-    // if a check below were wrong.
-    let max_entries = buf.len() / NOTIFY_FIXED + 1;
-    let mut start = 0usize;
-    loop {
-        if entries.len() >= max_entries {
-            return Err(DecodeError::Inconsistent {
-                what: WHAT,
-                detail: "more entries than the buffer can hold",
-            });
-        }
-        let rest = buf.get(start..).unwrap_or_default();
-        let mut r = Reader::new(rest);
-        let next = r.u32("FILE_NOTIFY_INFORMATION.NextEntryOffset")? as usize;
+    let chain = EntryChain {
+        min_entry: NOTIFY_FIXED,
+        align: 4,
+        what_next: "FILE_NOTIFY_INFORMATION.NextEntryOffset",
+        what: "FILE_NOTIFY_INFORMATION",
+    };
+    chain.decode(buf, |entry, start| {
+        let mut r = Reader::new(entry);
+        r.skip(4, "FILE_NOTIFY_INFORMATION.NextEntryOffset")?;
         let action = NotifyAction(r.u32("FILE_NOTIFY_INFORMATION.Action")?);
         let name_len = r.u32("FILE_NOTIFY_INFORMATION.FileNameLength")? as usize;
-        if next != 0 && (next % 4 != 0 || next < NOTIFY_FIXED || next > rest.len()) {
-            return Err(DecodeError::BadOffset {
-                what: "FILE_NOTIFY_INFORMATION.NextEntryOffset",
-                offset: start,
-                length: next,
-                message_len: buf.len(),
-            });
-        }
-        // The last entry runs to the end of the buffer; any other up to the next one.
-        let entry_len = if next == 0 { rest.len() } else { next };
-        if name_len > entry_len - NOTIFY_FIXED {
+        if name_len > entry.len() - NOTIFY_FIXED {
             return Err(DecodeError::BadOffset {
                 what: "FILE_NOTIFY_INFORMATION.FileName",
                 offset: start + NOTIFY_FIXED,
@@ -242,12 +221,8 @@ pub fn decode_file_notify_information(
         }
         let raw = r.bytes(name_len, "FILE_NOTIFY_INFORMATION.FileName")?;
         let file_name = utf16le_to_string(raw, "FILE_NOTIFY_INFORMATION.FileName")?;
-        entries.push(FileNotifyInformation { action, file_name });
-        if next == 0 {
-            return Ok(entries);
-        }
-        start += next;
-    }
+        Ok(FileNotifyInformation { action, file_name })
+    })
 }
 
 #[cfg(test)]

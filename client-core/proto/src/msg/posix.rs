@@ -17,7 +17,7 @@ use bytes::{BufMut, BytesMut};
 
 use super::fscc::FileAttributes;
 use super::security_descriptor::Sid;
-use crate::codec::{utf16le_to_string, DecodeError, Reader};
+use crate::codec::{utf16le_to_string, DecodeError, EntryChain, Reader};
 
 /// ContextType of SMB3_POSIX_EXTENSIONS_AVAILABLE (POSIX-SMB2 2.2.3.1).
 pub const POSIX_EXTENSIONS_AVAILABLE: u16 = 0x0100;
@@ -335,31 +335,13 @@ pub fn decode_posix_directory_information(
     buf: &[u8],
 ) -> Result<Vec<PosixDirectoryEntry>, DecodeError> {
     const WHAT: &str = "POSIX directory entry";
-    let mut entries = Vec::new();
-    if buf.is_empty() {
-        return Ok(entries);
-    }
-    // Explicit bound so a flaw in the checks below cannot loop.
-    let max_entries = buf.len() / POSIX_DIR_ENTRY_MIN + 1;
-    let mut start = 0usize;
-    loop {
-        if entries.len() >= max_entries {
-            return Err(DecodeError::Inconsistent {
-                what: WHAT,
-                detail: "more entries than the buffer can hold",
-            });
-        }
-        let rest = buf.get(start..).unwrap_or_default();
-        let next = Reader::new(rest).u32("POSIX directory entry NextEntryOffset")? as usize;
-        if next != 0 && (next < POSIX_DIR_ENTRY_MIN || next > rest.len()) {
-            return Err(DecodeError::BadOffset {
-                what: "POSIX directory entry NextEntryOffset",
-                offset: start,
-                length: next,
-                message_len: buf.len(),
-            });
-        }
-        let entry = if next == 0 { rest } else { &rest[..next] };
+    let chain = EntryChain {
+        min_entry: POSIX_DIR_ENTRY_MIN,
+        align: 1,
+        what_next: "POSIX directory entry NextEntryOffset",
+        what: WHAT,
+    };
+    chain.decode(buf, |entry, _| {
         let mut r = Reader::new(entry);
         r.skip(8, "POSIX directory entry NextEntryOffset/FileIndex")?;
         let info = FilePosixInformation::read(&mut r)?;
@@ -374,12 +356,8 @@ pub fn decode_posix_directory_information(
             r.bytes(name_len, "POSIX directory entry FileName")?,
             "POSIX directory entry FileName",
         )?;
-        entries.push(PosixDirectoryEntry { info, file_name });
-        if next == 0 {
-            return Ok(entries);
-        }
-        start += next;
-    }
+        Ok(PosixDirectoryEntry { info, file_name })
+    })
 }
 
 /// Append one POSIX-class directory entry with NextEntryOffset 0 (the caller patches it when

@@ -2,7 +2,7 @@
 //! QUERY_DIRECTORY returns.
 
 use super::attributes::FileAttributes;
-use crate::codec::{utf16le_to_string, DecodeError, Reader};
+use crate::codec::{utf16le_to_string, DecodeError, EntryChain, Reader};
 
 /// One entry of a FileIdBothDirectoryInformation listing (MS-FSCC 2.4.17).
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -48,40 +48,13 @@ const SHORT_NAME_FIELD: usize = 24;
 pub fn decode_id_both_directory_information(
     buf: &[u8],
 ) -> Result<Vec<DirectoryEntry>, DecodeError> {
-    let mut entries = Vec::new();
-    if buf.is_empty() {
-        return Ok(entries);
-    }
-    // Every entry is at least ID_BOTH_DIR_FIXED bytes, so a well-formed chain cannot be
-    // longer than this; the bound is explicit so a bug in the checks below cannot loop.
-    let max_entries = buf.len() / ID_BOTH_DIR_FIXED + 1;
-    let mut start = 0usize;
-    loop {
-        if entries.len() >= max_entries {
-            return Err(DecodeError::Inconsistent {
-                what: "FileIdBothDirectoryInformation",
-                detail: "more entries than the buffer can hold",
-            });
-        }
-        let rest = buf.get(start..).unwrap_or_default();
-        let mut r = Reader::new(rest);
-        let next = r.u32("FileIdBothDirectoryInformation.NextEntryOffset")? as usize;
-        let entry_len = if next == 0 { rest.len() } else { next };
-        if next != 0 && (next < ID_BOTH_DIR_FIXED || next > rest.len()) {
-            return Err(DecodeError::BadOffset {
-                what: "FileIdBothDirectoryInformation.NextEntryOffset",
-                offset: start,
-                length: next,
-                message_len: buf.len(),
-            });
-        }
-        let entry = rest.get(..entry_len).unwrap_or_default();
-        entries.push(decode_id_both_entry(entry)?);
-        if next == 0 {
-            return Ok(entries);
-        }
-        start += next;
-    }
+    let chain = EntryChain {
+        min_entry: ID_BOTH_DIR_FIXED,
+        align: 1,
+        what_next: "FileIdBothDirectoryInformation.NextEntryOffset",
+        what: "FileIdBothDirectoryInformation",
+    };
+    chain.decode(buf, |entry, _| decode_id_both_entry(entry))
 }
 
 /// Decode one entry; `entry` spans exactly this entry (up to the next one or the buffer end).

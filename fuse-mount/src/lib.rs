@@ -20,6 +20,8 @@ pub mod inode;
 pub mod io_stats;
 #[cfg(target_os = "linux")]
 pub mod kernel;
+#[cfg(target_os = "linux")]
+pub mod kernel_mount;
 pub mod mount;
 pub mod options;
 pub mod prefetch;

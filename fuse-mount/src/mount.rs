@@ -546,23 +546,25 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         server_locks: opts.server_locks,
     };
     let adapter = FuseAdapter::new(fs.clone(), rt.handle().clone(), kernel);
-    let session = match fuser::Session::new(adapter, &mountpoint, &fuse_config(&opts, &remote)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "smbfuse: cannot mount {} on {}: {e}",
-                remote.display(),
-                mountpoint.display()
-            );
-            rt.block_on(fs.shutdown());
-            return EXIT_MOUNT_FAILED;
-        }
-    };
+    let (session, own_mount) =
+        match start_session(adapter, &mountpoint, &fuse_config(&opts, &remote)) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!(
+                    "smbfuse: cannot mount {} on {}: {e}",
+                    remote.display(),
+                    mountpoint.display()
+                );
+                rt.block_on(fs.shutdown());
+                return EXIT_MOUNT_FAILED;
+            }
+        };
     let forget = match kernel_forgetter(session.notifier()) {
         Ok(sink) => sink,
         Err(e) => {
             eprintln!("smbfuse: cannot start the thread that keeps the kernel's cache true: {e}");
             drop(session);
+            release(own_mount.as_ref());
             rt.block_on(fs.shutdown());
             return EXIT_MOUNT_FAILED;
         }
@@ -640,6 +642,9 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
         tracing::warn!(error = %e, "FUSE session ended with an error");
     }
     session_ended.store(true, Ordering::SeqCst);
+    // The session ends when the kernel lets go (an unmount); if it ended for another reason
+    // the mount would be left answering ENOTCONN.
+    release(own_mount.as_ref());
     tracing::info!(mountpoint = %mountpoint.display(), "unmounted; closing handles and logging off");
     // Unmounted: nothing to report any more (and a new mount there may want the name).
     #[cfg(unix)]
@@ -658,6 +663,43 @@ fn serve(p: Prepared, daemon_child: bool) -> i32 {
 
     rt.shutdown_timeout(Duration::from_secs(1));
     EXIT_OK
+}
+
+/// The mount this process made itself (root on Linux, see `kernel_mount`), else none.
+#[cfg(target_os = "linux")]
+type OwnMount = crate::kernel_mount::OwnMount;
+#[cfg(not(target_os = "linux"))]
+type OwnMount = ();
+
+/// Mount and start the FUSE session: root on Linux mounts by itself so the mount's type is
+/// `fuse.smbfuse`; everyone else goes through fuser (fusermount3 for unprivileged users).
+fn start_session(
+    adapter: FuseAdapter,
+    mountpoint: &Path,
+    config: &fuser::Config,
+) -> std::io::Result<(fuser::Session<FuseAdapter>, Option<OwnMount>)> {
+    #[cfg(target_os = "linux")]
+    if rustix::process::geteuid().is_root() {
+        let (fd, own) =
+            crate::kernel_mount::mount_fuse(mountpoint, &config.mount_options, config.acl)?;
+        return match fuser::Session::from_fd(adapter, fd, config.acl, config.clone()) {
+            Ok(session) => Ok((session, Some(own))),
+            Err(e) => {
+                own.release();
+                Err(e)
+            }
+        };
+    }
+    fuser::Session::new(adapter, mountpoint, config).map(|session| (session, None))
+}
+
+fn release(own: Option<&OwnMount>) {
+    #[cfg(target_os = "linux")]
+    if let Some(own) = own {
+        own.release();
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = own;
 }
 
 async fn wait_for_signal() {

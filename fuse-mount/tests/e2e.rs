@@ -45,6 +45,20 @@ fn is_mounted(mp: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
 }
 
+/// The type and source `findmnt` shows for the mount at `mp`: what `df -T` and
+/// `umount -t` go by.
+fn findmnt_type_and_source(mp: &Path) -> (String, String) {
+    let out = run(Command::new("findmnt")
+        .args(["-n", "-o", "FSTYPE,SOURCE", "--mountpoint"])
+        .arg(mp));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (fs_type, source) = text
+        .trim()
+        .split_once(char::is_whitespace)
+        .unwrap_or_default();
+    (fs_type.to_string(), source.trim().to_string())
+}
+
 /// Processes whose command line holds `mp` and the daemon flag (the background daemon).
 fn daemons_of(mp: &Path) -> Vec<u32> {
     let want = mp.to_string_lossy().into_owned();
@@ -684,6 +698,11 @@ fn background_mount_umount_and_mount_helper() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(is_mounted(&m.mp), "mounted when smbfuse returned");
+    let unc = format!("//{}/plain", tb.server_addr(1));
+    assert_eq!(
+        findmnt_type_and_source(&m.mp),
+        ("fuse.smbfuse".into(), unc.clone())
+    );
     let pids = daemons_of(&m.mp);
     assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
     std::fs::write(m.path("f"), b"via daemon").unwrap();
@@ -704,10 +723,10 @@ fn background_mount_umount_and_mount_helper() {
     // OPTS` (with `-t fuse.smbfuse` found on mount's PATH; here `-t fuse PROGRAM#SOURCE`
     // names the binary under test, the same helper and command line otherwise).
     let mp = scratch("mnt4");
-    let unc = format!("{SMBFUSE}#//{}/plain/", tb.server_addr(1));
+    let helper_source = format!("{SMBFUSE}#//{}/plain/", tb.server_addr(1));
     let mut cmd = Command::new("nsenter");
     cmd.arg(format!("--net=/run/netns/{}", tb.client_ns()))
-        .args(["--", "mount", "-t", "fuse", &unc])
+        .args(["--", "mount", "-t", "fuse", &helper_source])
         .arg(&mp)
         .args([
             "-o",
@@ -724,6 +743,7 @@ fn background_mount_umount_and_mount_helper() {
     };
     run(&mut cmd);
     assert!(is_mounted(&mp));
+    assert_eq!(findmnt_type_and_source(&mp), ("fuse.smbfuse".into(), unc));
     assert_eq!(std::fs::read(mp.join("f")).unwrap(), b"via daemon");
     run(Command::new("umount").arg(&mp));
     drop(guard);

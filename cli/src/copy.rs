@@ -156,7 +156,8 @@ pub struct CopyReport {
     /// Files started again from the beginning because the server lost their open, with the
     /// reason, one line each (the copy then succeeded or is also in `failures`).
     pub retried: Vec<String>,
-    /// Every file's outcome: the small files' (one chunk or less) in completion order, then
+    /// Every file's outcome: those that failed before copying began (no destination chosen:
+    /// `dest` is empty), then the small files' (one chunk or less) in completion order, then
     /// the larger ones' in completion order.
     pub per_file: Vec<FileResult>,
     /// The destination cannot be what the command line asks (several sources into what is
@@ -165,6 +166,30 @@ pub struct CopyReport {
     pub usage_error: Option<String>,
     /// Lines the user should read that report no failure (a sparse file copied in full).
     pub notes: Vec<String>,
+}
+
+impl CopyReport {
+    /// A source (or a file or directory found below one) that failed before it could be
+    /// copied: its line, and its entry in `per_file` with the typed error.
+    pub(crate) fn not_planned(&mut self, error: FileError) {
+        self.failed_before_copying(error.file.clone(), String::new(), error);
+    }
+
+    /// A file from `source` to `dest` (as shown) that failed before any byte moved: its line,
+    /// and its entry in `per_file` with the typed error.
+    pub(crate) fn failed_before_copying(&mut self, source: String, dest: String, error: FileError) {
+        self.failures.push(error.to_string());
+        self.per_file.push(FileResult {
+            source,
+            dest,
+            size: 0,
+            status: FileStatus::Failed,
+            bytes: 0,
+            resumed_from: 0,
+            sha256: None,
+            error: Some(error),
+        });
+    }
 }
 
 /// Plan and run a download of remote `sources` (share-relative paths) into `dest`.
@@ -209,12 +234,14 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         notes,
     } = plan;
     let mut report = CopyReport {
-        failures,
         excluded,
         usage_error,
         notes,
         ..CopyReport::default()
     };
+    for error in failures {
+        report.not_planned(error);
+    }
     let total: u64 = jobs.iter().map(Job::size).sum();
     let progress = Progress::new(opts.progress, jobs.len() as u64, total);
     let memory = &ChunkMemory::new(opts.max_in_flight, opts.chunk);
@@ -248,7 +275,10 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     );
     results.extend(large_results);
     if opts.preserve && !opts.dry_run && !opts.verify_only {
-        report.failures.extend(dir_times(share, dirs).await);
+        let failed = dir_times(share, dirs).await;
+        report
+            .failures
+            .extend(failed.iter().map(ToString::to_string));
     }
     report.seconds = start.elapsed().as_secs_f64();
     progress.finish();
@@ -269,17 +299,18 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     report
 }
 
-/// `-p` for directories, deepest first, once their files are in; one line per failure.
-async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<String> {
+/// `-p` for directories, deepest first, once their files are in; the directories whose
+/// times could not be set.
+async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<FileError> {
     dirs.sort_by_key(|d| std::cmp::Reverse(d.depth()));
     let mut failures = Vec::new();
     for d in dirs {
         let r = match &d {
             plan::DirJob::Local { local, meta } => preserve::dir_to_local(local, meta)
-                .map_err(|e| format!("{}: {e}", local.path().display())),
+                .map_err(|e| FileError::step(local.path().display().to_string(), e)),
             plan::DirJob::Remote { remote, meta } => preserve::dir_to_remote(share, remote, meta)
                 .await
-                .map_err(|e| format!("{}: {e}", remote_name(share, remote))),
+                .map_err(|e| FileError::step(remote_name(share, remote), e)),
         };
         failures.extend(r.err());
     }

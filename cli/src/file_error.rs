@@ -36,6 +36,9 @@ pub enum Refusal {
     VerifyMismatch(String),
     /// A directory given without `-r`.
     IsDirectory,
+    /// The destination would take this name for another one copied or already there (the
+    /// names differ only in case, `name_clash.rs`); the words say which.
+    NameClash(String),
     /// A download's local file was not kept open for `-p` (an internal slip).
     NotKeptOpen,
 }
@@ -47,6 +50,7 @@ impl Refusal {
             Refusal::ShortRead(_) => "short_read",
             Refusal::VerifyMismatch(_) => "verify_mismatch",
             Refusal::IsDirectory => "is_directory",
+            Refusal::NameClash(_) => "name_clash",
             Refusal::NotKeptOpen => "internal",
         }
     }
@@ -56,7 +60,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::SourceChanged => f.write_str(crate::source_change::CHANGED),
-            Refusal::ShortRead(words) | Refusal::VerifyMismatch(words) => f.write_str(words),
+            Refusal::ShortRead(words)
+            | Refusal::VerifyMismatch(words)
+            | Refusal::NameClash(words) => f.write_str(words),
             Refusal::IsDirectory => f.write_str("is a directory (use -r)"),
             Refusal::NotKeptOpen => f.write_str("copied, but the written file was not kept open"),
         }
@@ -85,8 +91,8 @@ impl Cause {
     /// A stable label for `--json`: the library's [`smb3_client::Error::kind`] for a
     /// request that failed (`status`, `io` for the network, `timeout`, `connection_lost`,
     /// `handle_lost`, ...), `local_io` for the local file system, and for smbcp's own
-    /// checks `source_changed`, `short_read`, `verify_mismatch`, `is_directory` or
-    /// `internal`.
+    /// checks `source_changed`, `short_read`, `verify_mismatch`, `is_directory`,
+    /// `name_clash` or `internal`.
     pub fn kind(&self) -> &'static str {
         match self {
             Cause::Smb(e) => e.kind(),

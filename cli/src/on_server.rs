@@ -21,7 +21,7 @@ use smb3_client::{
 };
 
 use crate::copy::{partial_remote, CopyReport, FileResult, FileStatus};
-use crate::file_error::{FileError, Refusal, StepFailed};
+use crate::file_error::{Cause, FileError, Refusal, StepFailed};
 use crate::plan::{refused_destination, DestState};
 
 /// How a server-side copy run goes.
@@ -74,8 +74,8 @@ pub async fn copy_on_server(
             Ok(_) => DestState::NotDir,
             Err(e) if e.to_errno() == libc::ENOENT => DestState::Missing,
             Err(e) => {
-                let line = format!("{}: {}", run.shown(to, dest), e.brief());
-                run.report.failures.push(line);
+                let shown = run.shown(to, dest);
+                run.report.not_planned(FileError::new(shown, Cause::Smb(e)));
                 return run.report;
             }
         }
@@ -143,17 +143,8 @@ impl Run<'_> {
             (self.shown(self.from, source), self.shown(self.to, target));
         let error = FileError::step(shown_source.clone(), why)
             .with_outcome(format!("; {shown_dest} was not written"));
-        self.report.failures.push(error.to_string());
-        self.report.per_file.push(FileResult {
-            source: shown_source,
-            dest: shown_dest,
-            size: 0,
-            status: FileStatus::Failed,
-            bytes: 0,
-            resumed_from: 0,
-            sha256: None,
-            error: Some(error),
-        });
+        self.report
+            .failed_before_copying(shown_source, shown_dest, error);
     }
 
     /// Copy the directory `source` to `target` (created, with its subdirectories), walked

@@ -7,12 +7,16 @@ use std::path::{Path, PathBuf};
 
 use smb3_client::{Metadata, Share, WalkOptions};
 
+use crate::file_error::{Cause, FileError, Refusal};
 use crate::glob::Excludes;
 use crate::local_dest::{split_dest, LocalRoot, LocalTarget, NameFolding};
 use crate::name_clash::NameClashes;
 
 /// Remote directories listed at the same time while planning a download.
 const LISTINGS_AT_ONCE: usize = 16;
+
+/// Said after the reason a directory was not copied: its whole subtree is left out.
+const NOR_ANYTHING_IN_IT: &str = " (nor anything in it)";
 
 /// How an SMB share compares names: case-insensitively (MS-FSCC 2.1.5; Samba by default for
 /// SMB2 clients), with no Unicode normalization.
@@ -78,8 +82,9 @@ pub(crate) struct Plan {
     pub(crate) jobs: Vec<Job>,
     /// Directories copied, for `-p`.
     pub(crate) dirs: Vec<DirJob>,
-    /// One line per source that could not be planned.
-    pub(crate) failures: Vec<String>,
+    /// Why each source (or file or directory found below one) that could not be planned was
+    /// left out.
+    pub(crate) failures: Vec<FileError>,
     /// Files and directories left out by `--exclude` (a directory counts once).
     pub(crate) excluded: u64,
     /// The destination cannot be what the command line asks (see [`refused_destination`]):
@@ -202,7 +207,10 @@ pub(crate) async fn download(
     let (root_path, dest_name) = split_dest(dest, dest_is_dir);
     if opts.create_dirs && !root_path.exists() {
         if let Err(e) = std::fs::create_dir_all(&root_path) {
-            plan.failures.push(format!("{}: {e}", root_path.display()));
+            plan.failures.push(FileError::new(
+                root_path.display().to_string(),
+                Cause::local(e),
+            ));
             return plan;
         }
     }
@@ -213,23 +221,32 @@ pub(crate) async fn download(
             match LocalRoot::open(Path::new(".")) {
                 Ok(r) => r,
                 Err(e) => {
-                    plan.failures.push(format!("{}: {e}", root_path.display()));
+                    plan.failures.push(FileError::new(
+                        root_path.display().to_string(),
+                        Cause::local(e),
+                    ));
                     return plan;
                 }
             }
         }
         Err(e) => {
-            plan.failures.push(format!("{}: {e}", root_path.display()));
+            plan.failures.push(FileError::new(
+                root_path.display().to_string(),
+                Cause::local(e),
+            ));
             return plan;
         }
     };
     let mut clashes = NameClashes::new(root.name_folding(opts.create_dirs));
+    if clashes.folds() && dest_name.is_none() {
+        note_existing_local(&root_path, "", &mut clashes);
+    }
     for src in sources {
         let md = match share.metadata(src).await {
             Ok(md) => md,
             Err(e) => {
                 plan.failures
-                    .push(format!("{}: {}", remote_name(share, src), e.brief()));
+                    .push(FileError::new(remote_name(share, src), Cause::Smb(e)));
                 continue;
             }
         };
@@ -245,23 +262,21 @@ pub(crate) async fn download(
             Ok(t) => t,
             Err(e) => {
                 plan.failures
-                    .push(format!("{}: {e}", remote_name(share, src)));
+                    .push(FileError::new(remote_name(share, src), Cause::local(e)));
                 continue;
             }
         };
         if let Err(first) = clashes.admit("", &name) {
-            plan.failures.push(format!(
-                "{}: {}",
-                remote_name(share, src),
-                clashes.explain(&name, &first)
-            ));
+            let why = Refusal::NameClash(clashes.explain(&name, &first));
+            plan.failures
+                .push(FileError::new(remote_name(share, src), why));
             continue;
         }
         if md.is_dir() {
             if !opts.recursive {
-                plan.failures.push(format!(
-                    "{}: is a directory (use -r)",
-                    remote_name(share, src)
+                plan.failures.push(FileError::new(
+                    remote_name(share, src),
+                    Refusal::IsDirectory,
                 ));
                 continue;
             }
@@ -339,6 +354,21 @@ async fn note_existing_remote(share: &Share, dir: &str, clashes: &mut NameClashe
     }
 }
 
+/// Note the names already in the local directory `dir` (none when it does not exist yet) as
+/// `key`'s: on a case-insensitive local file system (macOS's default) a download of `foo`
+/// would otherwise overwrite an existing `FOO`.
+fn note_existing_local(dir: &Path, key: &str, clashes: &mut NameClashes) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        // A name that is not UTF-8 cannot be the spelling of a name from the share.
+        if let Some(name) = entry.file_name().to_str() {
+            clashes.existing(key, name);
+        }
+    }
+}
+
 /// Note a remote file whose data is mostly holes (it downloads in full).
 fn note_sparse_remote(share: &Share, path: &str, md: &Metadata, plan: &mut Plan) {
     if mostly_holes(md.len, md.allocation_size) {
@@ -373,11 +403,11 @@ async fn remote_tree(
     opts: &PlanOptions<'_>,
     clashes: &mut NameClashes,
     plan: &mut Plan,
-) -> Result<(), String> {
+) -> Result<(), FileError> {
     if opts.create_dirs {
         local
             .create_dir()
-            .map_err(|e| format!("{}: {e}", local.path().display()))?;
+            .map_err(|e| FileError::new(local.path().display().to_string(), Cause::local(e)))?;
     }
     let root = dir.trim_end_matches('/');
     let prefix = if root.is_empty() {
@@ -398,22 +428,22 @@ async fn remote_tree(
     );
     // Clashes are found per destination directory, named by its place below `local`.
     let base = local.path().display().to_string();
+    if clashes.folds() {
+        note_existing_local(&local.path(), &format!("{base}/"), clashes);
+    }
     while let Some(item) = walk.next().await {
         let e = match item {
             Ok(e) => e,
             Err(err) => {
-                plan.failures.push(match &err.error {
+                let shown = match &err.error {
                     // The error names the directory and the raw name itself.
                     smb3_client::Error::UnsafeName { .. } => {
-                        format!(
-                            "//{}/{}: {}",
-                            share.client().server_addr().ip(),
-                            share.name(),
-                            err.error
-                        )
+                        format!("//{}/{}", share.client().server_addr().ip(), share.name())
                     }
-                    other => format!("{}: {}", remote_name(share, &err.path), other.brief()),
-                });
+                    _ => remote_name(share, &err.path),
+                };
+                plan.failures
+                    .push(FileError::new(shown, Cause::Smb(err.error)));
                 continue;
             }
         };
@@ -433,13 +463,12 @@ async fn remote_tree(
             }
             continue;
         }
-        let not_copied = |line: String, plan: &mut Plan, left_out: &mut HashSet<String>| {
-            let line = if is_dir {
-                format!("{line} (nor anything in it)")
+        let not_copied = |error: FileError, plan: &mut Plan, left_out: &mut HashSet<String>| {
+            plan.failures.push(if is_dir {
+                error.with_outcome(NOR_ANYTHING_IN_IT)
             } else {
-                line
-            };
-            plan.failures.push(line);
+                error
+            });
             if is_dir {
                 left_out.insert(rel.clone());
             }
@@ -449,7 +478,7 @@ async fn remote_tree(
             Ok(t) => t,
             Err(err) => {
                 not_copied(
-                    format!("{}: {err}", remote_name(share, &e.path)),
+                    FileError::new(remote_name(share, &e.path), Cause::local(err)),
                     plan,
                     &mut left_out,
                 );
@@ -457,9 +486,9 @@ async fn remote_tree(
             }
         };
         if let Err(first) = clashes.admit(&format!("{base}/{parent}"), &e.entry.name) {
-            let why = clashes.explain(&e.entry.name, &first);
+            let why = Refusal::NameClash(clashes.explain(&e.entry.name, &first));
             not_copied(
-                format!("{}: {why}", remote_name(share, &e.path)),
+                FileError::new(remote_name(share, &e.path), why),
                 plan,
                 &mut left_out,
             );
@@ -469,12 +498,15 @@ async fn remote_tree(
             if opts.create_dirs {
                 if let Err(err) = target.create_dir() {
                     not_copied(
-                        format!("{}: {err}", target.path().display()),
+                        FileError::new(target.path().display().to_string(), Cause::local(err)),
                         plan,
                         &mut left_out,
                     );
                     continue;
                 }
+            }
+            if clashes.folds() {
+                note_existing_local(&target.path(), &format!("{base}/{rel}"), clashes);
             }
             plan.dirs.push(DirJob::Local {
                 local: target,
@@ -507,7 +539,7 @@ pub(crate) async fn upload(
         Ok(_) => DestState::NotDir,
         Err(e) if e.to_errno() == 2 => DestState::Missing,
         Err(e) => {
-            plan.failures.push(format!("{shown}: {}", e.brief()));
+            plan.failures.push(FileError::new(shown, Cause::Smb(e)));
             return plan;
         }
     };
@@ -530,7 +562,8 @@ pub(crate) async fn upload(
         let md = match std::fs::metadata(src) {
             Ok(md) => md,
             Err(e) => {
-                plan.failures.push(format!("{}: {e}", src.display()));
+                plan.failures
+                    .push(FileError::new(src.display().to_string(), Cause::local(e)));
                 continue;
             }
         };
@@ -550,17 +583,17 @@ pub(crate) async fn upload(
         };
         let target_dir = if dest_is_dir { dest } else { "" };
         if let Err(clash) = clashes.admit(target_dir, base_name_remote(&target)) {
-            plan.failures.push(format!(
-                "{}: {}",
-                src.display(),
-                clashes.explain(base_name_remote(&target), &clash)
-            ));
+            let why = Refusal::NameClash(clashes.explain(base_name_remote(&target), &clash));
+            plan.failures
+                .push(FileError::new(src.display().to_string(), why));
             continue;
         }
         if md.is_dir() {
             if !opts.recursive {
-                plan.failures
-                    .push(format!("{}: is a directory (use -r)", src.display()));
+                plan.failures.push(FileError::new(
+                    src.display().to_string(),
+                    Refusal::IsDirectory,
+                ));
                 continue;
             }
             plan.dirs.push(DirJob::Remote {
@@ -591,7 +624,7 @@ async fn local_tree(
     opts: &PlanOptions<'_>,
     clashes: &mut NameClashes,
     plan: &mut Plan,
-) -> Result<(), String> {
+) -> Result<(), FileError> {
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
     while let Some((ldir, rdir, rel_dir)) = stack.pop() {
         // A directory there from an earlier copy may hold names in another case.
@@ -602,14 +635,15 @@ async fn local_tree(
             share
                 .create_dir_all(&rdir)
                 .await
-                .map_err(|e| format!("{}: {}", remote_name(share, &rdir), e.brief()))?;
+                .map_err(|e| FileError::new(remote_name(share, &rdir), Cause::Smb(e)))?;
         }
-        let entries = std::fs::read_dir(&ldir).map_err(|e| format!("{}: {e}", ldir.display()))?;
+        let local_error = |at: &Path, e| FileError::new(at.display().to_string(), Cause::local(e));
+        let entries = std::fs::read_dir(&ldir).map_err(|e| local_error(&ldir, e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", ldir.display()))?;
+            let entry = entry.map_err(|e| local_error(&ldir, e))?;
             let md = entry
                 .metadata()
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                .map_err(|e| local_error(&entry.path(), e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let rel = join_rel(&rel_dir, &name);
             if opts.excludes.excludes(&rel) {
@@ -618,14 +652,13 @@ async fn local_tree(
             }
             let r = join_remote(&rdir, &name);
             if let Err(first) = clashes.admit(&rdir, &name) {
-                let why = clashes.explain(&name, &first);
-                let nor = if md.is_dir() {
-                    " (nor anything in it)"
+                let why = Refusal::NameClash(clashes.explain(&name, &first));
+                let error = FileError::new(entry.path().display().to_string(), why);
+                plan.failures.push(if md.is_dir() {
+                    error.with_outcome(NOR_ANYTHING_IN_IT)
                 } else {
-                    ""
-                };
-                plan.failures
-                    .push(format!("{}: {why}{nor}", entry.path().display()));
+                    error
+                });
                 continue;
             }
             if md.is_dir() {
@@ -649,7 +682,33 @@ async fn local_tree(
 
 #[cfg(test)]
 mod tests {
-    use super::{refused_destination, DestState};
+    use super::{note_existing_local, refused_destination, DestState};
+    use crate::local_dest::NameFolding;
+    use crate::name_clash::{Clash, NameClashes};
+
+    #[test]
+    fn names_already_in_a_local_directory_clash_when_it_folds_case() {
+        let dir = std::env::temp_dir().join(format!("smbcp-existing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("FOO"), b"").unwrap();
+        let mut clashes = NameClashes::new(NameFolding {
+            case_insensitive: true,
+            normalization_insensitive: false,
+        });
+        note_existing_local(&dir, "d/", &mut clashes);
+        note_existing_local(&dir.join("missing"), "m/", &mut clashes);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            clashes.admit("d/", "foo"),
+            Err(Clash::Existing("FOO".into()))
+        );
+        assert_eq!(
+            clashes.admit("d/", "FOO"),
+            Ok(()),
+            "the same name is replaced"
+        );
+        assert_eq!(clashes.admit("m/", "foo"), Ok(()));
+    }
 
     #[test]
     fn destinations_are_refused_where_cp_refuses_them() {

@@ -158,6 +158,43 @@ async fn a_file_the_server_refuses_fails_alone_with_its_ntstatus() {
 }
 
 #[tokio::test]
+async fn what_fails_before_copying_is_listed_with_its_ntstatus_too() {
+    let server = TestServer::start(ServerConfig::default()).await.unwrap();
+    let share = share_of(&server).await;
+    server.put_file("data", "top/a.bin", b"a");
+    server.put_file("data", "top/sub/b.bin", b"b");
+    // The subdirectory cannot be listed: its files are never planned.
+    server.fail(Fault::fail(Command::QUERY_DIRECTORY, NtStatus::ACCESS_DENIED).at_path("sub"));
+    let local = TempDir::new("unplanned");
+
+    let sources = ["missing.bin".to_string(), "top".to_string()];
+    let report = copy::download(&share, &sources, &local.0, &options(&[])).await;
+    let failed = failed(&report);
+    assert_eq!(failed.len(), 2, "{:?}", report.failures);
+    assert_eq!(
+        report.failures.len(),
+        2,
+        "one line each: {:?}",
+        report.failures
+    );
+    let missing = failed
+        .iter()
+        .find(|f| f.source.ends_with("/missing.bin"))
+        .expect("the missing source is listed");
+    let json = missing.json();
+    assert_eq!(json["ntstatus"], "STATUS_OBJECT_NAME_NOT_FOUND", "{json}");
+    assert_eq!(json["error_kind"], "status", "{json}");
+    assert_eq!(json["dest"], "", "no destination was chosen: {json}");
+    let unlisted = failed
+        .iter()
+        .find(|f| f.source.ends_with("/top/sub"))
+        .expect("the directory that could not be listed is listed");
+    assert_eq!(unlisted.json()["ntstatus"], "STATUS_ACCESS_DENIED");
+    assert_eq!(std::fs::read(local.0.join("top/a.bin")).unwrap(), b"a");
+    assert!(!local.0.join("top/sub/b.bin").exists());
+}
+
+#[tokio::test]
 async fn a_connection_lost_in_the_middle_of_a_file_loses_nothing() {
     let server = TestServer::start(ServerConfig::default()).await.unwrap();
     let share = share_of(&server).await;

@@ -40,7 +40,14 @@ pub const CHUNKS_PER_CHANNEL: usize = 4;
 /// Chunks one large read or write keeps in flight so that `usable` channels stay busy:
 /// [`CHUNKS_PER_CHANNEL`] each, and at least one.
 pub(crate) fn busy_depth(usable: usize) -> usize {
-    CHUNKS_PER_CHANNEL.saturating_mul(usable).max(1)
+    depth_over_channels(CHUNKS_PER_CHANNEL, usable)
+}
+
+/// The one rule for how many requests of one operation are kept in flight: `per_channel` for
+/// each channel that may carry requests now (`ChannelSet::usable_count`: channels still
+/// binding or under suspicion do not count), and at least one.
+pub(crate) fn depth_over_channels(per_channel: usize, usable: usize) -> usize {
+    per_channel.saturating_mul(usable).max(1)
 }
 
 /// An open file. Cheap to clone; the handle is closed by [`File::close`], or in the background

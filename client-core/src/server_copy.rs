@@ -38,8 +38,10 @@ const DEFAULT_LIMITS: Limits = Limits {
     request_bytes: 16 << 20,
 };
 
-/// Copy requests in flight per channel of the session.
-const PER_CHANNEL: usize = 2;
+/// Copy requests in flight per usable channel. Fewer than a read's chunks: each request
+/// asks the server to move up to 16 MiB on its own disks, so two keep it busy while the
+/// reply of the first travels back.
+const COPY_REQUESTS_PER_CHANNEL: usize = 2;
 
 /// Room for a resume key response (24-byte key, 4-byte length, a small context).
 const RESUME_KEY_OUTPUT: u32 = 32;
@@ -102,7 +104,10 @@ impl File {
             .step_by(request_bytes as usize)
             .map(|done| (done, (len - done).min(request_bytes)))
             .collect();
-        let in_flight = PER_CHANNEL * self.core().multichannel.channels.active().len().max(1);
+        let in_flight = crate::file::depth_over_channels(
+            COPY_REQUESTS_PER_CHANNEL,
+            self.core().multichannel.channels.usable_count(),
+        );
         let copied: Vec<u64> = stream::iter(requests)
             .map(|(done, n)| {
                 let pieces = chunks(source_offset + done, offset + done, n, limits);

@@ -18,23 +18,13 @@ pub struct Counting;
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
         // SAFETY: forwarded as received.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        }
-        p
+        counted(unsafe { System.alloc(layout) }, layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
         // SAFETY: forwarded as received.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        }
-        p
+        counted(unsafe { System.alloc_zeroed(layout) }, layout)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -52,6 +42,15 @@ unsafe impl GlobalAlloc for Counting {
         }
         p
     }
+}
+
+/// `p`, a new allocation of `layout`, counted when it succeeded.
+fn counted(p: *mut u8, layout: Layout) -> *mut u8 {
+    INSTALLED.store(true, Ordering::Relaxed);
+    if !p.is_null() {
+        LIVE.fetch_add(layout.size() as u64, Ordering::Relaxed);
+    }
+    p
 }
 
 /// Bytes allocated and not yet freed, when [`Counting`] is the global allocator.

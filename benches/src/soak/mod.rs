@@ -353,24 +353,14 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
 
 /// Stops the run on SIGINT or SIGTERM, so the testbed is still taken down.
 fn on_signal(stop: Arc<AtomicBool>, interrupted: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        rt.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let Ok(mut term) = signal(SignalKind::terminate()) else {
-                return;
-            };
-            tokio::select! { _ = tokio::signal::ctrl_c() => {} _ = term.recv() => {} }
-            eprintln!("soak: signal received, stopping and cleaning up");
-            interrupted.store(true, Ordering::Relaxed);
-            stop.store(true, Ordering::Relaxed);
-        })
-    });
+    let first = move || {
+        eprintln!("soak: signal received, stopping and cleaning up");
+        interrupted.store(true, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+    };
+    if let Err(e) = crate::on_signals(first, || {}) {
+        eprintln!("soak: no signal handling ({e}): Ctrl-C will leave the testbed behind");
+    }
 }
 
 /// Lets the workload run for the settings' duration (or until a signal sets `stop`) while a

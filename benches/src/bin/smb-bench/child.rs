@@ -196,37 +196,29 @@ static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 /// Exit status of a run cut short by a signal (128 + SIGINT, as shells report it).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
-/// Catches SIGINT and SIGTERM from now on.
+/// Catches SIGINT and SIGTERM from now on: the first stops the run and is passed on to the
+/// children running, the second exits at once.
 pub(crate) fn install_signal_handler() {
-    let spawned = std::thread::Builder::new().name("smb-bench-signals".into()).spawn(|| {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            return;
-        };
-        rt.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-                return;
-            };
-            tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
-            INTERRUPTED.store(true, Ordering::SeqCst);
-            eprintln!(
-                "smb-bench: signal received: stopping, unmounting and taking the testbeds down (again to exit at once)"
-            );
-            for pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                // SAFETY: kill(2) takes no pointers. The PID is a child of ours that runs or
-                // was reaped a moment ago; PIDs are reused only after the whole range wrapped.
-                #[allow(unsafe_code)]
-                unsafe {
-                    libc::kill(*pid as libc::pid_t, libc::SIGINT);
-                }
+    let first = || {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        eprintln!(
+            "smb-bench: signal received: stopping, unmounting and taking the testbeds down (again to exit at once)"
+        );
+        for pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            // SAFETY: kill(2) takes no pointers. The PID is a child of ours that runs or was
+            // reaped a moment ago; PIDs are reused only after the whole range wrapped.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGINT);
             }
-            tokio::select! { _ = int.recv() => {} _ = term.recv() => {} }
-            eprintln!("smb-bench: second signal: exiting without cleaning up");
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        });
-    });
-    if let Err(e) = spawned {
-        eprintln!("smb-bench: no signal thread ({e}): Ctrl-C will leave the testbed behind");
+        }
+    };
+    let second = || {
+        eprintln!("smb-bench: second signal: exiting without cleaning up");
+        std::process::exit(i32::from(EXIT_INTERRUPTED));
+    };
+    if let Err(e) = smb3_benches::on_signals(first, second) {
+        eprintln!("smb-bench: no signal handling ({e}): Ctrl-C will leave the testbed behind");
     }
 }
 

@@ -63,10 +63,7 @@ pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, St
         hasher.update(&chunk);
         file.write_all(chunk).ctx(path.display())?;
     }
-    Ok(Fingerprint {
-        len,
-        sha256: hex(&hasher.finalize()),
-    })
+    Ok(Fingerprint { len, sha256: hex(&hasher.finalize()) })
 }
 
 /// Size and SHA-256 of the file at `path`.
@@ -75,12 +72,7 @@ pub fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
     let (mut hasher, mut len, mut buf) = (Sha256::new(), 0u64, vec![0u8; 1 << 20]);
     loop {
         match file.read(&mut buf).ctx(path.display())? {
-            0 => {
-                return Ok(Fingerprint {
-                    len,
-                    sha256: hex(&hasher.finalize()),
-                })
-            }
+            0 => return Ok(Fingerprint { len, sha256: hex(&hasher.finalize()) }),
             n => {
                 hasher.update(&buf[..n]);
                 len += n as u64;
@@ -139,18 +131,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p");
         let fp = write_pattern(&path, 7, 3 * BLOCK as u64 + 64).unwrap();
-        assert_eq!(
-            (fp.len, fingerprint(&path).unwrap()),
-            (3 * BLOCK as u64 + 64, fp.clone())
-        );
+        assert_eq!((fp.len, fingerprint(&path).unwrap()), (3 * BLOCK as u64 + 64, fp.clone()));
         verify(&path, &fp).unwrap();
-        let other = Fingerprint {
-            sha256: "00".repeat(32),
-            ..fp
-        };
-        assert!(verify(&path, &other)
-            .unwrap_err()
-            .contains("does not verify"));
+        let other = Fingerprint { sha256: "00".repeat(32), ..fp };
+        assert!(verify(&path, &other).unwrap_err().contains("does not verify"));
         remove_if_present(&dir).unwrap();
         remove_if_present(&dir).unwrap();
         assert!(!dir.exists());

@@ -3,7 +3,7 @@
 //! size and SHA-256 of what arrived.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 use crate::Context;
@@ -52,33 +52,61 @@ pub struct Fingerprint {
     pub sha256: String,
 }
 
+/// Size and SHA-256 of the bytes written into it, counted as they go by.
+#[derive(Debug, Clone, Default)]
+pub struct Hashing(Sha256, u64);
+
+impl Hashing {
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+        self.1 += bytes.len() as u64;
+    }
+
+    /// Bytes added so far.
+    pub fn bytes(&self) -> u64 {
+        self.1
+    }
+
+    /// The fingerprint of everything added.
+    pub fn finish(self) -> Fingerprint {
+        Fingerprint { len: self.1, sha256: hex(&self.0.finalize()) }
+    }
+}
+
+impl Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Writes `len` bytes (a multiple of 8) of the `seed` stream to `path`; their fingerprint.
 pub fn write_pattern(path: &Path, seed: u64, len: u64) -> Result<Fingerprint, String> {
     assert_eq!(len % 8, 0, "pattern length must be a multiple of 8");
     let mut file = File::create(path).ctx(path.display())?;
-    let (mut pattern, mut hasher, mut buf) = (Pattern::new(seed), Sha256::new(), vec![0u8; BLOCK]);
+    let (mut pattern, mut hashing, mut buf) =
+        (Pattern::new(seed), Hashing::default(), vec![0u8; BLOCK]);
     for start in (0..len).step_by(BLOCK) {
         let chunk = &mut buf[..(len - start).min(BLOCK as u64) as usize];
         pattern.fill(chunk);
-        hasher.update(&chunk);
+        hashing.update(chunk);
         file.write_all(chunk).ctx(path.display())?;
     }
-    Ok(Fingerprint { len, sha256: hex(&hasher.finalize()) })
+    Ok(hashing.finish())
 }
 
 /// Size and SHA-256 of the file at `path`.
 pub fn fingerprint(path: &Path) -> Result<Fingerprint, String> {
-    let mut file = File::open(path).ctx(path.display())?;
-    let (mut hasher, mut len, mut buf) = (Sha256::new(), 0u64, vec![0u8; 1 << 20]);
-    loop {
-        match file.read(&mut buf).ctx(path.display())? {
-            0 => return Ok(Fingerprint { len, sha256: hex(&hasher.finalize()) }),
-            n => {
-                hasher.update(&buf[..n]);
-                len += n as u64;
-            }
-        }
-    }
+    let file = File::open(path).ctx(path.display())?;
+    let mut hashing = Hashing::default();
+    std::io::copy(&mut BufReader::with_capacity(1 << 20, file), &mut hashing)
+        .ctx(path.display())?;
+    Ok(hashing.finish())
 }
 
 /// Fails unless the file at `path` is exactly `expected`.

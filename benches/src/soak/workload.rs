@@ -21,13 +21,12 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use smb3_client::{ClientConfig, OpenOptions, Share};
 use smb3_tests::{client_block_on, Testbed};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{heap, Ctx, Settings, Subject};
-use crate::data::{fingerprint, hex};
+use crate::data::{fingerprint, Fingerprint, Hashing};
 use crate::Context;
 
 /// Longest one operation may take before it counts as lost. A 64 MiB transfer on the slowest
@@ -59,8 +58,8 @@ fn chunks(seed: u64, size: usize) -> impl Iterator<Item = Bytes> {
     (0..size.div_ceil(CHUNK)).map(move |i| chunk(seed, size, i))
 }
 
-/// One file seeded on the server for the downloaders: share-relative path, size, SHA-256.
-type Seeded = (String, usize, String);
+/// One file seeded on the server for the downloaders: share-relative path, size and SHA-256.
+type Seeded = (String, Fingerprint);
 
 /// The in-process client: its runtime in the client namespace, its session, and the files
 /// seeded for the downloaders.
@@ -159,7 +158,9 @@ fn seed_files(share_root: &Path, seed: u64) -> std::io::Result<Vec<Seeded>> {
     for (i, &size) in sizes.enumerate() {
         let data: Vec<u8> = chunks(seed ^ ((i as u64 + 1) << 40), size).flatten().collect();
         std::fs::write(share_root.join(format!("down/f{i}.bin")), &data)?;
-        out.push((format!("down/f{i}.bin"), size, hex(&Sha256::digest(&data))));
+        let mut hashing = Hashing::default();
+        hashing.update(&data);
+        out.push((format!("down/f{i}.bin"), hashing.finish()));
     }
     Ok(out)
 }
@@ -241,8 +242,9 @@ async fn upload(
     let disk = root.join(path);
     let got = tokio::task::spawn_blocking(move || fingerprint(&disk)).await.ctx("hash task")?;
     let fp = got.ctx("cannot read the server's file")?;
-    let sha256 = hex(&chunks(seed, size).fold(Sha256::new(), |h, c| h.chain_update(c)).finalize());
-    if fp.sha256 != sha256 || fp.len != size as u64 {
+    let mut sent = Hashing::default();
+    chunks(seed, size).for_each(|c| sent.update(&c));
+    if fp != sent.finish() {
         return Err(format!(
             "the server's file differs from what was written ({} bytes on disk)",
             fp.len
@@ -258,7 +260,7 @@ async fn downloader(ctx: Ctx, mut rng: StdRng, share: &Share, seeded: &[Seeded],
     while !ctx.stopped() {
         let file = &seeded[rng.random_range(0..seeded.len())];
         let streaming = rng.random_bool(0.5);
-        let what = format!("download {} ({} bytes, {})", file.0, file.1, mode(streaming));
+        let what = format!("download {} ({} bytes, {})", file.0, file.1.len, mode(streaming));
         let op = download(share, file, streaming);
         book(&ctx, &who, &what, [&ctx.tally.downloads, &ctx.tally.bytes_down], op).await;
     }
@@ -266,38 +268,34 @@ async fn downloader(ctx: Ctx, mut rng: StdRng, share: &Share, seeded: &[Seeded],
 
 async fn download(
     share: &Share,
-    (path, size, sha256): &Seeded,
+    (path, expected): &Seeded,
     streaming: bool,
 ) -> Result<u64, String> {
     let f = share.open(path, &OpenOptions::new().read(true)).await.map_err(text)?;
-    let (mut h, mut total) = (Sha256::new(), 0u64);
+    let mut h = Hashing::default();
     if streaming {
         let (mut r, mut buf) = (f.reader(), vec![0u8; 1 << 20]);
         loop {
             match r.read(&mut buf).await.ctx("streamed read")? {
                 0 => break,
-                n => {
-                    h.update(&buf[..n]);
-                    total += n as u64;
-                }
+                n => h.update(&buf[..n]),
             }
         }
     } else {
         // Asks for a little more than the file holds at the end, so a file that grew shows.
-        while total < *size as u64 + 1 {
-            let b = f.read_at(total, CHUNK).await.map_err(text)?;
+        while h.bytes() < expected.len + 1 {
+            let b = f.read_at(h.bytes(), CHUNK).await.map_err(text)?;
             if b.is_empty() {
                 break;
             }
             h.update(&b);
-            total += b.len() as u64;
         }
     }
     f.close().await.map_err(text)?;
-    match (total == *size as u64, hex(&h.finalize()) == *sha256) {
-        (false, _) => Err(format!("read {total} bytes")),
-        (true, false) => Err("the bytes read differ from the file's".into()),
-        (true, true) => Ok(total),
+    match h.finish() {
+        got if got.len != expected.len => Err(format!("read {} bytes", got.len)),
+        got if got != *expected => Err("the bytes read differ from the file's".into()),
+        got => Ok(got.len),
     }
 }
 
@@ -327,7 +325,7 @@ async fn metadata_round(
         }
     }
     let len = share.metadata(&file.0).await.map_err(text)?.len;
-    if len != file.1 as u64 {
+    if len != file.1.len {
         return Err(format!("{}: size {len} listed", file.0));
     }
     share.read_dir("up").await.map_err(text)?;

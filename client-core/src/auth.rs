@@ -1,5 +1,6 @@
-//! Authentication through the `sspi` crate: SPNEGO with NTLMv2, or with Kerberos when the
-//! configuration names a realm.
+//! Authentication: SPNEGO with NTLMv2 or Kerberos-with-a-password through the `sspi` crate,
+//! or Kerberos from the user's ticket cache or a keytab through the system's GSS-API
+//! ([`gss`]). [`mechanism`] chooses.
 //!
 //! SMB2 SESSION_SETUP just carries opaque GSS tokens; this module turns the server's tokens
 //! into the client's next token and, at the end, yields the session key that signing and
@@ -8,6 +9,7 @@
 //! Samba and Windows do); it is used exactly like NTLM's: its first 16 bytes for the SMB 3.x
 //! KDF, all of it for the AES-256 ciphers (MS-SMB2 3.2.5.3.1, Session.FullSessionKey).
 
+mod gss;
 mod kdc;
 
 use std::time::Duration;
@@ -23,11 +25,47 @@ use sspi::{
 
 use zeroize::Zeroizing;
 
-use crate::config::ClientConfig;
+use crate::config::{Auth, ClientConfig};
 use crate::error::{AuthDetail, AuthFailure, ConfigError, Error, KerberosHint, Result};
 use crate::password::{KeptSecret, Password};
 
+use self::gss::{GssAuthenticator, GssCredential};
 use self::kdc::KdcTransport;
+
+/// How a session authenticates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mechanism {
+    /// NTLMv2 with the password (sspi).
+    Ntlm,
+    /// Kerberos with the password: sspi asks the KDC for a TGT (the realm is configured).
+    KerberosPassword,
+    /// Kerberos with the tickets of a cache or a keytab (the system's GSS-API).
+    KerberosTickets,
+}
+
+/// The mechanism for `config` and credentials with or without a password. Secure by default
+/// and never a silent downgrade: a caller who gave no password gets Kerberos (or a clear
+/// "no ticket: run kinit"), not an NTLM attempt with an empty password; a guest session
+/// (which has no password either) is only tried when the caller allows guests.
+pub(crate) fn mechanism(config: &ClientConfig, has_password: bool) -> Mechanism {
+    let tickets_named = config.kerberos_ccache.is_some() || config.kerberos_keytab.is_some();
+    match config.auth {
+        Auth::Ntlm => Mechanism::Ntlm,
+        Auth::Kerberos if has_password && config.kerberos_realm.is_some() && !tickets_named => {
+            Mechanism::KerberosPassword
+        }
+        Auth::Kerberos => Mechanism::KerberosTickets,
+        Auth::Auto if tickets_named => Mechanism::KerberosTickets,
+        Auth::Auto if has_password || config.allow_guest => {
+            if config.kerberos_realm.is_some() {
+                Mechanism::KerberosPassword
+            } else {
+                Mechanism::Ntlm
+            }
+        }
+        Auth::Auto => Mechanism::KerberosTickets,
+    }
+}
 
 /// User name, domain and password. NTLM uses all three; Kerberos asks the KDC for
 /// `user@REALM` with the password, the realm coming from `ClientConfig::kerberos_realm`.
@@ -51,6 +89,9 @@ pub(crate) struct SessionCredentials {
     pub(crate) user: String,
     pub(crate) domain: String,
     secret: KeptSecret,
+    /// The Kerberos credentials when the session uses a ticket cache or keytab
+    /// ([`Mechanism::KerberosTickets`]); shared by every exchange of the session.
+    gss: Option<GssCredential>,
 }
 
 impl SessionCredentials {
@@ -66,7 +107,28 @@ impl SessionCredentials {
             user: creds.user.clone(),
             domain: creds.domain.clone(),
             secret,
+            gss: None,
         }
+    }
+
+    /// What a new session with `config` keeps: for [`Mechanism::KerberosTickets`] the
+    /// acquired Kerberos credentials (failing at once when there is no valid ticket), else
+    /// as [`SessionCredentials::keep`].
+    pub(crate) async fn for_session(
+        creds: &UserCredentials,
+        config: &ClientConfig,
+    ) -> Result<SessionCredentials> {
+        let has_password = !creds.password.expose().is_empty();
+        let mut kept = SessionCredentials::keep(creds, config);
+        if mechanism(config, has_password) == Mechanism::KerberosTickets {
+            let gss = GssCredential::acquire(config).await?;
+            // Messages about the session (guest mapping, ...) name the principal.
+            if kept.user.is_empty() {
+                kept.user = gss.principal.clone();
+            }
+            kept.gss = Some(gss);
+        }
+        Ok(kept)
     }
 
     /// The secret as sspi takes it in a password field: for NTLM always the NT hash in
@@ -129,19 +191,7 @@ impl KerberosSettings {
                 }
             },
         };
-        let host = config
-            .kerberos_service_host
-            .as_deref()
-            .unwrap_or(server_name)
-            .trim();
-        // A ticket is issued for a name the KDC knows, never for a bare address.
-        let unbracketed = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() || unbracketed.parse::<std::net::IpAddr>().is_ok() {
-            return bad(
-                "kerberos_service_host",
-                "Kerberos needs the server's host name (cifs/<name>), not an address",
-            );
-        }
+        let host = service_host(config, server_name)?;
         Ok(Some(KerberosSettings {
             realm: realm.to_ascii_uppercase(),
             kdc_url,
@@ -150,6 +200,26 @@ impl KerberosSettings {
             timeout: config.connect_timeout,
         }))
     }
+}
+
+/// The host name of the service principal `cifs/<host>`: the configured one, else the name
+/// the server was reached by. A ticket is issued for a name the KDC knows, never for a bare
+/// address (MIT's `rdns = false`: no reverse lookup is made to guess one), so an address
+/// without `kerberos_service_host` is a configuration error that says so.
+fn service_host(config: &ClientConfig, server_name: &str) -> Result<String> {
+    let host = config
+        .kerberos_service_host
+        .as_deref()
+        .unwrap_or(server_name)
+        .trim();
+    let unbracketed = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || unbracketed.parse::<std::net::IpAddr>().is_ok() {
+        return Err(Error::Config(ConfigError::Setting {
+            name: "kerberos_service_host",
+            reason: "Kerberos needs the server's host name (cifs/<name>), not an address",
+        }));
+    }
+    Ok(host.to_ascii_lowercase())
 }
 
 /// The account as the KDC knows it: `user` in `realm`. A `user@REALM` name keeps its own realm.
@@ -169,7 +239,91 @@ struct KerberosWho {
 }
 
 /// One authentication exchange in progress.
-pub(crate) struct Authenticator {
+pub(crate) enum Authenticator {
+    /// NTLM or Kerberos with a password, through sspi.
+    Sspi(Box<SspiAuthenticator>),
+    /// Kerberos with a ticket cache or keytab, through the system's GSS-API.
+    Gss(Box<GssAuthenticator>),
+}
+
+impl Authenticator {
+    /// Start the exchange the configuration and the kept credentials ask for (see
+    /// [`mechanism`]).
+    pub(crate) fn for_config(
+        creds: &SessionCredentials,
+        server: &str,
+        config: &ClientConfig,
+    ) -> Result<Authenticator> {
+        match &creds.gss {
+            Some(gss) => {
+                let host = service_host(config, server)?;
+                Ok(Authenticator::Gss(Box::new(GssAuthenticator::new(
+                    gss, &host,
+                )?)))
+            }
+            None => Ok(Authenticator::Sspi(Box::new(
+                SspiAuthenticator::for_config(creds, server, config)?,
+            ))),
+        }
+    }
+
+    /// [`SspiAuthenticator::step_off_runtime`], or a GSS-API step on the blocking pool (the
+    /// library may ask the KDC for a service ticket, with its own timeouts from krb5.conf).
+    pub(crate) async fn step_off_runtime(
+        self,
+        server_token: Bytes,
+    ) -> Result<(Self, Option<Vec<u8>>)> {
+        match self {
+            Authenticator::Sspi(a) => {
+                let (a, token) = a.step_off_runtime(server_token).await?;
+                Ok((Authenticator::Sspi(a), token))
+            }
+            Authenticator::Gss(mut a) => {
+                let (a, token) = tokio::task::spawn_blocking(move || {
+                    let token = a.step(&server_token);
+                    (a, token)
+                })
+                .await
+                .map_err(|e| Error::Auth {
+                    kind: AuthFailure::SecurityPackage,
+                    detail: AuthDetail::ExchangeStopped(Box::new(e)),
+                })?;
+                Ok((Authenticator::Gss(a), token?))
+            }
+        }
+    }
+
+    /// Whether the client side is complete.
+    pub(crate) fn is_complete(&self) -> bool {
+        match self {
+            Authenticator::Sspi(a) => a.is_complete(),
+            Authenticator::Gss(a) => a.is_complete(),
+        }
+    }
+
+    /// Whether the exchange is a Kerberos one (which then must end in mutual
+    /// authentication).
+    pub(crate) fn uses_kerberos(&self) -> bool {
+        match self {
+            Authenticator::Sspi(a) => a.uses_kerberos(),
+            Authenticator::Gss(_) => true,
+        }
+    }
+
+    /// The session key once complete, wiped on drop.
+    pub(crate) fn session_key(&self) -> Result<Zeroizing<Vec<u8>>> {
+        match self {
+            Authenticator::Sspi(a) => a.session_key(),
+            Authenticator::Gss(a) => {
+                tracing::trace!(from = a.from(), "Kerberos session key from GSS-API");
+                a.session_key()
+            }
+        }
+    }
+}
+
+/// One sspi exchange in progress.
+pub(crate) struct SspiAuthenticator {
     ctx: Negotiate,
     creds: Option<sspi::CredentialsBuffers>,
     target: String,
@@ -221,17 +375,21 @@ fn identity(user: &str, domain: Option<&str>, password: &str) -> Result<AuthIden
     })
 }
 
-impl Authenticator {
-    /// Start the exchange the configuration asks for: Kerberos when a realm is set (see
-    /// [`KerberosSettings::from_config`]), NTLMv2 otherwise.
+impl SspiAuthenticator {
+    /// Start the exchange the configuration asks for: NTLMv2 when [`Auth::Ntlm`] is chosen,
+    /// Kerberos when a realm is set (see [`KerberosSettings::from_config`]), NTLMv2
+    /// otherwise.
     pub(crate) fn for_config(
         creds: &SessionCredentials,
         server: &str,
         config: &ClientConfig,
-    ) -> Result<Authenticator> {
+    ) -> Result<SspiAuthenticator> {
+        if config.auth == Auth::Ntlm {
+            return SspiAuthenticator::ntlm(creds, server);
+        }
         match KerberosSettings::from_config(config, server)? {
-            Some(settings) => Authenticator::kerberos(creds, &settings),
-            None => Authenticator::ntlm(creds, server),
+            Some(settings) => SspiAuthenticator::kerberos(creds, &settings),
+            None => SspiAuthenticator::ntlm(creds, server),
         }
     }
 
@@ -241,7 +399,7 @@ impl Authenticator {
     pub(crate) fn kerberos(
         creds: &SessionCredentials,
         settings: &KerberosSettings,
-    ) -> Result<Authenticator> {
+    ) -> Result<SspiAuthenticator> {
         let workstation = local_host_name();
         let kdc_resolution = KdcResolution::KdcUrl(match settings.kdc_url.as_deref() {
             Some(url) => Some(url.parse().map_err(|_| {
@@ -275,7 +433,7 @@ impl Authenticator {
             .with_auth_data(&Credentials::AuthIdentity(identity))
             .execute(&mut ctx)
             .map_err(|e| kerberos_err(e, &principal, settings.kdc_url.as_deref()))?;
-        Ok(Authenticator {
+        Ok(SspiAuthenticator {
             ctx,
             creds: acquired.credentials_handle,
             target: settings.service_principal.clone(),
@@ -292,7 +450,7 @@ impl Authenticator {
     }
 
     /// Start an NTLM-over-SPNEGO exchange for `creds` against `server` (host name or address).
-    pub(crate) fn ntlm(creds: &SessionCredentials, server: &str) -> Result<Authenticator> {
+    pub(crate) fn ntlm(creds: &SessionCredentials, server: &str) -> Result<SspiAuthenticator> {
         let workstation = local_host_name();
         let config = NegotiateConfig::new(
             Box::new(NtlmConfig::new(workstation.clone())),
@@ -308,7 +466,7 @@ impl Authenticator {
             .with_auth_data(&Credentials::AuthIdentity(identity))
             .execute(&mut ctx)
             .map_err(sspi_err)?;
-        Ok(Authenticator {
+        Ok(SspiAuthenticator {
             ctx,
             creds: acquired.credentials_handle,
             target: format!("cifs/{server}"),
@@ -390,9 +548,9 @@ impl Authenticator {
     /// runs on tokio's blocking pool, the authenticator moving there and back; an NTLM step is
     /// a few microseconds of hashing and runs in place.
     pub(crate) async fn step_off_runtime(
-        mut self,
+        mut self: Box<Self>,
         server_token: Bytes,
-    ) -> Result<(Self, Option<Vec<u8>>)> {
+    ) -> Result<(Box<Self>, Option<Vec<u8>>)> {
         if self.kerberos.is_none() {
             let token = self.step(&server_token)?;
             return Ok((self, token));
@@ -482,6 +640,62 @@ mod tests {
             .into_owned();
         assert_eq!(local_host_name(), workstation_name(&node));
         assert!(!local_host_name().is_empty());
+    }
+
+    #[test]
+    fn the_mechanism_follows_password_and_config() {
+        let mut c = ClientConfig::default();
+        assert_eq!(mechanism(&c, true), Mechanism::Ntlm);
+        // No password: the ticket cache, never NTLM with an empty password.
+        assert_eq!(mechanism(&c, false), Mechanism::KerberosTickets);
+        c.allow_guest = true;
+        assert_eq!(
+            mechanism(&c, false),
+            Mechanism::Ntlm,
+            "a guest has no password"
+        );
+        c.allow_guest = false;
+        c.kerberos_realm = Some("TESTBED.LAN".into());
+        assert_eq!(mechanism(&c, true), Mechanism::KerberosPassword);
+        assert_eq!(mechanism(&c, false), Mechanism::KerberosTickets);
+        // A cache or keytab named: the tickets, even with a password.
+        c.kerberos_keytab = Some("/k".into());
+        assert_eq!(mechanism(&c, true), Mechanism::KerberosTickets);
+        c.auth = Auth::Ntlm;
+        assert_eq!(mechanism(&c, true), Mechanism::Ntlm);
+        assert_eq!(mechanism(&c, false), Mechanism::Ntlm);
+        c.auth = Auth::Kerberos;
+        assert_eq!(mechanism(&c, true), Mechanism::KerberosTickets);
+        c.kerberos_keytab = None;
+        assert_eq!(mechanism(&c, true), Mechanism::KerberosPassword);
+        c.kerberos_realm = None;
+        assert_eq!(mechanism(&c, true), Mechanism::KerberosTickets);
+    }
+
+    #[test]
+    fn the_service_host_must_be_a_name() {
+        let c = ClientConfig::default();
+        assert_eq!(
+            service_host(&c, "NAS.Corp.Example").unwrap(),
+            "nas.corp.example"
+        );
+        for addr in ["10.1.1.1", "[fe80::1]", "::1", " "] {
+            assert!(
+                matches!(
+                    service_host(&c, addr),
+                    Err(Error::Config(ConfigError::Setting {
+                        name: "kerberos_service_host",
+                        ..
+                    }))
+                ),
+                "{addr}"
+            );
+        }
+        let c = ClientConfig {
+            kerberos_service_host: Some("dc.testbed.lan".into()),
+            ..ClientConfig::default()
+        };
+        assert_eq!(service_host(&c, "10.1.1.1").unwrap(), "dc.testbed.lan");
     }
 
     #[test]
@@ -603,7 +817,11 @@ mod tests {
             password: "pw".into(),
         };
         let creds = SessionCredentials::keep(&creds, &c);
-        let auth = Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap();
+        let Authenticator::Sspi(auth) =
+            Authenticator::for_config(&creds, "dc.testbed.lan", &c).unwrap()
+        else {
+            panic!("a password and a realm: Kerberos through sspi");
+        };
         assert_eq!(auth.target, "cifs/dc.testbed.lan");
         let who = auth.kerberos.as_ref().unwrap();
         assert_eq!(who.principal, "smbtest@TESTBED.LAN");

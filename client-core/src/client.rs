@@ -66,6 +66,11 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client> {
         let (host, addr) = resolve(server).await?;
+        // From here on the session holds only what re-authenticating needs (the NT hash for
+        // NTLM, the acquired Kerberos credentials for a ticket cache or keytab), not the
+        // caller's password. Acquired before connecting: "no ticket, run kinit" needs no
+        // server.
+        let creds = SessionCredentials::for_session(creds, &config).await?;
         let frame_buffers = BufferPool::new(config.reply_buffer_pool);
         let opts = channel_options(&config, &frame_buffers);
         let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;
@@ -74,9 +79,6 @@ impl Client {
         let mut client_guid = [0u8; 16];
         rand::rng().fill_bytes(&mut client_guid);
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
-        // From here on the session holds only what re-authenticating needs (the NT hash for
-        // NTLM), not the caller's password.
-        let creds = SessionCredentials::keep(creds, &config);
         let established =
             session::session_setup(&channel, &negotiated, &creds, &host, &config, 0).await?;
         let can_encrypt = established

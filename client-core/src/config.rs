@@ -104,6 +104,20 @@ pub struct ClientConfig {
     /// unreachable, unknown service principal, clock skew) or the server picks NTLM. Off by
     /// default: a Kerberos session never silently becomes an NTLM one.
     pub ntlm_fallback: bool,
+    /// How the session authenticates: [`Auth::Auto`] (the default) uses Kerberos from the
+    /// ticket cache or a keytab when no password is given, the password otherwise.
+    pub auth: Auth,
+    /// The Kerberos credential cache to take tickets from (`FILE:/tmp/krb5cc_1000`,
+    /// `DIR:/run/user/1000/krb5cc`, `KEYRING:persistent:1000`, `KCM:1000`), through the
+    /// system's GSS-API. `None`: `KRB5CCNAME`, else krb5.conf's default cache.
+    pub kerberos_ccache: Option<String>,
+    /// A client keytab to get tickets from, as a service or backup job does; the tickets are
+    /// kept in this process's memory (a private `MEMORY:` cache), never written out. `None`:
+    /// the cache alone, or `KRB5_CLIENT_KTNAME` when the cache holds no ticket (MIT).
+    pub kerberos_keytab: Option<std::path::PathBuf>,
+    /// The client principal (`alice@CORP.EXAMPLE`) to take from the cache or keytab. `None`:
+    /// the cache's default principal, or the keytab's first entry.
+    pub kerberos_principal: Option<String>,
     /// Hand the keys of every session and bound channel to this log, to read a packet
     /// capture of the traffic ([`KeyLog`]). `None` (the default): keys never leave the client.
     pub key_log: Option<KeyLog>,
@@ -207,9 +221,30 @@ impl Default for ClientConfig {
             kerberos_kdc: None,
             kerberos_service_host: None,
             ntlm_fallback: false,
+            auth: Auth::Auto,
+            kerberos_ccache: None,
+            kerberos_keytab: None,
+            kerberos_principal: None,
             key_log: None,
         }
     }
+}
+
+/// Which mechanism authenticates the session (mount.cifs's `sec=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Auth {
+    /// Kerberos from the system's ticket cache or a keytab when the credentials carry no
+    /// password (or [`kerberos_ccache`](ClientConfig::kerberos_ccache) or
+    /// [`kerberos_keytab`](ClientConfig::kerberos_keytab) is set); with a password, Kerberos
+    /// when [`kerberos_realm`](ClientConfig::kerberos_realm) is set, NTLMv2 otherwise.
+    #[default]
+    Auto,
+    /// Kerberos only (`sec=krb5`): with the password when a realm is set and no cache or
+    /// keytab is, from the ticket cache or keytab otherwise. Never NTLM.
+    Kerberos,
+    /// NTLMv2 only (`sec=ntlmssp`), with the password.
+    Ntlm,
 }
 
 impl ClientConfig {

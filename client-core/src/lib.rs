@@ -89,7 +89,7 @@ pub use auth::UserCredentials;
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, TrafficCounters};
-pub use config::{ClientConfig, Dispatch, NicOverride};
+pub use config::{Auth, ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
     Error, ErrorBrief, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError,

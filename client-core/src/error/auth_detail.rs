@@ -53,6 +53,19 @@ pub enum AuthDetail {
         /// The user name the client logged on with.
         user: String,
     },
+    /// Kerberos through the system's GSS-API (tickets from a cache or a keytab) failed.
+    KerberosCache {
+        /// Where the tickets were to come from: a cache (`FILE:/tmp/krb5cc_0`), `keytab
+        /// /etc/backup.keytab`, or the default cache.
+        from: String,
+        /// The client principal, when known (from the option, or the cache).
+        principal: Option<String>,
+        /// The likely cause and what to do.
+        hint: Option<KerberosHint>,
+        /// The GSS-API error (`smb3_gss::Error`: the call, major and minor status, and the
+        /// library's own words).
+        source: AuthSource,
+    },
     /// Kerberos mutual authentication did not complete: the server accepted the session
     /// without the AP-REP that proves it holds the service key (RFC 4120 3.2.4), or with one
     /// the security package could not verify. Without it any server could have answered.
@@ -69,6 +82,15 @@ pub enum KerberosHint {
     KdcUnreachable,
     /// The client's and the KDC's clocks differ by more than Kerberos allows (5 minutes).
     ClockSkew,
+    /// The cache holds no ticket (or does not exist): the user has to run kinit.
+    NoTicket,
+    /// The cache's ticket has expired: the user has to run kinit again.
+    TicketExpired,
+    /// The KDC knows no service `cifs/<host>`: the host name is not the server's name in
+    /// the realm.
+    UnknownService,
+    /// The keytab has no key for the principal asked for.
+    NotInKeytab,
 }
 
 impl fmt::Display for KerberosHint {
@@ -77,6 +99,12 @@ impl fmt::Display for KerberosHint {
             KerberosHint::WrongPassword => "wrong password?",
             KerberosHint::KdcUnreachable => "KDC unreachable",
             KerberosHint::ClockSkew => "client and KDC clocks differ by more than 5 minutes",
+            KerberosHint::NoTicket => "run kinit",
+            KerberosHint::TicketExpired => "the ticket has expired: run kinit",
+            KerberosHint::UnknownService => {
+                "the KDC knows no cifs/ service of that name: use the server's name in the realm"
+            }
+            KerberosHint::NotInKeytab => "the keytab holds no key for that principal",
         })
     }
 }
@@ -104,6 +132,29 @@ impl fmt::Display for AuthDetail {
                     None => Ok(()),
                 }
             }
+            AuthDetail::KerberosCache {
+                from,
+                principal,
+                hint,
+                source,
+            } => {
+                // The one line a user reads: what is missing and what to do first, then the
+                // library's own words.
+                let who = principal
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" for {p}"));
+                match hint {
+                    Some(KerberosHint::NoTicket) => {
+                        write!(f, "no Kerberos ticket{who} in {from} (run kinit): {source}")
+                    }
+                    Some(KerberosHint::TicketExpired) => write!(
+                        f,
+                        "the Kerberos ticket{who} in {from} has expired (run kinit): {source}"
+                    ),
+                    Some(hint) => write!(f, "Kerberos{who} with {from}: {source} ({hint})"),
+                    None => write!(f, "Kerberos{who} with {from}: {source}"),
+                }
+            }
             AuthDetail::InvalidUserName(e) => write!(f, "invalid user name: {e}"),
             AuthDetail::ExchangeStopped(e) => write!(f, "the Kerberos exchange stopped: {e}"),
             AuthDetail::Rounds { rounds } => write!(f, "{rounds} rounds"),
@@ -128,6 +179,7 @@ impl StdError for AuthDetail {
         match self {
             AuthDetail::SecurityPackage(e)
             | AuthDetail::Kerberos { source: e, .. }
+            | AuthDetail::KerberosCache { source: e, .. }
             | AuthDetail::InvalidUserName(e)
             | AuthDetail::ExchangeStopped(e) => Some(e.as_ref()),
             AuthDetail::KeyDerivation(e) => Some(e),

@@ -34,6 +34,7 @@ INFO_SELECTOR = {(1, 18): 0, (1, 4): 1, (1, 5): 2, (1, 6): 3, (1, 34): 4,
                  (2, 3): 5, (2, 7): 6, (2, 5): 7}
 DIRECTORY_ENTRIES, NOTIFY_RECORDS = 8, 9
 FSCTL_QUERY_NETWORK_INTERFACE_INFO = 0x001401FC
+FSCTL_DFS_GET_REFERRALS = 0x00060194
 
 
 def output_buffer(raw, offset_at, length_at, offset_size=2):
@@ -98,6 +99,8 @@ def seed_message(c, m):
         out = output_buffer(raw, 32, 36, offset_size=4)
         if ctl == FSCTL_QUERY_NETWORK_INTERFACE_INFO:
             c.add("network_interfaces", out)
+        elif ctl == FSCTL_DFS_GET_REFERRALS:
+            c.add("dfs_referral", out)
 
 
 def seed_stream(c, stream):

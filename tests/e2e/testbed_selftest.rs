@@ -172,7 +172,7 @@ fn two_shaped_links_serve_smb_and_obey_faults() {
     assert_eq!(tb.link(2).speed_bps, 200_000_000);
     assert_eq!(
         tb.shares(),
-        ["plain", "encrypted", "signed", "public", "backup"]
+        ["plain", "encrypted", "signed", "public", "backup", "dfs"]
     );
     assert_ne!(tb.server_addr(1), tb.server_addr(2));
     assert!(

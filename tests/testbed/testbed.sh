@@ -447,6 +447,18 @@ EOF
   shadow:sort = desc
   shadow:localtime = no
 EOF
+        cat <<EOF
+
+# A standalone DFS root (MS-DFSC): tests add links as symbolic links in its directory
+# whose targets read msdfs:SERVER\\SHARE[,SERVER2\\SHARE2...]; a client that opens a path
+# below one gets STATUS_PATH_NOT_COVERED and asks for a referral. Referrals name targets as
+# the link does, so tests decide which server, share or address each link leads to.
+[dfs]
+  path = $shares/dfs
+  read only = no
+  valid users = $S_user
+  msdfs root = yes
+EOF
         if [[ ${S_samba-system} == trixie ]]; then
             cat <<EOF
 
@@ -1143,8 +1155,8 @@ cmd_up() {
     chmod 0755 "$dir"
     mount -t tmpfs -o "size=$size,mode=0755" "smbtb-$id" "$dir/shares"
     state_set mount "$dir/shares"
-    local share shares=(plain encrypted public backup)
-    [[ $signing == mandatory ]] && shares=(plain encrypted signed public backup)
+    local share shares=(plain encrypted public backup dfs)
+    [[ $signing == mandatory ]] && shares=(plain encrypted signed public backup dfs)
     [[ $samba == trixie ]] && shares+=(noposix)
     for share in "${shares[@]}"; do
         mkdir "$dir/shares/$share"

@@ -47,6 +47,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("oplock_break", oplock_break),
     ("fscc", fscc),
     ("network_interfaces", network_interfaces),
+    ("dfs_referral", dfs_referral),
     ("compound", compound),
     ("transform", transform),
     ("signing", signing),
@@ -372,6 +373,16 @@ pub fn network_interfaces(data: &[u8]) {
     if let Ok(list) = ioctl::parse_network_interfaces(data) {
         // Each entry takes 152 bytes on the wire: the list cannot outgrow its input.
         assert!(list.len() <= data.len() / 152);
+    }
+}
+
+/// A DFS referral reply (the output of FSCTL_DFS_GET_REFERRALS, MS-DFSC 2.2.4): it names
+/// the servers the client connects to next.
+pub fn dfs_referral(data: &[u8]) {
+    if let Ok(r) = dfs::decode_response(data) {
+        // Each entry takes at least 8 bytes after the 8-byte header.
+        assert!(r.entries.len() <= data.len().saturating_sub(8) / 8);
+        assert!(r.entries.iter().all(|e| (1..=4).contains(&e.version)));
     }
 }
 

@@ -89,6 +89,9 @@ statuses! {
     CONNECTION_DISCONNECTED = 0xC000_020C, "connection disconnected";
     CONNECTION_RESET = 0xC000_020D, "connection reset";
     NOT_FOUND = 0xC000_0225, "not found";
+    PATH_NOT_COVERED = 0xC000_0257, "the path lies in another DFS target (a referral is needed)";
+    CANT_ACCESS_DOMAIN_INFO = 0xC000_00DA, "the domain's DFS information cannot be reached";
+    DFS_UNAVAILABLE = 0xC000_026D, "DFS is not available on the server";
     FS_DRIVER_REQUIRED = 0xC000_019C, "file system driver required";
     INVALID_DEVICE_STATE = 0xC000_0184, "invalid device state";
     ACCESS_VIOLATION = 0xC000_0005, "access violation";

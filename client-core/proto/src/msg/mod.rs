@@ -105,6 +105,7 @@ pub mod close;
 pub mod compound;
 pub mod copychunk;
 pub mod create;
+pub mod dfs;
 pub mod echo;
 pub mod error;
 pub mod flush;

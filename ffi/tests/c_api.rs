@@ -360,3 +360,93 @@ fn the_installed_library_builds_the_example_with_pkg_config() {
     assert!(stderr.contains("SMB3_ERR_NETWORK"), "{}", show(&run));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The program `name` of this workspace, built in the profile this test runs from.
+fn workspace_binary(package: &str, name: &str) -> PathBuf {
+    let profile_dir = target_profile_dir();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "-p", package, "--bin", name])
+        .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
+        .current_dir(crate_dir());
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    assert!(
+        cargo.status().unwrap().success(),
+        "cargo build -p {package}"
+    );
+    profile_dir.join(name)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A measurement, not a test of speed (nothing is asserted on time; the copies are checked
+/// byte for byte): 1 GiB backed up by the C example and downloaded by smbcp from the same
+/// testbed (two links shaped to 1 Gbit/s), alternately, three times each; wall time of the
+/// whole process (connect included) for both. Run it in release:
+/// `sudo cargo test --release -p smb3-ffi --test c_api -- --ignored --nocapture measure`.
+#[test]
+#[ignore = "a measurement (minutes, release build): run with --ignored --nocapture"]
+fn measure_a_1_gib_backup_beside_smbcp() {
+    let dir = scratch("measure");
+    let backup = compile_backup(&dir);
+    let smbcp = workspace_binary("smbcp", "smbcp");
+    let tb =
+        Testbed::start(TestbedConfig::shaped(2, 1000)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let src = tb.share_path("backup").join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let data = pattern(7, 1 << 30);
+    std::fs::write(src.join("big.bin"), &data).unwrap();
+    tb.give_to_user(&src);
+    let url = format!(
+        "smb://{};{}@{}/backup/src",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    );
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        let dest = dir.join(format!("c-{round}"));
+        let start = Instant::now();
+        let out = backup_command(&tb, &backup, &dest).output().unwrap();
+        ours.push(start.elapsed().as_secs_f64());
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(
+            std::fs::read(dest.join("big.bin")).unwrap() == data,
+            "C copy differs"
+        );
+        std::fs::remove_dir_all(&dest).unwrap();
+
+        let dest = dir.join(format!("smbcp-{round}"));
+        let start = Instant::now();
+        let out = tb
+            .client_command(&smbcp)
+            .env("SMB_PASSWORD", tb.password())
+            .arg("-r")
+            .arg(&url)
+            .arg(&dest)
+            .output()
+            .unwrap();
+        theirs.push(start.elapsed().as_secs_f64());
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(
+            std::fs::read(dest.join("big.bin")).unwrap() == data,
+            "smbcp copy differs"
+        );
+        std::fs::remove_dir_all(&dest).unwrap();
+    }
+    let mib_s = |s: f64| 1024.0 / s;
+    let (c, s) = (median(ours.clone()), median(theirs.clone()));
+    println!(
+        "1 GiB download, 2 x 1 Gbit/s links: C example (libsmb3) median {c:.2} s ({:.0} MiB/s) \
+         {ours:?}; smbcp median {s:.2} s ({:.0} MiB/s) {theirs:?}; C/smbcp time ratio {:.3}",
+        mib_s(c),
+        mib_s(s),
+        c / s
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

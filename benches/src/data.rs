@@ -43,6 +43,19 @@ impl Pattern {
     }
 }
 
+/// splitmix64's step: turns nearby seeds (task 0, 1, 2 ...) into unrelated ones. xorshift
+/// seeded with values a few bits apart starts out correlated.
+pub fn spread(seed: u64) -> u64 {
+    mix(seed.wrapping_add(0x9e37_79b9_7f4a_7c15))
+}
+
+/// splitmix64's finalizer: every bit of `z` moves about half of the result's.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Size and SHA-256 (lower-case hex) of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {

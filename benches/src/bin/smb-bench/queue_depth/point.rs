@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use smb3_benches::data::Pattern;
+use smb3_benches::data::{spread, Pattern};
 use smb3_benches::Context;
 use tokio::task::JoinSet;
 
@@ -26,16 +26,6 @@ use crate::machine::{process_cpu, ServerMeter};
 pub(crate) const BLOCK: usize = 4096;
 /// Seed of what the writes put into the blocks.
 const WRITE_SEED: u64 = 0x5eed_0000_0000_0417;
-
-/// splitmix64's step: turns nearby seeds (task 0, 1, 2 ...) into unrelated ones. xorshift
-/// seeded with values a few bits apart starts out correlated, and the tasks of one point
-/// would hit the same blocks at first.
-fn spread(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// Task `task`'s stream of block indexes, uniform over `0..blocks`: the high half of a
 /// 64x64-bit product maps the generator's range evenly.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use smb3_benches::data::{fingerprint, hex, write_pattern, Fingerprint};
+use smb3_benches::data::{fingerprint, hex, mix, write_pattern, Fingerprint};
 use smb3_benches::Context;
 
 /// Files per subdirectory.
@@ -59,11 +59,9 @@ impl TreeSpec {
             manifest.0.insert(dir, None);
         }
         for n in 0..self.files {
-            let mut z = self.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            let z = mix(self.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let rel = PathBuf::from(format!("d{:03}/f{n:05}", n / FILES_PER_DIR));
-            let fp = write_pattern(&root.join(&rel), z ^ (z >> 31), self.file_size)?;
+            let fp = write_pattern(&root.join(&rel), z, self.file_size)?;
             manifest.0.insert(rel, Some(fp));
         }
         Ok(manifest)

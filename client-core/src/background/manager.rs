@@ -223,7 +223,9 @@ async fn query_interfaces(core: &Arc<SessionCore>) -> Result<Vec<ServerInterface
     Ok(list.iter().map(ServerInterface::from_wire).collect())
 }
 
-async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
+/// The session's IPC$ tree (MS-SMB2 3.2.4.20: FSCTLs about the server rather than a file go
+/// there), connected on first use and kept.
+pub(crate) async fn ipc_tree(core: &Arc<SessionCore>) -> Result<TreeContext> {
     if let Some(t) = core.multichannel.lock().ipc {
         return Ok(t);
     }

@@ -396,6 +396,16 @@ pub enum ProtocolError {
     /// could not be read.
     #[error("FSCTL_SRV_ENUMERATE_SNAPSHOTS: {0}")]
     SnapshotList(SnapshotListFault),
+    /// A DFS referral (MS-DFSC 2.2.4) that cannot be followed for the path: a target that is
+    /// not `\\server\share[\path]`, a PathConsumed that does not fit the path, a chain of
+    /// referrals that goes in a circle or on too long.
+    #[error("DFS referral for {path}: {why}")]
+    BadReferral {
+        /// The path the referral was asked for.
+        path: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// FSCTL_QUERY_ALLOCATED_RANGES answered with ranges out of order, overlapping, or
     /// outside the range asked about (MS-FSCC 2.3.40).
     #[error("the server's allocated ranges are out of order or outside the query")]

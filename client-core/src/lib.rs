@@ -41,6 +41,7 @@ mod channel;
 mod client;
 mod config;
 pub mod credentials_file;
+pub mod dfs;
 mod durable;
 mod engine;
 mod error;

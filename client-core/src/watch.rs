@@ -136,7 +136,16 @@ impl Change {
         // `/` the server sent as such) is not passed on: the caller would join it to the
         // directory. Listing the directory again, through the listing's own check, is safe.
         if let Err(reason) = check_relative_path(&path) {
-            tracing::warn!(name = ?info.file_name, %reason, "change notification for an unsafe name; asking for a rescan");
+            // Samba 4.22 reports some changes of the watched directory itself with an empty
+            // name: no attack, and a rescan is the right answer to it too.
+            if path.is_empty() {
+                tracing::debug!(
+                    action = info.action.0,
+                    "change notification without a name; asking for a rescan"
+                );
+            } else {
+                tracing::warn!(name = ?info.file_name, %reason, "change notification for an unsafe name; asking for a rescan");
+            }
             return Change::Rescan;
         }
         match info.action {

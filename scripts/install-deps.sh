@@ -8,9 +8,12 @@ set -euo pipefail
 # autoconf, automake: building pjdfstest (fuse-mount/tests/pjdfstest.sh). attr: getfattr and
 # setfattr, which the backup tests use to look at streams and NT ACLs in xattrs on the server.
 # debootstrap: the testbed's `--samba trixie` mode builds a Debian 13 root with Samba 4.22+ once.
+# krb5-user: MIT's kinit/klist/kdestroy, which fill the ticket caches the Kerberos tests use
+# (libgssapi-krb5-2, which smb3-gss loads at run time, comes with it); heimdal-kcm: a KCM
+# daemon for the KCM: cache test (tests/e2e/kerberos_ccache.rs).
 PACKAGES=(samba samba-testsuite smbclient iproute2 iperf3 fuse3 tcpdump
     samba-ad-provision samba-dsdb-modules winbind rsync git sqlite3 fio autoconf automake attr
-    debootstrap)
+    debootstrap krb5-user heimdal-kcm)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then

@@ -1,10 +1,47 @@
-//! The Kerberos options `smbcp` and `smbctl` share (NTLMv2 is used without them).
+//! The authentication options `smbcp` and `smbctl` share: with no password given, a Kerberos
+//! ticket from the cache (kinit) or a keytab is used when there is one; a password means
+//! NTLMv2, or Kerberos with `--kerberos-realm`.
 
-use smb3_client::ClientConfig;
+use smb3_client::{Auth, ClientConfig};
 
-/// How to authenticate when not with NTLMv2.
+/// How to authenticate.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct AuthArgs {
+    /// Authenticate with Kerberos only: the ticket from the credential cache (kinit) or a
+    /// keytab, or the password with --kerberos-realm. Without it, a ticket is used when no
+    /// password is given and one is there.
+    #[arg(long, global = true, conflicts_with = "no_kerberos")]
+    pub kerberos: bool,
+    /// Never use Kerberos: NTLMv2 with the password (asked when not given).
+    #[arg(long, global = true)]
+    pub no_kerberos: bool,
+    /// Get Kerberos tickets from this keytab (a service or backup job; also
+    /// KRB5_CLIENT_KTNAME), for --principal or the keytab's first entry. The tickets stay in
+    /// memory.
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        conflicts_with = "no_kerberos"
+    )]
+    pub keytab: Option<std::path::PathBuf>,
+    /// Take Kerberos tickets from this credential cache (FILE:, DIR:, KEYRING:, KCM:)
+    /// instead of KRB5CCNAME or the default one.
+    #[arg(
+        long,
+        value_name = "CACHE",
+        global = true,
+        conflicts_with = "no_kerberos"
+    )]
+    pub ccache: Option<String>,
+    /// The Kerberos client principal (alice@CORP.EXAMPLE) to use from the cache or keytab.
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        conflicts_with = "no_kerberos"
+    )]
+    pub principal: Option<String>,
     /// Authenticate with Kerberos in this realm (e.g. CORP.EXAMPLE) instead of NTLMv2; the
     /// password is used to get a ticket (also SMB_KRB_REALM).
     #[arg(long, value_name = "REALM", env = "SMB_KRB_REALM", global = true)]
@@ -13,8 +50,8 @@ pub struct AuthArgs {
     /// default; also SMB_KRB_KDC). Needs --kerberos-realm.
     #[arg(long, value_name = "KDC", env = "SMB_KRB_KDC", global = true)]
     pub kdc: Option<String>,
-    /// The server's host name for the service principal cifs/NAME, when the URL names the
-    /// server by address. Needs --kerberos-realm.
+    /// The server's host name for the Kerberos service principal cifs/NAME, when the URL
+    /// names the server by address (Kerberos needs a name).
     #[arg(long, value_name = "NAME", global = true)]
     pub spn_host: Option<String>,
     /// With --kerberos-realm: fall back to NTLMv2 when the KDC cannot be reached.
@@ -25,7 +62,18 @@ pub struct AuthArgs {
 impl AuthArgs {
     /// Apply the options to `config`; Kerberos details without a realm are a usage error.
     pub fn apply(&self, config: &mut ClientConfig) -> Result<(), String> {
+        let auth = if self.no_kerberos {
+            Auth::Ntlm
+        } else if self.kerberos {
+            Auth::Kerberos
+        } else {
+            Auth::Auto
+        };
         let kerberos = smb3_frontend::KerberosOptions {
+            auth,
+            ccache: self.ccache.clone(),
+            keytab: self.keytab.clone(),
+            principal: self.principal.clone(),
             realm: self.kerberos_realm.clone(),
             kdc: self.kdc.clone(),
             spn_host: self.spn_host.clone(),
@@ -33,7 +81,7 @@ impl AuthArgs {
         };
         kerberos
             .apply(config)
-            .map_err(|_| "--kdc, --spn-host and --ntlm-fallback need --kerberos-realm".to_string())
+            .map_err(|_| "--kdc and --ntlm-fallback need --kerberos-realm".to_string())
     }
 }
 
@@ -71,6 +119,35 @@ mod tests {
         assert_eq!(c.kerberos_kdc.as_deref(), Some("10.0.0.1:88"));
         assert_eq!(c.kerberos_service_host.as_deref(), Some("dc.testbed.lan"));
         assert!(!c.ntlm_fallback);
+    }
+
+    #[test]
+    fn ticket_options_reach_the_config() {
+        let c = config_of(&[]).unwrap();
+        assert_eq!(c.auth, Auth::Auto);
+        let c = config_of(&[
+            "--kerberos",
+            "--keytab",
+            "/etc/backup.keytab",
+            "--principal",
+            "backup@CORP",
+            "--ccache",
+            "KEYRING:persistent:0",
+            "--spn-host",
+            "nas.corp",
+        ])
+        .unwrap();
+        assert_eq!(c.auth, Auth::Kerberos);
+        assert_eq!(
+            c.kerberos_keytab.as_deref(),
+            Some(std::path::Path::new("/etc/backup.keytab"))
+        );
+        assert_eq!(c.kerberos_principal.as_deref(), Some("backup@CORP"));
+        assert_eq!(c.kerberos_ccache.as_deref(), Some("KEYRING:persistent:0"));
+        assert_eq!(c.kerberos_service_host.as_deref(), Some("nas.corp"));
+        assert_eq!(config_of(&["--no-kerberos"]).unwrap().auth, Auth::Ntlm);
+        let e = config_of(&["--kerberos", "--no-kerberos"]).unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 
     #[test]

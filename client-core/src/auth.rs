@@ -29,6 +29,7 @@ use crate::config::{Auth, ClientConfig};
 use crate::error::{AuthDetail, AuthFailure, ConfigError, Error, KerberosHint, Result};
 use crate::password::{KeptSecret, Password};
 
+pub use self::gss::{kerberos_ticket, KerberosTicket};
 use self::gss::{GssAuthenticator, GssCredential};
 use self::kdc::KdcTransport;
 

@@ -86,7 +86,7 @@ mod tree;
 mod watch;
 
 pub use attributes::DosAttributes;
-pub use auth::UserCredentials;
+pub use auth::{kerberos_ticket, KerberosTicket, UserCredentials};
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, TrafficCounters};

@@ -16,5 +16,6 @@ pub mod status_json;
 pub mod status_socket;
 
 pub use login::{
-    ask_password, connect, credentials, parse_location, KerberosOptions, RealmMissing, KEY_LOG_ENV,
+    ask_password, connect, credentials, credentials_for, parse_location, KerberosOptions,
+    RealmMissing, KEY_LOG_ENV,
 };

@@ -2,7 +2,7 @@
 
 use smb3_client::credentials_file::CredentialsFile;
 use smb3_client::location::{Location, LocationProblem, RemotePath};
-use smb3_client::{Client, ClientConfig, KeyLog, Password, UserCredentials};
+use smb3_client::{Auth, Client, ClientConfig, KeyLog, Password, UserCredentials};
 use zeroize::Zeroizing;
 
 /// A location from the command line ([`Location::parse`]), its error as one line; a
@@ -16,11 +16,29 @@ pub fn parse_location(arg: &str) -> Result<Location, String> {
 
 /// Credentials from, in order: the URL's user, `--user`, `SMB_USER`; password from
 /// `SMB_PASSWORD` or a `--credentials` file (mount.cifs format, see
-/// [`smb3_client::credentials_file`]), else asked on the terminal. Never from argv.
+/// [`smb3_client::credentials_file`]), else asked on the terminal. Never from argv. NTLM's
+/// rules: see [`credentials_for`] for Kerberos without a password.
 pub fn credentials(
     remote: &RemotePath,
     user_flag: Option<&str>,
     credentials_file: Option<&std::path::Path>,
+) -> Result<UserCredentials, String> {
+    let mut ntlm = ClientConfig::default();
+    ntlm.auth = Auth::Ntlm;
+    credentials_for(remote, user_flag, credentials_file, &ntlm)
+}
+
+/// [`credentials`] for a session with `config`: when no password is given (no
+/// `SMB_PASSWORD`, none in the credentials file), Kerberos from the ticket cache or keytab
+/// is used instead of asking for one if `config` asks for Kerberos ([`Auth::Kerberos`], a
+/// cache or keytab named) or, with [`Auth::Auto`], if a valid ticket is there
+/// ([`smb3_client::kerberos_ticket`]): the credentials then carry no password, and the user
+/// name is optional (the ticket says who). Otherwise the terminal is asked, as before.
+pub fn credentials_for(
+    remote: &RemotePath,
+    user_flag: Option<&str>,
+    credentials_file: Option<&std::path::Path>,
+    config: &ClientConfig,
 ) -> Result<UserCredentials, String> {
     let mut user = remote
         .user
@@ -34,19 +52,45 @@ pub fn credentials(
         domain = domain.or(file.domain);
         password = file.password;
     }
-    let user = user.or_else(|| std::env::var("SMB_USER").ok()).ok_or(
-        "no user name: put it in the URL (smb://USER@HOST/...), or use --user or SMB_USER",
-    )?;
-    // DOMAIN\user and user@REALM forms are split here so sspi gets them apart.
-    let (user, domain) = match (user.split_once(['\\', ';']), domain) {
-        (Some((d, u)), None) => (u.to_string(), Some(d.to_string())),
-        (_, d) => (user, d),
+    let user = user.or_else(|| std::env::var("SMB_USER").ok());
+    let password = password.or_else(|| std::env::var("SMB_PASSWORD").ok().map(Password::from));
+    // No password: a ticket instead of a question, when Kerberos is wanted or one is there.
+    let mut no_ticket = None;
+    if password.is_none() && config.auth != Auth::Ntlm {
+        let named = config.auth == Auth::Kerberos
+            || config.kerberos_ccache.is_some()
+            || config.kerberos_keytab.is_some();
+        let usable = named || {
+            match smb3_client::kerberos_ticket(config) {
+                Ok(_) => true,
+                Err(e) => {
+                    no_ticket = Some(e.brief().to_string());
+                    false
+                }
+            }
+        };
+        if usable {
+            let (user, domain) = split_domain(user.unwrap_or_default(), domain);
+            return Ok(UserCredentials {
+                user,
+                domain,
+                password: Password::from(""),
+            });
+        }
+    }
+    let Some(user) = user else {
+        return Err(match no_ticket {
+            Some(why) => format!(
+                "no user name and no Kerberos ticket: put the user in the URL \
+                 (smb://USER@HOST/...) or use --user or SMB_USER, or get a ticket ({why})"
+            ),
+            None => "no user name: put it in the URL (smb://USER@HOST/...), or use --user or \
+                     SMB_USER"
+                .to_string(),
+        });
     };
-    let domain = domain
-        .or_else(|| std::env::var("SMB_DOMAIN").ok())
-        .unwrap_or_default();
-    let password = match password.or_else(|| std::env::var("SMB_PASSWORD").ok().map(Password::from))
-    {
+    let (user, domain) = split_domain(user, domain);
+    let password = match password {
         Some(p) => p,
         None => {
             let whom = if domain.is_empty() {
@@ -54,10 +98,20 @@ pub fn credentials(
             } else {
                 format!("{domain}\\{user}@{}", remote.host)
             };
-            ask_password(&format!("Password for {whom}: "))?.ok_or(
-                "no password: set SMB_PASSWORD or use --credentials FILE (or run on a \
-                 terminal to be asked)",
-            )?
+            match ask_password(&format!("Password for {whom}: "))? {
+                Some(p) => p,
+                None => {
+                    return Err(match no_ticket {
+                        Some(why) => format!(
+                            "no password: set SMB_PASSWORD or use --credentials FILE, or get a \
+                             Kerberos ticket ({why})"
+                        ),
+                        None => "no password: set SMB_PASSWORD or use --credentials FILE (or \
+                                 run on a terminal to be asked)"
+                            .to_string(),
+                    })
+                }
+            }
         }
     };
     Ok(UserCredentials {
@@ -65,6 +119,19 @@ pub fn credentials(
         domain,
         password,
     })
+}
+
+/// DOMAIN\user and DOMAIN;user forms are split here so sspi gets them apart; the domain
+/// from `SMB_DOMAIN` when none is given.
+fn split_domain(user: String, domain: Option<String>) -> (String, String) {
+    let (user, domain) = match (user.split_once(['\\', ';']), domain) {
+        (Some((d, u)), None) => (u.to_string(), Some(d.to_string())),
+        (_, d) => (user, d),
+    };
+    let domain = domain
+        .or_else(|| std::env::var("SMB_DOMAIN").ok())
+        .unwrap_or_default();
+    (user, domain)
 }
 
 /// Ask for the password on the terminal, as smbclient and mount.cifs do, without echoing
@@ -132,10 +199,18 @@ pub async fn connect(
         .map_err(|e| format!("{}: {}", remote.server(), e.brief()))
 }
 
-/// The Kerberos settings the programs take (smbcp's `--kerberos-realm`, smbfuse's
-/// `-o krb5_realm=`, ...); without a realm, NTLMv2 is used.
+/// The Kerberos settings the programs take (smbcp's `--kerberos-realm`, `--kerberos`,
+/// `--keytab`, smbfuse's `-o krb5_realm=`, `sec=`, `keytab=`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KerberosOptions {
+    /// Kerberos, NTLM, or (the default) Kerberos from a ticket when no password is given.
+    pub auth: Auth,
+    /// The credential cache to take tickets from (else `KRB5CCNAME` or the default).
+    pub ccache: Option<String>,
+    /// A client keytab to get tickets from.
+    pub keytab: Option<std::path::PathBuf>,
+    /// The client principal in the cache or keytab.
+    pub principal: Option<String>,
     /// The realm: Kerberos is used only with one.
     pub realm: Option<String>,
     /// The realm's KDC.
@@ -147,11 +222,17 @@ pub struct KerberosOptions {
 }
 
 impl KerberosOptions {
-    /// Put the settings into `config`; details without a realm are refused, for the caller
-    /// to word with its own option names.
+    /// Put the settings into `config`; a KDC or NTLM fallback without a realm (which only
+    /// the password path uses) is refused, for the caller to word with its own option names.
     pub fn apply(&self, config: &mut ClientConfig) -> Result<(), RealmMissing> {
+        config.auth = self.auth;
+        config.kerberos_ccache = self.ccache.clone();
+        config.kerberos_keytab = self.keytab.clone();
+        config.kerberos_principal = self.principal.clone();
+        // The SPN's host name serves tickets from a cache as much as a password.
+        config.kerberos_service_host = self.spn_host.clone();
         let Some(realm) = &self.realm else {
-            let details = self.kdc.is_some() || self.spn_host.is_some() || self.ntlm_fallback;
+            let details = self.kdc.is_some() || self.ntlm_fallback;
             return if details { Err(RealmMissing) } else { Ok(()) };
         };
         config.kerberos_realm = Some(realm.clone());

@@ -121,10 +121,13 @@ fn handoff_of(args: &Args) -> Option<daemon::Handoff> {
     let remote = remote_of(&args.source, &opts).ok()?;
     // Asks on the terminal when neither SMB_PASSWORD nor a credentials file gives one: the
     // daemon has no terminal to ask on.
-    let creds = smb3_frontend::credentials(
+    let mut config = ClientConfig::default();
+    opts.apply_to(&mut config).ok()?;
+    let creds = smb3_frontend::credentials_for(
         &remote,
         opts.username.as_deref(),
         opts.credentials.as_deref(),
+        &config,
     )
     .ok()?;
     Some(daemon::Handoff {
@@ -359,10 +362,15 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
     check_mountpoint(&args.mountpoint).map_err(usage)?;
     let mountpoint = std::fs::canonicalize(&args.mountpoint)
         .map_err(|e| usage(format!("mount point {}: {e}", args.mountpoint.display())))?;
-    let resolved = smb3_frontend::credentials(
+    // The configuration first: with no password, whether a Kerberos ticket is used instead
+    // (sec=krb5, keytab=, or a ticket in the cache) depends on it.
+    let mut config = ClientConfig::default();
+    opts.apply_to(&mut config).map_err(usage)?;
+    let resolved = smb3_frontend::credentials_for(
         &remote,
         opts.username.as_deref(),
         opts.credentials.as_deref(),
+        &config,
     );
     let creds = match (resolved, handed) {
         (Ok(c), _) => c,
@@ -386,8 +394,6 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
     // environment of a foreground daemon; `daemon::forbid_inspection` keeps other processes
     // of the user out of it, and a background daemon never had it there.
     std::env::remove_var(daemon::PASSWORD_ENV);
-    let mut config = ClientConfig::default();
-    opts.apply_to(&mut config).map_err(usage)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("smbfuse")

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use smb3_client::{ClientConfig, Dialect, Dispatch};
+use smb3_client::{Auth, ClientConfig, Dialect, Dispatch};
 use smb3_frontend::KerberosOptions;
 
 /// How file data is cached in the kernel (mount.cifs `cache=`).
@@ -67,8 +67,11 @@ pub struct MountOptions {
     pub dispatch: Option<Dispatch>,
     /// `port=`: TCP port when the source does not name one.
     pub port: Option<u16>,
-    /// `krb5_realm=` (also `SMB_KRB_REALM`): Kerberos instead of NTLMv2; `kdc=` (also
-    /// `SMB_KRB_KDC`), `spn_host=` and `ntlm_fallback` with it.
+    /// `sec=krb5|ntlmssp` (mount.cifs's; without it, a Kerberos ticket is used when no
+    /// password is given and one is in the cache), `keytab=FILE`, `krb5_ccache=CACHE`,
+    /// `krb5_principal=NAME`: Kerberos from a ticket cache or keytab; `krb5_realm=` (also
+    /// `SMB_KRB_REALM`): Kerberos with the password, `kdc=` (also `SMB_KRB_KDC`) and
+    /// `ntlm_fallback` with it; `spn_host=`: the server's name for `cifs/NAME`.
     pub kerberos: KerberosOptions,
     /// `allow_other`: users other than the mounting one may use the mount.
     pub allow_other: bool,
@@ -159,6 +162,7 @@ impl Default for MountOptions {
                 kdc: std::env::var("SMB_KRB_KDC").ok(),
                 spn_host: None,
                 ntlm_fallback: false,
+                ..KerberosOptions::default()
             },
             allow_other: false,
             allow_root: false,
@@ -330,6 +334,18 @@ impl MountOptions {
             "kdc" => self.kerberos.kdc = Some(need()?.to_string()),
             "spn_host" => self.kerberos.spn_host = Some(need()?.to_string()),
             "ntlm_fallback" => self.kerberos.ntlm_fallback = true,
+            // mount.cifs's sec=: the signing variants (krb5i, ntlmsspi) mean the same here,
+            // where every session is signed.
+            "sec" => {
+                self.kerberos.auth = match need()? {
+                    "krb5" | "krb5i" => Auth::Kerberos,
+                    "ntlmssp" | "ntlmsspi" | "ntlmv2" | "ntlmv2i" => Auth::Ntlm,
+                    v => return Err(format!("option sec={v}: use sec=krb5 or sec=ntlmssp")),
+                }
+            }
+            "keytab" => self.kerberos.keytab = Some(need()?.into()),
+            "krb5_ccache" => self.kerberos.ccache = Some(need()?.to_string()),
+            "krb5_principal" => self.kerberos.principal = Some(need()?.to_string()),
             "allow_other" => self.allow_other = true,
             "allow_root" => self.allow_root = true,
             "default_permissions" => self.default_permissions = true,
@@ -415,7 +431,7 @@ impl MountOptions {
         }
         self.kerberos
             .apply(config)
-            .map_err(|_| "kdc=, spn_host= and ntlm_fallback need krb5_realm=".to_string())
+            .map_err(|_| "kdc= and ntlm_fallback need krb5_realm=".to_string())
     }
 }
 
@@ -482,6 +498,28 @@ mod tests {
         if std::env::var_os("SMB_KRB_REALM").is_none() {
             assert!(e.unwrap_err().contains("krb5_realm="));
         }
+    }
+
+    #[test]
+    fn kerberos_options() {
+        let mut c = ClientConfig::default();
+        MountOptions::parse(&["sec=krb5,keytab=/etc/k.keytab,krb5_principal=svc@CORP"])
+            .unwrap()
+            .apply_to(&mut c)
+            .unwrap();
+        assert_eq!(c.auth, Auth::Kerberos);
+        assert_eq!(c.kerberos_keytab, Some("/etc/k.keytab".into()));
+        assert_eq!(c.kerberos_principal.as_deref(), Some("svc@CORP"));
+        let mut c = ClientConfig::default();
+        MountOptions::parse(&["sec=ntlmssp,krb5_ccache=KCM:0,spn_host=nas.corp"])
+            .unwrap()
+            .apply_to(&mut c)
+            .unwrap();
+        assert_eq!(c.auth, Auth::Ntlm);
+        assert_eq!(c.kerberos_ccache.as_deref(), Some("KCM:0"));
+        assert_eq!(c.kerberos_service_host.as_deref(), Some("nas.corp"));
+        let e = MountOptions::parse(&["sec=none"]).unwrap_err();
+        assert!(e.contains("sec=krb5"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Kerberos without a password, against the testbed's Samba AD DC: tickets from credential
-//! caches MIT's `kinit` filled (FILE:, DIR:, KEYRING:) and from a keytab the DC exported,
+//! caches MIT's `kinit` filled (FILE:, DIR:, KEYRING:, and KCM: served by Heimdal's `kcm`
+//! daemon, package heimdal-kcm) and from a keytab the DC exported,
 //! through the system's GSS-API (smb3-gss loading libgssapi_krb5.so.2).
 //!
 //! The DC refuses NTLM (`ntlm auth = disabled`), and the credentials handed to the library
@@ -194,6 +195,63 @@ fn ticket_caches_of_every_kind_authenticate_every_channel() {
     drop(client);
     std::env::remove_var("KRB5CCNAME");
     kdestroy(&tb, &keyring);
+}
+
+/// Where MIT's KCM client looks for the daemon (krb5.conf's `kcm_socket` default), and where
+/// Heimdal's `kcm` listens whatever `-s` says (seen with 7.8).
+const KCM_SOCKET: &str = "/var/run/.heim_org.h5l.kcm-socket";
+
+/// Heimdal's KCM daemon for the test, stopped by its PID when dropped; `None` when a KCM
+/// daemon (sssd-kcm, say) already listens, which the test then uses as it is.
+struct KcmDaemon(Option<std::process::Child>);
+
+impl KcmDaemon {
+    fn start() -> KcmDaemon {
+        if std::os::unix::net::UnixStream::connect(KCM_SOCKET).is_ok() {
+            return KcmDaemon(None);
+        }
+        let _ = std::fs::remove_file(KCM_SOCKET);
+        let child = Command::new("/usr/sbin/kcm")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Heimdal's kcm (package heimdal-kcm, scripts/install-deps.sh)");
+        let began = Instant::now();
+        while std::os::unix::net::UnixStream::connect(KCM_SOCKET).is_err() {
+            assert!(
+                began.elapsed() < Duration::from_secs(5),
+                "kcm did not listen on {KCM_SOCKET}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        KcmDaemon(Some(child))
+    }
+}
+
+impl Drop for KcmDaemon {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(KCM_SOCKET);
+        }
+    }
+}
+
+/// KCM:, the cache SSSD keeps tickets in on RHEL/Fedora: MIT's client library talks to a
+/// KCM daemon over a Unix socket; here Heimdal's.
+#[test]
+fn a_kcm_cache_authenticates_every_channel() {
+    let tb = testbed();
+    let kcm = KcmDaemon::start();
+    let cache = format!("KCM:0:smb3-test-{}", std::process::id());
+    kinit(&tb, &cache, &[]);
+    let mut c = config(&tb);
+    c.kerberos_ccache = Some(cache.clone());
+    drop(round_trip(&tb, c, "ccache-kcm", 70));
+    kdestroy(&tb, &cache);
+    drop(kcm);
 }
 
 /// Auth::Kerberos with a realm and a password still goes through sspi (as today); with no

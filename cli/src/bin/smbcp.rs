@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use smb3_client::location::Location;
 use smb3_client::{ClientConfig, Dispatch};
-use smb3_frontend::{connect, credentials, parse_location};
+use smb3_frontend::{connect, credentials_for, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
@@ -319,7 +319,12 @@ async fn run(args: Args) -> i32 {
             }
         }
     }
-    let creds = match credentials(&remote, args.user.as_deref(), args.credentials.as_deref()) {
+    let creds = match credentials_for(
+        &remote,
+        args.user.as_deref(),
+        args.credentials.as_deref(),
+        &config,
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("smbcp: {e}");

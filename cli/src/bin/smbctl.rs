@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use smb3_client::location::{Location, RemotePath};
 use smb3_client::ClientConfig;
 use smb3_frontend::status_json;
-use smb3_frontend::{connect, credentials, parse_location};
+use smb3_frontend::{connect, credentials_for, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
 use smbcp::security_args::SecurityArgs;
@@ -211,7 +211,12 @@ async fn run(mut args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let creds = match credentials(&r, args.user.as_deref(), args.credentials.as_deref()) {
+    let creds = match credentials_for(
+        &r,
+        args.user.as_deref(),
+        args.credentials.as_deref(),
+        &config,
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("smbctl: {e}");

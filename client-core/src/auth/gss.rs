@@ -103,20 +103,8 @@ impl GssCredential {
             let info = cred
                 .info()
                 .map_err(|e| gss_err(e, &store, store.principal.as_deref()))?;
-            // A cache whose TGT has run out: MIT reports a lifetime of 0 rather than failing.
             if info.lifetime == Some(0) {
-                return Err(gss_err(
-                    smb3_gss::Error {
-                        call: "gss_inquire_cred",
-                        kind: GssKind::Expired,
-                        major: smb3_gss::major::CREDENTIALS_EXPIRED,
-                        minor: 0,
-                        krb5_code: None,
-                        message: "the credentials have expired".to_string(),
-                    },
-                    &store,
-                    Some(&info.principal),
-                ));
+                return Err(expired(&store, &info.principal));
             }
             tracing::debug!(
                 principal = %info.principal,
@@ -135,6 +123,61 @@ impl GssCredential {
             detail: AuthDetail::ExchangeStopped(Box::new(e)),
         })?
     }
+}
+
+/// A Kerberos ticket the configuration can use without a password (see
+/// [`kerberos_ticket`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KerberosTicket {
+    /// The client principal, `alice@CORP.EXAMPLE`.
+    pub principal: String,
+    /// How long the ticket-granting ticket remains valid; `None` when it can always be
+    /// renewed (a keytab).
+    pub expires_in: Option<std::time::Duration>,
+    /// Where it comes from: the cache or keytab, in words.
+    pub from: String,
+}
+
+/// Whether Kerberos can authenticate with `config` and no password, and as whom: the
+/// credentials of the cache or keytab `config` names, else of `KRB5CCNAME` / the default
+/// cache / `KRB5_CLIENT_KTNAME`. Front ends ask this to use a ticket instead of asking for a
+/// password. It blocks while it reads the cache (a file, a keyring, or a `KCM:` socket away:
+/// quick, but not for a latency-critical task). The error is the one `Client::connect` would
+/// give ("no Kerberos ticket in FILE:/tmp/krb5cc_0 (run kinit)").
+pub fn kerberos_ticket(config: &ClientConfig) -> Result<KerberosTicket> {
+    let store = store_of(config);
+    let cred =
+        Credential::acquire(&store).map_err(|e| gss_err(e, &store, store.principal.as_deref()))?;
+    let info = cred
+        .info()
+        .map_err(|e| gss_err(e, &store, store.principal.as_deref()))?;
+    if info.lifetime == Some(0) {
+        return Err(expired(&store, &info.principal));
+    }
+    Ok(KerberosTicket {
+        principal: info.principal,
+        expires_in: info
+            .lifetime
+            .map(|s| std::time::Duration::from_secs(u64::from(s))),
+        from: describe(&store),
+    })
+}
+
+/// A cache whose TGT has run out: MIT reports a lifetime of 0 rather than failing.
+fn expired(store: &CredStore, principal: &str) -> Error {
+    gss_err(
+        smb3_gss::Error {
+            call: "gss_inquire_cred",
+            kind: GssKind::Expired,
+            major: smb3_gss::major::CREDENTIALS_EXPIRED,
+            minor: 0,
+            krb5_code: None,
+            message: "the credentials have expired".to_string(),
+        },
+        store,
+        Some(principal),
+    )
 }
 
 /// One SPNEGO/Kerberos exchange through the GSS-API.

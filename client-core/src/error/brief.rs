@@ -4,7 +4,7 @@ use std::fmt;
 
 use smb3_proto::NtStatus;
 
-use super::Error;
+use super::{AuthDetail, Error};
 
 /// [`Error::brief`]: an error as one short phrase.
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +28,12 @@ impl fmt::Display for ErrorBrief<'_> {
                 }
                 _ => write!(f, "{source}"),
             },
+            // Kerberos from a cache or keytab: the detail leads with what to do ("no
+            // Kerberos ticket in FILE:/tmp/krb5cc_0 (run kinit): ...").
+            Error::Auth {
+                detail: detail @ AuthDetail::KerberosCache { .. },
+                ..
+            } => write!(f, "{detail}"),
             other => write!(f, "{other}"),
         }
     }

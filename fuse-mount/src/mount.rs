@@ -44,7 +44,8 @@ pub const EXIT_USAGE: i32 = 2;
         vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, actimeo=SECONDS,\n  \
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
-        channels_per_nic=, nomultichannel, dispatch=, port=, krb5_realm=, kdc=, spn_host=,\n  \
+        channels_per_nic=, nomultichannel, dispatch=, port=, sec=krb5|ntlmssp, keytab=FILE,\n  \
+        krb5_ccache=, krb5_principal=, krb5_realm=, kdc=, spn_host=,\n  \
         ntlm_fallback, allow_other, allow_root, perm|noperm,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
         and the generic nodev, nosuid, noexec, noatime, _netdev, nofail, ...\n\
@@ -53,7 +54,8 @@ pub const EXIT_USAGE: i32 = 2;
         nosign is UNSAFE (anyone on the path can alter replies) and the only way to accept\n\
         a guest session. With allow_other the kernel checks the shown modes (perm); noperm\n\
         lets every local user act with the SMB user's rights.\n\
-        The password comes from SMB_PASSWORD or the credentials file, never the command line."
+        The password comes from SMB_PASSWORD or the credentials file, never the command line;\n\
+        with none given and a Kerberos ticket in the cache (kinit), the ticket is used."
 )]
 pub struct Args {
     /// smb://[DOMAIN;]USER@HOST[:PORT]/SHARE[/DIR] or //HOST/SHARE[/DIR].

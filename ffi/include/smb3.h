@@ -130,6 +130,16 @@
 // channels that bind later catch up).
 #define SMB3_DISPATCH_LEAST_LOADED 2
 
+// `smb3_connect_options.auth`: Kerberos from the ticket cache or keytab without a password;
+// with one, Kerberos when a realm is set, NTLMv2 otherwise (the default).
+#define SMB3_AUTH_AUTO 0
+
+// Kerberos only (mount.cifs's `sec=krb5`): never NTLM.
+#define SMB3_AUTH_KERBEROS 1
+
+// NTLMv2 only (`sec=ntlmssp`), with the password.
+#define SMB3_AUTH_NTLM 2
+
 // Give each copy its source's times: a download sets the local file's (and directory's)
 // access and modification times, an upload the remote file's last-write and access times.
 #define SMB3_COPY_PRESERVE_TIMES (1 << 0)
@@ -262,12 +272,14 @@ typedef struct smb3_snapshot {
 // need: new fields keep their defaults that way. Strings are borrowed for the duration of
 // the connect call only.
 typedef struct smb3_connect_options {
-  // Account name (required). With Kerberos, the principal's name without the realm.
+  // Account name; required with a password. With Kerberos and a password, the
+  // principal's name without the realm. NULL with no password: the ticket's principal.
   const char *user;
   // NetBIOS domain or workgroup; NULL or "" for the server's own.
   const char *domain;
-  // Password (required). The library keeps only what re-authentication needs (the NT
-  // hash for NTLM), wiped on free; the caller may wipe its copy after the call.
+  // Password. The library keeps only what re-authentication needs (the NT hash for
+  // NTLM), wiped on free; the caller may wipe its copy after the call. NULL: Kerberos
+  // from the ticket cache or a keytab (see `auth`), through the system's GSS-API.
   const char *password;
   // Open extra channels over every usable NIC pair when the server offers multichannel
   // (default true).
@@ -299,6 +311,19 @@ typedef struct smb3_connect_options {
   const char *kerberos_service_host;
   // With Kerberos, fall back to NTLMv2 when Kerberos cannot be used (default false).
   bool ntlm_fallback;
+  // How the session authenticates: `SMB3_AUTH_AUTO` (Kerberos from the ticket cache or
+  // keytab without a password; with one, Kerberos when `kerberos_realm` is set, else
+  // NTLMv2), `SMB3_AUTH_KERBEROS` (never NTLM) or `SMB3_AUTH_NTLM`.
+  uint32_t auth;
+  // The Kerberos credential cache (`FILE:/tmp/krb5cc_1000`, `DIR:...`, `KEYRING:...`,
+  // `KCM:...`); NULL: `KRB5CCNAME`, else krb5.conf's default.
+  const char *kerberos_ccache;
+  // A client keytab to get tickets from (a backup job's); its tickets stay in this
+  // process's memory. NULL: none.
+  const char *kerberos_keytab;
+  // The client principal (`backup@CORP.EXAMPLE`) to take from the cache or keytab; NULL:
+  // the cache's default principal, or the keytab's first entry.
+  const char *kerberos_principal;
 } smb3_connect_options;
 
 // Where a copy is, handed to its progress callback.
@@ -491,8 +516,8 @@ int smb3_file_copy_range(const struct smb3_file *dest,
                          uint64_t *copied);
 
 // Fill `options` with the defaults: multichannel on with the Windows limits, NTLMv2, no
-// encryption beyond what shares require. Strings are left NULL (user and password must be
-// set). Returns `SMB3_ERR_INVALID_ARGUMENT` when `options` is NULL.
+// encryption beyond what shares require. Strings are left NULL (set user and password, or
+// leave the password NULL for Kerberos from a ticket cache or keytab). Returns `SMB3_ERR_INVALID_ARGUMENT` when `options` is NULL.
 //
 // # Safety
 // `options` is NULL (reported) or valid for a write of an `smb3_connect_options`.
@@ -501,7 +526,7 @@ int smb3_connect_options_init(struct smb3_connect_options *options);
 // Connect to `server` (`host`, `host:port`, `[v6addr]:port`; port 445 by default), set up
 // the session (NTLMv2, or Kerberos when `options->kerberos_realm` is set) and start binding
 // extra channels in the background (the client is usable at once). `options` is required
-// (it holds the user and password). On success `*out` is a new client, freed
+// (it holds the credentials). On success `*out` is a new client, freed
 // with `smb3_client_free`; on failure `*out` is untouched.
 //
 // # Safety

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::smb3_client::location::Location;
-use ::smb3_client::{Client, ClientConfig, Dispatch, Share, UserCredentials};
+use ::smb3_client::{Auth, Client, ClientConfig, Dispatch, Share, UserCredentials};
 
 use crate::error::{bad_arg, guard, guard_value, guard_void, FfiResult};
 use crate::ptr::{c_string, handle, opt_str_arg, out_arg, put, str_arg};
@@ -32,8 +32,8 @@ pub struct smb3_share {
 }
 
 /// Fill `options` with the defaults: multichannel on with the Windows limits, NTLMv2, no
-/// encryption beyond what shares require. Strings are left NULL (user and password must be
-/// set). Returns `SMB3_ERR_INVALID_ARGUMENT` when `options` is NULL.
+/// encryption beyond what shares require. Strings are left NULL (set user and password, or
+/// leave the password NULL for Kerberos from a ticket cache or keytab). Returns `SMB3_ERR_INVALID_ARGUMENT` when `options` is NULL.
 ///
 /// # Safety
 /// `options` is NULL (reported) or valid for a write of an `smb3_connect_options`.
@@ -58,6 +58,10 @@ pub unsafe extern "C" fn smb3_connect_options_init(options: *mut smb3_connect_op
             kerberos_kdc: std::ptr::null(),
             kerberos_service_host: std::ptr::null(),
             ntlm_fallback: d.ntlm_fallback,
+            auth: SMB3_AUTH_AUTO,
+            kerberos_ccache: std::ptr::null(),
+            kerberos_keytab: std::ptr::null(),
+            kerberos_principal: std::ptr::null(),
         };
         // SAFETY: checked not NULL; the caller gives room for one smb3_connect_options.
         unsafe { put(options, value) };
@@ -81,12 +85,12 @@ unsafe fn settings(
     let domain = unsafe { opt_str_arg(o.domain, "options.domain") }?.or(url_domain);
     // SAFETY: as above.
     let password = unsafe { opt_str_arg(o.password, "options.password") }?;
-    let Some(user) = user.filter(|u| !u.is_empty()) else {
+    let user = user.unwrap_or_default();
+    if password.is_some() && user.is_empty() {
         return bad_arg("options.user is NULL or empty (and the URL names no user)");
-    };
-    let Some(password) = password else {
-        return bad_arg("options.password is NULL");
-    };
+    }
+    // No password: Kerberos from the ticket cache or a keytab (the library's rule).
+    let password = password.unwrap_or_default();
     let mut config = ClientConfig::default();
     config.multichannel = o.multichannel;
     if o.max_channels > 0 {
@@ -132,6 +136,22 @@ unsafe fn settings(
         unsafe { opt_str_arg(o.kerberos_service_host, "options.kerberos_service_host") }?
             .map(String::from);
     config.ntlm_fallback = o.ntlm_fallback;
+    config.auth = match o.auth {
+        SMB3_AUTH_AUTO => Auth::Auto,
+        SMB3_AUTH_KERBEROS => Auth::Kerberos,
+        SMB3_AUTH_NTLM => Auth::Ntlm,
+        other => return bad_arg(format!("options.auth {other} is not an SMB3_AUTH_*")),
+    };
+    config.kerberos_ccache =
+        // SAFETY: as above.
+        unsafe { opt_str_arg(o.kerberos_ccache, "options.kerberos_ccache") }?.map(String::from);
+    config.kerberos_keytab =
+        // SAFETY: as above.
+        unsafe { opt_str_arg(o.kerberos_keytab, "options.kerberos_keytab") }?.map(Into::into);
+    config.kerberos_principal =
+        // SAFETY: as above.
+        unsafe { opt_str_arg(o.kerberos_principal, "options.kerberos_principal") }?
+            .map(String::from);
     let io_size = config.io_size;
     let creds = UserCredentials {
         user: user.to_string(),
@@ -159,7 +179,7 @@ fn connect_to(
 /// Connect to `server` (`host`, `host:port`, `[v6addr]:port`; port 445 by default), set up
 /// the session (NTLMv2, or Kerberos when `options->kerberos_realm` is set) and start binding
 /// extra channels in the background (the client is usable at once). `options` is required
-/// (it holds the user and password). On success `*out` is a new client, freed
+/// (it holds the credentials). On success `*out` is a new client, freed
 /// with `smb3_client_free`; on failure `*out` is untouched.
 ///
 /// # Safety

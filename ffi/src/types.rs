@@ -234,12 +234,14 @@ pub const SMB3_DISPATCH_LEAST_LOADED: u32 = 2;
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug)]
 pub struct smb3_connect_options {
-    /// Account name (required). With Kerberos, the principal's name without the realm.
+    /// Account name; required with a password. With Kerberos and a password, the
+    /// principal's name without the realm. NULL with no password: the ticket's principal.
     pub user: *const c_char,
     /// NetBIOS domain or workgroup; NULL or "" for the server's own.
     pub domain: *const c_char,
-    /// Password (required). The library keeps only what re-authentication needs (the NT
-    /// hash for NTLM), wiped on free; the caller may wipe its copy after the call.
+    /// Password. The library keeps only what re-authentication needs (the NT hash for
+    /// NTLM), wiped on free; the caller may wipe its copy after the call. NULL: Kerberos
+    /// from the ticket cache or a keytab (see `auth`), through the system's GSS-API.
     pub password: *const c_char,
     /// Open extra channels over every usable NIC pair when the server offers multichannel
     /// (default true).
@@ -271,7 +273,28 @@ pub struct smb3_connect_options {
     pub kerberos_service_host: *const c_char,
     /// With Kerberos, fall back to NTLMv2 when Kerberos cannot be used (default false).
     pub ntlm_fallback: bool,
+    /// How the session authenticates: `SMB3_AUTH_AUTO` (Kerberos from the ticket cache or
+    /// keytab without a password; with one, Kerberos when `kerberos_realm` is set, else
+    /// NTLMv2), `SMB3_AUTH_KERBEROS` (never NTLM) or `SMB3_AUTH_NTLM`.
+    pub auth: u32,
+    /// The Kerberos credential cache (`FILE:/tmp/krb5cc_1000`, `DIR:...`, `KEYRING:...`,
+    /// `KCM:...`); NULL: `KRB5CCNAME`, else krb5.conf's default.
+    pub kerberos_ccache: *const c_char,
+    /// A client keytab to get tickets from (a backup job's); its tickets stay in this
+    /// process's memory. NULL: none.
+    pub kerberos_keytab: *const c_char,
+    /// The client principal (`backup@CORP.EXAMPLE`) to take from the cache or keytab; NULL:
+    /// the cache's default principal, or the keytab's first entry.
+    pub kerberos_principal: *const c_char,
 }
+
+/// `smb3_connect_options.auth`: Kerberos from the ticket cache or keytab without a password;
+/// with one, Kerberos when a realm is set, NTLMv2 otherwise (the default).
+pub const SMB3_AUTH_AUTO: u32 = 0;
+/// Kerberos only (mount.cifs's `sec=krb5`): never NTLM.
+pub const SMB3_AUTH_KERBEROS: u32 = 1;
+/// NTLMv2 only (`sec=ntlmssp`), with the password.
+pub const SMB3_AUTH_NTLM: u32 = 2;
 
 /// Give each copy its source's times: a download sets the local file's (and directory's)
 /// access and modification times, an upload the remote file's last-write and access times.

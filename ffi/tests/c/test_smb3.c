@@ -126,7 +126,11 @@ static void test_arguments(void) {
     CHECK(strstr(smb3_last_error_message(), "UTF-8") != NULL);
     o.dispatch = 77;
     FAILS(smb3_connect(server, &o, &client), SMB3_ERR_INVALID_ARGUMENT, 0);
-    options(&o, NULL);
+    options(&o, password);
+    o.user = NULL; /* a password needs a user */
+    FAILS(smb3_connect(server, &o, &client), SMB3_ERR_INVALID_ARGUMENT, 0);
+    options(&o, password);
+    o.auth = 9;
     FAILS(smb3_connect(server, &o, &client), SMB3_ERR_INVALID_ARGUMENT, 0);
     CHECK(client == NULL);
     FAILS(smb3_connect_options_init(NULL), SMB3_ERR_INVALID_ARGUMENT, 0);

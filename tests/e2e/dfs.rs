@@ -83,7 +83,10 @@ fn links_lead_to_their_targets_byte_for_byte() {
         let route = dfs::connect(&server, &creds, config.clone(), "dfs", "todir/new.txt")
             .await
             .unwrap();
-        assert_eq!(route.path, "sub/new.txt", "the link's directory, then the rest");
+        assert_eq!(
+            route.path, "sub/new.txt",
+            "the link's directory, then the rest"
+        );
         let route_dir = route.hops[0].referral.targets[0].path.clone();
         assert_eq!(route_dir, "sub");
         route
@@ -157,6 +160,17 @@ fn unreachable_broken_and_circular_links_end_in_clear_errors() {
         assert_eq!(
             &read_all(&route.share, &route.path).await[..],
             b"second target"
+        );
+        // The referral is cached with the target that worked: the next path below the link
+        // goes there first, and the refusing target is not tried again.
+        let again = dfs::connect(&server, &creds, config.clone(), "dfs", "failover/f.txt")
+            .await
+            .unwrap();
+        assert_eq!(again.hops[0].used, 1);
+        assert!(
+            again.hops[0].failed.is_empty(),
+            "{:?}",
+            again.hops[0].failed
         );
 
         let e = dfs::connect(&server, &creds, config.clone(), "dfs", "broken/x")

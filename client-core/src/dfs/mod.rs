@@ -15,7 +15,10 @@
 //! path components that [`check_name`](crate::check_name) accepts), and a chain of
 //! referrals is bounded in length and may not come back to where it has been.
 
-use std::time::Duration;
+mod cache;
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use smb3_proto::msg::dfs::{self, ReferralTarget, ServerType, FSCTL_DFS_GET_REFERRALS};
 use smb3_proto::msg::ioctl::IoctlRequest;
@@ -193,6 +196,49 @@ fn parse_target(address: &str) -> Option<DfsTarget> {
     })
 }
 
+/// The process's referral cache (MS-DFSC 3.1.1 keeps one per client machine): every path
+/// below a link after the first goes straight to the target that worked.
+static REFERRALS: Mutex<cache::ReferralCache> = Mutex::new(cache::ReferralCache::new());
+
+fn referrals() -> std::sync::MutexGuard<'static, cache::ReferralCache> {
+    REFERRALS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The referral for `asked`: from the cache while it lives (with the rest of the path
+/// recomputed for `asked`, and the target that worked last), else from the server.
+async fn referral_for(client: &Client, asked: &str) -> Result<(DfsReferral, usize)> {
+    if let Some(c) = referrals().lookup(asked, Instant::now()) {
+        // By components, not bytes: the cached prefix matched without case, and another case
+        // of a name may take another number of bytes.
+        let covered = c
+            .referral
+            .covered
+            .split('\\')
+            .filter(|p| !p.is_empty())
+            .count();
+        let rest = asked
+            .split('\\')
+            .filter(|p| !p.is_empty())
+            .skip(covered)
+            .collect::<Vec<_>>()
+            .join("/");
+        let referral = DfsReferral {
+            asked: asked.to_string(),
+            rest,
+            ..c.referral
+        };
+        return Ok((referral, c.hint));
+    }
+    Ok((client.dfs_referral(asked).await?, 0))
+}
+
+/// The order to try a referral's targets in: the hinted one first, then the others in the
+/// server's order.
+fn try_order(targets: usize, hint: usize) -> impl Iterator<Item = usize> {
+    let hint = if hint < targets { hint } else { 0 };
+    std::iter::once(hint).chain((0..targets).filter(move |&i| i != hint))
+}
+
 /// Whether `e` says the path lies behind a DFS link.
 fn not_covered(e: &Error) -> bool {
     matches!(
@@ -297,7 +343,7 @@ pub async fn follow(
         {
             return Err(bad(&asked, "DFS referrals lead in a circle"));
         }
-        let referral = client.dfs_referral(&asked).await?;
+        let (referral, hint) = referral_for(&client, &asked).await?;
         if referral.root {
             // The path lies in the root itself, yet the server said it does not: nothing to
             // follow.
@@ -305,7 +351,8 @@ pub async fn follow(
         }
         let mut failed = Vec::new();
         let mut reached = None;
-        for (i, target) in referral.targets.iter().enumerate() {
+        for i in try_order(referral.targets.len(), hint) {
+            let target = &referral.targets[i];
             match open_target(&client, creds, config, target).await {
                 Ok(share) => {
                     reached = Some((i, share));
@@ -318,6 +365,7 @@ pub async fn follow(
             }
         }
         let Some((used, share)) = reached else {
+            referrals().remove(&referral.covered);
             // Every target failed: the last one's error says the most recent why.
             return Err(failed
                 .pop()
@@ -331,6 +379,7 @@ pub async fn follow(
             .copied()
             .collect::<Vec<_>>()
             .join("/");
+        referrals().insert(referral.clone(), used, Instant::now());
         hops.push(DfsHop {
             failed: failed
                 .into_iter()

@@ -21,7 +21,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::{stream, StreamExt, TryStreamExt};
+use futures_util::stream::FuturesUnordered;
+use futures_util::StreamExt;
 use smb3_client::{check_name, FileTimes, Metadata, OpenOptions, Share, WalkOptions};
 
 use crate::client::smb3_share;
@@ -143,8 +144,17 @@ impl Job {
         self.flags & f != 0
     }
 
+    /// Chunks to keep in flight now, by smbcp's rule: while channels are still binding,
+    /// only what keeps the usable ones busy (no backlog queued on the first channel), then at
+    /// least [`MIN_DEPTH`], more when more channels are up. Asked again as each chunk lands.
     fn depth(&self) -> usize {
-        self.share.client().busy_depth().max(MIN_DEPTH)
+        let client = self.share.client();
+        let busy = client.busy_depth();
+        if client.binding_channels() {
+            busy
+        } else {
+            busy.max(MIN_DEPTH)
+        }
     }
 }
 
@@ -235,23 +245,35 @@ where
     let done = AtomicU64::new(0);
     let chunk = u64::from(job.io_size);
     let (step, done) = (&step, &done);
-    stream::iter((0..size.div_ceil(chunk)).map(|i| i * chunk))
-        .map(|off| async move {
-            job.check()?;
-            let len = chunk.min(size - off);
-            step(off, len as usize).await?;
-            let now = done.fetch_add(len, Ordering::Relaxed) + len;
-            job.tell(Event::Data {
-                path: path.to_string(),
-                done: now,
-                total: size,
-                delta: len,
-            });
-            Ok(())
-        })
-        .buffer_unordered(job.depth())
-        .try_collect::<()>()
-        .await
+    let one = |off: u64| async move {
+        job.check()?;
+        let len = chunk.min(size - off);
+        step(off, len as usize).await?;
+        let now = done.fetch_add(len, Ordering::Relaxed) + len;
+        job.tell(Event::Data {
+            path: path.to_string(),
+            done: now,
+            total: size,
+            delta: len,
+        });
+        Ok::<(), FfiError>(())
+    };
+    // A window that follows the channels as they bind (a fixed `buffer_unordered` would keep
+    // the depth of the moment the file started).
+    let mut offsets = (0..size.div_ceil(chunk)).map(|i| i * chunk);
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        while in_flight.len() < job.depth() {
+            match offsets.next() {
+                Some(off) => in_flight.push(one(off)),
+                None => break,
+            }
+        }
+        match in_flight.next().await {
+            Some(r) => r?,
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Give a local file (or directory) the access and modification times of `m`.

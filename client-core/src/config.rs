@@ -40,6 +40,10 @@ pub struct ClientConfig {
     /// of a server that offers them is then opened with POSIX semantics: real modes, owners,
     /// file types, case-sensitive names (see [`crate::PosixMetadata`]).
     pub posix_extensions: bool,
+    /// Follow DFS referrals ([`crate::dfs::follow`]): a path behind a link of a DFS share
+    /// leads to the share that holds it. Off (mount.cifs's `nodfs`), such a path fails with
+    /// STATUS_PATH_NOT_COVERED.
+    pub follow_dfs: bool,
     /// Bytes per READ/WRITE request; clamped to what the server negotiates (8 MiB on Samba).
     pub io_size: u32,
     /// Requests one file stream keeps in flight.
@@ -198,6 +202,7 @@ impl Default for ClientConfig {
             ],
             allow_guest: false,
             posix_extensions: true,
+            follow_dfs: true,
             io_size: 1024 * 1024,
             io_depth: 16,
             credit_target: 512,

@@ -14,7 +14,9 @@ use smb3_proto::msg::fscc::{
 use smb3_proto::msg::posix::FilePosixInformation;
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::set_info::SetInfoRequest;
-use smb3_proto::msg::tree_connect::{ShareFlags, TreeConnectRequest, TreeConnectResponse};
+use smb3_proto::msg::tree_connect::{
+    ShareCapabilities, ShareFlags, TreeConnectRequest, TreeConnectResponse,
+};
 use smb3_proto::msg::tree_disconnect::TreeDisconnectRequest;
 use smb3_proto::msg::FileId;
 use smb3_proto::msg::RequestBody;
@@ -90,6 +92,7 @@ impl Client {
                 name: name.to_string(),
                 context: tree,
                 posix: false.into(),
+                dfs: tc.capabilities.has(ShareCapabilities::DFS),
             }),
             snapshot: None,
         };
@@ -151,6 +154,12 @@ impl Share {
                 false
             }
         }
+    }
+
+    /// Whether the share is in a DFS namespace (SMB2_SHARE_CAP_DFS): a path in it may lie
+    /// behind a link, which [`crate::dfs::follow`] follows.
+    pub fn is_dfs(&self) -> bool {
+        self.tree.dfs
     }
 
     /// The session this share belongs to.

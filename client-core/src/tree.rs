@@ -24,6 +24,9 @@ pub(crate) struct Tree {
     /// The share speaks the SMB3 POSIX extensions: every open on it carries the POSIX create
     /// context. Decided once, by the probe right after TREE_CONNECT.
     pub(crate) posix: std::sync::atomic::AtomicBool,
+    /// The share is in a DFS namespace (SMB2_SHARE_CAP_DFS, MS-SMB2 2.2.10): its paths may
+    /// lie behind links (see `dfs`).
+    pub(crate) dfs: bool,
 }
 
 impl Drop for Tree {

@@ -173,6 +173,25 @@ fn unreachable_broken_and_circular_links_end_in_clear_errors() {
             again.hops[0].failed
         );
 
+        // With DFS off (mount.cifs's nodfs) the share is used as it is: the path is not there.
+        let mut nodfs = config.clone();
+        nodfs.follow_dfs = false;
+        let route = dfs::connect(&server, &creds, nodfs, "dfs", "failover/f.txt")
+            .await
+            .unwrap();
+        assert!(route.hops.is_empty());
+        let e = route.share.metadata(&route.path).await.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Status {
+                    status: NtStatus::PATH_NOT_COVERED,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+
         let e = dfs::connect(&server, &creds, config.clone(), "dfs", "broken/x")
             .await
             .unwrap_err();

@@ -316,6 +316,14 @@ pub async fn follow(
     let mut path = path.trim_matches('/').to_string();
     let mut hops: Vec<DfsHop> = Vec::new();
     loop {
+        // Only a share in a DFS namespace can have links: any other costs nothing here.
+        if !(here.is_dfs() && config.follow_dfs) {
+            return Ok(DfsRoute {
+                share: here,
+                path,
+                hops,
+            });
+        }
         match here.metadata(&path).await {
             Err(e) if not_covered(&e) => {}
             // Anything else, found or not, is the share's to say.

@@ -83,7 +83,10 @@ impl Hashing {
 
     /// The fingerprint of everything added.
     pub fn finish(self) -> Fingerprint {
-        Fingerprint { len: self.1, sha256: hex(&self.0.finalize()) }
+        Fingerprint {
+            len: self.1,
+            sha256: hex(&self.0.finalize()),
+        }
     }
 }
 
@@ -172,10 +175,18 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p");
         let fp = write_pattern(&path, 7, 3 * BLOCK as u64 + 64).unwrap();
-        assert_eq!((fp.len, fingerprint(&path).unwrap()), (3 * BLOCK as u64 + 64, fp.clone()));
+        assert_eq!(
+            (fp.len, fingerprint(&path).unwrap()),
+            (3 * BLOCK as u64 + 64, fp.clone())
+        );
         verify(&path, &fp).unwrap();
-        let other = Fingerprint { sha256: "00".repeat(32), ..fp };
-        assert!(verify(&path, &other).unwrap_err().contains("does not verify"));
+        let other = Fingerprint {
+            sha256: "00".repeat(32),
+            ..fp
+        };
+        assert!(verify(&path, &other)
+            .unwrap_err()
+            .contains("does not verify"));
         remove_if_present(&dir).unwrap();
         remove_if_present(&dir).unwrap();
         assert!(!dir.exists());

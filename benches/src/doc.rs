@@ -26,7 +26,10 @@ pub fn replace_section(text: &str, name: &str, heading: Option<&str>, body: &str
         }
     }
     let mut out = text.trim_end().to_string();
-    for part in heading.into_iter().chain([format!("{begin}\n{body}\n{end}").as_str()]) {
+    for part in heading
+        .into_iter()
+        .chain([format!("{begin}\n{body}\n{end}").as_str()])
+    {
         if !out.is_empty() {
             out.push_str("\n\n");
         }
@@ -70,11 +73,17 @@ mod tests {
     #[test]
     fn a_new_section_is_appended_once_under_its_heading() {
         let (b, e) = markers("f");
-        assert_eq!(replace_section("prose\n", "f", None, "t"), format!("prose\n\n{b}\nt\n{e}\n"));
+        assert_eq!(
+            replace_section("prose\n", "f", None, "t"),
+            format!("prose\n\n{b}\nt\n{e}\n")
+        );
         let first = replace_section("prose\n", "f", Some("## F"), "t1");
         assert_eq!(first, format!("prose\n\n## F\n\n{b}\nt1\n{e}\n"));
         let again = replace_section(&first, "f", Some("## F"), "t2");
         assert_eq!(again, format!("prose\n\n## F\n\n{b}\nt2\n{e}\n"));
-        assert_eq!(replace_section("", "f", None, "t"), format!("{b}\nt\n{e}\n"));
+        assert_eq!(
+            replace_section("", "f", None, "t"),
+            format!("{b}\nt\n{e}\n")
+        );
     }
 }

@@ -47,7 +47,9 @@ impl Mount {
         for o in options {
             cmd.args(["-o", o]);
         }
-        let daemon = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", smbfuse.display()))?;
+        let daemon = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", smbfuse.display()))?;
         let mut mount = Mount { dir, daemon };
         let started = Instant::now();
         while !mount.is_mounted() {
@@ -65,7 +67,8 @@ impl Mount {
     fn is_mounted(&self) -> bool {
         let want = self.dir.to_string_lossy();
         let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        info.lines().any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+        info.lines()
+            .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
     }
 
     /// The daemon's process ID.
@@ -90,7 +93,10 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.dir).stderr(Stdio::null()).status();
+        let _ = Command::new("umount")
+            .arg(&self.dir)
+            .stderr(Stdio::null())
+            .status();
         // The daemon ends once unmounted; one that does not is killed and the mount detached.
         if reap(&mut self.daemon, Duration::from_secs(30)).is_none() {
             let _ = Command::new("umount").arg("-l").arg(&self.dir).status();

@@ -39,7 +39,9 @@ pub fn on_signals(
     second: impl FnOnce() + Send + 'static,
 ) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
     let rt = rt.ctx("signal runtime")?;
     let handlers = rt.block_on(async {
         let int = signal(SignalKind::interrupt()).ctx("SIGINT")?;

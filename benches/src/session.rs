@@ -9,7 +9,12 @@ use smb3_tests::Testbed;
 /// `smb://DOMAIN;user@ADDR/share` for `tb`'s first address and user (the password goes through
 /// the environment, never a URL or argv).
 pub fn share_url(tb: &Testbed, share: &str) -> String {
-    format!("smb://{};{}@{}/{share}", tb.domain(), tb.user(), tb.server_addr(1))
+    format!(
+        "smb://{};{}@{}/{share}",
+        tb.domain(),
+        tb.user(),
+        tb.server_addr(1)
+    )
 }
 
 /// Connects to `tb`'s first address as its user with `cfg` and tree-connects `[plain]`. The
@@ -20,8 +25,9 @@ pub fn connect_plain(
 ) -> impl Future<Output = Result<(Client, Share), String>> + Send + 'static {
     let (server, creds) = (format!("{}:445", tb.server_addr(1)), tb.credentials());
     async move {
-        let client =
-            Client::connect(&server, &creds, cfg).await.ctx(format!("connect {server}"))?;
+        let client = Client::connect(&server, &creds, cfg)
+            .await
+            .ctx(format!("connect {server}"))?;
         let share = client.share("plain").await.ctx("tree connect")?;
         Ok((client, share))
     }

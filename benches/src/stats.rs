@@ -23,7 +23,9 @@ pub fn median(values: impl IntoIterator<Item = impl Borrow<f64>>) -> f64 {
 pub fn percentile(values: impl IntoIterator<Item = impl Borrow<f64>>, p: f64) -> f64 {
     let v = sorted(values);
     let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v.get(rank.clamp(1, v.len().max(1)) - 1).copied().unwrap_or(f64::NAN)
+    v.get(rank.clamp(1, v.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(f64::NAN)
 }
 
 /// Smallest and largest value.
@@ -47,7 +49,10 @@ mod tests {
         assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
         let v = (1..=100).map(f64::from);
-        assert_eq!([percentile(v.clone(), 99.0), percentile(v, 100.0)], [99.0, 100.0]);
+        assert_eq!(
+            [percentile(v.clone(), 99.0), percentile(v, 100.0)],
+            [99.0, 100.0]
+        );
         assert_eq!(percentile([7.0], 99.0), 7.0);
         assert_eq!(min_max([2.0, 9.0, 4.0]), (2.0, 9.0));
     }

@@ -19,7 +19,10 @@ impl Table {
     pub fn new(headers: &str) -> Self {
         let headers: Vec<&str> = headers.split('|').map(str::trim).collect();
         Table {
-            headers: headers.iter().map(|h| h.trim_start_matches('>').into()).collect(),
+            headers: headers
+                .iter()
+                .map(|h| h.trim_start_matches('>').into())
+                .collect(),
             right: headers.iter().map(|h| h.starts_with('>')).collect(),
             rows: Vec::new(),
         }
@@ -46,7 +49,10 @@ impl Table {
         let widths: Vec<usize> = (0..self.headers.len())
             .map(|c| {
                 let cells = self.rows.iter().map(|r| r[c].chars().count());
-                cells.chain([self.headers[c].chars().count(), 3]).max().unwrap_or(3)
+                cells
+                    .chain([self.headers[c].chars().count(), 3])
+                    .max()
+                    .unwrap_or(3)
             })
             .collect();
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
@@ -61,10 +67,13 @@ impl Table {
                     .collect(),
             )
         };
-        let rule = widths.iter().zip(&self.right).map(|(&w, &right)| match right {
-            true => format!("{}:", "-".repeat(w - 1)),
-            false => "-".repeat(w),
-        });
+        let rule = widths
+            .iter()
+            .zip(&self.right)
+            .map(|(&w, &right)| match right {
+                true => format!("{}:", "-".repeat(w - 1)),
+                false => "-".repeat(w),
+            });
         let mut out = padded(&self.headers);
         out.push_str(&line(rule.collect()));
         for r in &self.rows {
@@ -113,7 +122,10 @@ mod tests {
     fn renders_aligned_markdown() {
         let t = Table::of(
             [("smbcp", 1234.5), ("x", f64::NAN)],
-            &[("name", &|r: &(&str, f64)| r.0.into()), (">MB/s", &|r| num(r.1, 1))],
+            &[
+                ("name", &|r: &(&str, f64)| r.0.into()),
+                (">MB/s", &|r| num(r.1, 1)),
+            ],
         );
         assert_eq!(
             t.markdown(),

@@ -39,14 +39,17 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let budget = Duration::from_secs_f64(args.seconds);
-    let payload: Vec<u8> =
-        (0..args.size).map(|i| (i.wrapping_mul(2654435761) >> 9) as u8).collect();
+    let payload: Vec<u8> = (0..args.size)
+        .map(|i| (i.wrapping_mul(2654435761) >> 9) as u8)
+        .collect();
     let rate = |op: &mut dyn FnMut()| format!("{:.2}", rate(budget, args.size, op) / 1e9);
     let mut table = Table::new("operation | algorithm | backend | GB/s per core");
     for &backend in CryptoBackend::available() {
-        for algorithm in
-            [SigningAlgorithm::AesGmac, SigningAlgorithm::AesCmac, SigningAlgorithm::HmacSha256]
-        {
+        for algorithm in [
+            SigningAlgorithm::AesGmac,
+            SigningAlgorithm::AesCmac,
+            SigningAlgorithm::HmacSha256,
+        ] {
             // HMAC-SHA256 has one implementation, listed once.
             if algorithm == SigningAlgorithm::HmacSha256 && backend != CryptoBackend::RustCrypto {
                 continue;
@@ -56,13 +59,26 @@ fn main() {
             let mut reply = message(Command::READ, 9, &[&[0u8; 16], &payload]);
             signer.sign_in_place(&mut reply, &[]).expect("sign a reply");
             let verify = rate(&mut || {
-                assert!(signer.verify_in_place(&mut reply), "verify rejected a signed message")
+                assert!(
+                    signer.verify_in_place(&mut reply),
+                    "verify rejected a signed message"
+                )
             });
             let (name, used) = (format!("{algorithm:?}"), format!("{:?}", signer.backend()));
-            table.row(vec!["sign WRITE (pieces)".into(), name.clone(), used.clone(), sign]);
+            table.row(vec![
+                "sign WRITE (pieces)".into(),
+                name.clone(),
+                used.clone(),
+                sign,
+            ]);
             table.row(vec!["verify reply (in place)".into(), name, used, verify]);
         }
-        for cipher in [Cipher::Aes128Gcm, Cipher::Aes256Gcm, Cipher::Aes128Ccm, Cipher::Aes256Ccm] {
+        for cipher in [
+            Cipher::Aes128Gcm,
+            Cipher::Aes256Gcm,
+            Cipher::Aes128Ccm,
+            Cipher::Aes256Ccm,
+        ] {
             // CCM runs on RustCrypto whatever is asked: listed once.
             let Ok(sealer) = Sealer::new(cipher, &vec![0x24; cipher.key_len()], backend) else {
                 continue;
@@ -119,7 +135,9 @@ fn message(command: Command, message_id: u64, parts: &[&[u8]]) -> Vec<u8> {
 fn sign_write(signer: &Signer, payload: &[u8]) {
     let mut prefix = message(Command::WRITE, 7, &[]);
     prefix.resize(WRITE_PREFIX, 0);
-    signer.sign_in_place(&mut prefix, &[payload]).expect("sign a WRITE");
+    signer
+        .sign_in_place(&mut prefix, &[payload])
+        .expect("sign a WRITE");
     std::hint::black_box(&prefix);
 }
 

@@ -42,9 +42,14 @@ fn main() {
     // Groups in name order; the order the benches declared is lost on disk, so functions are
     // sorted by name too, which keeps the backends of one operation together.
     let mut groups: BTreeMap<String, Vec<Result>> = BTreeMap::new();
-    collect(&args.criterion_dir, &mut |group, r| groups.entry(group).or_default().push(r));
+    collect(&args.criterion_dir, &mut |group, r| {
+        groups.entry(group).or_default().push(r)
+    });
     if groups.is_empty() {
-        eprintln!("microbench-table: no criterion results under {}", args.criterion_dir.display());
+        eprintln!(
+            "microbench-table: no criterion results under {}",
+            args.criterion_dir.display()
+        );
         std::process::exit(1);
     }
     let mut out = args.preamble.trim().to_string();
@@ -69,7 +74,12 @@ fn main() {
 /// Every result under `dir`: its `benchmark.json` in a `new/` directory (criterion also keeps
 /// `report/` and `base/` copies) with `estimates.json` beside it.
 fn collect(dir: &Path, found: &mut dyn FnMut(String, Result)) {
-    for path in std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()) {
+    for path in std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
         if path.is_dir() {
             collect(&path, found);
         } else if path.ends_with("new/benchmark.json") {
@@ -79,9 +89,10 @@ fn collect(dir: &Path, found: &mut dyn FnMut(String, Result)) {
             else {
                 continue;
             };
-            let (Some(group), Some(median_ns)) =
-                (b["group_id"].as_str(), e["median"]["point_estimate"].as_f64())
-            else {
+            let (Some(group), Some(median_ns)) = (
+                b["group_id"].as_str(),
+                e["median"]["point_estimate"].as_f64(),
+            ) else {
                 continue;
             };
             let throughput = b["throughput"].as_object().and_then(|t| t.iter().next());
@@ -108,26 +119,40 @@ fn table(results: &[Result]) -> Table {
     functions.dedup();
     if columns == [None] {
         let rate_column = results.iter().any(|r| r.throughput.is_some());
-        let mut t = Table::new(if rate_column { "case | >time | >rate" } else { "case | >time" });
+        let mut t = Table::new(if rate_column {
+            "case | >time | >rate"
+        } else {
+            "case | >time"
+        });
         for r in results {
             t.row(vec![r.function.clone(), time(r.median_ns), rate(r)]);
         }
         return t;
     }
-    let headers =
-        columns.iter().map(|c| c.map_or(">any size".into(), |p| format!(">{}", size_name(p))));
+    let headers = columns
+        .iter()
+        .map(|c| c.map_or(">any size".into(), |p| format!(">{}", size_name(p))));
     let mut t = Table::new(
-        &std::iter::once("case".to_string()).chain(headers).collect::<Vec<_>>().join("|"),
+        &std::iter::once("case".to_string())
+            .chain(headers)
+            .collect::<Vec<_>>()
+            .join("|"),
     );
     for f in functions {
         let cell = |c: &Option<&str>| {
-            let r = results.iter().find(|r| r.function == f && r.parameter.as_deref() == *c);
+            let r = results
+                .iter()
+                .find(|r| r.function == f && r.parameter.as_deref() == *c);
             r.map_or(String::new(), |r| match rate(r) {
                 s if s.is_empty() => time(r.median_ns),
                 s => format!("{} · {s}", time(r.median_ns)),
             })
         };
-        t.row(std::iter::once(f.to_string()).chain(columns.iter().map(cell)).collect());
+        t.row(
+            std::iter::once(f.to_string())
+                .chain(columns.iter().map(cell))
+                .collect(),
+        );
     }
     t
 }

@@ -71,10 +71,20 @@ struct Trend {
 /// The trend of `(seconds, value)` points at or after `warmup` seconds; `None` with fewer
 /// than four (no quarters to compare).
 fn trend(points: &[(f64, f64)], warmup: f64) -> Option<Trend> {
-    let kept: Vec<f64> = points.iter().filter(|(t, _)| *t >= warmup).map(|p| p.1).collect();
+    let kept: Vec<f64> = points
+        .iter()
+        .filter(|(t, _)| *t >= warmup)
+        .map(|p| p.1)
+        .collect();
     let (q, (min, max)) = (kept.len() / 4, min_max(&kept));
     let (first_quarter, last_quarter) = (median(&kept[..q]), median(&kept[kept.len() - q..]));
-    (q > 0).then_some(Trend { first_quarter, last_quarter, min, max, samples: kept.len() })
+    (q > 0).then_some(Trend {
+        first_quarter,
+        last_quarter,
+        min,
+        max,
+        samples: kept.len(),
+    })
 }
 
 /// `Err` with the reason when `t` grew by more than `tolerance` allows.
@@ -100,7 +110,10 @@ fn heap_counted(o: &Outcome) -> bool {
 fn series(o: &Outcome, full_plan: bool, f: fn(&Sample) -> f64) -> Option<Trend> {
     let all_up = |s: &&Sample| s.channels_planned > 0 && s.channels_active == s.channels_planned;
     let kept = o.samples.iter().filter(|s| !full_plan || all_up(s));
-    trend(&kept.map(|s| (s.t, f(s))).collect::<Vec<_>>(), o.settings.warmup().as_secs_f64())
+    trend(
+        &kept.map(|s| (s.t, f(s))).collect::<Vec<_>>(),
+        o.settings.warmup().as_secs_f64(),
+    )
 }
 
 /// Memory (the heap in use, or RSS; MiB), descriptors and tasks over the run. Descriptors
@@ -108,13 +121,21 @@ fn series(o: &Outcome, full_plan: bool, f: fn(&Sample) -> f64) -> Option<Trend> 
 /// are compared.
 fn trends(o: &Outcome) -> [Judged; 3] {
     let memory = match heap_counted(o) {
-        true => ("heap in use", series(o, false, |s| s.heap_kib as f64 / 1024.0)),
+        true => (
+            "heap in use",
+            series(o, false, |s| s.heap_kib as f64 / 1024.0),
+        ),
         false => ("RSS", series(o, false, |s| s.rss_kib as f64 / 1024.0)),
     };
     [
         (memory.0, "MiB", memory.1, MEMORY),
         ("open fds", "", series(o, true, |s| s.fds as f64), FDS),
-        ("tokio tasks", "", series(o, true, |s| s.tasks as f64), TASKS),
+        (
+            "tokio tasks",
+            "",
+            series(o, true, |s| s.tasks as f64),
+            TASKS,
+        ),
     ]
 }
 
@@ -124,13 +145,36 @@ fn load(a: &AtomicU64) -> u64 {
 
 /// The run's verdict: every reason it failed (none: passed).
 pub fn judge(o: &Outcome) -> Vec<String> {
-    let failures = o.tally.failures.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut why: Vec<String> = failures.iter().map(|f| format!("operation failed: {f}")).collect();
-    let errors = o.faults.errors.lock().unwrap_or_else(PoisonError::into_inner);
-    why.extend(errors.iter().map(|e| format!("testbed fault command failed: {e}")));
-    let (restarts, last, mount) = (o.faults.count("restart"), &o.last, o.settings.mount.is_some());
+    let failures = o
+        .tally
+        .failures
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut why: Vec<String> = failures
+        .iter()
+        .map(|f| format!("operation failed: {f}"))
+        .collect();
+    let errors = o
+        .faults
+        .errors
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    why.extend(
+        errors
+            .iter()
+            .map(|e| format!("testbed fault command failed: {e}")),
+    );
+    let (restarts, last, mount) = (
+        o.faults.count("restart"),
+        &o.last,
+        o.settings.mount.is_some(),
+    );
     let (b, a) = (&o.rest.0 .0, &o.rest.1 .0);
-    let rss_slack = if mount { RSS_AT_REST_SLACK_KIB.1 } else { RSS_AT_REST_SLACK_KIB.0 };
+    let rss_slack = if mount {
+        RSS_AT_REST_SLACK_KIB.1
+    } else {
+        RSS_AT_REST_SLACK_KIB.0
+    };
     // The library's own interface poll, set to the sampling interval, must have run; the
     // mount's (15 minutes) is not checked.
     let queries = o.ran_for.as_secs_f64() / o.settings.sample_every.as_secs_f64();
@@ -193,7 +237,9 @@ pub fn judge(o: &Outcome) -> Vec<String> {
     let sessions = if mount { 0 } else { 1 };
     match &o.sessions_at_server {
         Ok(n) if *n == sessions => {}
-        Ok(n) => why.push(format!("smbd lists {n} sessions at the end, expected {sessions}")),
+        Ok(n) => why.push(format!(
+            "smbd lists {n} sessions at the end, expected {sessions}"
+        )),
         Err(e) => why.push(format!("cannot count the server's sessions: {e}")),
     }
     for (name, unit, trend, tolerance) in trends(o) {
@@ -206,8 +252,11 @@ pub fn judge(o: &Outcome) -> Vec<String> {
 }
 
 fn rest_json(Rest(s, kinds): &Rest) -> Value {
-    let library: serde_json::Map<String, Value> =
-        kinds.iter().filter(|k| k.1 > 0).map(|(k, n)| (k.clone(), (*n).into())).collect();
+    let library: serde_json::Map<String, Value> = kinds
+        .iter()
+        .filter(|k| k.1 > 0)
+        .map(|(k, n)| (k.clone(), (*n).into()))
+        .collect();
     json!({"fds": s.fds, "tasks": s.tasks, "library_tasks": library, "rss_kib": s.rss_kib,
         "heap_bytes": s.heap_kib * 1024, "channels": s.channels_active})
 }
@@ -305,7 +354,11 @@ pub fn summary_text(o: &Outcome, reasons: &[String]) -> String {
         let Some(t) = t else { continue };
         let (first, last) = (t.first_quarter, t.last_quarter);
         let allowed = tol.map_or(String::new(), |tol| {
-            format!(" (+{:.1}, allowed +{:.1})", last - first, tol.allowed(first))
+            format!(
+                " (+{:.1}, allowed +{:.1})",
+                last - first,
+                tol.allowed(first)
+            )
         });
         let (min, max) = (t.min, t.max);
         let _ = writeln!(
@@ -330,7 +383,11 @@ pub fn summary_text(o: &Outcome, reasons: &[String]) -> String {
         b.channels_active,
         a.channels_active
     );
-    text.push_str(if reasons.is_empty() { "PASSED\n" } else { "FAILED:\n" });
+    text.push_str(if reasons.is_empty() {
+        "PASSED\n"
+    } else {
+        "FAILED:\n"
+    });
     for r in reasons {
         let _ = writeln!(text, "  - {r}");
     }
@@ -346,11 +403,24 @@ pub fn write_files(o: &Outcome, reasons: &[String]) -> Result<(), String> {
     };
     let pretty = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default();
     write("summary.json", pretty(summary_json(o, reasons)))?;
-    write("samples.json", pretty(o.samples.iter().map(Sample::json).collect()))?;
+    write(
+        "samples.json",
+        pretty(o.samples.iter().map(Sample::json).collect()),
+    )?;
     let mut events = String::from("t_s,kind,link,hold_s,detail\n");
-    for e in o.faults.events.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+    for e in o
+        .faults
+        .events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
         let detail = e.detail.replace(',', ";");
-        let _ = writeln!(events, "{:.1},{},{},{:.2},{detail}", e.at, e.kind, e.link, e.hold);
+        let _ = writeln!(
+            events,
+            "{:.1},{},{},{:.2},{detail}",
+            e.at, e.kind, e.link, e.hold
+        );
     }
     write("events.csv", events)
 }
@@ -362,18 +432,26 @@ mod tests {
     #[test]
     fn quarters_use_medians_skip_the_warm_up_and_allow_their_tolerance() {
         let points = |v: &[f64]| {
-            v.iter().enumerate().map(|(i, v)| (i as f64 * 10.0, *v)).collect::<Vec<_>>()
+            v.iter()
+                .enumerate()
+                .map(|(i, v)| (i as f64 * 10.0, *v))
+                .collect::<Vec<_>>()
         };
         // Warm-up (t < 20) at 1; first quarter 10, 10, 99 (an outlier); last quarter 12.
-        let p = points(&[1.0, 1.0, 10.0, 10.0, 99.0, 11.0, 11.0, 11.0, 12.0, 12.0, 12.0]);
+        let p = points(&[
+            1.0, 1.0, 10.0, 10.0, 99.0, 11.0, 11.0, 11.0, 12.0, 12.0, 12.0,
+        ]);
         let t = trend(&p, 20.0).expect("enough samples");
         assert_eq!(
             (t.samples, t.first_quarter, t.last_quarter, t.min, t.max),
             (9, 10.0, 12.0, 10.0, 99.0)
         );
         assert!(trend(&p[..5], 20.0).is_none());
-        let t =
-            trend(&points(&[100.0, 100.0, 100.0, 100.0, 130.0, 130.0, 130.0, 130.0]), 0.0).unwrap();
+        let t = trend(
+            &points(&[100.0, 100.0, 100.0, 100.0, 130.0, 130.0, 130.0, 130.0]),
+            0.0,
+        )
+        .unwrap();
         assert!(judge_trend("x", "u", &t, Tolerance(5.0, 0.5)).is_ok());
         assert!(judge_trend("x", "u", &t, Tolerance(5.0, 0.1))
             .unwrap_err()

@@ -45,7 +45,10 @@ impl Flap {
 /// The next flap: kind (rst-all rarer, it costs the whole session), link and hold.
 fn draw(rng: &mut StdRng, links: usize) -> (Flap, usize, Duration) {
     let kinds = [Flap::Down, Flap::Drop, Flap::Rst];
-    let kind = kinds.get(rng.random_range(0..10) / 3).copied().unwrap_or(Flap::RstAll);
+    let kind = kinds
+        .get(rng.random_range(0..10) / 3)
+        .copied()
+        .unwrap_or(Flap::RstAll);
     (kind, rng.random_range(1..=links), rng.random_range(HOLD))
 }
 
@@ -78,12 +81,18 @@ impl FaultLog {
         let (at, kind, link, hold, detail) = (e.at, e.kind, e.link, e.hold, &e.detail);
         eprintln!("soak fault {at:7.1} s {kind} link {link} hold {hold:.1} s {detail}");
         self.done.fetch_add(1, Ordering::Relaxed);
-        self.events.lock().unwrap_or_else(PoisonError::into_inner).push(e);
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(e);
     }
 
     fn error(&self, what: String) {
         eprintln!("soak fault ERROR {what}");
-        self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(what);
+        self.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(what);
     }
 
     /// Events of one kind.
@@ -158,7 +167,9 @@ fn flap(
     let broke = match kind {
         Flap::Down => tb.link_down(link).map(|()| String::new()),
         Flap::Drop => tb.drop_link(link).map(|()| String::new()),
-        Flap::Rst => tb.cut(Some(link)).and_then(|n| tb.link_down(link).map(|()| reset(n))),
+        Flap::Rst => tb
+            .cut(Some(link))
+            .and_then(|n| tb.link_down(link).map(|()| reset(n))),
         Flap::RstAll => tb.cut(None).map(reset),
     };
     let detail = broke.unwrap_or_else(|e| {
@@ -177,14 +188,24 @@ fn flap(
         };
         match repaired {
             Ok(()) => break,
-            Err(e) => {
-                log.error(format!("repair of {} link {link}, try {attempt}: {e}", kind.name()))
-            }
+            Err(e) => log.error(format!(
+                "repair of {} link {link}, try {attempt}: {e}",
+                kind.name()
+            )),
         }
         std::thread::sleep(Duration::from_secs(1));
     }
-    let (link, hold) = (if kind == Flap::RstAll { 0 } else { link }, held.elapsed().as_secs_f64());
-    log.record(Event { at, kind: kind.name(), link, hold, detail });
+    let (link, hold) = (
+        if kind == Flap::RstAll { 0 } else { link },
+        held.elapsed().as_secs_f64(),
+    );
+    log.record(Event {
+        at,
+        kind: kind.name(),
+        link,
+        hold,
+        detail,
+    });
 }
 
 #[cfg(test)]

@@ -55,7 +55,9 @@ fn counted(p: *mut u8, layout: Layout) -> *mut u8 {
 
 /// Bytes allocated and not yet freed, when [`Counting`] is the global allocator.
 pub(crate) fn live_bytes() -> Option<u64> {
-    INSTALLED.load(Ordering::Relaxed).then(|| LIVE.load(Ordering::Relaxed))
+    INSTALLED
+        .load(Ordering::Relaxed)
+        .then(|| LIVE.load(Ordering::Relaxed))
 }
 
 /// Asks the C allocator to return the free memory it holds (glibc's `malloc_trim`), so that

@@ -88,7 +88,10 @@ impl Tally {
         let line = format!("{:7.1} s {who}: {what}", t0.elapsed().as_secs_f64());
         eprintln!("soak FAILURE {line}");
         self.failed.fetch_add(1, Ordering::Relaxed);
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner).push(line);
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(line);
     }
 }
 
@@ -128,8 +131,12 @@ pub(crate) struct Rest(pub(crate) Sample, pub(crate) Vec<(String, u64)>);
 
 impl Rest {
     fn describe(&self) -> String {
-        let kinds: Vec<String> =
-            self.1.iter().filter(|k| k.1 > 0).map(|(k, n)| format!("{n} {k}")).collect();
+        let kinds: Vec<String> = self
+            .1
+            .iter()
+            .filter(|k| k.1 > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
         let s = &self.0;
         format!(
             "fds {}, tasks {} (library: {}), RSS {} KiB, heap {} KiB, channels {}",
@@ -153,7 +160,10 @@ fn grown_kinds(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String
 impl Subject {
     fn sample(&self, t0: Instant) -> Sample {
         let status = (self.status)().unwrap_or_default();
-        let tasks = self.runtime.as_ref().map(|rt| rt.metrics().num_alive_tasks() as u64);
+        let tasks = self
+            .runtime
+            .as_ref()
+            .map(|rt| rt.metrics().num_alive_tasks() as u64);
         sampler::of(t0.elapsed().as_secs_f64(), &status, &self.pid, tasks)
     }
 
@@ -173,10 +183,14 @@ impl Subject {
                     Some(b) => grown_kinds(&b.1, &kinds).is_empty(),
                     None => !last.is_empty() && kinds.iter().zip(&last).all(|(n, l)| n.1 >= l.1),
                 };
-                let grown = before.map(|b| grown_kinds(&b.1, &kinds)).unwrap_or_default();
+                let grown = before
+                    .map(|b| grown_kinds(&b.1, &kinds))
+                    .unwrap_or_default();
                 if !grown.is_empty() && !said {
-                    let waiting: Vec<String> =
-                        grown.iter().map(|(kind, b, a)| format!("{} {kind}", a - b)).collect();
+                    let waiting: Vec<String> = grown
+                        .iter()
+                        .map(|(kind, b, a)| format!("{} {kind}", a - b))
+                        .collect();
                     eprintln!(
                         "soak: waiting for library tasks above their counts at rest to end: {}",
                         waiting.join(", ")
@@ -233,7 +247,10 @@ enum Client {
 pub fn run(s: &Settings) -> Result<Outcome, String> {
     std::fs::create_dir_all(&s.out_dir).ctx(format!("cannot create {}", s.out_dir.display()))?;
     let tb = Arc::new(Testbed::start(TestbedConfig::shaped(s.links, s.rate_mbit))?);
-    let (stop, interrupted) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (stop, interrupted) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     on_signal(stop.clone(), interrupted.clone());
     let client = match &s.mount {
         None => Client::Library(workload::Library::start(&tb, s)?),
@@ -246,9 +263,16 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
         Client::Mount(m, smbctl) => mount::subject(m, smbctl),
     };
     let rest_before = subject.at_rest(Duration::from_secs(30), None);
-    eprintln!("soak: at rest before the workload: {}", rest_before.describe());
+    eprintln!(
+        "soak: at rest before the workload: {}",
+        rest_before.describe()
+    );
 
-    let ctx = Ctx { tally: Arc::default(), stop: stop.clone(), t0: Instant::now() };
+    let ctx = Ctx {
+        tally: Arc::default(),
+        stop: stop.clone(),
+        t0: Instant::now(),
+    };
     let faults = Arc::new(FaultLog::default());
     let sample = {
         let (subject, tally, faults, t0) =
@@ -277,15 +301,21 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
             std::thread::sleep(Duration::from_millis(100));
         }
         match w.is_finished() {
-            false => ctx.tally.fail(ctx.t0, "soak", "a worker did not stop in time".into()),
+            false => ctx
+                .tally
+                .fail(ctx.t0, "soak", "a worker did not stop in time".into()),
             true if w.join().is_err() => {
-                ctx.tally.fail(ctx.t0, "soak", "a worker ended abnormally".into())
+                ctx.tally
+                    .fail(ctx.t0, "soak", "a worker ended abnormally".into())
             }
             true => {}
         }
     }
     let rest_after = subject.at_rest(REST_PATIENCE, Some(&rest_before));
-    eprintln!("soak: at rest after the workload: {}", rest_after.describe());
+    eprintln!(
+        "soak: at rest after the workload: {}",
+        rest_after.describe()
+    );
     let (samples, last) = (sampling.finish(), sample());
     drop((subject, sample));
     // The library's session is checked while it is still up; the mount is unmounted first
@@ -298,8 +328,11 @@ pub fn run(s: &Settings) -> Result<Outcome, String> {
         }
     };
     let open = within_15_s(|| tb.open_files(), |open| open.is_empty());
-    let open_at_server =
-        open.map(|o| o.into_iter().map(|o| format!("{} (lease {:?})", o.name, o.lease)).collect());
+    let open_at_server = open.map(|o| {
+        o.into_iter()
+            .map(|o| format!("{} (lease {:?})", o.name, o.lease))
+            .collect()
+    });
     let sessions_at_server = within_15_s(|| tb.session_count(), |n| *n == sessions);
     if let Some(library) = library {
         library.finish();
@@ -335,8 +368,14 @@ fn on_signal(stop: Arc<AtomicBool>, interrupted: Arc<AtomicBool>) {
 /// last fault. How long the workload ran.
 fn run_faults(tb: &Arc<Testbed>, s: &Settings, ctx: &Ctx, log: &Arc<FaultLog>) -> Duration {
     let thread = {
-        let (tb, stop, log, seed, length, t0) =
-            (tb.clone(), ctx.stop.clone(), log.clone(), s.seed, s.duration, ctx.t0);
+        let (tb, stop, log, seed, length, t0) = (
+            tb.clone(),
+            ctx.stop.clone(),
+            log.clone(),
+            s.seed,
+            s.duration,
+            ctx.t0,
+        );
         std::thread::spawn(move || faults::run(&tb, seed, length, t0, &stop, &log))
     };
     while ctx.t0.elapsed() < s.duration && !ctx.stopped() {

@@ -56,15 +56,23 @@ pub(crate) fn subject(mount: &Arc<Mount>, smbctl: &Path) -> Subject {
     let (mount, smbctl) = (mount.clone(), smbctl.to_path_buf());
     let pid = mount.daemon_pid().to_string();
     let status = move || mount.status(&smbctl).ok();
-    Subject { status: Arc::new(status), pid, runtime: None, release: Duration::from_secs(22) }
+    Subject {
+        status: Arc::new(status),
+        pid,
+        runtime: None,
+        release: Duration::from_secs(22),
+    }
 }
 
 /// Starts the fio jobs (one per uploader), the listing and the renamer, each on a thread.
 pub(crate) fn workers(mount: &Mount, ctx: &Ctx, s: &Settings) -> Vec<JoinHandle<()>> {
     let base = s.seed;
     let seed = move |n: u64| base.wrapping_add(n);
-    let fio = (0..s.uploaders.max(1))
-        .map(|i| worker(mount, ctx, move |c, d| fio_loop(c, d, i, seed(1000 + i as u64))));
+    let fio = (0..s.uploaders.max(1)).map(|i| {
+        worker(mount, ctx, move |c, d| {
+            fio_loop(c, d, i, seed(1000 + i as u64))
+        })
+    });
     let others = [
         worker(mount, ctx, listing_loop),
         worker(mount, ctx, move |c, d| rename_loop(c, d, seed(3000))),
@@ -102,15 +110,21 @@ fn fio_loop(ctx: &Ctx, mount: &Path, id: usize, seed: u64) {
             .arg(format!("--size={mib}M"))
             .arg(format!("--randseed={}", rng.random::<u32>()))
             // Without these fio leaves a verify state file in its working directory.
-            .args(["--output-format=terse", "--unlink=0", "--verify_state_save=0"]);
+            .args([
+                "--output-format=terse",
+                "--unlink=0",
+                "--verify_state_save=0",
+            ]);
         match run_bounded(cmd) {
             Ok(()) => {
                 ctx.tally.uploads.fetch_add(1, Ordering::Relaxed);
                 ctx.tally.bytes_up.fetch_add(mib << 20, Ordering::Relaxed);
             }
-            Err(e) => {
-                fail(ctx, &format!("fio {id}"), format!("fio write+verify of {mib} MiB: {e}"))
-            }
+            Err(e) => fail(
+                ctx,
+                &format!("fio {id}"),
+                format!("fio write+verify of {mib} MiB: {e}"),
+            ),
         }
     }
 }
@@ -118,7 +132,9 @@ fn fio_loop(ctx: &Ctx, mount: &Path, id: usize, seed: u64) {
 /// Runs `cmd` to its end, killed after [`OP_LIMIT`]: `Err` with its stderr's last lines
 /// unless it exited 0.
 fn run_bounded(mut cmd: Command) -> Result<(), String> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().ctx("cannot start")?;
     let Some(status) = reap(&mut child, OP_LIMIT) else {
         return Err(format!("not done after {OP_LIMIT:?}"));
@@ -130,7 +146,10 @@ fn run_bounded(mut cmd: Command) -> Result<(), String> {
     let tail: Vec<&str> = err.lines().collect();
     match status.success() {
         true => Ok(()),
-        false => Err(format!("{status}: {}", tail[tail.len().saturating_sub(3)..].join(" | "))),
+        false => Err(format!(
+            "{status}: {}",
+            tail[tail.len().saturating_sub(3)..].join(" | ")
+        )),
     }
 }
 
@@ -138,8 +157,11 @@ fn run_bounded(mut cmd: Command) -> Result<(), String> {
 fn listing_loop(ctx: &Ctx, mount: &Path) {
     let want = TREE.0 * TREE.1;
     while !ctx.stopped() {
-        let out =
-            Command::new("ls").arg("-R").arg(mount.join("tree")).stdin(Stdio::null()).output();
+        let out = Command::new("ls")
+            .arg("-R")
+            .arg(mount.join("tree"))
+            .stdin(Stdio::null())
+            .output();
         match out {
             Ok(out) if out.status.success() => {
                 let text = String::from_utf8_lossy(&out.stdout);
@@ -174,11 +196,17 @@ fn rename_loop(ctx: &Ctx, mount: &Path, seed: u64) {
                 (Err(e), _) => format!("{} -> {}: {e}", from.display(), to.display()),
                 (Ok(()), Err(e)) => format!("read {}: {e}", to.display()),
                 (Ok(()), Ok(got)) if got != content => {
-                    format!("{} reads back {} bytes, not the file's", to.display(), got.len())
+                    format!(
+                        "{} reads back {} bytes, not the file's",
+                        to.display(),
+                        got.len()
+                    )
                 }
                 (Ok(()), Ok(_)) => {
                     ctx.tally.downloads.fetch_add(1, Ordering::Relaxed);
-                    ctx.tally.bytes_down.fetch_add(RENAMED_SIZE as u64, Ordering::Relaxed);
+                    ctx.tally
+                        .bytes_down
+                        .fetch_add(RENAMED_SIZE as u64, Ordering::Relaxed);
                     continue;
                 }
             };

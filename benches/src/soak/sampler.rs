@@ -75,8 +75,15 @@ impl Sample {
     /// The sample as a JSON object keyed like the CSV header.
     pub(crate) fn json(&self) -> Value {
         let t = format!("{:.1}", self.t).parse::<f64>().unwrap_or(self.t);
-        let counts = Self::FIELDS.iter().zip(self.values()).map(|(n, v)| (n.to_string(), v.into()));
-        Value::Object(std::iter::once(("t_s".to_string(), t.into())).chain(counts).collect())
+        let counts = Self::FIELDS
+            .iter()
+            .zip(self.values())
+            .map(|(n, v)| (n.to_string(), v.into()));
+        Value::Object(
+            std::iter::once(("t_s".to_string(), t.into()))
+                .chain(counts)
+                .collect(),
+        )
     }
 }
 
@@ -84,7 +91,8 @@ impl Sample {
 pub(crate) fn rss_kib(pid: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"));
-    line.and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    line.and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Open descriptors of process `pid` (the directory's own not counted for `self`).
@@ -96,7 +104,9 @@ pub(crate) fn fds(pid: &str) -> u64 {
 /// The live tasks of each kind in a status document's `library_tasks`.
 pub(crate) fn kinds(status: &Value) -> Vec<(String, u64)> {
     let kinds = status["library_tasks"].as_object().into_iter().flatten();
-    kinds.map(|(kind, c)| (kind.clone(), c["live"].as_u64().unwrap_or(0))).collect()
+    kinds
+        .map(|(kind, c)| (kind.clone(), c["live"].as_u64().unwrap_or(0)))
+        .collect()
 }
 
 /// Channels whose state is `active` in a status document.
@@ -145,7 +155,10 @@ impl Sampling {
         let path = out_dir.join("samples.csv");
         let mut csv =
             std::fs::File::create(&path).ctx(format!("cannot create {}", path.display()))?;
-        let (stop, samples) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
+        let (stop, samples) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(Mutex::new(Vec::new())),
+        );
         let (done, kept) = (stop.clone(), samples.clone());
         let thread = std::thread::spawn(move || {
             let _ = writeln!(csv, "t_s,{}", Sample::FIELDS.join(","));
@@ -163,7 +176,11 @@ impl Sampling {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        Ok(Sampling { stop, thread, samples })
+        Ok(Sampling {
+            stop,
+            thread,
+            samples,
+        })
     }
 
     /// Stops sampling; the samples taken.
@@ -208,12 +225,27 @@ mod tests {
             "library_tasks": {"probe": {"live": 2, "started": 5}, "channel-reader": {"live": 1}},
             "heap_in_use_bytes": 4096});
         let s = of(12.34, &status, "self", None);
-        let counts = [s.heap_kib, s.tasks, s.library_tasks, s.channels_active, s.channels_listed];
+        let counts = [
+            s.heap_kib,
+            s.tasks,
+            s.library_tasks,
+            s.channels_active,
+            s.channels_listed,
+        ];
         assert_eq!(counts, [4, 3, 3, 1, 2]);
-        assert_eq!((s.channels_planned, s.interface_queries, s.replays), (4, 9, 3));
-        assert_eq!(kinds(&status), [("channel-reader".to_string(), 1), ("probe".to_string(), 2)]);
+        assert_eq!(
+            (s.channels_planned, s.interface_queries, s.replays),
+            (4, 9, 3)
+        );
+        assert_eq!(
+            kinds(&status),
+            [("channel-reader".to_string(), 1), ("probe".to_string(), 2)]
+        );
         assert_eq!(s.csv().split(',').count(), Sample::FIELDS.len() + 1);
         let json = s.json();
-        assert_eq!((json["t_s"].as_f64(), json["replays"].as_u64()), (Some(12.3), Some(3)));
+        assert_eq!(
+            (json["t_s"].as_f64(), json["replays"].as_u64()),
+            (Some(12.3), Some(3))
+        );
     }
 }

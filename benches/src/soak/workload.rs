@@ -40,8 +40,16 @@ const CHUNK: usize = 8 << 20;
 
 /// File sizes the workload mixes: empty, one small request, odd (a multiple of nothing),
 /// medium, and large enough to spread over every channel.
-const SIZES: [usize; 8] =
-    [0, 4 << 10, 100_003, 1 << 20, (3 << 20) + 17, 16 << 20, (33 << 20) + 4097, 64 << 20];
+const SIZES: [usize; 8] = [
+    0,
+    4 << 10,
+    100_003,
+    1 << 20,
+    (3 << 20) + 17,
+    16 << 20,
+    (33 << 20) + 4097,
+    64 << 20,
+];
 
 /// Files each uploader overwrites in turn, so the share never fills.
 const NAMES_PER_UPLOADER: usize = 4;
@@ -83,7 +91,13 @@ impl Library {
         cfg.interface_poll = s.sample_every;
         (cfg.bind_timeout, cfg.connect_timeout) = (Duration::from_secs(3), Duration::from_secs(2));
         let (client, share) = client_block_on(&rt, crate::session::connect_plain(tb, cfg))?;
-        Ok(Library { rt, client, share, share_root, seeded: Arc::new(seeded) })
+        Ok(Library {
+            rt,
+            client,
+            share,
+            share_root,
+            seeded: Arc::new(seeded),
+        })
     }
 
     /// The client as the checks see it: what the checks read of a mount's status document
@@ -99,9 +113,14 @@ impl Library {
                 "reconnects": f.reconnects, "sessions_reestablished": f.sessions_reestablished,
                 "opens_reclaimed": f.opens_reclaimed, "opens_reopened": f.opens_reopened,
                 "opens_lost": f.opens_lost, "listings_resumed": f.listings_resumed});
-            let channels: Vec<_> =
-                client.channels().iter().map(|c| json!({"state": c.state.to_string()})).collect();
-            let tasks = tasks.iter().map(|c| (c.kind.label().to_string(), json!({"live": c.live})));
+            let channels: Vec<_> = client
+                .channels()
+                .iter()
+                .map(|c| json!({"state": c.state.to_string()}))
+                .collect();
+            let tasks = tasks
+                .iter()
+                .map(|c| (c.kind.label().to_string(), json!({"live": c.live})));
             let (tasks, heap) = (tasks.collect::<serde_json::Map<_, _>>(), heap::live_bytes());
             let mc = json!({"planned": mc.planned(), "interface_queries": mc.interface_queries, "failover": failover});
             Some(
@@ -120,10 +139,15 @@ impl Library {
     /// Starts the uploaders, the downloaders and the metadata loop, each awaited on a thread.
     pub(crate) fn workers(&self, ctx: &Ctx, s: &Settings) -> Vec<std::thread::JoinHandle<()>> {
         let worker = |seed: u64, kind: u8, id: usize| {
-            let (ctx, rng) =
-                (ctx.clone(), StdRng::seed_from_u64(s.seed.wrapping_add(seed + id as u64)));
-            let (share, root, seeded) =
-                (self.share.clone(), self.share_root.clone(), self.seeded.clone());
+            let (ctx, rng) = (
+                ctx.clone(),
+                StdRng::seed_from_u64(s.seed.wrapping_add(seed + id as u64)),
+            );
+            let (share, root, seeded) = (
+                self.share.clone(),
+                self.share_root.clone(),
+                self.seeded.clone(),
+            );
             let task = self.rt.spawn(async move {
                 match kind {
                     0 => uploader(ctx, rng, &share, &root, id).await,
@@ -156,7 +180,9 @@ fn seed_files(share_root: &Path, seed: u64) -> std::io::Result<Vec<Seeded>> {
     let sizes = SIZES.iter().chain([&SIZES[SIZES.len() - 1]]);
     let mut out = Vec::new();
     for (i, &size) in sizes.enumerate() {
-        let data: Vec<u8> = chunks(seed ^ ((i as u64 + 1) << 40), size).flatten().collect();
+        let data: Vec<u8> = chunks(seed ^ ((i as u64 + 1) << 40), size)
+            .flatten()
+            .collect();
         std::fs::write(share_root.join(format!("down/f{i}.bin")), &data)?;
         let mut hashing = Hashing::default();
         hashing.update(&data);
@@ -211,7 +237,14 @@ async fn uploader(ctx: Ctx, mut rng: StdRng, share: &Share, root: &Path, id: usi
         let (seed, streaming): (u64, bool) = (rng.random(), rng.random_bool(0.5));
         let what = format!("upload {path} ({size} bytes, {})", mode(streaming));
         let op = upload(share, root, &path, seed, size, streaming);
-        book(&ctx, &who, &what, [&ctx.tally.uploads, &ctx.tally.bytes_up], op).await;
+        book(
+            &ctx,
+            &who,
+            &what,
+            [&ctx.tally.uploads, &ctx.tally.bytes_up],
+            op,
+        )
+        .await;
     }
 }
 
@@ -224,7 +257,10 @@ async fn upload(
     streaming: bool,
 ) -> Result<u64, String> {
     let f = share
-        .open(path, &OpenOptions::new().write(true).create(true).truncate(true))
+        .open(
+            path,
+            &OpenOptions::new().write(true).create(true).truncate(true),
+        )
         .await
         .map_err(text)?;
     if streaming {
@@ -240,7 +276,9 @@ async fn upload(
     }
     f.close().await.map_err(text)?;
     let disk = root.join(path);
-    let got = tokio::task::spawn_blocking(move || fingerprint(&disk)).await.ctx("hash task")?;
+    let got = tokio::task::spawn_blocking(move || fingerprint(&disk))
+        .await
+        .ctx("hash task")?;
     let fp = got.ctx("cannot read the server's file")?;
     let mut sent = Hashing::default();
     chunks(seed, size).for_each(|c| sent.update(&c));
@@ -260,9 +298,21 @@ async fn downloader(ctx: Ctx, mut rng: StdRng, share: &Share, seeded: &[Seeded],
     while !ctx.stopped() {
         let file = &seeded[rng.random_range(0..seeded.len())];
         let streaming = rng.random_bool(0.5);
-        let what = format!("download {} ({} bytes, {})", file.0, file.1.len, mode(streaming));
+        let what = format!(
+            "download {} ({} bytes, {})",
+            file.0,
+            file.1.len,
+            mode(streaming)
+        );
         let op = download(share, file, streaming);
-        book(&ctx, &who, &what, [&ctx.tally.downloads, &ctx.tally.bytes_down], op).await;
+        book(
+            &ctx,
+            &who,
+            &what,
+            [&ctx.tally.downloads, &ctx.tally.bytes_down],
+            op,
+        )
+        .await;
     }
 }
 
@@ -271,7 +321,10 @@ async fn download(
     (path, expected): &Seeded,
     streaming: bool,
 ) -> Result<u64, String> {
-    let f = share.open(path, &OpenOptions::new().read(true)).await.map_err(text)?;
+    let f = share
+        .open(path, &OpenOptions::new().read(true))
+        .await
+        .map_err(text)?;
     let mut h = Hashing::default();
     if streaming {
         let (mut r, mut buf) = (f.reader(), vec![0u8; 1 << 20]);
@@ -307,7 +360,14 @@ async fn metadata_loop(ctx: Ctx, mut rng: StdRng, share: &Share, seeded: &[Seede
     while !ctx.stopped() {
         let file = &seeded[rng.random_range(0..seeded.len())];
         let op = metadata_round(share, seeded, file, rng.random_bool(0.1));
-        book(&ctx, "metadata", "metadata round", [&ctx.tally.metadata_ops, &unused], op).await;
+        book(
+            &ctx,
+            "metadata",
+            "metadata round",
+            [&ctx.tally.metadata_ops, &unused],
+            op,
+        )
+        .await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

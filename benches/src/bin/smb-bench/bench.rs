@@ -34,7 +34,9 @@ impl Common {
 
     /// `--reps`, else `reps`, or 1 with `--quick`.
     pub(crate) fn reps(&self, reps: usize) -> usize {
-        self.reps.unwrap_or(if self.quick { 1 } else { reps }).max(1)
+        self.reps
+            .unwrap_or(if self.quick { 1 } else { reps })
+            .max(1)
     }
 
     pub(crate) fn rate(&self, default_mbit: u32) -> u32 {
@@ -75,7 +77,9 @@ impl Common {
             .and_then(|()| std::fs::write(&path, svg))
             .ctx(path.display())?;
         eprintln!("smb-bench: wrote the chart {}", path.display());
-        let shown = path.strip_prefix(doc_dir.unwrap_or(Path::new(""))).unwrap_or(&path);
+        let shown = path
+            .strip_prefix(doc_dir.unwrap_or(Path::new("")))
+            .unwrap_or(&path);
         Ok(format!("\n![{alt}]({})\n", shown.display()))
     }
 
@@ -104,10 +108,16 @@ pub(crate) struct LinkSetup {
 }
 
 impl LinkSetup {
-    pub(crate) const UNSHAPED: LinkSetup = LinkSetup { links: 1, rate_mbit: None };
+    pub(crate) const UNSHAPED: LinkSetup = LinkSetup {
+        links: 1,
+        rate_mbit: None,
+    };
 
     pub(crate) fn shaped(links: usize, rate: u32) -> LinkSetup {
-        LinkSetup { links, rate_mbit: Some(rate) }
+        LinkSetup {
+            links,
+            rate_mbit: Some(rate),
+        }
     }
 
     /// `2 x 500 Mbit/s`, `1 x unshaped`.
@@ -232,7 +242,17 @@ impl<'a> Bench<'a> {
         eprintln!("smb-bench: writing the {} MiB reference file", size >> 20);
         let reference = data::write_pattern(&scratch.0.join("source"), BIG_SEED, size)?;
         let (results, busy) = (Results::default(), Vec::new());
-        Ok(Bench { common, facts, size, reps, scratch, reference, smbcp, results, busy })
+        Ok(Bench {
+            common,
+            facts,
+            size,
+            reps,
+            scratch,
+            reference,
+            smbcp,
+            results,
+            busy,
+        })
     }
 
     /// Once the machine is quiet, a testbed of `setup` with room for the reference file on
@@ -275,7 +295,9 @@ impl<'a> Bench<'a> {
                 );
                 mbit.push(sum);
             }
-            self.results.series.push(Series::raw(label, direction, links, &mbit));
+            self.results
+                .series
+                .push(Series::raw(label, direction, links, &mbit));
         }
         self.common.quiet();
         Ok(())
@@ -362,8 +384,15 @@ fn concurrent_iperf(
         for k in 1..=links {
             let mut server = tb.server_command("iperf3");
             server.args(format!("-s -1 -B {} -p {}", tb.server_addr(k), 5300 + k).split(' '));
-            server.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-            servers.push(server.spawn().ctx(format!("cannot start iperf3 server for link {k}"))?);
+            server
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            servers.push(
+                server
+                    .spawn()
+                    .ctx(format!("cannot start iperf3 server for link {k}"))?,
+            );
             tb.wait_listening(5300 + k as u16)?;
         }
         for k in 1..=links {
@@ -373,14 +402,19 @@ fn concurrent_iperf(
                 "-c {server} -B {client} -p {} -t {seconds} -J --connect-timeout 3000",
                 5300 + k
             );
-            cmd.args(args.split(' ')).args((direction == Direction::Download).then_some("-R"));
-            clients.push(std::thread::spawn(move || receiver_mbit(&run_iperf3_client(cmd)?)));
+            cmd.args(args.split(' '))
+                .args((direction == Direction::Download).then_some("-R"));
+            clients.push(std::thread::spawn(move || {
+                receiver_mbit(&run_iperf3_client(cmd)?)
+            }));
         }
         let joined = clients
             .drain(..)
             .zip(1..)
             .map(|(c, k)| c.join().map_err(|_| "panicked".to_string())?.ctx(k));
-        joined.collect::<Result<_, _>>().map_err(|e| format!("iperf3 client for link {e}"))
+        joined
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("iperf3 client for link {e}"))
     };
     let mbit = run();
     // Each one-off server exits after its test; one that has not is killed, so none is left.
@@ -409,7 +443,9 @@ mod tests {
         let report = r#"{"end":{"sum_sent":{"bits_per_second":501000000.0},
             "sum_received":{"bits_per_second":478123456.0}}}"#;
         assert_eq!(receiver_mbit(report), Ok(478.123456));
-        assert!(receiver_mbit(r#"{"end":{}}"#).unwrap_err().contains("sum_received"));
+        assert!(receiver_mbit(r#"{"end":{}}"#)
+            .unwrap_err()
+            .contains("sum_received"));
         assert!(receiver_mbit("iperf3: error").is_err());
     }
 }

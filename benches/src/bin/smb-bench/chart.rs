@@ -100,7 +100,8 @@ fn header<'a>(root: &Area<'a>, frame: &Frame, lines: bool) -> Result<Area<'a>, S
     root.fill(&WHITE).map_err(failed)?;
     let (top, body) = root.split_vertically(HEADER);
     let title = ("sans-serif", 17).into_font().style(FontStyle::Bold);
-    top.draw(&Text::new(frame.title.clone(), (Y_LABELS as i32, 6), title)).map_err(failed)?;
+    top.draw(&Text::new(frame.title.clone(), (Y_LABELS as i32, 6), title))
+        .map_err(failed)?;
     let text = TextStyle::from(("sans-serif", 13).into_font());
     let mut x = Y_LABELS as i32;
     for (i, name) in frame.series.iter().enumerate() {
@@ -108,10 +109,14 @@ fn header<'a>(root: &Area<'a>, frame: &Frame, lines: bool) -> Result<Area<'a>, S
             let stroke = colour(i, true).stroke_width(if i == 0 { 2 } else { 1 });
             top.draw(&PathElement::new([(x, 36), (x + 14, 36)], stroke))
         } else {
-            top.draw(&Rectangle::new([(x, 30), (x + 12, 42)], colour(i, false).filled()))
+            top.draw(&Rectangle::new(
+                [(x, 30), (x + 12, 42)],
+                colour(i, false).filled(),
+            ))
         }
         .map_err(failed)?;
-        top.draw(&Text::new(name.clone(), (x + 18, 30), text.clone())).map_err(failed)?;
+        top.draw(&Text::new(name.clone(), (x + 18, 30), text.clone()))
+            .map_err(failed)?;
         x += 18 + top.estimate_text_size(name, &text).map_err(failed)?.0 as i32 + 22;
     }
     Ok(body)
@@ -120,20 +125,38 @@ fn header<'a>(root: &Area<'a>, frame: &Frame, lines: bool) -> Result<Area<'a>, S
 impl BarChart {
     pub(crate) fn svg(&self) -> Result<String, String> {
         let n_series = self.frame.series.len().max(1) as u32;
-        let groups = self.panels.iter().map(|(_, g)| g.len()).max().unwrap_or(1).max(1) as u32;
+        let groups = self
+            .panels
+            .iter()
+            .map(|(_, g)| g.len())
+            .max()
+            .unwrap_or(1)
+            .max(1) as u32;
         let panel_width = groups * (n_series * BAR + GROUP_GAP) + GROUP_GAP;
         let panels = self.panels.len().max(1);
         let width = (Y_LABELS + panels as u32 * (panel_width + Y_LABELS / 2))
             .max(legend_width(&self.frame.series));
-        let values = self.panels.iter().flat_map(|(_, g)| g).flat_map(|(_, v)| v.iter().flatten());
-        let y_max = nice_ceiling(values.copied().filter(|v| v.is_finite()).fold(0.0, f64::max));
+        let values = self
+            .panels
+            .iter()
+            .flat_map(|(_, g)| g)
+            .flat_map(|(_, v)| v.iter().flatten());
+        let y_max = nice_ceiling(
+            values
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max),
+        );
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (width, HEADER + BAR_PANEL_HEIGHT))
                 .into_drawing_area();
             let body = header(&root, &self.frame, false)?;
-            for (i, (panel, area)) in
-                self.panels.iter().zip(&body.split_evenly((1, panels))).enumerate()
+            for (i, (panel, area)) in self
+                .panels
+                .iter()
+                .zip(&body.split_evenly((1, panels)))
+                .enumerate()
             {
                 self.draw_panel(area, panel, y_max, i == 0)?;
             }
@@ -160,8 +183,12 @@ impl BarChart {
             .build_cartesian_2d(0.0..groups.len().max(1) as f64, 0.0..y_max)
             .map_err(failed)?;
         let mut mesh = chart.configure_mesh();
-        mesh.disable_x_mesh().x_labels(0).light_line_style(TRANSPARENT).bold_line_style(GRID);
-        mesh.y_labels(if first { Y_TICKS } else { 0 }).y_label_formatter(&|v| number(*v));
+        mesh.disable_x_mesh()
+            .x_labels(0)
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID);
+        mesh.y_labels(if first { Y_TICKS } else { 0 })
+            .y_label_formatter(&|v| number(*v));
         if first {
             mesh.y_desc(&self.frame.y_unit);
         }
@@ -186,7 +213,11 @@ impl BarChart {
                 );
                 chart.draw_series([bar]).map_err(failed)?;
                 chart
-                    .draw_series([Text::new(number(v), (left + slice * 0.46, v), above.clone())])
+                    .draw_series([Text::new(
+                        number(v),
+                        (left + slice * 0.46, v),
+                        above.clone(),
+                    )])
                     .map_err(failed)?;
             }
         }
@@ -204,10 +235,17 @@ impl LineChart {
                 .flat_map(|p| p.lines.iter().flatten())
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
         };
-        let markers = self.panels.iter().flat_map(|p| p.markers.iter().map(|m| m.0));
-        let xs = points().map(|p| p.0).chain(markers).filter(|x| x.is_finite());
-        let (lo, hi) =
-            xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        let markers = self
+            .panels
+            .iter()
+            .flat_map(|p| p.markers.iter().map(|m| m.0));
+        let xs = points()
+            .map(|p| p.0)
+            .chain(markers)
+            .filter(|x| x.is_finite());
+        let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
         let (lo, hi) = match (lo.is_finite(), hi > lo) {
             (true, true) => (lo, hi),
             (true, false) => (lo, lo + 1.0),
@@ -215,12 +253,19 @@ impl LineChart {
         };
         let step = round_up((hi - lo) / X_TICKS, &[1.0, 2.0, 5.0, 10.0]);
         let y_max = nice_ceiling(points().map(|p| p.1).fold(0.0, f64::max));
-        (((lo / step).floor() * step, (hi / step).ceil() * step), y_max)
+        (
+            ((lo / step).floor() * step, (hi / step).ceil() * step),
+            y_max,
+        )
     }
 
     pub(crate) fn svg(&self) -> Result<String, String> {
         let empty = [LinePanel::default()];
-        let shown = if self.panels.is_empty() { &empty[..] } else { &self.panels[..] };
+        let shown = if self.panels.is_empty() {
+            &empty[..]
+        } else {
+            &self.panels[..]
+        };
         let width = LINE_PANEL.0.max(legend_width(&self.frame.series));
         let height = HEADER + shown.len() as u32 * LINE_PANEL.1 + 20;
         let ((x_min, x_max), y_max) = self.ranges();
@@ -228,12 +273,17 @@ impl LineChart {
         {
             let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
             let body = header(&root, &self.frame, true)?;
-            for (i, (panel, area)) in
-                shown.iter().zip(&body.split_evenly((shown.len(), 1))).enumerate()
+            for (i, (panel, area)) in shown
+                .iter()
+                .zip(&body.split_evenly((shown.len(), 1)))
+                .enumerate()
             {
                 let last = i + 1 == shown.len();
                 let mut chart = ChartBuilder::on(area)
-                    .caption(&panel.title, ("sans-serif", 14).into_font().style(FontStyle::Bold))
+                    .caption(
+                        &panel.title,
+                        ("sans-serif", 14).into_font().style(FontStyle::Bold),
+                    )
                     .margin_right(16)
                     .x_label_area_size(if last { 40 } else { 22 })
                     .y_label_area_size(Y_LABELS)
@@ -261,12 +311,17 @@ impl LineChart {
                         continue;
                     }
                     let style = colour(i, true).stroke_width(if i == 0 { 2 } else { 1 });
-                    chart.draw_series([PathElement::new(points, style)]).map_err(failed)?;
+                    chart
+                        .draw_series([PathElement::new(points, style)])
+                        .map_err(failed)?;
                 }
                 // Labels of markers close together are stepped down, so they stay readable.
                 let label_style = ("sans-serif", 12).into_font().color(&MARKER);
-                for (i, (x, label)) in
-                    panel.markers.iter().enumerate().filter(|(_, m)| m.0.is_finite())
+                for (i, (x, label)) in panel
+                    .markers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| m.0.is_finite())
                 {
                     let line = DashedPathElement::new(
                         [(*x, 0.0), (*x, y_max)],
@@ -307,7 +362,10 @@ fn round_up(v: f64, mantissas: &[f64]) -> f64 {
         return 1.0;
     }
     let power = 10f64.powf(v.log10().floor());
-    let fits = mantissas.iter().map(|m| m * power).find(|c| *c >= v * (1.0 - 1e-12));
+    let fits = mantissas
+        .iter()
+        .map(|m| m * power)
+        .find(|c| *c >= v * (1.0 - 1e-12));
     fits.unwrap_or(10.0 * power)
 }
 
@@ -321,7 +379,10 @@ mod tests {
             [0.0, 87.0, 239.0, 251.0, 0.3].map(nice_ceiling),
             [1.0, 100.0, 250.0, 500.0, 0.5]
         );
-        assert_eq!([number(59.54), number(200.0), number(-1e-12)], ["59.5", "200", "0"]);
+        assert_eq!(
+            [number(59.54), number(200.0), number(-1e-12)],
+            ["59.5", "200", "0"]
+        );
         let frame = |series: &[&str]| Frame {
             title: "a < b".into(),
             series: series.iter().map(|s| s.to_string()).collect(),
@@ -339,11 +400,18 @@ mod tests {
             )],
         };
         let svg = bars.svg().unwrap();
-        for want in
-            [">a &lt; b<", ">raw TCP<", ">smbcp<", ">download<", ">2 links<", ">59.7<", ">MB/s<"]
-        {
+        for want in [
+            ">a &lt; b<",
+            ">raw TCP<",
+            ">smbcp<",
+            ">download<",
+            ">2 links<",
+            ">59.7<",
+            ">MB/s<",
+        ] {
             assert!(
-                svg.replace(['\n', ' '], "").contains(&want.replace(' ', "")),
+                svg.replace(['\n', ' '], "")
+                    .contains(&want.replace(' ', "")),
                 "{want} in {svg}"
             );
         }

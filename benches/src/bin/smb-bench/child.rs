@@ -42,7 +42,11 @@ impl Finished {
     pub(crate) fn success(&self, what: &str) -> Result<(), String> {
         match self.status.success() {
             true => Ok(()),
-            false => Err(format!("{what} failed ({}): {}", self.status, self.stderr_tail())),
+            false => Err(format!(
+                "{what} failed ({}): {}",
+                self.status,
+                self.stderr_tail()
+            )),
         }
     }
 }
@@ -60,13 +64,24 @@ pub(crate) struct Running {
 impl Running {
     pub(crate) fn spawn(mut cmd: Command) -> Result<Running, String> {
         check()?;
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let started = Instant::now();
-        let mut child =
-            cmd.spawn().map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(child.id());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id());
         let pipes = Some([drain(child.stdout.take()), drain(child.stderr.take())]);
-        Ok(Running { child, pipes, started, ended: false })
+        Ok(Running {
+            child,
+            pipes,
+            started,
+            ended: false,
+        })
     }
 
     /// Its exit status once it has ended.
@@ -93,7 +108,10 @@ impl Running {
             let _ = self.kill();
         }
         let [out, err] = self.pipes.take().expect("output is taken once");
-        (out.join().unwrap_or_default(), err.join().unwrap_or_default())
+        (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        )
     }
 
     /// Waits for it to end: what it did and used.
@@ -126,7 +144,10 @@ impl Drop for Running {
             let _ = self.kill();
         }
         let id = self.child.id();
-        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).retain(|&pid| pid != id);
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&pid| pid != id);
     }
 }
 

@@ -21,19 +21,33 @@ pub(crate) type Kept<'a> = (&'a str, f64, usize);
 
 /// The first line a command prints, or `?`.
 fn first_line(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).output().ok().filter(|o| o.status.success());
-    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-    text.lines().next().map_or("?".into(), |l| l.trim().to_string())
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let text = out
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    text.lines()
+        .next()
+        .map_or("?".into(), |l| l.trim().to_string())
 }
 
 impl Facts {
     pub(crate) fn collect() -> Facts {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name")?.split_once(':'));
-        let (cpu, nproc) =
-            (cpu.map_or("?", |(_, v)| v.trim()), std::thread::available_parallelism());
-        let (date, kernel) =
-            (first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]), first_line("uname", &["-r"]));
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name")?.split_once(':'));
+        let (cpu, nproc) = (
+            cpu.map_or("?", |(_, v)| v.trim()),
+            std::thread::available_parallelism(),
+        );
+        let (date, kernel) = (
+            first_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            first_line("uname", &["-r"]),
+        );
         let samba = first_line("smbclient", &["--version"]).replace("Version ", "Samba ");
         let nproc = nproc.map_or(0, |n| n.get());
         let measured_on =
@@ -41,7 +55,11 @@ impl Facts {
         let dirty = first_line("git", &["status", "--porcelain", "--untracked-files=no"]) != "?";
         let commit = first_line("git", &["rev-parse", "--short", "HEAD"])
             + if dirty { "-dirty" } else { "" };
-        Facts { measured_on, iperf3: first_line("iperf3", &["--version"]), commit }
+        Facts {
+            measured_on,
+            iperf3: first_line("iperf3", &["--version"]),
+            commit,
+        }
     }
 
     /// The first paragraph of a section: "Measured ..., commit C.\nCommand: `...`; WHAT."
@@ -56,7 +74,11 @@ impl Facts {
     ) -> String {
         let command: Vec<String> = std::env::args().collect();
         let (on, commit, command) = (&self.measured_on, &self.commit, command.join(" "));
-        let iperf = if iperf { format!(", {}", self.iperf3) } else { String::new() };
+        let iperf = if iperf {
+            format!(", {}", self.iperf3)
+        } else {
+            String::new()
+        };
         let mut out = format!("{on}{iperf}, commit {commit}.\nCommand: `{command}`; {what}.");
         if !busy.is_empty() {
             let busiest = busy.iter().copied().fold(0.0, f64::max) * 100.0;
@@ -107,7 +129,11 @@ impl CpuTicks {
     pub(crate) fn now() -> CpuTicks {
         let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         let line = stat.lines().next().unwrap_or("");
-        let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|v| v.parse().ok())
+            .collect();
         // user nice system idle iowait irq softirq steal (guest time is inside user already).
         let get = |i: usize| v.get(i).copied().unwrap_or(0);
         let busy = get(0) + get(1) + get(2) + get(5) + get(6) + get(7);
@@ -182,7 +208,9 @@ impl ServerMeter {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(ticks(tree_ticks(self.pid)?.saturating_sub(self.ticks_before)))
+        Ok(ticks(
+            tree_ticks(self.pid)?.saturating_sub(self.ticks_before),
+        ))
     }
 }
 
@@ -190,7 +218,9 @@ impl ServerMeter {
 fn children(pid: u32) -> BTreeSet<u32> {
     let list =
         std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    list.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+    list.split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 fn tree_ticks(pid: u32) -> Result<u64, String> {
@@ -221,7 +251,10 @@ fn process_ticks(pid: u32) -> Option<u64> {
 fn parse_stat_ticks(stat: &str) -> Option<u64> {
     let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
     // fields[0] is field 3.
-    let ticks = fields.get(11..15)?.iter().map(|f| f.parse::<i64>().ok().map(|v| v.max(0) as u64));
+    let ticks = fields
+        .get(11..15)?
+        .iter()
+        .map(|f| f.parse::<i64>().ok().map(|v| v.max(0) as u64));
     ticks.sum()
 }
 

@@ -53,10 +53,15 @@ fn main() -> ExitCode {
     let ran = match mode {
         Mode::Main { latency_ops } => main_run::run(&common, latency_ops),
         Mode::Sweep => sweep::run(&common),
-        Mode::Multichannel { links, unshaped_channels, variants } => {
-            multichannel::run(&common, &links, unshaped_channels, &variants)
-        }
-        Mode::Failover { links, down_seconds } => failover::run(&common, links, down_seconds),
+        Mode::Multichannel {
+            links,
+            unshaped_channels,
+            variants,
+        } => multichannel::run(&common, &links, unshaped_channels, &variants),
+        Mode::Failover {
+            links,
+            down_seconds,
+        } => failover::run(&common, links, down_seconds),
         Mode::Mount { mount_compare } => mount::run(&common, &mount_compare),
         Mode::SmallFiles => small_files::run(&common),
         Mode::QueueDepth => queue_depth::run(&common),

@@ -49,7 +49,10 @@ pub(crate) fn run(common: &Common, latency_ops: usize) -> Result<(), String> {
         common.quiet();
         let set = small_reads(&tb, latency_ops)?;
         for l in &set {
-            eprintln!("  {label} {}: median {:.0} µs, p99 {:.0} µs", l.what, l.median_us, l.p99_us);
+            eprintln!(
+                "  {label} {}: median {:.0} µs, p99 {:.0} µs",
+                l.what, l.median_us, l.p99_us
+            );
         }
         bench.results.latency.push((label.into(), set));
     }
@@ -76,7 +79,11 @@ fn small_reads(tb: &Testbed, ops: usize) -> Result<Vec<Latency>, String> {
         Ok::<_, String>((reads, gets))
     })?;
     Ok(vec![
-        Latency::of("library `read_at` 4 KiB, random aligned offset, QD1", "READ", &reads),
+        Latency::of(
+            "library `read_at` 4 KiB, random aligned offset, QD1",
+            "READ",
+            &reads,
+        ),
         Latency::of(
             "library open + metadata + read_at + close of a 4 KiB file",
             FOUR_REQUESTS,
@@ -93,14 +100,20 @@ async fn random_reads(
     host: &std::fs::File,
     ops: usize,
 ) -> Result<Vec<Duration>, String> {
-    let file = share.open(REMOTE_BIG, &OpenOptions::new().read(true)).await.ctx("open")?;
+    let file = share
+        .open(REMOTE_BIG, &OpenOptions::new().read(true))
+        .await
+        .ctx("open")?;
     let blocks = (file.size_at_open() / READ_SIZE as u64).max(1);
     let mut rng = Pattern::new(BIG_SEED ^ 0x1a7e);
     let (mut times, mut seen) = (Vec::with_capacity(ops), Vec::with_capacity(ops));
     for i in 0..WARMUP + ops {
         let offset = (rng.next_u64() % blocks) * READ_SIZE as u64;
         let started = Instant::now();
-        let data = file.read_at(offset, READ_SIZE).await.ctx(format!("read_at {offset}"))?;
+        let data = file
+            .read_at(offset, READ_SIZE)
+            .await
+            .ctx(format!("read_at {offset}"))?;
         if i >= WARMUP {
             times.push(started.elapsed());
             seen.push((offset, data));
@@ -125,8 +138,10 @@ async fn small_gets(share: &Share, contents: &[u8], ops: usize) -> Result<Vec<Du
     let mut times = Vec::with_capacity(ops);
     for i in 0..WARMUP + ops {
         let started = Instant::now();
-        let file =
-            share.open(SMALL, &OpenOptions::new().read(true)).await.ctx(format!("open {SMALL}"))?;
+        let file = share
+            .open(SMALL, &OpenOptions::new().read(true))
+            .await
+            .ctx(format!("open {SMALL}"))?;
         let len = file.metadata().await.ctx("metadata")?.len;
         let data = file.read_at(0, len as usize).await.ctx("read")?;
         file.close().await.ctx("close")?;
@@ -155,13 +170,17 @@ fn smbclient_gets(tb: &Testbed, contents: &[u8], ops: usize) -> Result<Latency, 
         return Err("smbclient pipes missing".into());
     };
     let mut replies = BufReader::new(stderr);
-    let (command, size) =
-        (format!("get {SMALL} /dev/null\n"), format!("of size {} ", contents.len()));
+    let (command, size) = (
+        format!("get {SMALL} /dev/null\n"),
+        format!("of size {} ", contents.len()),
+    );
     let mut times = Vec::with_capacity(ops);
     let outcome = (0..WARMUP + ops).try_for_each(|i| {
         let started = Instant::now();
-        (stdin.write_all(command.as_bytes()).and_then(|()| stdin.flush()))
-            .ctx("smbclient stdin")?;
+        (stdin
+            .write_all(command.as_bytes())
+            .and_then(|()| stdin.flush()))
+        .ctx("smbclient stdin")?;
         // Its messages up to the "getting file ... of size N" line of this `get`, banner
         // lines skipped.
         let mut line = String::new();

@@ -57,7 +57,11 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         bench.results.retried += retried;
     }
     let mut body = bench.header();
-    body.push_str(&target_lines(&bench.results, &setups[0].label(), &setups[1].label()));
+    body.push_str(&target_lines(
+        &bench.results,
+        &setups[0].label(),
+        &setups[1].label(),
+    ));
     body.push('\n');
     body.push_str(&bench.results.table(THROUGHPUT, |_| true).markdown());
     common.publish("mixed", Some("## Mixed sequence"), &body)
@@ -114,7 +118,14 @@ mod tests {
             Series::raw(s, Direction::Download, 4, &[4000.0]),
             Series::raw(s, Direction::Upload, 4, &[4000.0]),
         ];
-        let text = target_lines(&Results { series, ..Results::default() }, u, s);
+        let text = target_lines(
+            &Results {
+                series,
+                ..Results::default()
+            },
+            u,
+            s,
+        );
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[0].contains("worst round 700.0") && lines[0].ends_with("median met."));

@@ -43,7 +43,11 @@ struct FioJob {
 
 impl FioJob {
     fn label(&self) -> String {
-        format!("fio, {} job{}", self.jobs, if self.jobs == 1 { "" } else { "s" })
+        format!(
+            "fio, {} job{}",
+            self.jobs,
+            if self.jobs == 1 { "" } else { "s" }
+        )
     }
 
     /// `read` or `write`, as fio and the mount's status name them.
@@ -106,23 +110,33 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
     let mut bench = Bench::new(common, common.size(1024, 256), common.reps(3))?;
     let sibling = |name| smb3_benches::beside(Some(&bench.smbcp), name);
     let (smbfuse, smbctl) = (sibling("smbfuse")?, sibling("smbctl")?);
-    let setups = [LinkSetup::shaped(1, 1000), LinkSetup::shaped(4, 1000), LinkSetup::UNSHAPED];
-    let jobs =
-        Direction::BOTH.map(|direction| [1, 4].map(|jobs| FioJob { direction, jobs })).concat();
+    let setups = [
+        LinkSetup::shaped(1, 1000),
+        LinkSetup::shaped(4, 1000),
+        LinkSetup::UNSHAPED,
+    ];
+    let jobs = Direction::BOTH
+        .map(|direction| [1, 4].map(|jobs| FioJob { direction, jobs }))
+        .concat();
     // fio's own start-up, to read the wall-time columns by: on a quiet machine, no testbed.
     common.quiet();
     let reads = jobs.iter().filter(|j| j.direction == Direction::Download);
     let startup: Result<Vec<String>, String> = reads
         .map(|j| {
-            Ok(format!("{:.2} s with {}", fio_startup(j, bench.reps)?.as_secs_f64(), j.label()))
+            Ok(format!(
+                "{:.2} s with {}",
+                fio_startup(j, bench.reps)?.as_secs_f64(),
+                j.label()
+            ))
         })
         .collect();
     let startup = startup?.join(", ");
     eprintln!("smb-bench: fio's own start-up: {startup}");
     let tools = [Tool::smbcp(&bench.smbcp, &[]), Tool::Smbclient];
     // The default mount first, then each compared one; the compared options are read-side.
-    let mounts: Vec<Option<&str>> =
-        std::iter::once(None).chain(compare.iter().map(|o| Some(o.as_str()))).collect();
+    let mounts: Vec<Option<&str>> = std::iter::once(None)
+        .chain(compare.iter().map(|o| Some(o.as_str())))
+        .collect();
     let (mut fio, mut listing) = (Vec::<FioSeries>::new(), Vec::new());
     for (n, setup) in setups.iter().enumerate() {
         let label = &setup.label();
@@ -134,8 +148,9 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
         bench.both_directions(&tb, label, "plain", &tools)?;
         let first = fio.len();
         for options in &mounts {
-            let jobs =
-                jobs.iter().filter(|j| options.is_none() || j.direction == Direction::Download);
+            let jobs = jobs
+                .iter()
+                .filter(|j| options.is_none() || j.direction == Direction::Download);
             fio.extend(
                 jobs.map(|&job| ((label.clone(), job, options.map(String::from)), Vec::new())),
             );
@@ -146,8 +161,9 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
             // measured mount needs.
             for (k, options) in mounts.iter().enumerate() {
                 let mount = Mount::start(&tb, &smbfuse, &format!("fio{k}"), options.as_slice())?;
-                for ((_, job, _), samples) in
-                    fio[first..].iter_mut().filter(|s| s.0 .2.as_deref() == *options)
+                for ((_, job, _), samples) in fio[first..]
+                    .iter_mut()
+                    .filter(|s| s.0 .2.as_deref() == *options)
                 {
                     let s = run_fio(&tb, &mount, &smbctl, *job, bench.size)?;
                     let with = options.map_or(String::new(), |o| format!(" ({o})"));
@@ -190,7 +206,11 @@ pub(crate) fn run(common: &Common, compare: &[String]) -> Result<(), String> {
         bench.reps,
         listing_table(&listing, &label).markdown()
     ));
-    common.publish("mount", Some("## smbfuse: fio through the mount against smbcp"), &body)
+    common.publish(
+        "mount",
+        Some("## smbfuse: fio through the mount against smbcp"),
+        &body,
+    )
 }
 
 /// fio's start-up: the wall time of `job` reading 64 MiB from local memory (`/dev/shm`),
@@ -205,7 +225,10 @@ fn fio_startup(job: &FioJob, reps: usize) -> Result<Duration, String> {
         .map(|_| {
             let fin = run_measured(job.command(dir, &name, SIZE))?;
             fin.success("fio in /dev/shm")?;
-            Ok(fin.wall.saturating_sub(fio_report(&fin.stdout, job)?.1).as_secs_f64())
+            Ok(fin
+                .wall
+                .saturating_sub(fio_report(&fin.stdout, job)?.1)
+                .as_secs_f64())
         })
         .collect();
     remove_if_present(&dir.join(&name))?;
@@ -239,7 +262,10 @@ fn run_fio(
     // The mount's READ (or WRITE) requests so far, and those that were 1 MiB.
     let requests = || -> Result<(u64, u64), String> {
         let c = &mount.status(smbctl)?["fuse_io"][job.kind()];
-        Ok((c["requests"].as_u64().unwrap_or(0), c["full_size"].as_u64().unwrap_or(0)))
+        Ok((
+            c["requests"].as_u64().unwrap_or(0),
+            c["full_size"].as_u64().unwrap_or(0),
+        ))
     };
     // Reads start cold: nothing of the file in this machine's page cache.
     std::fs::write("/proc/sys/vm/drop_caches", b"3").ctx("dropping the page cache")?;
@@ -254,12 +280,17 @@ fn run_fio(
     fin.success(&job.label())?;
     let (bytes, fio_runtime) = fio_report(&fin.stdout, &job)?;
     if bytes != size {
-        return Err(format!("fio {} moved {bytes} bytes, not {size}", job.label()));
+        return Err(format!(
+            "fio {} moved {bytes} bytes, not {size}",
+            job.label()
+        ));
     }
     for n in (0..job.jobs).filter(|_| job.direction == Direction::Upload) {
         let name = format!("fio-write.{n}");
         let on_server = tb.share_path("plain").join(&name);
-        let len = std::fs::metadata(&on_server).ctx(on_server.display())?.len();
+        let len = std::fs::metadata(&on_server)
+            .ctx(on_server.display())?
+            .len();
         if len != size / job.jobs as u64 {
             return Err(format!(
                 "{name} is {len} bytes on the server, not {}",
@@ -275,7 +306,10 @@ fn run_fio(
         fio_runtime,
         client_cpu: fin.cpu + daemon,
         server_cpu,
-        requests: (after.0.saturating_sub(before.0), after.1.saturating_sub(before.1)),
+        requests: (
+            after.0.saturating_sub(before.0),
+            after.1.saturating_sub(before.1),
+        ),
     })
 }
 
@@ -284,7 +318,8 @@ fn run_fio(
 /// time (smbclient reports no clock of its own).
 fn fio_table(series: &[FioSeries], results: &Results) -> Table {
     fn rate(s: &FioSeries, clock: fn(&FioSample) -> Duration) -> impl Iterator<Item = f64> + '_ {
-        s.1.iter().map(move |x| x.bytes as f64 / clock(x).as_secs_f64() / 1e6)
+        s.1.iter()
+            .map(move |x| x.bytes as f64 / clock(x).as_secs_f64() / 1e6)
     }
     let (fio, wall) = (
         |s: &FioSeries| median(rate(s, |x| x.fio_runtime)),
@@ -295,7 +330,10 @@ fn fio_table(series: &[FioSeries], results: &Results) -> Table {
     let vs = |v: f64, o: Option<&Series>, f: fn(&Series) -> f64| ratio(v, o.map_or(f64::NAN, f));
     let cpu = |s: &FioSeries, f: fn(&FioSample) -> Duration| {
         num(
-            median(s.1.iter().map(|x| f(x).as_secs_f64() / (x.bytes as f64 / (1u64 << 30) as f64))),
+            median(
+                s.1.iter()
+                    .map(|x| f(x).as_secs_f64() / (x.bytes as f64 / (1u64 << 30) as f64)),
+            ),
             2,
         )
     };
@@ -305,18 +343,29 @@ fn fio_table(series: &[FioSeries], results: &Results) -> Table {
             ("links", &|s| s.0 .0.clone()),
             ("direction", &|s| s.0 .1.direction.to_string()),
             ("client", &|s| {
-                s.0 .2.as_ref().map_or(s.0 .1.label(), |o| format!("{} ({o})", s.0 .1.label()))
+                s.0 .2
+                    .as_ref()
+                    .map_or(s.0 .1.label(), |o| format!("{} ({o})", s.0 .1.label()))
             }),
             (">MB/s (fio)", &|s| num(fio(s), 1)),
-            (">min-max", &|s| range(min_max(rate(s, |x| x.fio_runtime)), 1)),
-            (">x smbcp copy", &|s| vs(fio(s), of(s, "smbcp"), |c| c.copy_mb_per_s())),
+            (">min-max", &|s| {
+                range(min_max(rate(s, |x| x.fio_runtime)), 1)
+            }),
+            (">x smbcp copy", &|s| {
+                vs(fio(s), of(s, "smbcp"), |c| c.copy_mb_per_s())
+            }),
             (">x raw TCP", &|s| ratio(fio(s), raw(s))),
             (">MB/s (wall)", &|s| num(wall(s), 1)),
-            (">x smbcp (wall)", &|s| vs(wall(s), of(s, "smbcp"), |c| c.mb_per_s())),
-            (">x smbclient (wall)", &|s| vs(wall(s), of(s, "smbclient"), |c| c.mb_per_s())),
+            (">x smbcp (wall)", &|s| {
+                vs(wall(s), of(s, "smbcp"), |c| c.mb_per_s())
+            }),
+            (">x smbclient (wall)", &|s| {
+                vs(wall(s), of(s, "smbclient"), |c| c.mb_per_s())
+            }),
             (">1 MiB requests %", &|s| {
                 let (all, full) =
-                    s.1.iter().fold((0, 0), |a, x| (a.0 + x.requests.0, a.1 + x.requests.1));
+                    s.1.iter()
+                        .fold((0, 0), |a, x| (a.0 + x.requests.0, a.1 + x.requests.1));
                 if all == 0 {
                     "-".into()
                 } else {
@@ -343,8 +392,12 @@ fn listing_table(listing: &Listing, link: &str) -> Table {
             ("link", &|_| link.into()),
             ("what", &|l| l.0.into()),
             (">median s", &|l| format!("{:.3}", secs(&l.1))),
-            (">entries/s", &|l| format!("{:.0}", LISTED as f64 / secs(&l.1))),
-            (">x library read_dir time", &|l| format!("{:.2}", secs(&l.1) / library)),
+            (">entries/s", &|l| {
+                format!("{:.0}", LISTED as f64 / secs(&l.1))
+            }),
+            (">x library read_dir time", &|l| {
+                format!("{:.2}", secs(&l.1) / library)
+            }),
         ],
     )
 }
@@ -366,7 +419,8 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize) -> Result<Listing, String> {
         // After the attribute cache (actimeo, 1 s by default) has expired.
         std::thread::sleep(Duration::from_millis(1500));
         let mut cmd = Command::new("ls");
-        cmd.args(["-l", "--color=never"]).arg(mount.dir.join(LISTING_DIR));
+        cmd.args(["-l", "--color=never"])
+            .arg(mount.dir.join(LISTING_DIR));
         let fin = run_measured(cmd)?;
         let lines = fin.stdout.lines().count();
         if !fin.status.success() || lines != LISTED + 1 {
@@ -398,8 +452,10 @@ fn list(tb: &Testbed, smbfuse: &Path, reps: usize) -> Result<Listing, String> {
         let mut times = Vec::new();
         for _ in 0..reps {
             let started = Instant::now();
-            let entries =
-                share.read_dir(LISTING_DIR).await.ctx(format!("read_dir {LISTING_DIR}"))?;
+            let entries = share
+                .read_dir(LISTING_DIR)
+                .await
+                .ctx(format!("read_dir {LISTING_DIR}"))?;
             times.push(started.elapsed());
             if entries.len() < LISTED {
                 return Err(format!("read_dir gave {} entries", entries.len()));
@@ -426,10 +482,19 @@ mod tests {
     #[test]
     fn fio_reports_and_commands() {
         let json = r#"{"jobs":[{"read":{"io_bytes":1073741824,"runtime":2377},"write":{"io_bytes":0,"runtime":0}}]}"#;
-        let job = FioJob { direction: Direction::Download, jobs: 4 };
-        assert_eq!(fio_report(json, &job), Ok((1 << 30, Duration::from_millis(2377))));
+        let job = FioJob {
+            direction: Direction::Download,
+            jobs: 4,
+        };
+        assert_eq!(
+            fio_report(json, &job),
+            Ok((1 << 30, Duration::from_millis(2377)))
+        );
         // A direction that did not run has no runtime to divide by.
-        let up = FioJob { direction: Direction::Upload, ..job };
+        let up = FioJob {
+            direction: Direction::Upload,
+            ..job
+        };
         assert!(fio_report(json, &up).is_err() && fio_report("{}", &up).is_err());
         let args: Vec<String> = job
             .command(Path::new("/m"), "big", 1 << 30)

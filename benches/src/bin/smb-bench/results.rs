@@ -42,7 +42,13 @@ impl Latency {
     pub(crate) fn of(what: &'static str, requests: &'static str, samples: &[Duration]) -> Latency {
         let us = || samples.iter().map(|d| d.as_secs_f64() * 1e6);
         let (ops, median_us, p99_us) = (samples.len(), median(us()), percentile(us(), 99.0));
-        Latency { what, requests, ops, median_us, p99_us }
+        Latency {
+            what,
+            requests,
+            ops,
+            median_us,
+            p99_us,
+        }
     }
 }
 
@@ -65,18 +71,39 @@ impl Series {
     pub(crate) fn new(link: &str, share: &str, direction: Direction, tool: &Tool) -> Series {
         let (tool, settings) = (tool.name(), tool.settings());
         let (link, share, samples, reports) = (link.into(), share.into(), Vec::new(), Vec::new());
-        Series { link, share, direction, tool, settings, samples, reports }
+        Series {
+            link,
+            share,
+            direction,
+            tool,
+            settings,
+            samples,
+            reports,
+        }
     }
 
     /// Raw TCP over `links` links, one sum of the streams per repetition, Mbit/s.
     pub(crate) fn raw(link: &str, direction: Direction, links: usize, mbit: &[f64]) -> Series {
         let second = |m: &f64| {
             let bytes = (m * 125_000.0) as u64;
-            Sample { bytes, files: links as u64, wall: Duration::from_secs(1), ..Sample::default() }
+            Sample {
+                bytes,
+                files: links as u64,
+                wall: Duration::from_secs(1),
+                ..Sample::default()
+            }
         };
         let (samples, reports) = (mbit.iter().map(second).collect(), vec![None; mbit.len()]);
         let (link, share, settings) = (link.into(), "-".into(), String::new());
-        Series { link, share, direction, tool: RAW_TCP, settings, samples, reports }
+        Series {
+            link,
+            share,
+            direction,
+            tool: RAW_TCP,
+            settings,
+            samples,
+            reports,
+        }
     }
 
     /// The median of `f` over the repetitions.
@@ -102,7 +129,11 @@ impl Series {
     /// smbcp report.
     pub(crate) fn median_report(&self) -> Option<&SmbcpReport> {
         let mut order: Vec<usize> = (0..self.samples.len()).collect();
-        order.sort_by(|&a, &b| self.samples[a].mb_per_s().total_cmp(&self.samples[b].mb_per_s()));
+        order.sort_by(|&a, &b| {
+            self.samples[a]
+                .mb_per_s()
+                .total_cmp(&self.samples[b].mb_per_s())
+        });
         let middle = *order.get(order.len().checked_sub(1)? / 2)?;
         self.reports.get(middle)?.as_ref()
     }
@@ -120,8 +151,16 @@ impl Series {
     /// `2 of 3`: of the repetitions whose planner wanted more than one channel, those that
     /// ended with all of them up.
     fn full_runs(&self) -> String {
-        let multi: Vec<_> = self.reports.iter().flatten().filter(|r| r.planned > 1).collect();
-        let full = multi.iter().filter(|r| r.live_channels() >= r.planned).count();
+        let multi: Vec<_> = self
+            .reports
+            .iter()
+            .flatten()
+            .filter(|r| r.planned > 1)
+            .collect();
+        let full = multi
+            .iter()
+            .filter(|r| r.live_channels() >= r.planned)
+            .count();
         match multi.len() {
             0 => String::new(),
             n => format!("{full} of {n}"),
@@ -142,8 +181,10 @@ pub(crate) fn channels_cell(r: &SmbcpReport) -> String {
 fn bytes_per_link_cell(r: &SmbcpReport) -> String {
     let per = r.per_server();
     let total = per.iter().map(|p| p.2).sum::<u64>() as f64;
-    let shares: Vec<String> =
-        per.iter().map(|p| format!("{:.0}", p.2 as f64 * 100.0 / total)).collect();
+    let shares: Vec<String> = per
+        .iter()
+        .map(|p| format!("{:.0}", p.2 as f64 * 100.0 / total))
+        .collect();
     if total == 0.0 {
         "-".into()
     } else {
@@ -177,7 +218,8 @@ impl Results {
 
     /// Raw TCP's median on `link` in `direction`, MB/s; NaN when it was not measured.
     pub(crate) fn raw(&self, link: &str, direction: Direction) -> f64 {
-        self.find(link, RAW_TCP, direction).map_or(f64::NAN, Series::mb_per_s)
+        self.find(link, RAW_TCP, direction)
+            .map_or(f64::NAN, Series::mb_per_s)
     }
 
     /// The first series of `s`'s link, share and direction that `pick` selects.
@@ -207,7 +249,11 @@ impl Results {
         };
         let cpu = |f: fn(&Sample) -> Duration| num(s.median_of(|x| x.per_gib(f(x))), 2);
         let (report, streams) = (s.median_report(), s.samples.first().map_or(0, |x| x.files));
-        let reverse = if s.direction == Direction::Download { " -R" } else { "" };
+        let reverse = if s.direction == Direction::Download {
+            " -R"
+        } else {
+            ""
+        };
         match column {
             "link" | "links" => s.link.clone(),
             "share" => s.share.clone(),
@@ -230,7 +276,10 @@ impl Results {
             "client CPU s/GiB" => cpu(|x| x.client_cpu),
             "smbd CPU s/GiB" => cpu(|x| x.server_cpu),
             "client max RSS MiB" => {
-                let mib = s.samples.iter().map(|x| x.client_max_rss as f64 / f64::from(1 << 20));
+                let mib = s
+                    .samples
+                    .iter()
+                    .map(|x| x.client_max_rss as f64 / f64::from(1 << 20));
                 num(mib.fold(f64::NAN, f64::max), 0)
             }
             "CPUs busy" => num(s.median_of(Sample::machine_cpus), 2),
@@ -242,8 +291,10 @@ impl Results {
     /// `keep` selects, in the order measured, each link and direction's raw TCP row before
     /// its first.
     pub(crate) fn table(&self, columns: &str, keep: impl Fn(&Series) -> bool) -> Table {
-        let names: Vec<&str> =
-            columns.split('|').map(|c| c.trim().trim_start_matches('>')).collect();
+        let names: Vec<&str> = columns
+            .split('|')
+            .map(|c| c.trim().trim_start_matches('>'))
+            .collect();
         let (mut t, mut shown, per_setup) = (Table::new(columns), Vec::new(), names[0] == "links");
         for s in self.series.iter().filter(|s| s.tool != RAW_TCP && keep(s)) {
             let raw = self.find(&s.link, RAW_TCP, s.direction);
@@ -257,7 +308,10 @@ impl Results {
     }
 
     pub(crate) fn latency_table(&self) -> Table {
-        let rows = self.latency.iter().flat_map(|(link, set)| set.iter().map(move |l| (link, l)));
+        let rows = self
+            .latency
+            .iter()
+            .flat_map(|(link, set)| set.iter().map(move |l| (link, l)));
         Table::of(
             rows,
             &[
@@ -273,16 +327,24 @@ impl Results {
 
     /// The sweep's table: a row per client setting, in the order measured, both directions.
     pub(crate) fn sweep_table(&self) -> Table {
-        let first = self.series.iter().filter(|s| s.direction == Direction::Download);
+        let first = self
+            .series
+            .iter()
+            .filter(|s| s.direction == Direction::Download);
         let clients: Vec<String> = first.map(Series::client).collect();
         let of = |d: Direction, f: fn(&Sample) -> f64, decimals| {
             move |client: &String| {
-                let s = self.series.iter().find(|s| s.client() == *client && s.direction == d);
+                let s = self
+                    .series
+                    .iter()
+                    .find(|s| s.client() == *client && s.direction == d);
                 num(s.map_or(f64::NAN, |s| s.median_of(f)), decimals)
             }
         };
-        let (client_cpu, server_cpu) =
-            (|x: &Sample| x.per_gib(x.client_cpu), |x: &Sample| x.per_gib(x.server_cpu));
+        let (client_cpu, server_cpu) = (
+            |x: &Sample| x.per_gib(x.client_cpu),
+            |x: &Sample| x.per_gib(x.server_cpu),
+        );
         let (down, up) = (Direction::Download, Direction::Upload);
         Table::of(
             clients,
@@ -310,10 +372,19 @@ pub(crate) mod tests {
     pub(crate) fn series(link: &str, tool: &str, direction: Direction, mb_s: &[f64]) -> Series {
         let channel = |link: u8, bytes: u64| {
             let (local, server) = ([10, 100, link, 2].into(), [10, 100, link, 1].into());
-            ChannelUse { local, server, bytes, requests: bytes / 100, live: true }
+            ChannelUse {
+                local,
+                server,
+                bytes,
+                requests: bytes / 100,
+                live: true,
+            }
         };
-        let tool =
-            if tool == "smbcp" { Tool::smbcp("smbcp".as_ref(), &[]) } else { Tool::Smbclient };
+        let tool = if tool == "smbcp" {
+            Tool::smbcp("smbcp".as_ref(), &[])
+        } else {
+            Tool::Smbclient
+        };
         let mut s = Series::new(link, "plain", direction, &tool);
         for &v in mb_s {
             let (wall, one) = (Duration::from_secs_f64(1000.0 / v), Duration::from_secs(1));
@@ -331,8 +402,11 @@ pub(crate) mod tests {
                 ..sample
             });
             let channels = vec![channel(1, 600), channel(2, 300), channel(2, 100)];
-            let report =
-                SmbcpReport { copy_seconds: wall.as_secs_f64() - 0.5, channels, planned: 3 };
+            let report = SmbcpReport {
+                copy_seconds: wall.as_secs_f64() - 0.5,
+                channels,
+                planned: 3,
+            };
             s.reports.push((s.tool == "smbcp").then_some(report));
         }
         s
@@ -369,15 +443,27 @@ pub(crate) mod tests {
             // 2 links x 480 Mbit/s: 120 MB/s together.
             Series::raw(label, Direction::Download, 2, &[960.0]),
         ];
-        let results = Results { series, ..Results::default() };
+        let results = Results {
+            series,
+            ..Results::default()
+        };
         let rows = cells(&results.table(SHAPED, |_| true).markdown());
-        assert_eq!(rows[0][2..8].join("|"), "raw TCP, 2 x iperf3 -R|120.0|120.0-120.0|1.000||2");
+        assert_eq!(
+            rows[0][2..8].join("|"),
+            "raw TCP, 2 x iperf3 -R|120.0|120.0-120.0|1.000||2"
+        );
         let want =
             "smbcp|100.0|90.0-110.0|0.833|2.000|3 (1+2)|3 of 3|60/40|105.3|1.07|40|1.07|0.20";
         assert_eq!(rows[1][2..].join("|"), want);
-        assert_eq!(rows[2][2..9].join("|"), "smbclient|50.0|50.0-50.0|0.417|-|1 connection|");
+        assert_eq!(
+            rows[2][2..9].join("|"),
+            "smbclient|50.0|50.0-50.0|0.417|-|1 connection|"
+        );
         let rows = cells(&results.table(THROUGHPUT, |s| s.tool == "smbcp").markdown());
-        assert_eq!(rows[0][3..9].join("|"), "raw TCP (iperf3 -R)|120.0|120.0-120.0|1.000||");
+        assert_eq!(
+            rows[0][3..9].join("|"),
+            "raw TCP (iperf3 -R)|120.0|120.0-120.0|1.000||"
+        );
         let rows = cells(&results.table(UNSHAPED, |s| s.tool == "smbcp").markdown());
         assert_eq!((rows[1][7].as_str(), rows[2][7].as_str()), ("2.000", "-"));
     }

@@ -11,7 +11,10 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
     let mut tools = vec![Tool::Smbclient];
     for chunk in ["256K", "1M", "4M", "8M"] {
         for depth in ["4", "16", "64"] {
-            tools.push(Tool::smbcp(&bench.smbcp, &["--chunk-size", chunk, "--depth", depth]));
+            tools.push(Tool::smbcp(
+                &bench.smbcp,
+                &["--chunk-size", chunk, "--depth", depth],
+            ));
         }
     }
     let tb = bench.testbed(&LinkSetup::UNSHAPED, &["plain"], "")?;

@@ -40,7 +40,10 @@ impl fmt::Display for Direction {
 #[derive(Debug, Clone)]
 pub(crate) enum Tool {
     /// This project's `smbcp` with these options beyond its defaults.
-    Smbcp { binary: PathBuf, options: Vec<String> },
+    Smbcp {
+        binary: PathBuf,
+        options: Vec<String>,
+    },
     /// Samba's `smbclient` with its defaults (SMB3 maximum).
     Smbclient,
 }
@@ -48,7 +51,10 @@ pub(crate) enum Tool {
 impl Tool {
     pub(crate) fn smbcp(binary: &Path, options: &[&str]) -> Tool {
         let options = options.iter().map(|o| o.to_string()).collect();
-        Tool::Smbcp { binary: binary.to_path_buf(), options }
+        Tool::Smbcp {
+            binary: binary.to_path_buf(),
+            options,
+        }
     }
 
     pub(crate) fn name(&self) -> &'static str {
@@ -116,16 +122,22 @@ impl SmbcpReport {
                 live: !matches!(c["state"].as_str(), Some("failed" | "closed")),
             })
         };
-        let list = json["channels"].as_array().ok_or_else(|| missing("\"channels\""))?;
+        let list = json["channels"]
+            .as_array()
+            .ok_or_else(|| missing("\"channels\""))?;
         let channels: Option<Vec<ChannelUse>> = list.iter().map(channel).collect();
         let channels = channels.ok_or_else(|| missing("a channel's addresses or counters"))?;
         if channels.is_empty() {
             return Err(missing("any channel"));
         }
-        let pairs = json["multichannel"]["pairs"].as_array().map_or(&[][..], Vec::as_slice);
+        let pairs = json["multichannel"]["pairs"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
         let planned: Option<u64> = pairs.iter().map(|p| p["planned"].as_u64()).sum();
         Ok(SmbcpReport {
-            copy_seconds: json["seconds"].as_f64().ok_or_else(|| missing("\"seconds\""))?,
+            copy_seconds: json["seconds"]
+                .as_f64()
+                .ok_or_else(|| missing("\"seconds\""))?,
             channels,
             planned: planned.ok_or_else(|| missing("a pair's \"planned\""))? as usize,
         })
@@ -191,7 +203,9 @@ impl Sample {
     /// CPUs spent on other things than the client and smbd. The kernel's network work in
     /// softirq context may land here too, so small values are normal.
     pub(crate) fn other_cpus(&self) -> f64 {
-        let other = self.machine_cpu.saturating_sub(self.client_cpu + self.server_cpu);
+        let other = self
+            .machine_cpu
+            .saturating_sub(self.client_cpu + self.server_cpu);
         other.as_secs_f64() / self.wall.as_secs_f64()
     }
 }
@@ -263,8 +277,11 @@ impl Transfer<'_> {
             Tool::Smbcp { binary, options } => {
                 let url = format!("{}/{remote}", share_url(self.tb, self.share));
                 let mut cmd = self.tb.client_command(binary);
-                cmd.args(["-q", "--json"]).args(options).env("SMB_PASSWORD", self.tb.password());
-                cmd.args(self.tree.then_some("-r")).args(encrypt.then_some("--encrypt"));
+                cmd.args(["-q", "--json"])
+                    .args(options)
+                    .env("SMB_PASSWORD", self.tb.password());
+                cmd.args(self.tree.then_some("-r"))
+                    .args(encrypt.then_some("--encrypt"));
                 match upload {
                     true => cmd.args([&local, &url]),
                     false => cmd.args([&url, &local]),
@@ -311,8 +328,12 @@ pub(crate) fn measure(
     // smbclient -c exits non-zero when a command fails; the data check does the rest.
     let report = match tool {
         Tool::Smbcp { .. } => {
-            let expected =
-                [("bytes", job.bytes), ("files", job.files), ("copied", job.files), ("failed", 0)];
+            let expected = [
+                ("bytes", job.bytes),
+                ("files", job.files),
+                ("copied", job.files),
+                ("failed", 0),
+            ];
             let report = smbcp_json(&run, &expected).and_then(|j| SmbcpReport::from_json(&j));
             Some(report.ctx(&what)?)
         }
@@ -329,10 +350,14 @@ pub(crate) fn measure(
 fn smbcp_json(run: &Finished, expected: &[(&str, u64)]) -> Result<serde_json::Value, String> {
     let json: serde_json::Value = serde_json::from_str(run.stdout.trim())
         .map_err(|e| format!("smbcp --json printed no JSON ({e}): {}", run.stdout))?;
-    match expected.iter().find(|(key, want)| json[key].as_u64() != Some(*want)) {
-        Some((key, want)) => {
-            Err(format!("smbcp reported {key} = {} (expected {want}): {json}", json[key]))
-        }
+    match expected
+        .iter()
+        .find(|(key, want)| json[key].as_u64() != Some(*want))
+    {
+        Some((key, want)) => Err(format!(
+            "smbcp reported {key} = {} (expected {want}): {json}",
+            json[key]
+        )),
         None => Ok(json),
     }
 }
@@ -352,7 +377,13 @@ mod tests {
         let r = SmbcpReport::from_json(&json).unwrap();
         assert_eq!((r.copy_seconds, r.planned, r.live_channels()), (4.5, 8, 3));
         let per = r.per_server();
-        assert_eq!(per, [([10, 101, 1, 1].into(), 2, 800), ([10, 101, 2, 1].into(), 1, 250)]);
+        assert_eq!(
+            per,
+            [
+                ([10, 101, 1, 1].into(), 2, 800),
+                ([10, 101, 2, 1].into(), 1, 250)
+            ]
+        );
         let one = serde_json::json!({"seconds": 1.0, "channels": [
             {"local": "10.0.0.2", "server": "10.0.0.1", "bytes": 1, "requests": 1}],
             "multichannel": {"enabled": false, "pairs": []}});

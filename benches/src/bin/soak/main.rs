@@ -76,7 +76,9 @@ mod linux {
             rate_mbit: args.rate,
             uploaders: args.uploaders as usize,
             downloaders: args.downloaders as usize,
-            out_dir: args.out.unwrap_or_else(|| PathBuf::from(format!("/tmp/soak-{seed}"))),
+            out_dir: args
+                .out
+                .unwrap_or_else(|| PathBuf::from(format!("/tmp/soak-{seed}"))),
             sample_every: Duration::from_secs(10),
             mount: None,
         };

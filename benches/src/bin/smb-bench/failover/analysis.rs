@@ -52,7 +52,9 @@ impl Timeline {
 
     /// Every link's bytes added up, one per time.
     pub(crate) fn aggregate(&self) -> Vec<u64> {
-        (0..self.t.len()).map(|i| self.links.iter().map(|l| l[i]).sum()).collect()
+        (0..self.t.len())
+            .map(|i| self.links.iter().map(|l| l[i]).sum())
+            .collect()
     }
 }
 
@@ -178,7 +180,13 @@ pub(crate) fn analyse(
         .position(|&b| b as f64 >= total as f64 - size as f64 * ENDED_WITHIN)
         .map_or(last, |i| t[i]);
     let time_lost = (ended - started) - (total as f64 - value_at(t, &agg, started)) / pre_fault;
-    Ok(Metrics { pre_fault, gap, dip, link_back, time_lost })
+    Ok(Metrics {
+        pre_fault,
+        gap,
+        dip,
+        link_back,
+        time_lost,
+    })
 }
 
 /// When the session's channels were all back: the count of established connections to port
@@ -196,10 +204,15 @@ pub(crate) fn all_channels_back(readings: &[Reading], fault_at: f64, from: f64) 
         .collect();
     let fell = after.iter().position(|&(_, n)| n < target)?;
     let last = after.last().map_or(from, |&(t, _)| t);
-    Some(match after[fell..].iter().find(|&&(t, n)| t >= from && n >= target) {
-        Some(&(t, _)) => Outcome::After((t - from).max(0.0)),
-        None => Outcome::NotWithin((last - from).max(0.0)),
-    })
+    Some(
+        match after[fell..]
+            .iter()
+            .find(|&&(t, n)| t >= from && n >= target)
+        {
+            Some(&(t, _)) => Outcome::After((t - from).max(0.0)),
+            None => Outcome::NotWithin((last - from).max(0.0)),
+        },
+    )
 }
 
 /// The median of outcomes, a "not within" counting as later than any time: the middle one,
@@ -235,8 +248,9 @@ pub(crate) mod tests {
         seconds: f64,
         rate: impl Fn(usize, f64) -> f64,
     ) -> Timeline {
-        let t: Vec<f64> =
-            (0..=(seconds / 0.05).round() as usize).map(|i| i as f64 * 0.05).collect();
+        let t: Vec<f64> = (0..=(seconds / 0.05).round() as usize)
+            .map(|i| i as f64 * 0.05)
+            .collect();
         let link = |k: usize| {
             let mut total = 0.0;
             let steps = t.windows(2).map(|w| {
@@ -265,13 +279,19 @@ pub(crate) mod tests {
             channels: None,
         };
         // The third reading is late (its time does not increase): dropped.
-        let readings =
-            [r(0.0, [100, 200], [5, 6]), r(0.05, [150, 260], [7, 6]), r(0.05, [999, 999], [9, 9])];
+        let readings = [
+            r(0.0, [100, 200], [5, 6]),
+            r(0.05, [150, 260], [7, 6]),
+            r(0.05, [999, 999], [9, 9]),
+        ];
         let readings = [&readings[..], &[r(0.1, [250, 300], [9, 16])]].concat();
         let down = Timeline::from_readings(&readings, Direction::Download);
         assert_eq!(
             (down.t, down.links),
-            (vec![0.0, 0.05, 0.1], vec![vec![0, 50, 150], vec![0, 60, 100]])
+            (
+                vec![0.0, 0.05, 0.1],
+                vec![vec![0, 50, 150], vec![0, 60, 100]]
+            )
         );
         assert_eq!(
             Timeline::from_readings(&readings, Direction::Upload).aggregate(),
@@ -335,29 +355,50 @@ pub(crate) mod tests {
         let m = analyse(&tl, 5.0, Some(9.0), 2, 100_000_000).unwrap();
         assert_eq!((m.gap, m.link_back), (NotWithin(5.0), Some(NotWithin(1.0))));
         assert!((m.dip - 200.0 * MB).abs() < 1.0 * MB, "{m:?}");
-        assert_eq!(analyse(&tl, 5.0, Some(12.0), 2, 100_000_000).unwrap().link_back, None);
+        assert_eq!(
+            analyse(&tl, 5.0, Some(12.0), 2, 100_000_000)
+                .unwrap()
+                .link_back,
+            None
+        );
         let steady = timeline(4, 10.0, |_, _| 10.0 * MB);
         assert!(analyse(&steady, 0.2, None, 2, 100_000_000)
             .unwrap_err()
             .contains("before the fault"));
         assert!(analyse(&steady, 5.0, None, 5, 100_000_000).is_err());
         let idle = timeline(4, 10.0, |_, _| 0.0);
-        assert!(analyse(&idle, 5.0, None, 2, 100_000_000).unwrap_err().contains("not started"));
+        assert!(analyse(&idle, 5.0, None, 2, 100_000_000)
+            .unwrap_err()
+            .contains("not started"));
     }
 
     #[test]
     fn medians_put_not_within_last_and_channels_need_a_fall_and_a_return() {
         assert_eq!(median_outcome(&[]), None);
-        assert_eq!(median_outcome(&[After(3.0), NotWithin(1.0), After(1.0)]), Some(After(3.0)));
+        assert_eq!(
+            median_outcome(&[After(3.0), NotWithin(1.0), After(1.0)]),
+            Some(After(3.0))
+        );
         assert_eq!(median_outcome(&[After(3.0), After(1.0)]), Some(After(2.0)));
-        assert_eq!(median_outcome(&[After(3.0), NotWithin(2.0)]), Some(NotWithin(2.0)));
-        let at = |t: f64, n: Option<usize>| Reading { t, rx: vec![0], tx: vec![0], channels: n };
+        assert_eq!(
+            median_outcome(&[After(3.0), NotWithin(2.0)]),
+            Some(NotWithin(2.0))
+        );
+        let at = |t: f64, n: Option<usize>| Reading {
+            t,
+            rx: vec![0],
+            tx: vec![0],
+            channels: n,
+        };
         let counts = [(0.0, 4), (1.0, 4), (1.5, 0), (2.0, 1), (3.0, 4), (4.0, 4)];
         let r: Vec<Reading> = counts.iter().map(|&(t, n)| at(t, Some(n))).collect();
         assert_eq!(all_channels_back(&r, 1.2, 1.2), Some(After(1.8)));
         assert_eq!(all_channels_back(&r, 1.2, 3.5), Some(After(0.5)));
         assert_eq!(all_channels_back(&r, 3.0, 3.0), None);
-        assert_eq!(all_channels_back(&[at(0.0, None), at(1.0, None)], 0.5, 0.5), None);
+        assert_eq!(
+            all_channels_back(&[at(0.0, None), at(1.0, None)], 0.5, 0.5),
+            None
+        );
         assert_eq!(all_channels_back(&r[..4], 1.2, 1.2), Some(NotWithin(0.8)));
     }
 }

@@ -92,7 +92,10 @@ fn default_size_mib(links: usize, rate_mbit: u32, down_for: Duration, quick: boo
     let after_fault = (links - 1) as f64 / links as f64 * down + down;
     let bytes = payload_bytes_per_s(links, rate_mbit) * after_fault / (1.0 - FAULT_AT);
     let (floor, step) = if quick { (256, 64) } else { (1024, 256) };
-    ((bytes / (1u64 << 20) as f64).ceil() as u64).div_ceil(step).saturating_mul(step).max(floor)
+    ((bytes / (1u64 << 20) as f64).ceil() as u64)
+        .div_ceil(step)
+        .saturating_mul(step)
+        .max(floor)
 }
 
 pub(crate) fn run(common: &Common, links: u16, down_seconds: Option<u64>) -> Result<(), String> {
@@ -108,7 +111,12 @@ pub(crate) fn run(common: &Common, links: u16, down_seconds: Option<u64>) -> Res
     let deadline = Duration::from_secs_f64(
         (size as f64 / payload_bytes_per_s(links, rate_mbit) + 10.0) * 3.0 + 120.0,
     );
-    let settings = Settings { links, rate_mbit, down_for, deadline };
+    let settings = Settings {
+        links,
+        rate_mbit,
+        down_for,
+        deadline,
+    };
     let mut bench = Bench::new(common, size, common.reps(3))?;
     let note = format!("; smbcp is given {} s per run", deadline.as_secs());
     let tb = bench.testbed(&LinkSetup::shaped(links, rate_mbit), &["plain"], &note)?;
@@ -127,7 +135,10 @@ pub(crate) fn run(common: &Common, links: u16, down_seconds: Option<u64>) -> Res
                     rep,
                 )?;
                 let one = std::slice::from_ref(&run);
-                eprintln!("{}", report::table(one).markdown().lines().nth(2).unwrap_or(""));
+                eprintln!(
+                    "{}",
+                    report::table(one).markdown().lines().nth(2).unwrap_or("")
+                );
                 eprintln!(" {}", report::event_lines(one).join(" "));
                 runs.push(run);
                 // Lets the server finish with the old session's connections first.
@@ -236,8 +247,9 @@ fn run_once(
                 }
                 (run.fault_took, run.fault_at) = (before.elapsed().as_secs_f64(), Some(clock()));
             }
-            let up_due =
-                run.fault_at.is_some_and(|at| clock() >= at + settings.down_for.as_secs_f64());
+            let up_due = run
+                .fault_at
+                .is_some_and(|at| clock() >= at + settings.down_for.as_secs_f64());
             if let Some(down) = link.as_mut().filter(|l| l.is_down() && up_due) {
                 down.up()?;
                 run.link_up_at = Some(clock());
@@ -262,7 +274,9 @@ fn run_once(
     remove_if_present(&target)?;
     let json = serde_json::from_str::<serde_json::Value>(stdout.trim()).ok();
     run.report = json.as_ref().and_then(|j| SmbcpReport::from_json(j).ok());
-    run.counters = json.map(|j| j["failover"].clone()).filter(|f| f.is_object());
+    run.counters = json
+        .map(|j| j["failover"].clone())
+        .filter(|f| f.is_object());
     run.failure = match (run.exit.as_str(), last_line(&stderr).as_str()) {
         ("0", _) => None,
         _ if killed => Some(format!(
@@ -277,7 +291,12 @@ fn run_once(
 
 /// The last non-empty line of `text`, made safe for a table cell and kept short.
 fn last_line(text: &str) -> String {
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let clean = line.replace('|', "/");
     match clean.chars().count() > 160 {
         true => format!("{}...", clean.chars().take(157).collect::<String>()),

@@ -43,7 +43,10 @@ impl Run {
 
     /// The metrics of a run smbcp finished.
     fn measured(&self) -> Option<Metrics> {
-        self.failure.is_none().then(|| self.metrics().ok()).flatten()
+        self.failure
+            .is_none()
+            .then(|| self.metrics().ok())
+            .flatten()
     }
 }
 
@@ -51,7 +54,10 @@ impl Run {
 fn groups(runs: &[Run]) -> Vec<Vec<&Run>> {
     let mut out: Vec<Vec<&Run>> = Vec::new();
     for run in runs {
-        match out.iter_mut().find(|g| (g[0].fault, g[0].direction) == (run.fault, run.direction)) {
+        match out
+            .iter_mut()
+            .find(|g| (g[0].fault, g[0].direction) == (run.fault, run.direction))
+        {
             Some(group) => group.push(run),
             None => out.push(vec![run]),
         }
@@ -62,8 +68,10 @@ fn groups(runs: &[Run]) -> Vec<Vec<&Run>> {
 /// The measured run of median time lost (the lower middle one of an even count), or the
 /// first run when none could be measured.
 fn median_run<'a>(group: &[&'a Run]) -> Option<&'a Run> {
-    let mut measured: Vec<(&Run, f64)> =
-        group.iter().filter_map(|r| Some((*r, r.measured()?.time_lost))).collect();
+    let mut measured: Vec<(&Run, f64)> = group
+        .iter()
+        .filter_map(|r| Some((*r, r.measured()?.time_lost)))
+        .collect();
     measured.sort_by(|a, b| a.1.total_cmp(&b.1));
     match measured.len() {
         0 => group.first().copied(),
@@ -95,8 +103,10 @@ pub(crate) fn table(runs: &[Run]) -> Table {
     ));
     for group in groups(runs) {
         let (first, n) = (group[0], group.len());
-        let measured: Vec<(&Run, Metrics)> =
-            group.iter().filter_map(|r| Some((*r, r.measured()?))).collect();
+        let measured: Vec<(&Run, Metrics)> = group
+            .iter()
+            .filter_map(|r| Some((*r, r.measured()?)))
+            .collect();
         let runs = match n - measured.len() {
             0 => n.to_string(),
             missing => format!("{n} ({missing} not measured)"),
@@ -104,22 +114,35 @@ pub(crate) fn table(runs: &[Run]) -> Table {
         let mut row = vec![first.fault.to_string(), first.direction.to_string(), runs];
         if measured.is_empty() {
             let why = first.metrics().err().unwrap_or_default();
-            let why = first.failure.clone().unwrap_or_else(|| format!("not measurable: {why}"));
-            row.extend(["-".to_string(), why].into_iter().chain(["-"; 5].map(String::from)));
+            let why = first
+                .failure
+                .clone()
+                .unwrap_or_else(|| format!("not measurable: {why}"));
+            row.extend(
+                ["-".to_string(), why]
+                    .into_iter()
+                    .chain(["-"; 5].map(String::from)),
+            );
         } else {
             let m = || measured.iter().map(|(_, m)| m);
             let gap = median_outcome(&m().map(|m| m.gap).collect::<Vec<_>>());
             let dip = median(m().map(|m| m.dip)) / 1e6;
             let lost = || m().map(|m| m.time_lost);
-            let since = if first.fault.resets() { "the fault" } else { "link-up" };
+            let since = if first.fault.resets() {
+                "the fault"
+            } else {
+                "link-up"
+            };
             let link_back =
                 match median_outcome(&m().filter_map(|m| m.link_back).collect::<Vec<_>>()) {
                     Some(o) => format!("{} after {since}", outcome_cell(o)),
                     None if first.fault.resets() => "transfer ended at the fault".into(),
                     None => "transfer ended before link-up".into(),
                 };
-            let channels: Vec<Outcome> =
-                measured.iter().filter_map(|(r, _)| r.channels_back()).collect();
+            let channels: Vec<Outcome> = measured
+                .iter()
+                .filter_map(|(r, _)| r.channels_back())
+                .collect();
             let (lo, hi) = min_max(lost());
             row.extend([
                 format!("{:.0}", median(m().map(|m| m.pre_fault)) * 8.0 / 1e6),
@@ -139,17 +162,29 @@ pub(crate) fn table(runs: &[Run]) -> Table {
         let counters: Vec<&serde_json::Value> =
             group.iter().filter_map(|r| r.counters.as_ref()).collect();
         let sessions = per_run_cell(
-            counters.iter().map(|c| c["sessions_reestablished"].to_string()).collect(),
+            counters
+                .iter()
+                .map(|c| c["sessions_reestablished"].to_string())
+                .collect(),
         );
-        let took = median(counters.iter().filter_map(|c| c["last_reestablish_ms"].as_f64()));
+        let took = median(
+            counters
+                .iter()
+                .filter_map(|c| c["last_reestablish_ms"].as_f64()),
+        );
         row.extend([
             match (counters.is_empty(), took.is_nan()) {
                 (true, _) => "-".into(),
                 (false, true) => sessions,
                 (false, false) => format!("{sessions} in {took:.0} ms"),
             },
-            format!("{:.1}", median(group.iter().map(|r| r.smbcp_span.1 - r.smbcp_span.0))),
-            median_run(&group).and_then(|r| r.report.as_ref()).map_or("-".into(), channels_cell),
+            format!(
+                "{:.1}",
+                median(group.iter().map(|r| r.smbcp_span.1 - r.smbcp_span.0))
+            ),
+            median_run(&group)
+                .and_then(|r| r.report.as_ref())
+                .map_or("-".into(), channels_cell),
             per_run_cell(group.iter().map(|r| r.check.clone()).collect()),
             per_run_cell(group.iter().map(|r| r.exit.clone()).collect()),
         ]);
@@ -166,8 +201,10 @@ pub(crate) fn event_lines(runs: &[Run]) -> Vec<String> {
 fn event_line(run: &Run) -> String {
     let (k, tl) = (FAULT_LINK, run.timeline());
     let (start, end) = run.smbcp_span;
-    let mut line =
-        format!("- {} {} #{}: smbcp ran {start:.1}-{end:.1} s", run.fault, run.direction, run.rep);
+    let mut line = format!(
+        "- {} {} #{}: smbcp ran {start:.1}-{end:.1} s",
+        run.fault, run.direction, run.rep
+    );
     if let Some(at) = run.fault_at {
         let what = match (run.fault, run.cut) {
             (Fault::Rst, Some(n)) => format!("{n} connection(s) on link {k} reset"),
@@ -175,7 +212,9 @@ fn event_line(run: &Run) -> String {
             _ => format!("link {k} down"),
         };
         let took = run.fault_took * 1e3;
-        line.push_str(&format!(", {what} at {at:.2} s (the testbed command took {took:.0} ms)"));
+        line.push_str(&format!(
+            ", {what} at {at:.2} s (the testbed command took {took:.0} ms)"
+        ));
     }
     if let Some(up) = run.link_up_at {
         line.push_str(&format!(", link up at {up:.2} s"));
@@ -212,14 +251,18 @@ const PLOT_INTERVALS: usize = 2;
 /// seconds from `origin`: the aggregate first, then each link.
 fn plot_rates(tl: &Timeline, origin: f64) -> Vec<Line> {
     let rates = |bytes: &[u64]| -> Line {
-        let points = (PLOT_INTERVALS..tl.t.len()).step_by(PLOT_INTERVALS).map(|i| {
-            let j = i - PLOT_INTERVALS;
-            let mbit = (bytes[i] as f64 - bytes[j] as f64) * 8.0 / (tl.t[i] - tl.t[j]) / 1e6;
-            ((tl.t[i] + tl.t[j]) / 2.0 - origin, mbit)
-        });
+        let points = (PLOT_INTERVALS..tl.t.len())
+            .step_by(PLOT_INTERVALS)
+            .map(|i| {
+                let j = i - PLOT_INTERVALS;
+                let mbit = (bytes[i] as f64 - bytes[j] as f64) * 8.0 / (tl.t[i] - tl.t[j]) / 1e6;
+                ((tl.t[i] + tl.t[j]) / 2.0 - origin, mbit)
+            });
         points.collect()
     };
-    std::iter::once(rates(&tl.aggregate())).chain(tl.links.iter().map(|l| rates(l))).collect()
+    std::iter::once(rates(&tl.aggregate()))
+        .chain(tl.links.iter().map(|l| rates(l)))
+        .collect()
 }
 
 /// A panel per direction with its median run's rates over seconds from the fault, markers at
@@ -244,7 +287,9 @@ pub(crate) fn chart(runs: &[Run], fault: Fault, settings: &Settings, size: u64) 
             y_unit: "Mbit/s".into(),
         },
         x_label: "seconds from the fault".into(),
-        panels: groups.filter_map(|g| Some(chart_panel(median_run(&g)?, g.len()))).collect(),
+        panels: groups
+            .filter_map(|g| Some(chart_panel(median_run(&g)?, g.len())))
+            .collect(),
     }
 }
 
@@ -261,16 +306,19 @@ fn chart_panel(run: &Run, of: usize) -> LinePanel {
     if let (Some(Outcome::After(s)), Some(from)) = (run.channels_back(), run.recovery_from()) {
         markers.push((from + s - origin, "all channels back".into()));
     }
-    let state = run
-        .failure
-        .as_ref()
-        .map_or(String::new(), |_| format!(" (smbcp failed, exit {})", run.exit));
+    let state = run.failure.as_ref().map_or(String::new(), |_| {
+        format!(" (smbcp failed, exit {})", run.exit)
+    });
     let which = match of {
         1 => String::new(),
         _ => format!(", run #{} of {of} (median time lost)", run.rep),
     };
     let title = format!("{}{state}{which}", run.direction);
-    LinePanel { title, lines: plot_rates(&run.timeline(), origin), markers }
+    LinePanel {
+        title,
+        lines: plot_rates(&run.timeline(), origin),
+        markers,
+    }
 }
 
 /// The generated section without its charts: how it was measured, the table, the events.
@@ -333,11 +381,24 @@ mod tests {
     /// `back` (so 0.25 s are lost per MB it misses), and one of the four channels is missing
     /// from 3 s to 4 s. `exit` other than "0" fails the run.
     fn run(fault: Fault, exit: &str, rep: usize, back: f64) -> Run {
-        let tl =
-            timeline(4, 10.0, |k, t| if k == 2 && (3.0..back).contains(&t) { 0.0 } else { MB });
+        let tl = timeline(4, 10.0, |k, t| {
+            if k == 2 && (3.0..back).contains(&t) {
+                0.0
+            } else {
+                MB
+            }
+        });
         let reading = |i: usize| {
-            let (t, channels) = (tl.t[i], Some(if (3.0..4.0).contains(&tl.t[i]) { 3 } else { 4 }));
-            Reading { t, rx: tl.links.iter().map(|l| l[i]).collect(), tx: vec![0; 4], channels }
+            let (t, channels) = (
+                tl.t[i],
+                Some(if (3.0..4.0).contains(&tl.t[i]) { 3 } else { 4 }),
+            );
+            Reading {
+                t,
+                rx: tl.links.iter().map(|l| l[i]).collect(),
+                tx: vec![0; 4],
+                channels,
+            }
         };
         let counters = serde_json::json!({"channel_losses": 4, "replays": 9, "reconnects": 4,
             "sessions_reestablished": 1, "last_reestablish_ms": 200 + 100 * rep, "opens_reclaimed": 1, "opens_lost": 0});
@@ -363,24 +424,38 @@ mod tests {
 
     #[test]
     fn the_table_and_the_chart_show_medians_or_the_failure() {
-        let runs =
-            [(Fault::Rst, "0", 1, 6.0), (Fault::Rst, "0", 2, 5.0), (Fault::Rst, "0", 3, 8.0)]
-                .into_iter()
-                .chain([
-                    (Fault::Silent, "1", 1, 6.0),
-                    (Fault::All, "0", 1, 6.0),
-                    (Fault::All, "0", 2, 6.0),
-                ]);
-        let runs: Vec<Run> = runs.map(|(f, exit, rep, back)| run(f, exit, rep, back)).collect();
+        let runs = [
+            (Fault::Rst, "0", 1, 6.0),
+            (Fault::Rst, "0", 2, 5.0),
+            (Fault::Rst, "0", 3, 8.0),
+        ]
+        .into_iter()
+        .chain([
+            (Fault::Silent, "1", 1, 6.0),
+            (Fault::All, "0", 1, 6.0),
+            (Fault::All, "0", 2, 6.0),
+        ]);
+        let runs: Vec<Run> = runs
+            .map(|(f, exit, rep, back)| run(f, exit, rep, back))
+            .collect();
         let rows = cells(&table(&runs).markdown());
         // 32 Mbit/s before the fault; no gap (the others carry on); link 2's missing 3, 2 and
         // 5 MB cost 0.75, 0.5 and 1.25 s; a channel is missing for a second.
         let rst = "rst|download|3|32|0|0.0|0.75|0.50-1.25|3000 after the fault|1000|-|9.9|-|ok|0";
         assert_eq!(rows[0].join("|"), rst);
-        assert_eq!(rows[1][2..5].join("|"), "1 (1 not measured)|-|transfer failed: exit 1");
-        assert_eq!((rows[2][0].as_str(), rows[2][10].as_str()), ("all", "1 in 350 ms"));
+        assert_eq!(
+            rows[1][2..5].join("|"),
+            "1 (1 not measured)|-|transfer failed: exit 1"
+        );
+        assert_eq!(
+            (rows[2][0].as_str(), rows[2][10].as_str()),
+            ("all", "1 in 350 ms")
+        );
         let events = event_lines(&runs);
-        assert!(events[0].contains("4 connection(s) on link 2 reset at 3.00 s"), "{events:?}");
+        assert!(
+            events[0].contains("4 connection(s) on link 2 reset at 3.00 s"),
+            "{events:?}"
+        );
         assert!(events[3].contains("link up at 5.00 s"), "{events:?}");
         assert!(
             events[5].contains("session re-established 1 time(s), the last in 400 ms"),
@@ -399,7 +474,10 @@ mod tests {
         );
         // The fault, the link-up, every channel back right at the link-up; x from the fault.
         let xs: Vec<f64> = c.panels[0].markers.iter().map(|m| m.0).collect();
-        assert!(xs[..2] == [0.0, 2.0] && (xs[2] - 2.0).abs() < 0.051, "{xs:?}");
+        assert!(
+            xs[..2] == [0.0, 2.0] && (xs[2] - 2.0).abs() < 0.051,
+            "{xs:?}"
+        );
         assert!(c.svg().unwrap().contains("silent: link 2 down for 2 s"));
         let title = &chart(&runs, Fault::Rst, &settings, 1).panels[0].title;
         assert_eq!(title, "download, run #1 of 3 (median time lost)");

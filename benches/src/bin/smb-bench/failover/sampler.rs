@@ -54,7 +54,10 @@ fn count_smb_connections(text: &str) -> usize {
 fn parse_net_dev(text: &str, names: &[String]) -> Result<(Vec<u64>, Vec<u64>), String> {
     let (mut rx, mut tx) = (Vec::new(), Vec::new());
     for name in names {
-        let line = text.lines().filter_map(|l| l.split_once(':')).find(|(n, _)| n.trim() == name);
+        let line = text
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim() == name);
         let fields: Vec<&str> = line
             .ok_or_else(|| format!("no interface {name} in /proc/net/dev"))?
             .1
@@ -102,7 +105,12 @@ pub(crate) fn sampling<R>(
             .as_mut()
             .and_then(|f| reread(f, &mut text).ok())
             .map(|()| count_smb_connections(&text));
-        Ok(Reading { t, rx, tx, channels })
+        Ok(Reading {
+            t,
+            rx,
+            tx,
+            channels,
+        })
     };
     let readings = Mutex::new(vec![read()?]);
     let stop = AtomicBool::new(false);
@@ -126,9 +134,17 @@ pub(crate) fn sampling<R>(
         };
         let out = work(&progress);
         stop.store(true, Ordering::Relaxed);
-        sampler.join().map_err(|_| "the counter sampler panicked".to_string())?.map(|()| out)
+        sampler
+            .join()
+            .map_err(|_| "the counter sampler panicked".to_string())?
+            .map(|()| out)
     })?;
-    Ok((out, readings.into_inner().unwrap_or_else(PoisonError::into_inner)))
+    Ok((
+        out,
+        readings
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+    ))
 }
 
 #[cfg(test)]
@@ -140,13 +156,23 @@ mod tests {
         let dev = "Inter-|   Receive |  Transmit\n face |bytes packets|bytes\n    lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n  \
                    cli2: 5000 7 0 0 0 0 0 0 600 3 0 0 0 0 0 0\n  cli1:1234567890123 9 0 0 0 0 0 0 42 1 0 0 0 0 0 0\n";
         let names = vec!["cli1".to_string(), "cli2".to_string()];
-        assert_eq!(parse_net_dev(dev, &names), Ok((vec![1_234_567_890_123, 5000], vec![42, 600])));
-        assert!(parse_net_dev(dev, &["cli3".to_string()]).unwrap_err().contains("cli3"));
-        assert!(parse_net_dev("  cli1: 1 2 3\n", &names[..1]).unwrap_err().contains("malformed"));
+        assert_eq!(
+            parse_net_dev(dev, &names),
+            Ok((vec![1_234_567_890_123, 5000], vec![42, 600]))
+        );
+        assert!(parse_net_dev(dev, &["cli3".to_string()])
+            .unwrap_err()
+            .contains("cli3"));
+        assert!(parse_net_dev("  cli1: 1 2 3\n", &names[..1])
+            .unwrap_err()
+            .contains("malformed"));
         // Established to 445, closed to 445, established from 445, established to 445.
         let tcp = "  sl  local_address rem_address   st tx_queue\n   0: 0201000A:D2A4 0101000A:01BD 01 0\n   \
                    1: 0202000A:D2A6 0102000A:01BD 07 0\n   2: 0203000A:01BD 0103000A:D2A8 01 0\n   \
                    3: 0204000A:D2AA 0104000A:01BD 01 0\n";
-        assert_eq!((count_smb_connections(tcp), count_smb_connections("")), (2, 0));
+        assert_eq!(
+            (count_smb_connections(tcp), count_smb_connections("")),
+            (2, 0)
+        );
     }
 }

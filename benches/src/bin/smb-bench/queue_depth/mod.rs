@@ -107,8 +107,14 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         settings.size >> 20
     );
     let alt = "IOPS against queue depth, one channel and four";
-    body.push_str(&common.chart("queue-depth.svg", alt, || sweep.chart(&setups, &title).svg())?);
-    common.publish("queue-depth", Some("## Small random I/O and queue depth"), &body)
+    body.push_str(&common.chart("queue-depth.svg", alt, || {
+        sweep.chart(&setups, &title).svg()
+    })?);
+    common.publish(
+        "queue-depth",
+        Some("## Small random I/O and queue depth"),
+        &body,
+    )
 }
 
 /// Every point on one testbed, then the data checks; the line about the channels.
@@ -132,8 +138,12 @@ fn sweep_testbed(
     // channels per RSS pair would put 16 on 4 links.
     let mut cfg = ClientConfig::default();
     (cfg.channels_per_rss_nic, cfg.channels_per_nic) = (1, 1);
-    let (connect, smbd_pid, owned, links) =
-        (connect_plain(tb, cfg), tb.smbd_pid(), settings.clone(), setup.links);
+    let (connect, smbd_pid, owned, links) = (
+        connect_plain(tb, cfg),
+        tb.smbd_pid(),
+        settings.clone(),
+        setup.links,
+    );
     let label = label(setup);
     let rt = tb.client_runtime();
     let (samples, written, note) = client_block_on(&rt, async move {
@@ -210,10 +220,16 @@ fn sweep_testbed(
 /// (distinct server addresses); their server addresses.
 async fn one_channel_per_link(client: &Client, links: usize) -> Result<Vec<String>, String> {
     if !client.wait_for_channels(BIND_WAIT).await {
-        return Err(format!("the extra channels were not bound within {} s", BIND_WAIT.as_secs()));
+        return Err(format!(
+            "the extra channels were not bound within {} s",
+            BIND_WAIT.as_secs()
+        ));
     }
     let channels = client.channels();
-    let active: Vec<_> = channels.iter().filter(|c| c.state == ChannelState::Active).collect();
+    let active: Vec<_> = channels
+        .iter()
+        .filter(|c| c.state == ChannelState::Active)
+        .collect();
     let mut servers: Vec<String> = active.iter().map(|c| c.server.ip().to_string()).collect();
     servers.sort();
     servers.dedup();
@@ -242,7 +258,12 @@ fn channel_note(
         .map(|a| {
             let same = |b: &&ChannelInfo| b.local == a.local && b.server == a.server;
             let earlier = before.iter().find(same).map_or(0, |b| b.requests);
-            format!("{} -> {}: {}", a.local.ip(), a.server.ip(), a.requests - earlier)
+            format!(
+                "{} -> {}: {}",
+                a.local.ip(),
+                a.server.ip(),
+                a.requests - earlier
+            )
         })
         .collect();
     format!(
@@ -314,7 +335,9 @@ impl Sweep {
 
     /// The point of `op` at `depth` with `links` links.
     fn find(&self, links: usize, op: Op, depth: usize) -> Option<&Series> {
-        self.0.iter().find(|((setup, o, d), _)| setup.links == links && (*o, *d) == (op, depth))
+        self.0
+            .iter()
+            .find(|((setup, o, d), _)| setup.links == links && (*o, *d) == (op, depth))
     }
 
     /// Per setup, op and depth: median IOPS and range, against one channel at the same point,
@@ -333,12 +356,18 @@ impl Sweep {
                 ("op", &|s| s.0 .1.to_string()),
                 (">QD", &|s| s.0 .2.to_string()),
                 (">IOPS", &|s| num(iops(s), 0)),
-                (">min-max", &|s| range(min_max(s.1.iter().map(|x| x.iops)), 0)),
+                (">min-max", &|s| {
+                    range(min_max(s.1.iter().map(|x| x.iops)), 0)
+                }),
                 (">x 1 channel", &x_one),
                 (">median µs", &|s| num(median_of(s, |x| x.median_us), 0)),
                 (">p99 µs", &|s| num(median_of(s, |x| x.p99_us), 0)),
-                (">client CPU µs/op", &|s| num(median_of(s, |x| x.client_us_per_op), 1)),
-                (">smbd CPU µs/op", &|s| num(median_of(s, |x| x.smbd_us_per_op), 1)),
+                (">client CPU µs/op", &|s| {
+                    num(median_of(s, |x| x.client_us_per_op), 1)
+                }),
+                (">smbd CPU µs/op", &|s| {
+                    num(median_of(s, |x| x.smbd_us_per_op), 1)
+                }),
                 (">CPUs busy", &|s| num(median_of(s, |x| x.cpus_busy), 2)),
             ],
         )
@@ -347,8 +376,12 @@ impl Sweep {
     /// A line per target and op for every setup of more than one link: at QD 32 at least 2x
     /// one channel's IOPS, at QD 1 no fewer.
     fn target_lines(&self) -> Vec<String> {
-        let mut setups: Vec<LinkSetup> =
-            self.0.iter().map(|s| s.0 .0).filter(|s| s.links > 1).collect();
+        let mut setups: Vec<LinkSetup> = self
+            .0
+            .iter()
+            .map(|s| s.0 .0)
+            .filter(|s| s.links > 1)
+            .collect();
         setups.dedup();
         let mut lines = Vec::new();
         for setup in setups {
@@ -381,15 +414,20 @@ impl Sweep {
     fn chart(&self, setups: &[LinkSetup], title: &str) -> BarChart {
         let panel = |op: Op| {
             let groups = DEPTHS.iter().map(|&depth| {
-                let values =
-                    setups.iter().map(|s| self.find(s.links, op, depth).map(|s| iops(s) / 1000.0));
+                let values = setups
+                    .iter()
+                    .map(|s| self.find(s.links, op, depth).map(|s| iops(s) / 1000.0));
                 (format!("QD {depth}"), values.collect())
             });
             (op.to_string(), groups.collect())
         };
         let series = setups.iter().map(label).collect();
         BarChart {
-            frame: Frame { title: title.into(), series, y_unit: "thousand IOPS".into() },
+            frame: Frame {
+                title: title.into(),
+                series,
+                y_unit: "thousand IOPS".into(),
+            },
             panels: [Op::Read, Op::Write].map(panel).to_vec(),
         }
     }
@@ -405,10 +443,18 @@ mod tests {
         let lat: Vec<f64> = (1..=200).map(f64::from).collect();
         let ms = Duration::from_millis;
         let s = Sample::new(&lat, Duration::from_secs(2), (ms(10), ms(30)));
-        let got =
-            [s.iops, s.median_us, s.p99_us, s.smbd_us_per_op, s.client_us_per_op, s.cpus_busy];
+        let got = [
+            s.iops,
+            s.median_us,
+            s.p99_us,
+            s.smbd_us_per_op,
+            s.client_us_per_op,
+            s.cpus_busy,
+        ];
         assert_eq!(got, [100.0, 100.5, 198.0, 50.0, 150.0, 0.02]);
-        assert!(Sample::new(&[], Duration::from_secs(1), (ms(0), ms(0))).median_us.is_nan());
+        assert!(Sample::new(&[], Duration::from_secs(1), (ms(0), ms(0)))
+            .median_us
+            .is_nan());
         let (one, four) = (LinkSetup::shaped(1, 1000), LinkSetup::shaped(4, 1000));
         let sample = |iops: f64| Sample {
             iops,
@@ -428,18 +474,41 @@ mod tests {
         }
         sw.push(one, Op::Read, 32, sample(12_000.0));
         let lines = sw.target_lines();
-        assert!(lines[0].starts_with("- QD 32, read: 4 channels 25000 IOPS = 2.27x"), "{lines:?}");
+        assert!(
+            lines[0].starts_with("- QD 32, read: 4 channels 25000 IOPS = 2.27x"),
+            "{lines:?}"
+        );
         let verdicts: Vec<bool> = lines.iter().map(|l| l.ends_with(" met.")).collect();
         assert_eq!(verdicts, [true, false, false, true], "{lines:?}");
         let rows = cells(&sw.table().markdown());
         assert_eq!(
             rows[1][..6],
-            ["1 x 1000 Mbit/s, 1 channel", "read", "32", "11000", "10000-12000", "-"]
+            [
+                "1 x 1000 Mbit/s, 1 channel",
+                "read",
+                "32",
+                "11000",
+                "10000-12000",
+                "-"
+            ]
         );
-        let want = ["32", "25000", "25000-25000", "2.27", "100", "200", "20.0", "30.0", "1.50"];
+        let want = [
+            "32",
+            "25000",
+            "25000-25000",
+            "2.27",
+            "100",
+            "200",
+            "20.0",
+            "30.0",
+            "1.50",
+        ];
         assert_eq!(rows[5][2..], want);
         let c = sw.chart(&[one, four], "t");
-        assert_eq!(c.panels[0].1[3], ("QD 32".to_string(), vec![Some(11.0), Some(25.0)]));
+        assert_eq!(
+            c.panels[0].1[3],
+            ("QD 32".to_string(), vec![Some(11.0), Some(25.0)])
+        );
         assert_eq!(c.panels[1].1[2].1, vec![None, None]);
     }
 }

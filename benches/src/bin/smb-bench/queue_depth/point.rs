@@ -119,9 +119,15 @@ async fn task_loop(
             return Ok((latencies, written));
         }
         let read = match payload {
-            None => Some(file.read_at(offset, BLOCK).await.ctx(format!("read_at({offset})"))?),
+            None => Some(
+                file.read_at(offset, BLOCK)
+                    .await
+                    .ctx(format!("read_at({offset})"))?,
+            ),
             Some(data) => {
-                file.write_at(offset, data).await.ctx(format!("write_at({offset})"))?;
+                file.write_at(offset, data)
+                    .await
+                    .ctx(format!("write_at({offset})"))?;
                 written.push(block);
                 None
             }
@@ -133,10 +139,15 @@ async fn task_loop(
         // A pread from tmpfs and a memcmp: about a microsecond, against the hundred or more a
         // round trip takes.
         if let Some(data) = read {
-            reference.read_exact_at(&mut expected, offset).ctx("the read file on the server")?;
+            reference
+                .read_exact_at(&mut expected, offset)
+                .ctx("the read file on the server")?;
             if data[..] != expected[..] {
-                let how =
-                    if data.len() == BLOCK { "same length, other bytes" } else { "wrong length" };
+                let how = if data.len() == BLOCK {
+                    "same length, other bytes"
+                } else {
+                    "wrong length"
+                };
                 return Err(format!(
                     "a 4 KiB read at offset {offset} returned wrong data ({} bytes, {how})",
                     data.len()
@@ -158,7 +169,9 @@ pub(crate) fn verify_written(
     let shown = path.display();
     let len = std::fs::metadata(path).ctx(&shown)?.len();
     if len != size {
-        return Err(format!("{shown} is {len} bytes after the write runs, not {size}"));
+        return Err(format!(
+            "{shown} is {len} bytes after the write runs, not {size}"
+        ));
     }
     let mut file = File::open(path).ctx(&shown)?;
     let (mut reference, mut got, mut expected) =
@@ -233,15 +246,23 @@ mod tests {
         verify_written(&path, SEED, SIZE, &marked(&[2, 5])).unwrap();
         // A write the record lacks, and one that never reached the file.
         let e = verify_written(&path, SEED, SIZE, &marked(&[2])).unwrap_err();
-        assert!(e.contains("offset 20480") && e.contains("never written"), "{e}");
+        assert!(
+            e.contains("offset 20480") && e.contains("never written"),
+            "{e}"
+        );
         let e = verify_written(&path, SEED, SIZE, &marked(&[2, 5, 7])).unwrap_err();
-        assert!(e.contains("offset 28672") && e.contains("holds other data"), "{e}");
+        assert!(
+            e.contains("offset 28672") && e.contains("holds other data"),
+            "{e}"
+        );
         // Block 5's bytes landing at block 6.
         put(6, &written_block(5));
         assert!(verify_written(&path, SEED, SIZE, &marked(&[2, 5, 6])).is_err());
-        assert!(verify_written(&path, SEED, SIZE + BLOCK as u64, &marked(&[2, 5]))
-            .unwrap_err()
-            .contains("bytes after"));
+        assert!(
+            verify_written(&path, SEED, SIZE + BLOCK as u64, &marked(&[2, 5]))
+                .unwrap_err()
+                .contains("bytes after")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,15 +32,26 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
     let smbcp = common.smbcp()?;
     let scale = if common.quick { 10 } else { 1 };
     let specs = [
-        TreeSpec { files: 10_000 / scale, file_size: 4 << 10, seed: 0x5eed_0000_0004_f11e },
-        TreeSpec { files: 1_000 / scale, file_size: 1 << 20, seed: 0x5eed_0001_0000_f11e },
+        TreeSpec {
+            files: 10_000 / scale,
+            file_size: 4 << 10,
+            seed: 0x5eed_0000_0004_f11e,
+        },
+        TreeSpec {
+            files: 1_000 / scale,
+            file_size: 1 << 20,
+            seed: 0x5eed_0001_0000_f11e,
+        },
     ];
     let total: u64 = specs.iter().map(TreeSpec::total_bytes).sum();
     // Each tree lives four times in memory: the local source and download, and on the
     // share's tmpfs the staged copy and the upload.
     check_memory(total * 4)?;
-    let (facts, scratch, reps) =
-        (Facts::collect(), Scratch::create("small-files")?, common.reps(3));
+    let (facts, scratch, reps) = (
+        Facts::collect(),
+        Scratch::create("small-files")?,
+        common.reps(3),
+    );
     let (source, download) = (scratch.0.join("source"), scratch.0.join("download"));
     std::fs::create_dir_all(&download).ctx(download.display())?;
     let mut trees: Vec<(TreeSpec, Manifest)> = Vec::new();
@@ -48,7 +59,10 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
         eprintln!("smb-bench: writing the tree {}", spec.label());
         trees.push((spec, spec.write(&source.join(spec.name()))?));
     }
-    let (tools, rate) = ([Tool::smbcp(&smbcp, &[]), Tool::Smbclient], common.rate(1000));
+    let (tools, rate) = (
+        [Tool::smbcp(&smbcp, &[]), Tool::Smbclient],
+        common.rate(1000),
+    );
     let (mut series, mut busy, mut retried) = (Vec::new(), Vec::new(), 0);
     for setup in [1, 4].map(|links| LinkSetup::shaped(links, rate)) {
         busy.push(common.quiet());
@@ -106,14 +120,22 @@ pub(crate) fn run(common: &Common) -> Result<(), String> {
                 1 => "1 directory".to_string(),
                 n => format!("{n} directories of up to {FILES_PER_DIR}"),
             };
-            format!("{} in {dirs} (tree digest {})", spec.label(), &manifest.digest()[..16])
+            format!(
+                "{} in {dirs} (tree digest {})",
+                spec.label(),
+                &manifest.digest()[..16]
+            )
         })
         .collect();
     let what = format!(
         "trees: {}; links shaped to {rate} Mbit/s each; {reps} repetition(s), median shown",
         described.join(", ")
     );
-    let other = series.iter().flat_map(|s| &s.samples).map(Sample::other_cpus).fold(0.0, f64::max);
+    let other = series
+        .iter()
+        .flat_map(|s| &s.samples)
+        .map(Sample::other_cpus)
+        .fold(0.0, f64::max);
     let mut body = facts.header(false, &what, &busy, Some(("run", other, retried)));
     body.push_str(&format!(
         "Target: smbcp's files/s at least {TARGET_X_SMBCLIENT:.0} x smbclient's, both ways.\n\n{}\n\n",
@@ -167,7 +189,9 @@ fn table(all: &[Series]) -> Table {
             ("client", &|(s, _)| s.tool.into()),
             (">files/s", &|(_, r)| num(r.files_per_s, 0)),
             (">MB/s", &|(s, _)| num(s.mb_per_s(), 1)),
-            (">min-max files/s", &|(s, _)| range(s.range_of(Sample::files_per_s), 0)),
+            (">min-max files/s", &|(s, _)| {
+                range(s.range_of(Sample::files_per_s), 0)
+            }),
             (">x smbclient", &|(_, r)| {
                 if r.x_smbclient.is_nan() {
                     String::new()
@@ -178,7 +202,9 @@ fn table(all: &[Series]) -> Table {
             (">client CPU µs/file", &|(_, r)| num(r.client_us, 0)),
             (">smbd CPU µs/file", &|(_, r)| num(r.smbd_us, 0)),
             (">smbd CPUs", &|(_, r)| num(r.smbd_cpus, 2)),
-            (">CPUs busy", &|(s, _)| num(s.median_of(Sample::machine_cpus), 2)),
+            (">CPUs busy", &|(s, _)| {
+                num(s.median_of(Sample::machine_cpus), 2)
+            }),
         ],
     )
 }
@@ -239,10 +265,16 @@ mod tests {
     fn rows_take_medians_per_file_and_targets_compare_like_with_like() {
         let smbcp = Tool::smbcp("smbcp".as_ref(), &[]);
         // 1000 files in 0.5, 0.25 and 1 s: 2000, 4000 and 1000 files/s.
-        let s =
-            series(&smbcp, Direction::Upload, &[(500, 100, 400), (250, 50, 200), (1000, 300, 500)]);
+        let s = series(
+            &smbcp,
+            Direction::Upload,
+            &[(500, 100, 400), (250, 50, 200), (1000, 300, 500)],
+        );
         let r = row(&[], &s);
-        assert_eq!((r.files_per_s, r.client_us, r.smbd_us), (2000.0, 100.0, 400.0));
+        assert_eq!(
+            (r.files_per_s, r.client_us, r.smbd_us),
+            (2000.0, 100.0, 400.0)
+        );
         assert!((r.smbd_cpus - 0.8).abs() < 1e-9 && r.x_smbclient.is_nan());
         let ours = series(&smbcp, Direction::Upload, &[(250, 50, 200)]);
         let theirs = series(&Tool::Smbclient, Direction::Upload, &[(1000, 100, 400)]);

@@ -81,15 +81,20 @@ impl Manifest {
             let dir = root.join(&rel);
             for entry in std::fs::read_dir(&dir).ctx(dir.display())? {
                 let entry = entry.ctx(dir.display())?;
-                let (child, kind) =
-                    (rel.join(entry.file_name()), entry.file_type().map_err(|e| e.to_string())?);
+                let (child, kind) = (
+                    rel.join(entry.file_name()),
+                    entry.file_type().map_err(|e| e.to_string())?,
+                );
                 let fp = match kind {
                     k if k.is_dir() => {
                         pending.push(child.clone());
                         None
                     }
                     k if k.is_file() => Some(fingerprint(&entry.path())?),
-                    _ => Some(Fingerprint { len: u64::MAX, sha256: "not a regular file".into() }),
+                    _ => Some(Fingerprint {
+                        len: u64::MAX,
+                        sha256: "not a regular file".into(),
+                    }),
                 };
                 manifest.0.insert(child, fp);
             }
@@ -113,7 +118,12 @@ impl Manifest {
             hasher.update(format!("dir\t{}\n", d.display()));
         }
         for (path, fp) in self.0.iter().filter_map(|(p, fp)| Some((p, fp.as_ref()?))) {
-            hasher.update(format!("file\t{}\t{}\t{}\n", path.display(), fp.len, fp.sha256));
+            hasher.update(format!(
+                "file\t{}\t{}\t{}\n",
+                path.display(),
+                fp.len,
+                fp.sha256
+            ));
         }
         hex(&hasher.finalize())
     }
@@ -126,18 +136,32 @@ impl Manifest {
             None => p.join(""),
             Some(_) => p.clone(),
         };
-        let missing = self.0.iter().filter(|(p, _)| !got.0.contains_key(*p)).map(shown);
-        let wrong =
-            self.0.iter().filter(|(p, fp)| got.0.get(*p).is_some_and(|g| g != *fp)).map(shown);
-        let extra = got.0.iter().filter(|(p, _)| !self.0.contains_key(*p)).map(shown);
+        let missing = self
+            .0
+            .iter()
+            .filter(|(p, _)| !got.0.contains_key(*p))
+            .map(shown);
+        let wrong = self
+            .0
+            .iter()
+            .filter(|(p, fp)| got.0.get(*p).is_some_and(|g| g != *fp))
+            .map(shown);
+        let extra = got
+            .0
+            .iter()
+            .filter(|(p, _)| !self.0.contains_key(*p))
+            .map(shown);
         let mut parts = Vec::new();
         for (what, paths) in [
             ("missing", missing.collect()),
             ("wrong size or content", wrong.collect()),
             ("not expected", extra.collect::<Vec<_>>()),
         ] {
-            let first: Vec<String> =
-                paths.iter().take(3).map(|p| p.display().to_string()).collect();
+            let first: Vec<String> = paths
+                .iter()
+                .take(3)
+                .map(|p| p.display().to_string())
+                .collect();
             let more = if paths.len() > 3 {
                 format!(", ... ({} in all)", paths.len())
             } else {
@@ -149,7 +173,11 @@ impl Manifest {
         }
         match parts.is_empty() {
             true => Ok(()),
-            false => Err(format!("{} does not verify: {}", root.display(), parts.join("; "))),
+            false => Err(format!(
+                "{} does not verify: {}",
+                root.display(),
+                parts.join("; ")
+            )),
         }
     }
 }
@@ -160,17 +188,32 @@ mod tests {
 
     #[test]
     fn trees_are_laid_out_deterministic_and_verified_exactly() {
-        let spec = TreeSpec { files: 250, file_size: 4096, seed: 0x5eed };
+        let spec = TreeSpec {
+            files: 250,
+            file_size: 4096,
+            seed: 0x5eed,
+        };
         assert_eq!(
             (spec.dirs(), spec.name(), spec.label()),
             (3, "tree-250x4kib".into(), "250 x 4 KiB".into())
         );
-        assert_eq!(TreeSpec { files: 10, file_size: 1 << 20, seed: 1 }.label(), "10 x 1 MiB");
+        assert_eq!(
+            TreeSpec {
+                files: 10,
+                file_size: 1 << 20,
+                seed: 1
+            }
+            .label(),
+            "10 x 1 MiB"
+        );
         let dir = std::env::temp_dir().join(format!("smb-bench-tree-{}", std::process::id()));
         let (a, b) = (dir.join("a"), dir.join("b"));
         let m = spec.write(&a).unwrap();
         assert_eq!(spec.write(&b).unwrap(), m);
-        assert_eq!((m.files(), m.0.len(), m.total_bytes()), (250, 253, spec.total_bytes()));
+        assert_eq!(
+            (m.files(), m.0.len(), m.total_bytes()),
+            (250, 253, spec.total_bytes())
+        );
         let contents: std::collections::BTreeSet<_> =
             m.0.values().flatten().map(|f| &f.sha256).collect();
         assert_eq!(contents.len(), 250);

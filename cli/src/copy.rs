@@ -199,6 +199,22 @@ pub async fn download(
     dest: &Path,
     opts: &CopyOptions,
 ) -> CopyReport {
+    let named: Vec<(String, String)> = sources
+        .iter()
+        .map(|p| (p.clone(), plan::base_name_remote(p).to_string()))
+        .collect();
+    download_named(share, &named, dest, opts).await
+}
+
+/// [`download`] of sources given as (share-relative path, the name each goes by in the
+/// destination): a path reached through a DFS link keeps the link's name, not its
+/// target's.
+pub async fn download_named(
+    share: &Share,
+    sources: &[(String, String)],
+    dest: &Path,
+    opts: &CopyOptions,
+) -> CopyReport {
     let plan = plan::download(share, sources, dest, &plan_options(opts)).await;
     run(share, plan, opts).await
 }

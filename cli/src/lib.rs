@@ -22,6 +22,7 @@ mod progress;
 mod resume;
 pub mod security_args;
 pub mod show;
+pub mod show_dfs;
 #[cfg(unix)]
 pub mod show_mount;
 pub mod show_session;

@@ -165,7 +165,7 @@ fn join_rel(rel: &str, name: &str) -> String {
     join_remote(rel, name)
 }
 
-fn base_name_remote(path: &str) -> &str {
+pub(crate) fn base_name_remote(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -179,9 +179,11 @@ pub(crate) fn remote_name(share: &Share, path: &str) -> String {
 }
 
 /// Plan a download of remote `sources` (share-relative paths) into `dest`.
+/// `sources` are (path on `share`, the name it goes by): the name is the last component of
+/// the path the user gave, which differs from the path's own when a DFS link led there.
 pub(crate) async fn download(
     share: &Share,
-    sources: &[String],
+    sources: &[(String, String)],
     dest: &Path,
     opts: &PlanOptions<'_>,
 ) -> Plan {
@@ -241,7 +243,7 @@ pub(crate) async fn download(
     if clashes.folds() && dest_name.is_none() {
         note_existing_local(&root_path, "", &mut clashes);
     }
-    for src in sources {
+    for (src, given_name) in sources {
         let md = match share.metadata(src).await {
             Ok(md) => md,
             Err(e) => {
@@ -255,9 +257,7 @@ pub(crate) async fn download(
             plan.usage_error = Some(line);
             return plan;
         }
-        let name = dest_name
-            .clone()
-            .unwrap_or_else(|| base_name_remote(src).to_string());
+        let name = dest_name.clone().unwrap_or_else(|| given_name.clone());
         let target = match LocalTarget::new(&root, vec![name.clone()]) {
             Ok(t) => t,
             Err(e) => {

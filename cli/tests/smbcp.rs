@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use smb3_tests::{Testbed, TestbedConfig};
 
 mod common;
-use common::{json, scratch, smbcp, smbcp_as, testbed, url, SMBCP};
+use common::{json, scratch, smbcp, smbcp_as, smbctl, testbed, url, SMBCP, SMBCTL};
 
 /// What smbcp itself said on stderr: without the library's log lines, which the fault tests
 /// turn on (`RUST_LOG`) so that a failure shows what the session went through.
@@ -353,25 +353,6 @@ fn errors_are_one_clear_line_and_nothing_is_half_written() {
         stderr(&o)
     );
     std::fs::remove_dir_all(&local).ok();
-}
-
-const SMBCTL: &str = env!("CARGO_BIN_EXE_smbctl");
-
-fn smbctl(tb: &Testbed, args: &[&str]) -> Output {
-    let out = tb
-        .client_command(SMBCTL)
-        .env("SMB_PASSWORD", tb.password())
-        .env_remove("SMB_USER")
-        .args(args)
-        .output()
-        .expect("run smbctl");
-    eprintln!(
-        "smbctl {args:?}\n  status {:?}\n  stdout {}\n  stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Bytes every channel of the run sent and received, from `--json`.

@@ -11,10 +11,12 @@
 
 pub mod generate;
 mod login;
+mod route;
 pub mod status_json;
 #[cfg(unix)]
 pub mod status_socket;
 
+pub use route::route;
 pub use login::{
     ask_password, connect, credentials, credentials_for, parse_location, KerberosOptions,
     RealmMissing, KEY_LOG_ENV,

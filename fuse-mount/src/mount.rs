@@ -41,7 +41,8 @@ pub const EXIT_USAGE: i32 = 2;
     about = "Mount an SMB share with FUSE, over every channel to the server.",
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
-        vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, actimeo=SECONDS,\n  \
+        vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, dfs|nodfs,\n  \
+        actimeo=SECONDS,\n  \
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
         channels_per_nic=, nomultichannel, dispatch=, port=, sec=krb5|ntlmssp, keytab=FILE,\n  \
@@ -401,8 +402,8 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         .thread_name("smbfuse")
         .build()
         .map_err(|e| failed(format!("cannot start the runtime: {e}")))?;
-    let share = rt.block_on(async {
-        let client = smb3_frontend::connect(&remote, &creds, config)
+    let (share, root) = rt.block_on(async {
+        let client = smb3_frontend::connect(&remote, &creds, config.clone())
             .await
             .map_err(|e| failed(explain_connect_failure(e, &opts)))?;
         let share = match client.share(&remote.share).await {
@@ -417,8 +418,17 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
                 )));
             }
         };
-        if !remote.path.is_empty() {
-            let problem = match share.metadata(&remote.path).await {
+        // A path behind DFS links mounts the share the referrals lead to.
+        let route =
+            match smb3_frontend::route(&share, &remote, &creds, &config, &remote.path).await {
+                Ok(route) => route,
+                Err(line) => {
+                    let _ = client.logoff().await;
+                    return Err(failed(line));
+                }
+            };
+        if !route.path.is_empty() {
+            let problem = match route.share.metadata(&route.path).await {
                 Ok(m) if m.is_dir() => None,
                 Ok(_) => Some("not a directory".to_string()),
                 Err(e) => Some(e.brief().to_string()),
@@ -428,7 +438,16 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
                 return Err(failed(format!("{}: {p}", remote.display())));
             }
         }
-        Ok(share)
+        if !route.hops.is_empty() {
+            tracing::info!(
+                source = %remote.display(),
+                share = route.share.name(),
+                path = %route.path,
+                hops = route.hops.len(),
+                "followed DFS referrals"
+            );
+        }
+        Ok((route.share, route.path))
     })?;
     let fs_config = FsConfig {
         uid: opts.uid,
@@ -455,7 +474,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
             .unwrap_or(ClientConfig::default().io_size)
             .min(share.client().max_io().read),
     };
-    let fs = Arc::new(SmbFs::new(share, &remote.path, fs_config));
+    let fs = Arc::new(SmbFs::new(share, &root, fs_config));
     Ok(Prepared {
         rt,
         fs,

@@ -46,6 +46,9 @@ pub struct MountOptions {
     /// `posix` (the default) / `noposix`: use the SMB3 POSIX extensions when the server
     /// offers them (real modes, owners, symlinks, special files, case-sensitive names).
     pub posix: bool,
+    /// `dfs` (the default) / `nodfs`: follow DFS referrals, so a source path behind a link of
+    /// a DFS share mounts the share that holds it (mount.cifs's `nodfs`).
+    pub dfs: bool,
     /// `actimeo=` seconds: how long attributes and names are cached (default 1).
     pub actimeo: Duration,
     /// `cache=strict|none`.
@@ -147,6 +150,7 @@ impl Default for MountOptions {
             require_signing: true,
             seal: false,
             posix: true,
+            dfs: true,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
             rsize: None,
@@ -298,6 +302,8 @@ impl MountOptions {
             "seal" => self.seal = true,
             "posix" | "unix" => self.posix = true,
             "noposix" | "nounix" => self.posix = false,
+            "dfs" => self.dfs = true,
+            "nodfs" => self.dfs = false,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
             "cache" => {
                 self.cache = match need()? {
@@ -414,6 +420,7 @@ impl MountOptions {
         config.allow_guest = !self.require_signing;
         config.encrypt = self.seal;
         config.posix_extensions = self.posix;
+        config.follow_dfs = self.dfs;
         let io = self.rsize.into_iter().chain(self.wsize).max();
         if let Some(n) = io {
             config.io_size = n;

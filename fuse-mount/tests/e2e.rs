@@ -2065,3 +2065,54 @@ fn git_tar_and_rsync_round_trip_on_a_posix_mount() {
     let _ = std::fs::remove_dir_all(archive.parent().unwrap());
     no_open_files(&tb);
 }
+
+/// A source behind a DFS link (the testbed's `[dfs]` root, a link to a directory of
+/// `[plain]`) mounts the link's target: its files read and written through the mount land
+/// there, and the mount still shows the source as given. With `nodfs` the link is not
+/// followed and nothing is mounted.
+#[test]
+fn a_source_behind_a_dfs_link_mounts_the_links_target() {
+    let tb = testbed();
+    let plain = tb.share_path("plain");
+    std::fs::create_dir_all(plain.join("projects")).unwrap();
+    std::fs::write(plain.join("projects/plan.txt"), b"the plan").unwrap();
+    tb.give_to_user(&plain);
+    std::os::unix::fs::symlink(
+        format!("msdfs:{}\\plain\\projects", tb.server_addr(1)),
+        tb.share_path("dfs").join("projects"),
+    )
+    .unwrap();
+
+    let (m, out) = Mounted::daemon(&tb, &source(&tb, "dfs/projects"), "dfs", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(m.path("plan.txt")).unwrap(), b"the plan");
+    std::fs::write(m.path("notes.txt"), b"via the link").unwrap();
+    assert_eq!(
+        findmnt_type_and_source(&m.mp),
+        (
+            "fuse.smbfuse".into(),
+            format!("//{}/dfs/projects", tb.server_addr(1))
+        )
+    );
+    drop(m);
+    assert_eq!(
+        std::fs::read(plain.join("projects/notes.txt")).unwrap(),
+        b"via the link"
+    );
+
+    let mp = scratch("nodfs");
+    fails(
+        &tb,
+        tb.password(),
+        &source(&tb, "dfs/projects"),
+        &mp,
+        &["nodfs"],
+        1,
+        "PATH_NOT_COVERED",
+    );
+    no_open_files(&tb);
+}

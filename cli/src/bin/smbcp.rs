@@ -10,7 +10,7 @@ use smb3_client::{ClientConfig, Dispatch};
 use smb3_frontend::{connect, credentials_for, parse_location};
 use smbcp::auth_args::AuthArgs;
 use smbcp::channel_args::ChannelArgs;
-use smbcp::copy::{download, upload, CopyOptions, CopyReport, FileStatus};
+use smbcp::copy::{download_named, upload, CopyOptions, CopyReport, FileStatus};
 use smbcp::glob::Excludes;
 use smbcp::on_server::{copy_on_server, OnServerOptions};
 use smbcp::security_args::SecurityArgs;
@@ -30,7 +30,8 @@ enum Preserve {
 const GUIDE: &str = "\
 Locations:
   smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
-  SMB_USER). A destination ending in / must be an existing directory, as for cp.
+  SMB_USER). A destination ending in / must be an existing directory, as for cp. A path
+  behind a DFS link leads to the share that holds it.
 Password:
   SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
   mode 0600), or asked for on the terminal; never on the command line.
@@ -58,6 +59,10 @@ struct Args {
     /// (FSCTL_SRV_COPYCHUNK).
     #[arg(long)]
     no_server_copy: bool,
+    /// Do not follow DFS referrals: a path behind a link of a DFS share fails instead of
+    /// leading to the share that holds it (mount.cifs's nodfs).
+    #[arg(long)]
+    no_dfs: bool,
     /// Copy directories recursively.
     #[arg(short, long)]
     recursive: bool,
@@ -248,6 +253,7 @@ async fn run(args: Args) -> i32 {
     // it joined, and the link whose channels bound first would finish last.
     config.dispatch = Dispatch::LeastLoaded;
     args.channels.apply(&mut config);
+    config.follow_dfs = !args.no_dfs;
     if let Err(e) = args.auth.apply(&mut config) {
         eprintln!("smbcp: {e}");
         return EXIT_USAGE;
@@ -331,7 +337,7 @@ async fn run(args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let client = match connect(&remote, &creds, config).await {
+    let client = match connect(&remote, &creds, config.clone()).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("smbcp: {e}");
@@ -350,21 +356,49 @@ async fn run(args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
-    let report = match (direction, &dest) {
+    // Remote paths behind DFS links lead to the shares that hold them.
+    let sources = match routes(&share, &remote, &creds, &config, &remote_paths(&locations)).await {
+        Ok(found) => found,
+        Err((line, code)) => {
+            eprintln!("smbcp: {line}");
+            return code;
+        }
+    };
+    match (direction, &dest) {
         (Direction::Up, Location::Remote(r)) => {
-            let sources: Vec<PathBuf> = locations
+            let local: Vec<PathBuf> = locations
                 .iter()
                 .filter_map(|l| match l {
                     Location::Local(p) => Some(p.clone()),
                     Location::Remote(_) => None,
                 })
                 .collect();
-            upload(&share, &sources, &r.path, r.names_dir, &opts).await
+            let to = match smb3_frontend::route(&share, &remote, &creds, &config, &r.path).await {
+                Ok(route) => route,
+                Err(e) => {
+                    eprintln!("smbcp: {e}");
+                    return EXIT_SOME_FAILED;
+                }
+            };
+            let report = upload(&to.share, &local, &to.path, r.names_dir, &opts).await;
+            finish(to.share.client(), &report, &args)
         }
         (Direction::Down, Location::Local(p)) => {
-            download(&share, &remote_paths(&locations), p, &opts).await
+            let (from, paths) = sources.expect("remote sources");
+            // Each keeps the name it was given by: a link's, not its target's.
+            let named: Vec<(String, String)> = paths
+                .into_iter()
+                .zip(remote_paths(&locations))
+                .map(|(path, given)| {
+                    let name = given.rsplit('/').next().unwrap_or_default().to_string();
+                    (path, name)
+                })
+                .collect();
+            let report = download_named(&from, &named, p, &opts).await;
+            finish(from.client(), &report, &args)
         }
         (Direction::OnServer, Location::Remote(d)) => {
+            let (from, paths) = sources.expect("remote sources");
             let dest_share = if d.share == remote.share {
                 share.clone()
             } else {
@@ -376,27 +410,75 @@ async fn run(args: Args) -> i32 {
                     }
                 }
             };
+            let to = match smb3_frontend::route(&dest_share, d, &creds, &config, &d.path).await {
+                Ok(route) => route,
+                Err(e) => {
+                    eprintln!("smbcp: {e}");
+                    return EXIT_SOME_FAILED;
+                }
+            };
+            if to.share.client().server_addr() != from.client().server_addr() {
+                eprintln!(
+                    "smbcp: {} and its destination lie on different servers behind DFS links: \
+                     copy through a local directory (not yet done in one step)",
+                    remote.display()
+                );
+                return EXIT_USAGE;
+            }
             let on_server = OnServerOptions {
                 server_copy: !args.no_server_copy,
                 recursive: opts.recursive,
                 preserve: opts.preserve,
                 preserve_all: args.preserve == Some(Preserve::All),
             };
-            let sources = remote_paths(&locations);
-            copy_on_server(
+            let report = copy_on_server(
                 &d.host,
-                &share,
-                &sources,
-                &dest_share,
-                &d.path,
+                &from,
+                &paths,
+                &to.share,
+                &to.path,
                 d.names_dir,
                 on_server,
             )
-            .await
+            .await;
+            finish(from.client(), &report, &args)
         }
         _ => unreachable!("direction matches destination"),
-    };
-    finish(&client, &report, &args)
+    }
+}
+
+/// The share holding every remote source and their paths there, through DFS links
+/// (`smb3_frontend::route`); `None` when there is no remote source. Sources that lead to
+/// different shares are refused (copy them one at a time), with the exit status to give.
+async fn routes(
+    share: &smb3_client::Share,
+    remote: &smb3_client::location::RemotePath,
+    creds: &smb3_client::UserCredentials,
+    config: &ClientConfig,
+    paths: &[String],
+) -> Result<Option<(smb3_client::Share, Vec<String>)>, (String, i32)> {
+    let mut found: Option<(smb3_client::Share, Vec<String>)> = None;
+    for path in paths {
+        let route = smb3_frontend::route(share, remote, creds, config, path)
+            .await
+            .map_err(|e| (e, EXIT_SOME_FAILED))?;
+        match &mut found {
+            None => found = Some((route.share, vec![route.path])),
+            Some((first, routed)) => {
+                let same = first.name().eq_ignore_ascii_case(route.share.name())
+                    && first.client().server_addr() == route.share.client().server_addr();
+                if !same {
+                    let line = format!(
+                        "{path} lies behind a DFS link to another share than the first source: \
+                         copy them one at a time"
+                    );
+                    return Err((line, EXIT_USAGE));
+                }
+                routed.push(route.path);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The share-relative paths of the remote locations among `locations`.

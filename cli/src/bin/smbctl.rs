@@ -18,7 +18,7 @@ use smbcp::{EXIT_SOME_FAILED, EXIT_USAGE};
 const GUIDE: &str = "\
 Locations:
   smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
-  SMB_USER).
+  SMB_USER). A path behind a DFS link leads to the share that holds it (smbctl dfs shows how).
 Password:
   SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
   mode 0600), or asked for on the terminal; never on the command line.
@@ -56,6 +56,10 @@ struct Args {
     auth: AuthArgs,
     #[command(flatten)]
     security: SecurityArgs,
+    /// Do not follow DFS referrals: a path behind a link of a DFS share fails instead of
+    /// leading to the share that holds it (mount.cifs's nodfs).
+    #[arg(long, global = true)]
+    no_dfs: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -112,6 +116,16 @@ enum Cmd {
     Status {
         /// The mount point.
         mountpoint: std::path::PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the DFS referrals a path follows: each link's targets in the server's order,
+    /// which one was used (and why those before it were not), how long each referral is
+    /// kept, and the share and path reached.
+    Dfs {
+        /// smb://USER@HOST/SHARE/PATH (a path in a DFS namespace)
+        url: String,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -188,6 +202,7 @@ async fn run(mut args: Args) -> i32 {
         | Cmd::Stat { url, .. }
         | Cmd::Channels { url, .. }
         | Cmd::Interfaces { url, .. }
+        | Cmd::Dfs { url, .. }
         | Cmd::Watch { url, .. } => url.clone(),
         Cmd::Status { .. } => unreachable!("handled above"),
     };
@@ -203,6 +218,7 @@ async fn run(mut args: Args) -> i32 {
         eprintln!("smbctl: {e}");
         return EXIT_USAGE;
     }
+    config.follow_dfs = !args.no_dfs;
     let settle = config.bind_timeout + std::time::Duration::from_secs(1);
     let r = match remote(&url) {
         Ok(r) => r,
@@ -223,7 +239,7 @@ async fn run(mut args: Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let client = match connect(&r, &creds, config).await {
+    let client = match connect(&r, &creds, config.clone()).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("smbctl: {e}");
@@ -237,11 +253,30 @@ async fn run(mut args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
+    // The share and path that hold the URL's path, through DFS links if there are any.
+    let route = match smb3_frontend::route(&share, &r, &creds, &config, &r.path).await {
+        Ok(route) => route,
+        Err(e) => {
+            eprintln!("smbctl: {e}");
+            return EXIT_SOME_FAILED;
+        }
+    };
+    let (share, path) = (&route.share, route.path.as_str());
     let result = match command {
+        Cmd::Dfs { json, .. } => {
+            if json {
+                println!("{}", smbcp::show_dfs::route_json(&route));
+            } else {
+                for line in smbcp::show_dfs::route_lines(&r.display(), &route) {
+                    println!("{line}");
+                }
+            }
+            Ok(())
+        }
         Cmd::Ls {
             long, human, json, ..
         } => {
-            return match list(&share, &r, long, human, json).await {
+            return match list(share, path, &r, long, human, json).await {
                 Ok(refused) if refused > 0 => EXIT_SOME_FAILED,
                 Ok(_) => 0,
                 Err(e) => {
@@ -250,7 +285,7 @@ async fn run(mut args: Args) -> i32 {
                 }
             }
         }
-        Cmd::Stat { json, .. } => share.metadata(&r.path).await.map(|m| {
+        Cmd::Stat { json, .. } => share.metadata(path).await.map(|m| {
             if json {
                 let mut v = show::metadata_json(&m);
                 v["path"] = r.display().into();
@@ -275,7 +310,7 @@ async fn run(mut args: Args) -> i32 {
             }
             Ok(())
         }
-        Cmd::Watch { recursive, .. } => watch(&share, &r, recursive).await,
+        Cmd::Watch { recursive, .. } => watch(share, path, &r, recursive).await,
         Cmd::Status { .. } => Ok(()),
         Cmd::Interfaces { json, .. } => {
             client.wait_for_channels(settle).await;
@@ -301,12 +336,13 @@ async fn run(mut args: Args) -> i32 {
 /// its name (`Error::UnsafeName`) is one line on stderr instead. Returns how many were.
 async fn list(
     share: &smb3_client::Share,
+    path: &str,
     r: &RemotePath,
     long: bool,
     human: bool,
     json: bool,
 ) -> smb3_client::Result<usize> {
-    let mut listing = share.list(&r.path).await?;
+    let mut listing = share.list(path).await?;
     let (mut entries, mut refused) = (Vec::new(), 0);
     loop {
         match listing.next_page().await {
@@ -338,10 +374,12 @@ async fn list(
     Ok(refused)
 }
 
-/// Print every change under `r.path` until the process is interrupted (or the server fails
-/// the watch). Interrupting drops the session; the server ends the watch with it.
+/// Print every change under `path` of `share` (where `r` leads) until the process is
+/// interrupted (or the server fails the watch). Interrupting drops the session; the server
+/// ends the watch with it.
 async fn watch(
     share: &smb3_client::Share,
+    path: &str,
     r: &RemotePath,
     recursive: bool,
 ) -> smb3_client::Result<()> {
@@ -351,7 +389,7 @@ async fn watch(
         smb3_client::WatchScope::Directory
     };
     let mut watch = share
-        .watch(&r.path, smb3_client::WatchFilter::ALL, scope)
+        .watch(path, smb3_client::WatchFilter::ALL, scope)
         .await?;
     eprintln!("watching {} (Ctrl-C to stop)", r.display());
     use std::io::Write;

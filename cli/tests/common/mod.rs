@@ -47,6 +47,26 @@ pub(crate) fn smbcp_as(tb: &Testbed, password: &str, args: &[&str]) -> Output {
     out
 }
 
+pub(crate) const SMBCTL: &str = env!("CARGO_BIN_EXE_smbctl");
+
+/// smbctl with the test user's password; what it said is echoed for a failing test's log.
+pub(crate) fn smbctl(tb: &Testbed, args: &[&str]) -> Output {
+    let out = tb
+        .client_command(SMBCTL)
+        .env("SMB_PASSWORD", tb.password())
+        .env_remove("SMB_USER")
+        .args(args)
+        .output()
+        .expect("run smbctl");
+    eprintln!(
+        "smbctl {args:?}\n  status {:?}\n  stdout {}\n  stderr {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// smbcp's `--json` output.
 pub(crate) fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))

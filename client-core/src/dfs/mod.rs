@@ -301,18 +301,19 @@ pub async fn connect(
     path: &str,
 ) -> Result<DfsRoute> {
     let client = Client::connect(server, creds, config.clone()).await?;
-    follow(client, creds, &config, share, path).await
+    let share = client.share(share).await?;
+    follow(share, creds, &config, path).await
 }
 
-/// [`connect`] from a session already made to the first server.
+/// [`connect`] from a share already connected: the share that holds `path` of `share`,
+/// and the path there.
 pub async fn follow(
-    client: Client,
+    share: Share,
     creds: &UserCredentials,
     config: &ClientConfig,
-    share: &str,
     path: &str,
 ) -> Result<DfsRoute> {
-    let mut here = client.share(share).await?;
+    let mut here = share;
     let mut path = path.trim_matches('/').to_string();
     let mut hops: Vec<DfsHop> = Vec::new();
     loop {

@@ -16,8 +16,8 @@ pub mod status_json;
 #[cfg(unix)]
 pub mod status_socket;
 
-pub use route::route;
 pub use login::{
     ask_password, connect, credentials, credentials_for, parse_location, KerberosOptions,
     RealmMissing, KEY_LOG_ENV,
 };
+pub use route::route;

@@ -419,14 +419,14 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
             }
         };
         // A path behind DFS links mounts the share the referrals lead to.
-        let route =
-            match smb3_frontend::route(&share, &remote, &creds, &config, &remote.path).await {
-                Ok(route) => route,
-                Err(line) => {
-                    let _ = client.logoff().await;
-                    return Err(failed(line));
-                }
-            };
+        let route = match smb3_frontend::route(&share, &remote, &creds, &config, &remote.path).await
+        {
+            Ok(route) => route,
+            Err(line) => {
+                let _ = client.logoff().await;
+                return Err(failed(line));
+            }
+        };
         if !route.path.is_empty() {
             let problem = match route.share.metadata(&route.path).await {
                 Ok(m) if m.is_dir() => None,

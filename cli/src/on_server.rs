@@ -47,7 +47,7 @@ const THROUGH_CLIENT_STEP: usize = 16 << 20;
 pub async fn copy_on_server(
     host: &str,
     from: &Share,
-    sources: &[String],
+    sources: &[(String, String)],
     to: &Share,
     dest: &str,
     dest_names_dir: bool,
@@ -86,9 +86,9 @@ pub async fn copy_on_server(
         run.report.usage_error = Some(line);
         return run.report;
     }
-    for source in sources {
+    for (source, name) in sources {
         let source = source.trim_end_matches('/');
-        let name = source.rsplit('/').next().unwrap_or(source);
+        let name = name.as_str();
         let target = match (dest_is_dir, dest.is_empty()) {
             (true, true) => name.to_string(),
             (true, false) => format!("{dest}/{name}"),

@@ -23,43 +23,60 @@ fn smbcp_and_smbctl_go_through_dfs_links() {
     let plain = tb.share_path("plain");
     std::fs::create_dir_all(plain.join("reports/2026")).unwrap();
     std::fs::write(plain.join("reports/2026/q3.txt"), b"third quarter").unwrap();
+    std::fs::create_dir_all(plain.join("copied")).unwrap();
     tb.give_to_user(&plain);
-    link(&tb, "reports", "plain\\reports");
+    link(&tb, "quarterly", "plain\\reports");
 
-    // Down, recursively: the tree arrives under the link's name, not its target's.
+    // Down, recursively: the tree arrives under the link's name (quarterly), not its
+    // target's (reports).
     let local = scratch("down");
     let out = smbcp(
         &tb,
         &[
             "-r",
-            &url(&tb, "dfs/reports"),
+            &url(&tb, "dfs/quarterly"),
             &format!("{}/", local.display()),
         ],
     );
     assert!(out.status.success());
     assert_eq!(
-        std::fs::read(local.join("reports/2026/q3.txt")).unwrap(),
+        std::fs::read(local.join("quarterly/2026/q3.txt")).unwrap(),
         b"third quarter"
     );
 
     // Up, into a directory behind the link.
     let up = local.join("new.txt");
     std::fs::write(&up, b"filed through DFS").unwrap();
-    let out = smbcp(&tb, &[up.to_str().unwrap(), &url(&tb, "dfs/reports/2026/")]);
+    let out = smbcp(
+        &tb,
+        &[up.to_str().unwrap(), &url(&tb, "dfs/quarterly/2026/")],
+    );
     assert!(out.status.success());
     assert_eq!(
         std::fs::read(plain.join("reports/2026/new.txt")).unwrap(),
         b"filed through DFS"
     );
 
+    // Within the server (the link's target and the destination share are on one server):
+    // the copy is named after the link too.
+    let out = smbcp(
+        &tb,
+        &["-r", &url(&tb, "dfs/quarterly"), &url(&tb, "plain/copied/")],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read(plain.join("copied/quarterly/2026/q3.txt")).unwrap(),
+        b"third quarter"
+    );
+
     // The referral chain, for people and as JSON.
-    let out = smbctl(&tb, &["dfs", &url(&tb, "dfs/reports/2026")]);
+    let out = smbctl(&tb, &["dfs", &url(&tb, "dfs/quarterly/2026")]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(link, ttl 600 s)"), "{text}");
     assert!(text.contains("\\plain\\reports (used)"), "{text}");
     assert!(text.ends_with("/plain/reports/2026\n"), "{text}");
-    let out = smbctl(&tb, &["dfs", "--json", &url(&tb, "dfs/reports/2026")]);
+    let out = smbctl(&tb, &["dfs", "--json", &url(&tb, "dfs/quarterly/2026")]);
     let v = json(&out);
     assert_eq!(v["hops"][0]["targets"][0]["state"], "used");
     assert_eq!(v["hops"][0]["rest"], "2026");
@@ -67,7 +84,7 @@ fn smbcp_and_smbctl_go_through_dfs_links() {
     assert_eq!(v["reached"]["path"], "reports/2026");
 
     // ls and stat through the link; with --no-dfs the link is not followed.
-    let out = smbctl(&tb, &["ls", &url(&tb, "dfs/reports/2026")]);
+    let out = smbctl(&tb, &["ls", &url(&tb, "dfs/quarterly/2026")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("q3.txt") && text.contains("new.txt"),
@@ -75,7 +92,7 @@ fn smbcp_and_smbctl_go_through_dfs_links() {
     );
     let out = smbctl(
         &tb,
-        &["--no-dfs", "stat", &url(&tb, "dfs/reports/2026/q3.txt")],
+        &["--no-dfs", "stat", &url(&tb, "dfs/quarterly/2026/q3.txt")],
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(

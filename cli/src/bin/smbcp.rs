@@ -385,16 +385,7 @@ async fn run(args: Args) -> i32 {
         }
         (Direction::Down, Location::Local(p)) => {
             let (from, paths) = sources.expect("remote sources");
-            // Each keeps the name it was given by: a link's, not its target's.
-            let named: Vec<(String, String)> = paths
-                .into_iter()
-                .zip(remote_paths(&locations))
-                .map(|(path, given)| {
-                    let name = given.rsplit('/').next().unwrap_or_default().to_string();
-                    (path, name)
-                })
-                .collect();
-            let report = download_named(&from, &named, p, &opts).await;
+            let report = download_named(&from, &named(paths, &locations), p, &opts).await;
             finish(from.client(), &report, &args)
         }
         (Direction::OnServer, Location::Remote(d)) => {
@@ -434,7 +425,7 @@ async fn run(args: Args) -> i32 {
             let report = copy_on_server(
                 &d.host,
                 &from,
-                &paths,
+                &named(paths, &locations),
                 &to.share,
                 &to.path,
                 d.names_dir,
@@ -479,6 +470,20 @@ async fn routes(
         }
     }
     Ok(found)
+}
+
+/// Each routed source path with the name it goes by in the destination: the last
+/// component of the path as given (a DFS link's name, not its target's).
+fn named(routed: Vec<String>, locations: &[Location]) -> Vec<(String, String)> {
+    routed
+        .into_iter()
+        .zip(remote_paths(locations))
+        .map(|(path, given)| {
+            let given = given.trim_end_matches('/');
+            let name = given.rsplit('/').next().unwrap_or(given).to_string();
+            (path, name)
+        })
+        .collect()
 }
 
 /// The share-relative paths of the remote locations among `locations`.

@@ -8,9 +8,11 @@
 //! cached or keytab tickets. Each test binds a second channel, which runs a GSS context of
 //! its own (MS-SMB2 3.2.4.1.7, 3.2.5.3.3).
 //!
-//! MIT reads `KRB5_CONFIG` from the environment of the process: the tests set it to the
-//! testbed's krb5.conf (realm TESTBED.LAN, its KDC by address, `rdns = false`), which is why
-//! they must run one at a time (`--test-threads=1`), like every testbed test.
+//! MIT reads `KRB5_CONFIG` (and `KRB5CCNAME`, `KRB5_CLIENT_KTNAME`) from the environment of
+//! the process: the tests set it to their testbed's krb5.conf (realm TESTBED.LAN, its KDC by
+//! address, `rdns = false`), so they take turns (`KerberosBed`) whatever `--test-threads`
+//! says: a test that read another's krb5.conf, or one already removed, would ask the wrong
+//! KDC or none.
 
 // The testbed (network namespaces, veth links, smbd) exists on Linux only.
 #![cfg(target_os = "linux")]
@@ -18,6 +20,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -30,8 +33,28 @@ use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConf
 
 const PRINCIPAL: &str = "smbtest@TESTBED.LAN";
 
+/// The process's environment is one for all tests: each holds it while it runs.
+static ENVIRONMENT: Mutex<()> = Mutex::new(());
+
+/// A Kerberos testbed and this test's turn with the process's environment; the testbed goes
+/// down before the turn passes on (fields drop in order).
+struct KerberosBed {
+    tb: Testbed,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for KerberosBed {
+    type Target = Testbed;
+    fn deref(&self) -> &Testbed {
+        &self.tb
+    }
+}
+
 /// A Kerberos testbed with two links, and the process pointed at its krb5.conf.
-fn testbed() -> Testbed {
+fn testbed() -> KerberosBed {
+    // A test that failed while holding the turn leaves the lock poisoned: the environment is
+    // set again below, so the next test can take it all the same.
+    let turn = ENVIRONMENT.lock().unwrap_or_else(PoisonError::into_inner);
     let tb = Testbed::start(TestbedConfig {
         kerberos: true,
         // Level 3 makes the KDC log every ticket it issues (see `service_tickets`).
@@ -40,12 +63,11 @@ fn testbed() -> Testbed {
     })
     .unwrap_or_else(|e| panic!("testbed: {e}"));
     let k = tb.kerberos().expect("a Kerberos testbed");
-    // The tests run one at a time (--test-threads=1), so no other thread reads the
-    // environment meanwhile.
+    // This test holds the turn: no other test reads or writes the environment meanwhile.
     std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
     std::env::remove_var("KRB5CCNAME");
     std::env::remove_var("KRB5_CLIENT_KTNAME");
-    tb
+    KerberosBed { tb, _turn: turn }
 }
 
 /// Credentials with no password at all: only a ticket can authenticate them.

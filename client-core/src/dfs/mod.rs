@@ -112,6 +112,19 @@ impl Client {
     }
 }
 
+/// The components of `asked` after those of its prefix `covered`, `/`-separated. Counted
+/// in components, not bytes: a cached prefix matches without case, and another case of a
+/// name may take another number of bytes.
+fn rest_after(asked: &str, covered: &str) -> String {
+    let skip = covered.split('\\').filter(|p| !p.is_empty()).count();
+    asked
+        .split('\\')
+        .filter(|p| !p.is_empty())
+        .skip(skip)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// `\server\share\a\b` from what a user or a referral gives: `/` or `\` separators, one or
 /// two leading separators, or none.
 fn unc_form(path: &str) -> String {
@@ -136,11 +149,7 @@ fn referral_from_reply(asked: &str, reply: &dfs::ReferralResponse) -> Result<Dfs
     }
     let covered = String::from_utf16(&units[..consumed])
         .map_err(|_| bad(asked, "PathConsumed splits a character"))?;
-    let rest = asked[covered.len()..]
-        .split('\\')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("/");
+    let rest = rest_after(asked, &covered);
     if reply.entries.is_empty() {
         return Err(bad(asked, "a referral without targets"));
     }
@@ -208,20 +217,7 @@ fn referrals() -> std::sync::MutexGuard<'static, cache::ReferralCache> {
 /// recomputed for `asked`, and the target that worked last), else from the server.
 async fn referral_for(client: &Client, asked: &str) -> Result<(DfsReferral, usize)> {
     if let Some(c) = referrals().lookup(asked, Instant::now()) {
-        // By components, not bytes: the cached prefix matched without case, and another case
-        // of a name may take another number of bytes.
-        let covered = c
-            .referral
-            .covered
-            .split('\\')
-            .filter(|p| !p.is_empty())
-            .count();
-        let rest = asked
-            .split('\\')
-            .filter(|p| !p.is_empty())
-            .skip(covered)
-            .collect::<Vec<_>>()
-            .join("/");
+        let rest = rest_after(asked, &c.referral.covered);
         let referral = DfsReferral {
             asked: asked.to_string(),
             rest,

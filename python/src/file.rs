@@ -1,0 +1,340 @@
+//! The raw file: what `smb3._io.SMBRawIO` (an `io.RawIOBase`) calls. A cursor over the
+//! library's `File`, whose reads and writes at an offset are split into chunks in flight on
+//! every channel at once.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+
+use crate::errors;
+use crate::runtime::Ctx;
+use crate::stat::StatResult;
+
+/// What a `mode` string (as `open` takes it) asks for.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OpenMode {
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+    pub(crate) create: bool,
+    pub(crate) create_new: bool,
+    pub(crate) truncate: bool,
+    pub(crate) append: bool,
+}
+
+impl OpenMode {
+    /// Parse `r`, `w`, `x`, `a`, each with an optional `+`, and `b` or `t`, as `open` does.
+    pub(crate) fn parse(mode: &str) -> Result<OpenMode, String> {
+        let bad = || Err(format!("invalid mode: {mode:?}"));
+        let mut m = OpenMode::default();
+        let (mut base, mut plus, mut b, mut t) = (None, false, false, false);
+        for c in mode.chars() {
+            match c {
+                'r' | 'w' | 'x' | 'a' if base.is_none() => base = Some(c),
+                '+' if !plus => plus = true,
+                'b' if !b => b = true,
+                't' if !t => t = true,
+                _ => return bad(),
+            }
+        }
+        if b && t {
+            return bad();
+        }
+        match base {
+            Some('r') => m.read = true,
+            Some('w') => {
+                m.write = true;
+                m.create = true;
+                m.truncate = true;
+            }
+            Some('x') => {
+                m.write = true;
+                m.create_new = true;
+            }
+            Some('a') => {
+                m.write = true;
+                m.create = true;
+                m.append = true;
+            }
+            _ => return bad(),
+        }
+        if plus {
+            m.read = true;
+            m.write = true;
+        }
+        Ok(m)
+    }
+}
+
+/// A copy of a bytes-like object's contents (bytes, bytearray, memoryview, array, ...).
+fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    if let Ok(b) = data.downcast::<PyBytes>() {
+        return Ok(Bytes::copy_from_slice(b.as_bytes()));
+    }
+    if let Ok(b) = data.downcast::<PyByteArray>() {
+        return Ok(Bytes::from(b.to_vec()));
+    }
+    // Anything else with the buffer protocol: bytes(data) copies it (no buffer API in the
+    // stable ABI of Python 3.9).
+    let copied = data
+        .py()
+        .get_type::<PyBytes>()
+        .call1((data,))?
+        .downcast_into::<PyBytes>()?;
+    Ok(Bytes::copy_from_slice(copied.as_bytes()))
+}
+
+/// The cursor and the handle (`None` once closed).
+#[derive(Debug)]
+struct State {
+    file: Option<smb3_client::File>,
+    pos: u64,
+}
+
+/// An open file on a share, unbuffered; `Share.open` wraps it in `io` classes. Reads and
+/// writes at the cursor, or at an offset (`read_at`/`write_at`, thread-safe). Closed by
+/// `close()`; a file dropped without it is closed in the background.
+#[pyclass(module = "smb3._smb3", frozen)]
+#[derive(Debug)]
+pub(crate) struct File {
+    state: Mutex<State>,
+    ctx: Arc<Ctx>,
+    mode: OpenMode,
+    name: String,
+}
+
+impl File {
+    pub(crate) fn new(
+        file: smb3_client::File,
+        ctx: Arc<Ctx>,
+        mode: OpenMode,
+        name: String,
+    ) -> File {
+        let pos = if mode.append { file.size_at_open() } else { 0 };
+        File {
+            state: Mutex::new(State {
+                file: Some(file),
+                pos,
+            }),
+            ctx,
+            mode,
+            name,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while the lock was held cannot leave the cursor half-updated.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The handle and the cursor, or ValueError when closed (as io objects do).
+    fn current(&self) -> PyResult<(smb3_client::File, u64)> {
+        let s = self.lock();
+        match &s.file {
+            Some(f) => Ok((f.clone(), s.pos)),
+            None => Err(pyo3::exceptions::PyValueError::new_err(
+                "I/O operation on closed file",
+            )),
+        }
+    }
+
+    fn set_pos(&self, pos: u64) {
+        self.lock().pos = pos;
+    }
+
+    /// `io.UnsupportedOperation` unless `ok`, as a file opened without that access raises.
+    fn check(&self, py: Python<'_>, ok: bool, what: &str) -> PyResult<()> {
+        if ok {
+            return Ok(());
+        }
+        let cls = PyModule::import(py, "io")?.getattr("UnsupportedOperation")?;
+        Err(PyErr::from_value(
+            cls.call1((format!("File not open for {what}"),))?,
+        ))
+    }
+
+    fn read_bytes(&self, py: Python<'_>, offset: u64, len: usize) -> PyResult<Bytes> {
+        let (f, _) = self.current()?;
+        self.ctx
+            .call(py, async move { f.read_at(offset, len).await })
+    }
+
+    fn write_bytes(&self, py: Python<'_>, offset: u64, data: Bytes) -> PyResult<()> {
+        let (f, _) = self.current()?;
+        self.ctx
+            .call(py, async move { f.write_at(offset, data).await })
+    }
+
+    fn size(&self, py: Python<'_>) -> PyResult<u64> {
+        let (f, _) = self.current()?;
+        Ok(self.ctx.call(py, async move { f.metadata().await })?.len)
+    }
+}
+
+#[pymethods]
+impl File {
+    /// Read `size` bytes at the cursor (all to the end when negative or None).
+    #[pyo3(signature = (size=-1))]
+    fn read<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        self.check(py, self.mode.read, "reading")?;
+        let (_, pos) = self.current()?;
+        let want = match size {
+            Some(n) if n >= 0 => n as usize,
+            _ => self.size(py)?.saturating_sub(pos) as usize,
+        };
+        let data = if want == 0 {
+            Bytes::new()
+        } else {
+            self.read_bytes(py, pos, want)?
+        };
+        self.set_pos(pos + data.len() as u64);
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Everything from the cursor to the end of the file.
+    fn readall<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.read(py, None)
+    }
+
+    /// Write all of `data` (a bytes-like object) at the cursor; returns `len(data)`. The
+    /// bytes are on the server when it returns.
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        self.check(py, self.mode.write, "writing")?;
+        let bytes = bytes_of(data)?;
+        let n = bytes.len();
+        let (_, pos) = self.current()?;
+        if n > 0 {
+            self.write_bytes(py, pos, bytes)?;
+        }
+        self.set_pos(pos + n as u64);
+        Ok(n)
+    }
+
+    /// Read up to `size` bytes at `offset`; the cursor stays. Thread-safe.
+    fn read_at<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        self.check(py, self.mode.read, "reading")?;
+        let data = self.read_bytes(py, offset, size)?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Write all of `data` at `offset`; the cursor stays. Thread-safe.
+    fn write_at(&self, py: Python<'_>, offset: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check(py, self.mode.write, "writing")?;
+        let bytes = bytes_of(data)?;
+        self.write_bytes(py, offset, bytes)
+    }
+
+    /// Move the cursor: `whence` 0 from the start, 1 from the cursor, 2 from the end (which
+    /// asks the server for the size). Returns the new position.
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&self, py: Python<'_>, offset: i64, whence: i32) -> PyResult<u64> {
+        let (_, pos) = self.current()?;
+        let base = match whence {
+            0 => 0,
+            1 => pos,
+            2 => self.size(py)?,
+            _ => {
+                return Err(errors::invalid(
+                    py,
+                    format!("invalid whence ({whence}, should be 0, 1 or 2)"),
+                ))
+            }
+        };
+        let new = base
+            .checked_add_signed(offset)
+            .ok_or_else(|| errors::invalid(py, format!("negative seek position {offset}")))?;
+        self.set_pos(new);
+        Ok(new)
+    }
+
+    /// The cursor.
+    fn tell(&self) -> PyResult<u64> {
+        Ok(self.current()?.1)
+    }
+
+    /// Truncate or extend the file to `size` bytes (the cursor when None); the cursor stays.
+    #[pyo3(signature = (size=None))]
+    fn truncate(&self, py: Python<'_>, size: Option<u64>) -> PyResult<u64> {
+        self.check(py, self.mode.write, "writing")?;
+        let (f, pos) = self.current()?;
+        let len = size.unwrap_or(pos);
+        self.ctx.call(py, async move { f.set_len(len).await })?;
+        Ok(len)
+    }
+
+    /// Ask the server to flush the file to stable storage (SMB2 FLUSH).
+    fn fsync(&self, py: Python<'_>) -> PyResult<()> {
+        let (f, _) = self.current()?;
+        self.ctx.call(py, async move { f.flush().await })
+    }
+
+    /// Size, times and attributes of the open file.
+    fn stat(&self, py: Python<'_>) -> PyResult<StatResult> {
+        let (f, _) = self.current()?;
+        let m = self.ctx.call(py, async move { f.metadata().await })?;
+        Ok(StatResult::from(&m))
+    }
+
+    /// Close the handle and report the server's answer; closing again does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let file = self.lock().file.take();
+        match file {
+            Some(f) => {
+                let closed = self.ctx.call(py, {
+                    let f = f.clone();
+                    async move { f.close().await }
+                });
+                self.ctx.drop_inside(f);
+                closed
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the file is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().file.is_none()
+    }
+
+    /// Whether the file was opened for reading.
+    fn readable(&self) -> bool {
+        self.mode.read
+    }
+
+    /// Whether the file was opened for writing.
+    fn writable(&self) -> bool {
+        self.mode.write
+    }
+
+    /// Always True: SMB files are seekable.
+    fn seekable(&self) -> bool {
+        true
+    }
+
+    /// The path the file was opened with.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether writes go to the end (mode `a`).
+    #[getter]
+    fn append(&self) -> bool {
+        self.mode.append
+    }
+}
+
+impl Drop for File {
+    fn drop(&mut self) {
+        // The library closes a dropped handle in the background; that needs the runtime.
+        let file = self.lock().file.take();
+        self.ctx.drop_inside(file);
+    }
+}

@@ -259,7 +259,9 @@ impl Authenticator {
             Some(gss) => {
                 let host = service_host(config, server)?;
                 Ok(Authenticator::Gss(Box::new(GssAuthenticator::new(
-                    gss, &host,
+                    gss,
+                    &host,
+                    config.kerberos_ticket_lifetime,
                 )?)))
             }
             None => Ok(Authenticator::Sspi(Box::new(

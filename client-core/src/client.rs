@@ -58,6 +58,18 @@ pub struct TrafficCounters {
     pub bytes_received: u64,
 }
 
+/// The session's reauthentications (MS-SMB2 3.2.4.2.3.1): each time the server said its
+/// authentication expired, the session was authenticated again with the user's current
+/// ticket and the requests that met the expiry were sent again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reauthentications {
+    /// Renewals that succeeded.
+    pub renewed: u64,
+    /// Renewals that failed (their requests failed with the error, typically "no valid
+    /// Kerberos ticket"); the next request that meets the expiry tries again.
+    pub failed: u64,
+}
+
 impl Client {
     /// Connect to `server` (`host`, `host:port`, `[v6]:port`), negotiate and authenticate.
     pub async fn connect(
@@ -118,6 +130,7 @@ impl Client {
             frame_buffers,
             orphans: OrphanCount::default(),
             background: BackgroundWork::default(),
+            renewal: Default::default(),
         });
         lease_breaks::spawn_break_handler(Arc::downgrade(&core), break_queue);
         watchdog::start(&core);
@@ -141,6 +154,13 @@ impl Client {
     /// The negotiated cipher, if any.
     pub fn cipher(&self) -> Option<smb3_proto::Cipher> {
         self.core.negotiated.cipher
+    }
+
+    /// How often the session's authentication expired (a Kerberos ticket's end) and was
+    /// renewed in place, and how often renewing it failed (see [`Reauthentications`]).
+    pub fn reauthentications(&self) -> Reauthentications {
+        let (renewed, failed) = self.core.renewal.counts();
+        Reauthentications { renewed, failed }
     }
 
     /// Whether the whole session is encrypted.

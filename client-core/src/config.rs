@@ -122,6 +122,13 @@ pub struct ClientConfig {
     /// The client principal (`alice@CORP.EXAMPLE`) to take from the cache or keytab. `None`:
     /// the cache's default principal, or the keytab's first entry.
     pub kerberos_principal: Option<String>,
+    /// Ask the KDC for service tickets that last at most this long (the GSS-API's
+    /// `time_req`; for tickets from a cache or keytab). `None` (the default): as long as the
+    /// ticket-granting ticket. The server ends a session's authority when its service ticket
+    /// ends, and the library then authenticates the session again in place with the cache's
+    /// current ticket, unseen by the caller: a site that wants sessions vouched for afresh
+    /// more often can shorten it (the tests do, to see expiry in seconds).
+    pub kerberos_ticket_lifetime: Option<Duration>,
     /// Hand the keys of every session and bound channel to this log, to read a packet
     /// capture of the traffic ([`KeyLog`]). `None` (the default): keys never leave the client.
     pub key_log: Option<KeyLog>,
@@ -230,6 +237,7 @@ impl Default for ClientConfig {
             kerberos_ccache: None,
             kerberos_keytab: None,
             kerberos_principal: None,
+            kerberos_ticket_lifetime: None,
             key_log: None,
         }
     }

@@ -17,13 +17,14 @@ use crate::auth::SessionCredentials;
 use crate::channel::{BufferPool, ChannelOptions, OnAbandoned, Request, Response};
 use crate::config::ClientConfig;
 use crate::durable::DurableOpens;
-use crate::error::{ConnectionLossCause, Result};
+use crate::error::{ConnectionLossCause, ProtocolError, Result};
 use crate::lease::{BreakSink, LeaseTable};
 use crate::logoff_wait::BackgroundWork;
 use crate::multichannel::state::Multichannel;
 use crate::negotiated::Negotiated;
 use crate::orphans::OrphanCount;
 
+pub(crate) mod renewal;
 pub(crate) mod replay;
 
 /// How one request is sent, beyond its body: what it is about, which non-success statuses
@@ -127,6 +128,8 @@ pub(crate) struct SessionCore {
     pub(crate) orphans: OrphanCount,
     /// CLOSEs sent in the background and not answered yet (see `settle`).
     pub(crate) background: BackgroundWork,
+    /// Reauthentications after the session's authentication expired (see `renewal`).
+    pub(crate) renewal: renewal::Renewal,
 }
 
 impl Drop for SessionCore {
@@ -188,8 +191,13 @@ impl SessionCore {
             ctx.channels_return = false;
             ctx.internal = true;
         }
-        replay::call(&ctx, req, &call.target, B::COMMAND, body.replay())
-            .await?
+        let mut replies = self
+            .call_renewing(&ctx, vec![req], &call.target, B::COMMAND, body.replay())
+            .await?;
+        // One reply per request: the channel answers every member of a frame.
+        replies
+            .pop()
+            .unwrap_or(Err(ProtocolError::Unexpected("reply count").into()))?
             .check(call.also_ok)
     }
 
@@ -205,7 +213,72 @@ impl SessionCore {
     ) -> Result<Vec<Result<Response>>> {
         let command = reqs.first().map_or(Command::CREATE, Request::command);
         let ctx = self.replay_context();
-        replay::call_chain(&ctx, reqs, &call.target, command, replay).await
+        self.call_renewing(&ctx, reqs, &call.target, command, replay)
+            .await
+    }
+
+    /// [`replay::call_chain`], and when the server says the session's authentication
+    /// expired, the session authenticated again and the frame sent once more (see
+    /// `renewal`). Nothing of a frame answered "expired" ran at the server, so sending it
+    /// again is safe whatever it is.
+    async fn call_renewing(
+        &self,
+        ctx: &replay::ReplayContext<'_>,
+        mut reqs: Vec<Request>,
+        target: &Target,
+        command: Command,
+        replay: Replay,
+    ) -> Result<Vec<Result<Response>>> {
+        let mut renewals = 0;
+        loop {
+            self.renewal.settled().await;
+            let generation = self.renewal.generation();
+            let last_try = renewals >= renewal::MAX_RENEWALS_PER_REQUEST;
+            // The frame is kept for another try until the last one.
+            let frame = if last_try {
+                std::mem::take(&mut reqs)
+            } else {
+                reqs.clone()
+            };
+            let replies = replay::call_chain(ctx, frame, target, command, replay).await?;
+            if last_try {
+                return Ok(replies);
+            }
+            match self.renewal.judge(&replies, generation) {
+                renewal::Verdict::Answered => return Ok(replies),
+                renewal::Verdict::Expired => {
+                    tracing::info!(%command, "the session's authentication expired; renewing it");
+                    self.renewal
+                        .renew(generation, self.reauthenticate())
+                        .await?;
+                }
+                renewal::Verdict::RefusedDuringRenewal => {}
+            }
+            renewals += 1;
+        }
+    }
+
+    /// Authenticate the session again (see `session::reauthenticate`) on its first
+    /// connection when that is still usable, as MS-SMB2 3.2.5.3 pictures it, else on
+    /// another of its channels (the server's expiry is the session's, whichever carries it).
+    async fn reauthenticate(&self) -> Result<()> {
+        let channel = self.multichannel.channels.for_session_setup()?;
+        let session_id = self.addressing.session.id();
+        let Some(security) = self.addressing.session.security() else {
+            // A guest session has no authentication to renew.
+            return Err(ProtocolError::Unexpected("expiry of a session without keys").into());
+        };
+        crate::session::reauthenticate(
+            &channel,
+            &self.negotiated,
+            &self.creds,
+            &self.server_name,
+            &self.config,
+            session_id,
+            &security,
+            self.encrypt_all,
+        )
+        .await
     }
 
     /// What the replay loop needs of this session.

@@ -89,7 +89,7 @@ pub use attributes::DosAttributes;
 pub use auth::{kerberos_ticket, KerberosTicket, UserCredentials};
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
-pub use client::{Client, MaxIo, TrafficCounters};
+pub use client::{Client, MaxIo, Reauthentications, TrafficCounters};
 pub use config::{Auth, ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,

@@ -197,12 +197,39 @@ struct Exchange {
     preauth: Option<PreauthHash>,
 }
 
-/// Binding an existing session to a new connection (MS-SMB2 3.2.4.2.3.1).
-struct BindingOf<'a> {
+/// An existing session that an exchange authenticates again.
+struct ExistingSession<'a> {
     session_id: u64,
-    /// The session's keys: binding requests are signed with Session.SigningKey, and so are
-    /// the server's MORE_PROCESSING replies (MS-SMB2 3.3.4.1.1).
+    /// The session's keys: the server signs its MORE_PROCESSING replies to a binding or a
+    /// reauthentication with Session.SigningKey (MS-SMB2 3.3.4.1.1, 3.2.5.1.3).
     session: &'a SessionSecurity,
+}
+
+/// What an authentication exchange is for.
+enum Purpose<'a> {
+    /// A new session (SessionId 0 in the first request).
+    NewSession,
+    /// Binding an existing session to a new connection (MS-SMB2 3.2.4.2.3.1): the requests
+    /// carry SMB2_SESSION_FLAG_BINDING and are signed with Session.SigningKey.
+    Binding(ExistingSession<'a>),
+    /// Authenticating an existing session again on a connection it is bound to, after its
+    /// ticket expired (MS-SMB2 3.2.4.2.3.1 "reauthenticating a user"): the requests are
+    /// signed with the channel's own key like any other, and sealed when the session
+    /// encrypts everything (`sealed`), since a server that requires encryption refuses an
+    /// unencrypted one.
+    Reauthentication {
+        existing: ExistingSession<'a>,
+        sealed: bool,
+    },
+}
+
+impl<'a> Purpose<'a> {
+    fn existing(&self) -> Option<&ExistingSession<'a>> {
+        match self {
+            Purpose::NewSession => None,
+            Purpose::Binding(e) | Purpose::Reauthentication { existing: e, .. } => Some(e),
+        }
+    }
 }
 
 /// Run SESSION_SETUP rounds until the server says SUCCESS (MS-SMB2 3.2.5.3).
@@ -212,12 +239,12 @@ async fn exchange(
     creds: &SessionCredentials,
     server_name: &str,
     config: &ClientConfig,
-    binding: Option<BindingOf<'_>>,
+    purpose: Purpose<'_>,
     previous_session_id: u64,
 ) -> Result<Exchange> {
     let mut auth = Authenticator::for_config(creds, server_name, config)?;
     let mut preauth = negotiated.preauth.clone();
-    let mut session_id = binding.as_ref().map_or(0, |b| b.session_id);
+    let mut session_id = purpose.existing().map_or(0, |e| e.session_id);
     let mut server_token: Bytes = negotiated.gss_token.clone();
     let mut first = true;
     loop {
@@ -234,7 +261,7 @@ async fn exchange(
             return Err(ProtocolError::AuthIncomplete.into());
         };
         let body = SessionSetupRequest {
-            flags: SessionSetupFlags(if binding.is_some() {
+            flags: SessionSetupFlags(if matches!(purpose, Purpose::Binding(_)) {
                 SessionSetupFlags::BINDING
             } else {
                 0
@@ -249,8 +276,10 @@ async fn exchange(
         req.keep_sent = true;
         req.timeout = config.request_timeout;
         // A binding request must be signed (MS-SMB2 3.3.5.5); the channel signs with the
-        // session's key installed for the exchange.
-        req.sign = binding.is_some();
+        // session's key installed for the exchange. A reauthentication is signed as every
+        // request of the session is, with the channel's key.
+        req.sign = purpose.existing().is_some();
+        req.encrypt = matches!(purpose, Purpose::Reauthentication { sealed: true, .. });
         let resp = channel.call(req).await?;
         let status = resp.header.status;
         if status != NtStatus::SUCCESS && status != NtStatus::MORE_PROCESSING_REQUIRED {
@@ -260,7 +289,7 @@ async fn exchange(
                 path: None,
             });
         }
-        if let Some(b) = &binding {
+        if let Some(b) = purpose.existing() {
             if resp.header.session_id != b.session_id {
                 return Err(ProtocolError::SessionIdMismatch {
                     expected: b.session_id,
@@ -268,8 +297,10 @@ async fn exchange(
                 }
                 .into());
             }
-            // Interim binding replies are signed with Session.SigningKey (MS-SMB2 3.3.4.1.1).
+            // Interim replies are signed with Session.SigningKey (MS-SMB2 3.3.4.1.1); a
+            // sealed one was authenticated when it was opened.
             if status == NtStatus::MORE_PROCESSING_REQUIRED
+                && !resp.sealed
                 && resp.header.flags.has(smb3_proto::HeaderFlags::SIGNED)
                 && !b.session.verify_message(&resp.msg)
             {
@@ -366,7 +397,7 @@ pub(crate) async fn session_setup(
         creds,
         server_name,
         config,
-        None,
+        Purpose::NewSession,
         previous_session_id,
     )
     .await?;
@@ -430,27 +461,13 @@ pub(crate) async fn bind_session(
 ) -> Result<Arc<SessionSecurity>> {
     // Sign the binding requests with Session.SigningKey (MS-SMB2 3.2.4.1.1).
     channel.set_crypto(session.clone());
-    let binding = BindingOf {
+    let binding = Purpose::Binding(ExistingSession {
         session_id,
         session: session.as_ref(),
-    };
-    let ex = exchange(
-        channel,
-        negotiated,
-        creds,
-        server_name,
-        config,
-        Some(binding),
-        0,
-    )
-    .await?;
+    });
+    let ex = exchange(channel, negotiated, creds, server_name, config, binding, 0).await?;
     // MS-SMB2 3.2.5.3.3: a binding that comes back as guest is not the same user.
-    if ex.flags.has(SessionFlags::IS_GUEST) || ex.flags.has(SessionFlags::IS_NULL) {
-        return Err(Error::Auth {
-            kind: AuthFailure::GuestNotAllowed,
-            detail: AuthDetail::BoundAsGuest,
-        });
-    }
+    still_the_user(ex.flags)?;
     let key = ex.auth.session_key()?;
     let sec = Arc::new(session.for_channel(
         negotiated,
@@ -461,6 +478,69 @@ pub(crate) async fn bind_session(
     check_final_signature(&sec, &ex.last, true)?;
     channel.set_crypto(sec.clone());
     Ok(sec)
+}
+
+/// An exchange on an existing session (a binding, a reauthentication) that the server
+/// answered as guest or anonymous no longer authenticates the session's user.
+fn still_the_user(flags: SessionFlags) -> Result<()> {
+    if flags.has(SessionFlags::IS_GUEST) || flags.has(SessionFlags::IS_NULL) {
+        return Err(Error::Auth {
+            kind: AuthFailure::GuestNotAllowed,
+            detail: AuthDetail::BoundAsGuest,
+        });
+    }
+    Ok(())
+}
+
+/// Authenticate the session `session_id` again on `channel`, one of its bound connections,
+/// after the server said its authentication expired (MS-SMB2 3.2.4.2.3.1, 3.2.5.3.2): a new
+/// GSS exchange with the user's current credentials (a Kerberos ticket is taken afresh from
+/// the cache or keytab). The session's keys, channels, trees and opens stay as they are:
+/// a reauthentication changes who the session is vouched for until, not its keys (the
+/// server keeps them too, as Samba's `smbd_smb2_reauth_generic_return` shows). The server
+/// keeps one expiry per session, so one reauthentication serves every channel.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn reauthenticate(
+    channel: &Channel,
+    negotiated: &Negotiated,
+    creds: &SessionCredentials,
+    server_name: &str,
+    config: &ClientConfig,
+    session_id: u64,
+    session: &SessionSecurity,
+    sealed: bool,
+) -> Result<()> {
+    let purpose = Purpose::Reauthentication {
+        existing: ExistingSession {
+            session_id,
+            session,
+        },
+        sealed,
+    };
+    let ex = exchange(channel, negotiated, creds, server_name, config, purpose, 0).await?;
+    // The session was authenticated as a user; coming back as a guest is someone else.
+    still_the_user(ex.flags)?;
+    // The final reply is signed with the channel's key (3.2.5.1.3), or came sealed, which
+    // authenticated it already.
+    if ex.last.sealed {
+        return Ok(());
+    }
+    let signed = ex.last.header.flags.has(smb3_proto::HeaderFlags::SIGNED);
+    if !signed {
+        return Err(ProtocolError::UnsignedReply {
+            command: Command::SESSION_SETUP,
+            message_id: ex.last.header.message_id,
+        }
+        .into());
+    }
+    if !channel.verify_with_own_key(&ex.last.msg) {
+        return Err(ProtocolError::BadSignature {
+            command: Command::SESSION_SETUP,
+            message_id: ex.last.header.message_id,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Whether replies must be signed: the client requires it (the default, as Windows 11 24H2

@@ -29,6 +29,8 @@ pub fn to_host(linux: i32) -> i32 {
         104 => libc::ECONNRESET,
         110 => libc::ETIMEDOUT,
         122 => libc::EDQUOT,
+        // EKEYEXPIRED (a Kerberos ticket ran out) has no BSD counterpart.
+        127 => libc::EACCES,
         n if n < 35 => n,
         _ => libc::EIO,
     }

@@ -685,6 +685,9 @@ pub struct Context {
     target: Name,
     complete: bool,
     rounds: u32,
+    /// Seconds the service ticket is asked to last (`time_req`); 0: the library's default,
+    /// as long as the ticket-granting ticket.
+    lifetime: u32,
 }
 
 // SAFETY: a context handle may move between threads; it is used by one at a time (&mut).
@@ -715,7 +718,16 @@ impl Context {
             target,
             complete: false,
             rounds: 0,
+            lifetime: 0,
         })
+    }
+
+    /// Ask for a service ticket that lasts at most `secs` seconds (RFC 2744 `time_req`; MIT
+    /// puts it in the TGS request's end time): the server ends the session's authority when
+    /// that ticket ends.
+    pub fn with_lifetime(mut self, secs: u32) -> Context {
+        self.lifetime = secs;
+        self
     }
 
     /// Feed the server's token (none on the first call) and return the token to send, if
@@ -751,7 +763,7 @@ impl Context {
                 self.target.raw,
                 &spnego,
                 MUTUAL | REPLAY | SEQUENCE | CONF | INTEG,
-                0,
+                self.lifetime,
                 ptr::null(),
                 input_ptr,
                 ptr::null_mut(),

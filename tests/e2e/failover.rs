@@ -96,6 +96,19 @@ fn server_sha(tb: &Testbed, name: &str) -> Vec<u8> {
     sha256(&std::fs::read(tb.share_path("plain").join(name)).expect("server file"))
 }
 
+/// What the server holds under `name`, for a failure message: its size, and whose bytes
+/// they are when they are another file's of `written` (a stale CREATE empties a file; a
+/// WRITE that reached the wrong open would leave another file's bytes).
+fn describe_server_copy(tb: &Testbed, name: &str, written: &[(String, Vec<u8>)]) -> String {
+    let bytes = std::fs::read(tb.share_path("plain").join(name)).expect("server file");
+    let sha = sha256(&bytes);
+    let whose = written
+        .iter()
+        .find(|(_, s)| *s == sha)
+        .map_or("no file's", |(n, _)| n.as_str());
+    format!("{name}: {} bytes, {whose} content", bytes.len())
+}
+
 /// Read all of `f` through its pipelined reader; `progress` counts bytes as they arrive.
 async fn download(f: &File, progress: Arc<AtomicU64>) -> (u64, Vec<u8>) {
     let mut reader = f.reader();
@@ -875,16 +888,16 @@ fn a_create_held_by_a_link_that_went_down_never_runs_after_its_replay() {
         // Retransmissions of what was queued on the downed link come within seconds of its
         // return (TCP's backoff after a 3 s outage).
         tokio::time::sleep(Duration::from_secs(10)).await;
-        let emptied: Vec<&str> = files
+        let changed: Vec<String> = files
             .iter()
             .filter(|(name, sha)| server_sha(&tb, name) != *sha)
-            .map(|(name, _)| name.as_str())
+            .map(|(name, _)| describe_server_copy(&tb, name, &files))
             .collect();
         report("CREATEs across a link outage", &client, Duration::ZERO);
         eprintln!("{} files written", files.len());
         assert!(
-            emptied.is_empty(),
-            "changed after their upload completed: {emptied:?}"
+            changed.is_empty(),
+            "changed after their upload completed: {changed:?}"
         );
         let fo = client.multichannel().failover;
         assert!(fo.replays >= 1, "the downed link held no request: {fo:#?}");

@@ -479,3 +479,98 @@ fn bad_caches_keytabs_and_names_are_clear_errors() {
     }
     drop(rt);
 }
+
+/// A ticket that ends while the session works. The server then answers
+/// STATUS_NETWORK_SESSION_EXPIRED (MS-SMB2 3.3.5.2.9) and the library authenticates the
+/// session again with what the cache holds now (3.2.4.2.3.1) and sends the request again.
+/// Service tickets are asked to last 15 s (`kerberos_ticket_lifetime`; the DC refuses
+/// ticket-granting tickets in their last two minutes, so those cannot be short):
+/// - with a valid ticket-granting ticket in the cache (as `kinit` or SSSD keep it), nothing
+///   shows: a file kept open across several expiries is written and read back byte-exact,
+///   over both channels;
+/// - with only an expired one, the write fails with the error that says to run kinit, and
+///   after kinit the next write on the same open file goes on, with no new connection.
+#[test]
+fn an_expiring_ticket_is_renewed_in_place_and_an_expired_one_says_run_kinit() {
+    const CHUNK: usize = 1 << 20;
+    const NAME: &str = "outlives-its-ticket.bin";
+    let tb = testbed();
+    let cache = format!("FILE:{}", tb.run_dir().join("short-lived").display());
+    kinit(&tb, &cache, &[]);
+    let mut c = config(&tb);
+    c.kerberos_ccache = Some(cache.clone());
+    c.kerberos_ticket_lifetime = Some(Duration::from_secs(15));
+    let rt = tb.client_runtime();
+    let srv = format!("{}:445", tb.server_addr(1));
+    let (client, file) = client_block_on(&rt, async move {
+        let client = Client::connect(&srv, &no_password(), c)
+            .await
+            .unwrap_or_else(|e| panic!("Kerberos connect without a password: {e}"));
+        client.wait_for_channels(Duration::from_secs(15)).await;
+        let share = client.share("plain").await.expect("tree connect");
+        let opts = smb3_client::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true);
+        let file = share.open(NAME, &opts).await.expect("open");
+        (client, file)
+    });
+    assert!(client.channels().len() >= 2, "{:#?}", client.multichannel());
+    let mut expected = Vec::new();
+    let write = |file: &smb3_client::File, at: usize, seed: u64| {
+        let data = Bytes::from(pattern(seed, CHUNK));
+        let f = file.clone();
+        let r = client_block_on(&rt, async move { f.write_at(at as u64, data).await });
+        (r, pattern(seed, CHUNK))
+    };
+
+    // Two service tickets end while the file is written, a chunk a second.
+    let started = Instant::now();
+    let mut seed = 0u64;
+    while started.elapsed() < Duration::from_secs(40) {
+        let (r, data) = write(&file, expected.len(), seed);
+        r.unwrap_or_else(|e| panic!("write at {:?}: {e}", started.elapsed()));
+        expected.extend_from_slice(&data);
+        seed += 1;
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let renewals = client.reauthentications();
+    eprintln!("with a valid TGT: {renewals:?}, {seed} MiB written");
+    assert!(renewals.renewed >= 2, "{renewals:?}");
+    assert_eq!(renewals.failed, 0, "{renewals:?}");
+
+    // Only an expired ticket in the cache (MIT will not issue one shorter than ~5 s): once
+    // the session's service ticket ends too, the write fails and says what to do.
+    kinit(&tb, &cache, &["-l", "5s"]);
+    std::thread::sleep(Duration::from_secs(17));
+    let (r, _) = write(&file, expected.len(), seed);
+    let err = r.expect_err("a write with the session's ticket expired and none in the cache");
+    let text = err.to_string();
+    eprintln!("expired: {text}");
+    assert!(text.contains("run kinit"), "{text}");
+    assert_eq!(client.reauthentications().failed, 1);
+
+    // kinit, and the same open file goes on.
+    kinit(&tb, &cache, &[]);
+    let (r, data) = write(&file, expected.len(), seed);
+    r.unwrap_or_else(|e| panic!("write after kinit: {e}"));
+    expected.extend_from_slice(&data);
+    let f = file.clone();
+    let len = expected.len();
+    let back = client_block_on(&rt, async move {
+        let back = f.read_at(0, len + 1).await.expect("read back");
+        f.close().await.expect("close");
+        back
+    });
+    assert_eq!(back.len(), expected.len(), "bytes read back");
+    assert!(back[..] == expected[..], "bytes read back differ");
+    let on_disk = std::fs::read(tb.share_path("plain").join(NAME)).unwrap();
+    assert!(on_disk == expected, "bytes on the server's disk differ");
+    let renewals = client.reauthentications();
+    assert!(renewals.renewed >= 3, "{renewals:?}");
+    drop(file);
+    drop(client);
+    drop(rt);
+    kdestroy(&tb, &cache);
+}

@@ -190,9 +190,18 @@ pub(crate) struct GssAuthenticator {
 impl GssAuthenticator {
     /// A context for `cifs@<host>` (MS-SMB2 3.2.4.2.3: the SPN is "cifs/" and the server's
     /// name); `host` is checked to be a name, not an address, by the caller.
-    pub(crate) fn new(cred: &GssCredential, host: &str) -> Result<GssAuthenticator> {
-        let ctx = smb3_gss::Context::new(cred.cred.clone(), "cifs", host)
+    pub(crate) fn new(
+        cred: &GssCredential,
+        host: &str,
+        lifetime: Option<std::time::Duration>,
+    ) -> Result<GssAuthenticator> {
+        let mut ctx = smb3_gss::Context::new(cred.cred.clone(), "cifs", host)
             .map_err(|e| gss_err(e, cred.cred.store(), Some(&cred.principal)))?;
+        if let Some(lifetime) = lifetime {
+            // At least a second: 0 would mean the default.
+            let secs = lifetime.as_secs().clamp(1, u64::from(u32::MAX));
+            ctx = ctx.with_lifetime(secs as u32);
+        }
         Ok(GssAuthenticator {
             ctx,
             cred: cred.clone(),

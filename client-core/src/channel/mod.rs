@@ -352,6 +352,12 @@ impl Channel {
         )
     }
 
+    /// Whether `msg` carries a valid signature under this channel's own key (false when the
+    /// channel has no keys): for the replies the reader leaves to the session layer.
+    pub(crate) fn verify_with_own_key(&self, msg: &[u8]) -> bool {
+        self.inner.shared.crypto().is_some_and(|c| c.verify(msg))
+    }
+
     /// Install signing/sealing for this channel's session.
     pub(crate) fn set_crypto(&self, crypto: Arc<dyn ChannelCrypto>) {
         *self

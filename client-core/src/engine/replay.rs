@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::addressing::{Addressing, Target};
 use crate::channel::{Channel, Request, Response};
-use crate::error::{ConnectionLossCause, Error, ProtocolError, Result};
+use crate::error::{ConnectionLossCause, Error, Result};
 use crate::failover::stats::FailoverState;
 use crate::multichannel::channel_set::ChannelSet;
 use crate::multichannel::state::Multichannel;
@@ -67,6 +67,7 @@ pub(crate) struct ReplayContext<'a> {
 
 /// Send `template` (about `target`) on a channel of the session and return its final reply,
 /// replaying it on another channel when its own is lost and `replay` allows.
+#[cfg(test)]
 pub(crate) async fn call(
     ctx: &ReplayContext<'_>,
     template: Request,
@@ -78,7 +79,10 @@ pub(crate) async fn call(
     // One reply per request: the channel answers every member of a frame.
     replies
         .pop()
-        .unwrap_or(Err(ProtocolError::Unexpected("compound reply count").into()))
+        .unwrap_or(Err(crate::error::ProtocolError::Unexpected(
+            "compound reply count",
+        )
+        .into()))
 }
 
 /// [`call`] for a chain of related requests sent as one compound frame (MS-SMB2 3.2.4.1.4):

@@ -556,6 +556,7 @@ impl Error {
         const ECONNRESET: i32 = 104;
         const ETIMEDOUT: i32 = 110;
         const EDQUOT: i32 = 122;
+        const EKEYEXPIRED: i32 = 127;
         match self {
             Error::Status { status, .. } => match *status {
                 NtStatus::OBJECT_NAME_NOT_FOUND
@@ -598,6 +599,15 @@ impl Error {
             Error::Config(_) | Error::ApiMisuse(_) | Error::NotALink { .. } => EINVAL,
             Error::SnapshotNotFound { .. } => ENOENT,
             Error::Unsupported { .. } => ENOTSUP,
+            // The kernel client's errno for a Kerberos ticket that ran out (run kinit).
+            Error::Auth {
+                detail:
+                    AuthDetail::KerberosCache {
+                        hint: Some(KerberosHint::TicketExpired),
+                        ..
+                    },
+                ..
+            } => EKEYEXPIRED,
             Error::Auth { .. } => EACCES,
             Error::Protocol(_) | Error::UnsafeName { .. } => EIO,
             // The open is gone; what it was doing is lost (an NFS stale handle's EIO).

@@ -318,6 +318,21 @@ impl ChannelSet {
         self.read().iter().any(|m| m.id != id && m.usable())
     }
 
+    /// The channel to authenticate the session again on: its first connection when that is
+    /// usable, else any usable one.
+    pub(crate) fn for_session_setup(&self) -> Result<Channel> {
+        let members = self.read();
+        members
+            .iter()
+            .filter(|m| m.usable())
+            .max_by_key(|m| m.primary)
+            .map(|m| m.channel.clone())
+            .ok_or(Error::ConnectionLost {
+                command: Command::SESSION_SETUP,
+                cause: ConnectionLossCause::NoChannel { loss: None },
+            })
+    }
+
     /// The channel for the next request of `charge` credits.
     ///
     /// Round-robin takes the next live channel in turn that has the credits free now,

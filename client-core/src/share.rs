@@ -494,6 +494,15 @@ impl Share {
     /// On a POSIX share ([`Share::is_posix`]) this is `lstat`: a symlink is reported as
     /// itself ([`Metadata::posix`] says what it is), never followed.
     pub async fn metadata(&self, path: &str) -> Result<Metadata> {
+        Ok(self.metadata_and_name(path).await?.0)
+    }
+
+    /// [`Share::metadata`], with the name the server keeps the file under as its
+    /// FileAllInformation gives it (MS-FSCC 2.4.2: FileNameInformation, the path from the
+    /// share's root, `\`-separated). On a case-insensitive share `FOO` finds the file stored
+    /// as `foo`, and only this name says so; the same round trip. `None` on a POSIX share
+    /// (its information class has no name) or when the name did not fit the reply.
+    pub async fn metadata_and_name(&self, path: &str) -> Result<(Metadata, Option<String>)> {
         let posix = self.tree.is_posix();
         let mut create = CreateRequest::new(
             wire_path(path)?,
@@ -538,9 +547,14 @@ impl Share {
             .check(&[NtStatus::BUFFER_OVERFLOW])
             .map_err(|e| e.with_path(path))?;
         if posix {
-            metadata_from_posix_reply(&q.msg)
+            Ok((metadata_from_posix_reply(&q.msg)?, None))
         } else {
-            metadata_from_reply(&q.msg)
+            let name = QueryInfoResponse::decode(&q.msg)
+                .and_then(|r| r.file_info::<FileAllInformation>())
+                .ok()
+                .filter(|all| !all.name_truncated)
+                .map(|all| all.name);
+            Ok((metadata_from_reply(&q.msg)?, name))
         }
     }
 

@@ -35,12 +35,17 @@ impl Pages for ReadDir {
     /// The library's pages, without the entries it refused for their names (`..`, `a/b`,
     /// see `smb3_client::check_name`): no name the kernel could not take as one component
     /// reaches it, and one such entry does not make the whole directory unreadable. Each is
-    /// logged.
+    /// logged. Also without the hidden names of files unlinked while open (see
+    /// `fs::silly`): they are gone for POSIX.
     async fn next_page(&mut self) -> Result<Option<Vec<DirEntry>>, Error> {
         loop {
             match ReadDir::next_page(self).await {
                 Err(e @ Error::UnsafeName { .. }) => {
                     tracing::warn!(error = %e, "directory entry left out");
+                }
+                Ok(Some(mut page)) => {
+                    page.retain(|e| !crate::fs::is_hidden_name(&e.name));
+                    return Ok(Some(page));
                 }
                 other => return other,
             }

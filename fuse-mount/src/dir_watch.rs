@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use smb3_client::{Change, Share, WatchFilter, WatchScope};
 
 use crate::inode::{at_or_below, InodeTable};
+use crate::sfm::NameMap;
 
 /// Something the kernel must forget because the server said it changed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +88,8 @@ type Registry = Mutex<HashMap<u64, Watched>>;
 pub struct DirWatches {
     share: Share,
     inodes: Arc<Mutex<InodeTable>>,
+    /// How the server's names are shown (the names in its change reports).
+    names: NameMap,
     cap: usize,
     idle: Duration,
     sink: OnceLock<StaleSink>,
@@ -103,10 +106,12 @@ impl DirWatches {
         inodes: Arc<Mutex<InodeTable>>,
         cap: usize,
         idle: Duration,
+        names: NameMap,
     ) -> DirWatches {
         DirWatches {
             share,
             inodes,
+            names,
             cap,
             idle,
             sink: OnceLock::new(),
@@ -186,6 +191,7 @@ impl DirWatches {
             path,
             generation,
             inodes: self.inodes.clone(),
+            names: self.names,
             sink,
             registry: Arc::downgrade(&self.watched),
             end: end.clone(),
@@ -315,6 +321,7 @@ struct Watch {
     path: String,
     generation: u64,
     inodes: Arc<Mutex<InodeTable>>,
+    names: NameMap,
     sink: StaleSink,
     registry: Weak<Registry>,
     end: Arc<tokio::sync::Notify>,
@@ -367,6 +374,7 @@ async fn run(w: Watch) {
         };
         match next {
             Ok(changes) => {
+                let changes = local_names(&changes, w.names);
                 let stale = stale_of(w.dir, &changes, &w.inodes.lock().unwrap());
                 if !stale.is_empty() {
                     (w.sink)(stale);
@@ -395,6 +403,26 @@ async fn run(w: Watch) {
             registry.remove(&w.dir);
         }
     }
+}
+
+/// `changes` with the names as the kernel knows them (the server reports them as it keeps
+/// them, see [`crate::sfm`]).
+fn local_names(changes: &[Change], names: NameMap) -> Vec<Change> {
+    let local = |n: &String| names.to_local(n).into_owned();
+    changes
+        .iter()
+        .map(|c| match c {
+            Change::Added(n) => Change::Added(local(n)),
+            Change::Removed(n) => Change::Removed(local(n)),
+            Change::Modified(n) => Change::Modified(local(n)),
+            Change::RenamedFrom(n) => Change::RenamedFrom(local(n)),
+            Change::RenamedTo(n) => Change::RenamedTo(local(n)),
+            Change::StreamAdded(n) => Change::StreamAdded(local(n)),
+            Change::StreamRemoved(n) => Change::StreamRemoved(local(n)),
+            Change::StreamModified(n) => Change::StreamModified(local(n)),
+            other => other.clone(),
+        })
+        .collect()
 }
 
 /// What the kernel must forget after `changes` in directory `dir` (a watch that is not

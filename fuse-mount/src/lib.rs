@@ -25,6 +25,7 @@ pub mod kernel_mount;
 pub mod mount;
 pub mod options;
 pub mod prefetch;
+pub mod sfm;
 #[cfg(unix)]
 pub mod status_server;
 pub mod write_behind;

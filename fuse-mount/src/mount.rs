@@ -461,6 +461,8 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         watch_dirs: opts.watch_dirs,
         close_delay: opts.closetimeo,
         prefetch: opts.prefetch,
+        mapposix: opts.mapposix,
+        mfsymlinks: opts.mfsymlinks,
         kernel_readahead: match opts.cache {
             CacheMode::Strict => u64::from(opts.max_readahead),
             CacheMode::None => 0,

@@ -111,6 +111,14 @@ pub struct MountOptions {
     /// stays open after its last close, to be reused with its cached pages (default 5, 0: closed
     /// at once; mount.cifs's option, whose default is 1).
     pub closetimeo: Duration,
+    /// `mapposix` (the default) / `nomapposix`: on a share without the POSIX extensions,
+    /// the characters Windows forbids in names (`" * : < > ? | \\` and a trailing space or
+    /// period) are sent as the Unicode private-use characters the Linux kernel client's SFM
+    /// mapping uses, and shown as themselves again (mount.cifs's `mapposix`).
+    pub mapposix: bool,
+    /// `mfsymlinks`: on a share without the POSIX extensions, symbolic links are made and
+    /// read as Minshall+French files (as mount.cifs's `mfsymlinks`).
+    pub mfsymlinks: bool,
     /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
     pub kernel_flags: Vec<String>,
 }
@@ -150,6 +158,8 @@ impl Default for MountOptions {
             require_signing: true,
             seal: false,
             posix: true,
+            mapposix: true,
+            mfsymlinks: false,
             dfs: true,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
@@ -302,6 +312,10 @@ impl MountOptions {
             "seal" => self.seal = true,
             "posix" | "unix" => self.posix = true,
             "noposix" | "nounix" => self.posix = false,
+            "mapposix" => self.mapposix = true,
+            "nomapposix" => self.mapposix = false,
+            "mfsymlinks" => self.mfsymlinks = true,
+            "nomfsymlinks" => self.mfsymlinks = false,
             "dfs" => self.dfs = true,
             "nodfs" => self.dfs = false,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
@@ -452,10 +466,16 @@ mod tests {
             "username=alice,domain=CORP,uid=1000,gid=100,file_mode=0644,dir_mode=0750",
             "vers=3.1.1,seal,actimeo=5,cache=none,rsize=1M,wsize=65536,hard,max_channels=8",
             "nomultichannel,allow_other,ro,_netdev,noatime,x-systemd.automount",
-            "closetimeo=0,watch_dirs=4,noposix",
+            "closetimeo=0,watch_dirs=4,noposix,nomapposix,mfsymlinks",
         ])
         .unwrap();
         assert!(!o.posix, "noposix");
+        assert!(!o.mapposix && o.mfsymlinks);
+        let d = MountOptions::parse(&["ro"]).unwrap();
+        assert!(
+            d.mapposix && !d.mfsymlinks,
+            "mapposix, no mfsymlinks by default"
+        );
         assert!(
             MountOptions::parse(&["ro"]).unwrap().posix,
             "posix by default"

@@ -2116,3 +2116,317 @@ fn a_source_behind_a_dfs_link_mounts_the_links_target() {
     );
     no_open_files(&tb);
 }
+
+/// The names in `dir`, sorted (hidden ones too: `read_dir` shows names starting with `.`).
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// On a share without the POSIX extensions (Samba 4.17, the `plain` share): an unlinked open
+/// file stays readable and `fstat`-able while its name is made again, a rename over an open
+/// file works (an editor's save; log rotation under `tail -F`), leaving no hidden file once
+/// closed; a case-only rename renames, and a create that differs only in case from an
+/// existing name fails with EEXIST; and every character Windows forbids, a trailing dot and a
+/// trailing space round trip, stored as the Linux kernel client's SFM mapping stores them
+/// (`fs/smb/client/cifs_unicode.h`, `SFM_*`; the kernel cannot run here, so its mapping is
+/// checked on the server's disk and through a second mount with `nomapposix`, which lists
+/// names as the library gets them from the server).
+#[test]
+fn a_plain_share_keeps_open_files_case_and_every_name() {
+    use std::io::{Read, Seek};
+    let tb = testbed();
+    let disk = tb.share_path("plain");
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "plain-semantics", &[]);
+    let raw = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "plain-raw",
+        &["nomapposix", "actimeo=0"],
+    );
+
+    // Unlink of an open file: the fd reads and fstats it, the name is free at once.
+    std::fs::write(m.path("log"), b"first generation").unwrap();
+    let mut held = std::fs::File::open(m.path("log")).unwrap();
+    std::fs::remove_file(m.path("log")).unwrap();
+    assert!(!m.path("log").exists(), "the name is gone at once");
+    assert!(
+        names_in(&m.mp).is_empty(),
+        "nothing listed: {:?}",
+        names_in(&m.mp)
+    );
+    assert!(!disk.join("log").exists());
+    assert_eq!(
+        held.metadata().unwrap().len(),
+        16,
+        "fstat of an unlinked file"
+    );
+    let mut text = String::new();
+    held.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "first generation");
+    std::fs::write(m.path("log"), b"second").unwrap();
+    held.rewind().unwrap();
+    text.clear();
+    held.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "first generation", "the old file, not the new one");
+    assert_eq!(names_in(&m.mp), ["log"]);
+    drop(held);
+    assert_eq!(std::fs::read(m.path("log")).unwrap(), b"second");
+    assert!(
+        wait_until(Duration::from_secs(5), || names_in(&disk) == ["log"]),
+        "the unlinked file is deleted at its last close: {:?}",
+        names_in(&disk)
+    );
+    // The same from a shell: `cat <&8` after `rm`.
+    let out = sh(&format!(
+        "cd '{}' && echo kept > f && exec 8<f && rm f && echo other > f && cat <&8 && cat f",
+        m.mp.display()
+    ));
+    assert_eq!(out, "kept\nother\n");
+
+    // An editor's save: rename over the file a reader holds open.
+    std::fs::write(m.path("doc"), b"old text").unwrap();
+    let mut reader = std::fs::File::open(m.path("doc")).unwrap();
+    std::fs::write(m.path("doc.tmp"), b"new text").unwrap();
+    std::fs::rename(m.path("doc.tmp"), m.path("doc")).unwrap();
+    text.clear();
+    reader.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "old text");
+    assert_eq!(std::fs::read(m.path("doc")).unwrap(), b"new text");
+    drop(reader);
+
+    // Log rotation under `tail -F`: the log renamed away while tail reads it, a new one
+    // made, then replaced by a rename over it while tail holds it open.
+    std::fs::write(m.path("app.log"), b"line 1\n").unwrap();
+    let out_path = scratch("tail-out").join("out");
+    let mut tail = Command::new("tail")
+        .args(["-n", "+1", "-F", "-s", "0.1"])
+        .arg(m.path("app.log"))
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = |want: &str| {
+        wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&out_path).is_ok_and(|t| t.contains(want))
+        })
+    };
+    assert!(seen("line 1\n"));
+    std::fs::rename(m.path("app.log"), m.path("app.log.1")).unwrap();
+    std::fs::write(m.path("app.log"), b"line 2\n").unwrap();
+    let line2 = seen("line 2\n");
+    std::fs::write(m.path("app.tmp"), b"line 3\n").unwrap();
+    std::fs::rename(m.path("app.tmp"), m.path("app.log")).unwrap();
+    let line3 = seen("line 3\n");
+    let _ = tail.kill();
+    let _ = tail.wait();
+    let shown = std::fs::read_to_string(&out_path).unwrap();
+    assert!(line2 && line3, "tail -F saw: {shown:?}");
+    assert_eq!(std::fs::read(m.path("app.log.1")).unwrap(), b"line 1\n");
+
+    // Case: a case-only rename renames (seen on the server and by the library).
+    std::fs::write(m.path("a.txt"), b"case").unwrap();
+    std::fs::rename(m.path("a.txt"), m.path("A.txt")).unwrap();
+    assert!(names_in(&m.mp).contains(&"A.txt".to_string()));
+    assert!(!names_in(&m.mp).contains(&"a.txt".to_string()));
+    assert!(disk.join("A.txt").exists() && !disk.join("a.txt").exists());
+    assert!(names_in(&raw.mp).contains(&"A.txt".to_string()));
+    assert!(
+        !m.path("a.txt").exists(),
+        "no other case of the name is found"
+    );
+    // A create of another case of an existing name: EEXIST, the file untouched.
+    std::fs::write(m.path("foo"), b"lower").unwrap();
+    let err = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(m.path("FOO"))
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EEXIST), "{err}");
+    assert_eq!(std::fs::read(m.path("foo")).unwrap(), b"lower");
+    let err = std::fs::create_dir(m.path("Foo")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EEXIST), "{err}");
+    std::fs::write(m.path("bar"), b"bar").unwrap();
+    let err = std::fs::rename(m.path("bar"), m.path("FOO")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EEXIST), "{err}");
+    assert_eq!(std::fs::read(m.path("foo")).unwrap(), b"lower");
+
+    // Names: each reserved character, a trailing dot and a trailing space, in a file and in
+    // a directory name, round trip; on the server they are the SFM code points.
+    std::fs::create_dir(m.path("names")).unwrap();
+    let cases = [
+        ("colon:x", "colon\u{F022}x"),
+        ("what?", "what\u{F025}"),
+        ("star*", "star\u{F021}"),
+        ("<angle>", "\u{F023}angle\u{F024}"),
+        ("pipe|d", "pipe\u{F027}d"),
+        ("\"quoted\"", "\u{F020}quoted\u{F020}"),
+        ("back\\slash", "back\u{F026}slash"),
+        ("trailing.", "trailing\u{F029}"),
+        ("trailing ", "trailing\u{F028}"),
+    ];
+    for (name, _) in cases {
+        std::fs::write(m.path(&format!("names/{name}")), name.as_bytes()).unwrap();
+    }
+    std::fs::create_dir(m.path("names/dir.")).unwrap();
+    std::fs::write(m.path("names/dir./in:side"), b"deep").unwrap();
+    let mut want: Vec<String> = cases.iter().map(|(n, _)| n.to_string()).collect();
+    want.push("dir.".into());
+    want.sort();
+    assert_eq!(names_in(&m.path("names")), want);
+    for (name, _) in cases {
+        assert_eq!(
+            std::fs::read(m.path(&format!("names/{name}"))).unwrap(),
+            name.as_bytes()
+        );
+    }
+    assert_eq!(
+        std::fs::read(m.path("names/dir./in:side")).unwrap(),
+        b"deep"
+    );
+    let mut stored: Vec<String> = cases.iter().map(|(_, s)| s.to_string()).collect();
+    stored.push("dir\u{F029}".into());
+    stored.sort();
+    assert_eq!(
+        names_in(&disk.join("names")),
+        stored,
+        "on the server's disk"
+    );
+    assert_eq!(
+        names_in(&raw.path("names")),
+        stored,
+        "as the library lists them"
+    );
+    assert_eq!(
+        names_in(&disk.join("names/dir\u{F029}")),
+        ["in\u{F022}side"]
+    );
+    // `cp -a` of the tree keeps every name (no 8.3 name comes out).
+    let copy = scratch("names-copy");
+    run(Command::new("cp").arg("-a").arg(m.path("names")).arg(&copy));
+    same_tree(&m.path("names"), &copy.join("names"));
+    // Without the mapping, a name the server would keep only mangled is refused.
+    for bad in ["dot.", "space ", "a\\b"] {
+        let err = std::fs::write(raw.path(bad), b"x").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{bad:?}: {err}");
+    }
+    std::fs::remove_dir_all(m.path("names")).unwrap();
+    let _ = std::fs::remove_dir_all(copy);
+    // The other mount's watch of `names` kept it (delete-pending) until it ends.
+    drop(raw);
+    assert!(wait_until(Duration::from_secs(5), || !disk
+        .join("names")
+        .exists()));
+    drop(m);
+    let left: Vec<String> = names_in(&disk)
+        .into_iter()
+        .filter(|n| n.starts_with(".smbfuse"))
+        .collect();
+    assert!(left.is_empty(), "hidden files left: {left:?}");
+    no_open_files(&tb);
+}
+
+/// The Minshall+French link file the Linux kernel makes for `target` (`fs/smb/client/link.c`,
+/// `format_mf_symlink`: `XSym\n`, the length in four digits, the MD5 in hex, the target, a
+/// newline, spaces to 1067 bytes), built here with `md5sum`, apart from the mount's code.
+fn kernel_mfsymlink(target: &str) -> Vec<u8> {
+    let out = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(target.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let md5 = String::from_utf8(out.stdout).unwrap()[..32].to_string();
+    let mut buf = format!("XSym\n{:04}\n{md5}\n{target}\n", target.len()).into_bytes();
+    buf.resize(1067, b' ');
+    buf
+}
+
+/// `-o mfsymlinks` on a share without the POSIX extensions: `ln -s` makes a Minshall+French
+/// file, byte for byte what the Linux kernel client makes, `readlink` and the kernel's
+/// following read it, a listing shows it as a link; one made by another client (the kernel's
+/// bytes put on the server's disk) is a link too; a regular file of the same size stays a file.
+#[test]
+fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
+    use std::os::unix::fs::FileTypeExt;
+    let tb = testbed();
+    let disk = tb.share_path("plain");
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "mfsymlinks", &["mfsymlinks"]);
+    std::fs::create_dir(m.path("dir")).unwrap();
+    std::fs::write(m.path("dir/data.txt"), b"the data").unwrap();
+    std::os::unix::fs::symlink("dir/data.txt", m.path("to-data")).unwrap();
+    let target = "../some where/else";
+    std::os::unix::fs::symlink(target, m.path("dir/far")).unwrap();
+    assert_eq!(
+        std::fs::read_link(m.path("dir/far")).unwrap().to_str(),
+        Some(target)
+    );
+    let meta = std::fs::symlink_metadata(m.path("dir/far")).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(
+        meta.len(),
+        target.len() as u64,
+        "st_size is the target's length"
+    );
+    assert_eq!(
+        std::fs::read(m.path("to-data")).unwrap(),
+        b"the data",
+        "followed"
+    );
+    assert_eq!(
+        std::fs::read(disk.join("dir/far")).unwrap(),
+        kernel_mfsymlink(target),
+        "the kernel's bytes"
+    );
+    // A listing shows links as links.
+    let kinds: Vec<(String, bool)> = std::fs::read_dir(m.path("dir"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.file_type().unwrap().is_symlink(),
+            )
+        })
+        .collect();
+    assert!(kinds.contains(&("far".into(), true)), "{kinds:?}");
+    assert!(kinds.contains(&("data.txt".into(), false)), "{kinds:?}");
+    // Made by another client: the kernel's bytes on the server.
+    std::fs::write(disk.join("dir/theirs"), kernel_mfsymlink("data.txt")).unwrap();
+    // And a regular file of the same size that is no link.
+    std::fs::write(disk.join("dir/plain-1067"), vec![b'x'; 1067]).unwrap();
+    assert_eq!(
+        std::fs::read_link(m.path("dir/theirs")).unwrap().to_str(),
+        Some("data.txt")
+    );
+    assert_eq!(std::fs::read(m.path("dir/theirs")).unwrap(), b"the data");
+    let plain = std::fs::symlink_metadata(m.path("dir/plain-1067")).unwrap();
+    assert!(plain.file_type().is_file() && !plain.file_type().is_fifo());
+    assert_eq!(plain.len(), 1067);
+    // Removing and renaming a link are those of its file.
+    std::fs::rename(m.path("dir/far"), m.path("dir/near")).unwrap();
+    assert_eq!(
+        std::fs::read_link(m.path("dir/near")).unwrap().to_str(),
+        Some(target)
+    );
+    std::fs::remove_file(m.path("dir/near")).unwrap();
+    assert!(!disk.join("dir/near").exists());
+    drop(m);
+    // Without the option a link cannot be made, and the file is the file it is.
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "no-mfsymlinks", &[]);
+    let err = std::os::unix::fs::symlink("x", m.path("nolink")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+    let meta = std::fs::symlink_metadata(m.path("to-data")).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.len(), 1067);
+    drop(m);
+    no_open_files(&tb);
+}

@@ -163,7 +163,21 @@ impl SmbFs {
     /// A symlink's size is its target's length, as `lstat` gives it locally (git compares it
     /// with what it checked out; readers size their buffer by it). The server keeps the link
     /// as an empty file, so it takes a READLINK: one more round trip, for symlinks only.
+    /// With `mfsymlinks`, a regular file of a Minshall+French link's size is read to see
+    /// whether it is one (see `mfsymlinks`).
     pub(super) async fn with_link_size(&self, path: &str, mut attr: Attr) -> FsResult<Attr> {
+        if attr.kind == Kind::File && attr.size == super::mfsymlinks::FILE_SIZE && self.mfsymlinks()
+        {
+            if let Some(target) = self
+                .retry(|| super::mfsymlinks::read(&self.share, path))
+                .await?
+            {
+                attr.kind = Kind::Symlink;
+                attr.perm = 0o777;
+                attr.size = target.len() as u64;
+            }
+            return Ok(attr);
+        }
         if attr.kind == Kind::Symlink {
             let target = self.retry(|| self.share.read_link(path)).await?;
             attr.size = target.len() as u64;

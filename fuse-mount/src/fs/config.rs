@@ -39,6 +39,13 @@ pub struct FsConfig {
     pub io_size: u32,
     /// The kernel's read-ahead window (`max_readahead=`; 0 with `cache=none`).
     pub kernel_readahead: u64,
+    /// Map the characters Windows forbids in names to Unicode's private-use area and back
+    /// (`mapposix`, the default; `nomapposix` off), on shares without the POSIX extensions;
+    /// see [`crate::sfm`].
+    pub mapposix: bool,
+    /// Make and read symbolic links as Minshall+French files (`mfsymlinks`), on shares
+    /// without the POSIX extensions.
+    pub mfsymlinks: bool,
 }
 
 impl Default for FsConfig {
@@ -57,6 +64,8 @@ impl Default for FsConfig {
             prefetch: 64 << 20,
             io_size: 1 << 20,
             kernel_readahead: 0,
+            mapposix: true,
+            mfsymlinks: false,
         }
     }
 }

@@ -4,11 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use smb3_client::{DirEntry, Error, ReadDir};
+use smb3_client::{DirEntry, Error, ReadDir, Share};
 
 use super::attr::{Attr, Kind};
 use super::SmbFs;
-use crate::dir_stream::{DirCursor, Lister};
+use crate::dir_stream::{DirCursor, Lister, Pages};
 use crate::errno::{FsError, FsResult};
 
 /// One directory entry as READDIR(PLUS) returns it.
@@ -28,7 +28,51 @@ pub struct Listed {
 pub(super) struct OpenDir {
     /// Its path on the share.
     path: String,
-    cursor: tokio::sync::Mutex<DirCursor<ReadDir>>,
+    cursor: tokio::sync::Mutex<DirCursor<Listing>>,
+}
+
+/// A listing, with what each entry that may be a Minshall+French link (`mfsymlinks`) turned
+/// out to be: its target's length when it is one.
+pub(super) struct Listing {
+    pages: ReadDir,
+    /// Set with `mfsymlinks`: where to read the candidates.
+    links: Option<(Share, String)>,
+}
+
+impl Pages for Listing {
+    type Entry = (DirEntry, Option<u64>);
+    async fn next_page(&mut self) -> Result<Option<Vec<Self::Entry>>, Error> {
+        let Some(page) = Pages::next_page(&mut self.pages).await? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(page.len());
+        for entry in page {
+            // A listing cannot say whether the file is a link: read it (only files of
+            // exactly a link file's size), so READDIRPLUS gives the kernel the right type.
+            let link = match &self.links {
+                Some((share, dir))
+                    if !entry.metadata.is_dir()
+                        && entry.metadata.len == super::mfsymlinks::FILE_SIZE =>
+                {
+                    let path = if dir.is_empty() {
+                        entry.name.clone()
+                    } else {
+                        format!("{dir}/{}", entry.name)
+                    };
+                    match super::mfsymlinks::read(share, &path).await {
+                        Ok(target) => target.map(|t| t.len() as u64),
+                        Err(e) => {
+                            tracing::debug!(path, error = %e, "reading a possible mfsymlink");
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            out.push((entry, link));
+        }
+        Ok(Some(out))
+    }
 }
 
 impl OpenDir {
@@ -36,7 +80,7 @@ impl OpenDir {
     pub(super) async fn close(&self) {
         let listing = self.cursor.lock().await.take_listing();
         if let Some(listing) = listing {
-            if let Err(e) = listing.close().await {
+            if let Err(e) = listing.pages.close().await {
                 tracing::debug!(path = self.path, error = %e, "closing a listing");
             }
         }
@@ -50,9 +94,16 @@ struct ShareLister<'a> {
 }
 
 impl Lister for ShareLister<'_> {
-    type Pages = ReadDir;
-    async fn open(&self) -> Result<ReadDir, Error> {
-        self.fs.retry(|| self.fs.share.list(self.path)).await
+    type Pages = Listing;
+    async fn open(&self) -> Result<Listing, Error> {
+        let pages = self.fs.retry(|| self.fs.share.list(self.path)).await?;
+        Ok(Listing {
+            pages,
+            links: self
+                .fs
+                .mfsymlinks()
+                .then(|| (self.fs.share.clone(), self.path.to_string())),
+        })
     }
 }
 
@@ -104,12 +155,17 @@ impl SmbFs {
         Ok(taken)
     }
 
-    fn listed(&self, entry: &DirEntry) -> Listed {
-        let attr = self.attr(0, &entry.metadata);
+    fn listed(&self, (entry, link): &(DirEntry, Option<u64>)) -> Listed {
+        let mut attr = self.attr(0, &entry.metadata);
+        if let Some(len) = link {
+            attr.kind = Kind::Symlink;
+            attr.perm = 0o777;
+            attr.size = *len;
+        }
         Listed {
             kind: attr.kind,
             file_id: entry.file_id,
-            name: entry.name.clone(),
+            name: self.names.to_local(&entry.name).into_owned(),
             attr,
         }
     }

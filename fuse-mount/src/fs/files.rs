@@ -133,7 +133,11 @@ impl SmbFs {
             .create_new(mode.exclusive)
             .truncate(mode.truncate)
             .mode(permissions);
-        let file = until_deleted(|| self.share.open(&path, &opts)).await?;
+        let file = if !mode.exclusive && !self.share.is_posix() {
+            self.create_exactly(name, &path, &opts).await?
+        } else {
+            until_deleted(|| self.share.open(&path, &opts)).await?
+        };
         let m = match file.metadata().await {
             Ok(m) => m,
             Err(e) => {
@@ -148,6 +152,32 @@ impl SmbFs {
             .remember(parent, name, m.file_id);
         self.deferred.retire(ino);
         Ok((self.attr(ino, &m), self.add_handle(ino, file, true)))
+    }
+
+    /// CREATE without O_EXCL on a share without the POSIX extensions. The kernel asks for it
+    /// only when its lookup found no `name`; on a case-insensitive share an open-or-create
+    /// would then open (and with O_TRUNC empty) a file stored as `Name` or `NAME`. So the file
+    /// is created exclusively first; if something is there, it is opened only when its stored
+    /// name is `name` itself (made by another client meanwhile), and otherwise the create
+    /// fails with EEXIST: `foo` and `FOO` cannot both exist there.
+    async fn create_exactly(
+        &self,
+        name: &str,
+        path: &str,
+        opts: &OpenOptions,
+    ) -> FsResult<smb3_client::File> {
+        let exclusive = opts.clone().create_new(true);
+        match until_deleted(|| self.share.open(path, &exclusive)).await {
+            Err(e) if e.status() == Some(NtStatus::OBJECT_NAME_COLLISION) => {
+                let (_, stored) = self.share.metadata_and_name(path).await?;
+                let kept = stored.as_deref().and_then(|s| s.rsplit(['\\', '/']).next());
+                if kept.is_some_and(|k| !k.is_empty() && k != self.names.to_server(name)) {
+                    return Err(FsError::new(libc::EEXIST));
+                }
+                Ok(until_deleted(|| self.share.open(path, opts)).await?)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// READ up to `size` bytes at `offset` (fewer only at end of file).
@@ -260,7 +290,17 @@ impl SmbFs {
     }
 
     /// RELEASE: the last descriptor of the open is closed; close the handle on the server.
+    /// A file unlinked while open (see `silly`) is deleted once its last handle is released.
     pub async fn release(&self, fh: u64) -> FsResult<()> {
+        let Some(ino) = self.files.lock().unwrap().get(&fh).map(|h| h.ino) else {
+            return Ok(());
+        };
+        let released = self.release_handle(fh).await;
+        self.reap(ino).await;
+        released
+    }
+
+    async fn release_handle(&self, fh: u64) -> FsResult<()> {
         let Some(h) = self.files.lock().unwrap().get(&fh).cloned() else {
             return Ok(());
         };
@@ -315,6 +355,7 @@ impl SmbFs {
     /// left on it, the page cache on, and a lease granting Read and Handle caching.
     async fn parks(&self, h: &OpenFile) -> bool {
         !h.writable
+            && !self.is_silly(h.ino)
             && !self.cfg.close_delay.is_zero()
             && self.drop_pages.get().is_some()
             && DeferredCloses::may_park(&h.file)

@@ -15,7 +15,10 @@
 //!   read-ahead, times to set again, locks);
 //! - `files`: OPEN, CREATE, READ, WRITE, FLUSH, FSYNC, RELEASE;
 //! - `locks`: POSIX byte-range locks over SMB2 LOCK: SETLK, GETLK;
-//! - `dirs`: directory listings: OPENDIR, READDIR, RELEASEDIR.
+//! - `dirs`: directory listings: OPENDIR, READDIR, RELEASEDIR;
+//! - `silly`: files unlinked or replaced while open here, kept under a hidden name until
+//!   their last close (shares without the POSIX extensions);
+//! - `mfsymlinks`: symbolic links as Minshall+French files (`-o mfsymlinks`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,11 +30,13 @@ use smb3_client::{Error, NtStatus, Share};
 
 use self::dirs::OpenDir;
 use self::handles::OpenFile;
+use self::silly::Silly;
 use crate::deferred_close::DeferredCloses;
 use crate::dir_watch::{DirWatches, StaleSink};
 use crate::inode::InodeTable;
 use crate::io_stats::IoStats;
 use crate::prefetch::{PrefetchBudget, PrefetchStats};
+use crate::sfm::NameMap;
 use crate::write_behind::Budget;
 
 mod attr;
@@ -40,13 +45,16 @@ mod dirs;
 mod files;
 mod handles;
 mod locks;
+mod mfsymlinks;
 mod names;
+mod silly;
 
 pub use self::attr::{Attr, Kind, SetAttr, StatFs};
 pub use self::config::FsConfig;
 pub use self::dirs::Listed;
 pub use self::files::{OpenMode, Opened};
 pub use self::locks::LockType;
+pub use self::silly::is_hidden_name;
 pub use crate::errno::{FsError, FsResult};
 
 /// The mounted share.
@@ -76,6 +84,12 @@ pub struct SmbFs {
     prefetch_stats: Arc<PrefetchStats>,
     /// [`SmbFs::prefetch_cap`] and when it was worked out.
     prefetch_cap: Mutex<Option<(std::time::Instant, u64)>>,
+    /// How names are sent and shown: the SFM mapping with `mapposix` on a share without
+    /// the POSIX extensions (see [`crate::sfm`]).
+    names: NameMap,
+    /// Files unlinked or replaced while open here, under their hidden names, by node (see
+    /// `silly`).
+    sillies: Mutex<HashMap<u64, Silly>>,
 }
 
 /// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
@@ -132,8 +146,16 @@ impl SmbFs {
             .collect::<Vec<_>>()
             .join("/");
         let inodes = Arc::new(Mutex::new(InodeTable::new()));
+        // With the POSIX extensions the server takes every name a Linux program makes.
+        let names = NameMap::new(cfg.mapposix && !share.is_posix());
         SmbFs {
-            watches: DirWatches::new(share.clone(), inodes.clone(), cfg.watch_dirs, WATCH_IDLE),
+            watches: DirWatches::new(
+                share.clone(),
+                inodes.clone(),
+                cfg.watch_dirs,
+                WATCH_IDLE,
+                names,
+            ),
             share,
             prefix,
             inodes,
@@ -147,6 +169,8 @@ impl SmbFs {
             prefetch_budget: PrefetchBudget::new(cfg.prefetch.saturating_mul(4)),
             prefetch_stats: Arc::new(PrefetchStats::default()),
             prefetch_cap: Mutex::new(None),
+            names,
+            sillies: Mutex::new(HashMap::new()),
             cfg,
         }
     }
@@ -231,8 +255,20 @@ impl SmbFs {
         }
     }
 
-    /// The share path of a mount-relative path.
+    /// The share path of a mount-relative path (its names as the server gets them, see
+    /// [`crate::sfm`]).
     fn on_share(&self, rel: &str) -> String {
+        let mapped;
+        let rel = if self.names.sfm {
+            mapped = rel
+                .split('/')
+                .map(|n| self.names.to_server(n))
+                .collect::<Vec<_>>()
+                .join("/");
+            mapped.as_str()
+        } else {
+            rel
+        };
         match (self.prefix.is_empty(), rel.is_empty()) {
             (true, _) => rel.to_string(),
             (false, true) => self.prefix.clone(),
@@ -249,6 +285,11 @@ impl SmbFs {
         // NAME_MAX: the server would call a longer name invalid (EINVAL), POSIX says this.
         if name.len() > 255 {
             return Err(FsError::new(libc::ENAMETOOLONG));
+        }
+        // Without the mapping, a `\` would make two names of one on the server, and a
+        // trailing dot or space a name the server shows only mangled (8.3).
+        if !self.names.sendable(name) && !self.share.is_posix() {
+            return Err(FsError::new(libc::EINVAL));
         }
         let rel = self
             .inodes
@@ -288,6 +329,7 @@ impl SmbFs {
             dir.close().await;
         }
         self.deferred.close_all().await;
+        self.delete_all_sillies().await;
         self.watches.end_all().await;
         if let Err(e) = self.share.client().logoff().await {
             tracing::debug!(error = %e, "logoff at unmount failed");

@@ -18,10 +18,21 @@ impl SmbFs {
         if let Some(ino) = known {
             self.drain_ino(ino).await;
         }
-        let m = self
-            .retry(|| self.share.metadata(path))
+        let (m, stored) = self
+            .retry(|| self.share.metadata_and_name(path))
             .await
             .map_err(gone_if_deleted)?;
+        // A case-insensitive share finds `FOO` when `foo` is there; for POSIX, and for the
+        // kernel (which would take them for one file: `mv a A` says "same file", `rename(2)`
+        // does nothing), they are two names, and `FOO` does not exist. The name the server
+        // keeps says which it is, in the same reply. So does an 8.3 name that Samba gave a
+        // name it cannot show (`TF53O1~B`): found, but not under the name asked for.
+        if let Some(stored) = stored {
+            let kept = stored.rsplit(['\\', '/']).next().unwrap_or("");
+            if !kept.is_empty() && kept != self.names.to_server(name) {
+                return Err(FsError::new(libc::ENOENT));
+            }
+        }
         let ino = self
             .inodes
             .lock()
@@ -32,6 +43,10 @@ impl SmbFs {
 
     /// LOOKUP: the entry `name` in directory `parent`.
     pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        // Files unlinked while open wait under these names: gone for POSIX.
+        if super::is_hidden_name(name) {
+            return Err(FsError::new(libc::ENOENT));
+        }
         let path = self.child_of(parent, name)?;
         let found = self.entry(parent, name, &path).await;
         if found.is_ok() {
@@ -93,6 +108,12 @@ impl SmbFs {
         let path = self.child_of(parent, name)?;
         let node = self.inodes.lock().unwrap().child(parent, name);
         self.close_parked_at(&path).await;
+        if let Some(ino) = node.filter(|&ino| !self.share.is_posix() && self.open_here(ino)) {
+            // Open here: moved aside to a hidden name, deleted at its last close (`silly`).
+            let (hidden, hidden_path) = self.move_aside(parent, name, &path).await?;
+            self.adopt(ino, parent, hidden, hidden_path).await;
+            return Ok(());
+        }
         match self.share.remove_file(&path).await {
             Err(e) if e.status() == Some(NtStatus::CANNOT_DELETE) => {
                 self.share.set_readonly(&path, false).await?;
@@ -150,6 +171,22 @@ impl SmbFs {
         } else {
             IfExists::Replace
         };
+        let posix = self.share.is_posix();
+        let source = self.inodes.lock().unwrap().child(parent, name);
+        if !posix {
+            self.check_case_collision(source, &from, &to, new_name)
+                .await?;
+        }
+        // A target open here moves aside first, to be deleted at its last close (`silly`):
+        // Samba refuses to rename over a file the session holds open.
+        let target = self.inodes.lock().unwrap().child(new_parent, new_name);
+        let aside = match target {
+            Some(t) if !posix && !noreplace && Some(t) != source && self.open_here(t) => {
+                let (hidden, hidden_path) = self.move_aside(new_parent, new_name, &to).await?;
+                Some((t, hidden, hidden_path))
+            }
+            _ => None,
+        };
         let mut renamed = self.share.rename(&from, &to, if_exists).await;
         // A lookup below `from` may have started a watch there meanwhile, which the server
         // counts as an open handle below: end it and try once more.
@@ -157,6 +194,9 @@ impl SmbFs {
             && self.end_watches_at(&from).await > 0
         {
             renamed = self.share.rename(&from, &to, if_exists).await;
+        }
+        if let (Err(_), Some((_, hidden, _))) = (&renamed, &aside) {
+            self.put_back(new_parent, new_name, &to, hidden).await;
         }
         match renamed {
             Ok(()) => {}
@@ -172,7 +212,7 @@ impl SmbFs {
                     self.share.metadata(&to).await,
                 );
                 match dst {
-                    Ok(dst) if self.share.is_posix() && !dst.is_dir() && !src.is_dir() => {
+                    Ok(dst) if !dst.is_dir() && !src.is_dir() => {
                         self.replace_open_target(&from, &to).await?;
                     }
                     Ok(dst) if dst.is_dir() && src.is_dir() => {
@@ -191,7 +231,38 @@ impl SmbFs {
             .unwrap()
             .renamed(parent, name, new_parent, new_name);
         drop(closes_held);
+        if let Some((t, hidden, hidden_path)) = aside {
+            self.adopt(t, new_parent, hidden, hidden_path).await;
+        }
         Ok(())
+    }
+
+    /// On a share without the POSIX extensions: `to` may name, case aside, a file that is
+    /// there under another name (`FOO` finds `foo` on a case-insensitive share). Renaming onto
+    /// it would replace a file whose name is not the one asked for: EEXIST, as a create of
+    /// that name gets. Unless it is the file being renamed: a case-only rename (`mv a A`).
+    async fn check_case_collision(
+        &self,
+        source: Option<u64>,
+        from: &str,
+        to: &str,
+        new_name: &str,
+    ) -> FsResult<()> {
+        let Ok((found, Some(stored))) = self.share.metadata_and_name(to).await else {
+            return Ok(());
+        };
+        let kept = stored.rsplit(['\\', '/']).next().unwrap_or("");
+        if kept.is_empty() || kept == self.names.to_server(new_name) {
+            return Ok(());
+        }
+        let source_id = match source {
+            Some(ino) if (2..(1 << 63)).contains(&ino) => ino,
+            _ => self.share.metadata(from).await?.file_id,
+        };
+        if found.file_id == source_id && found.file_id != 0 {
+            return Ok(());
+        }
+        Err(FsError::new(libc::EEXIST))
     }
 
     /// Rename the file `from` over the file `to` that this mount holds open, on a POSIX share.
@@ -217,8 +288,14 @@ impl SmbFs {
 
     /// SYMLINK: `name` in `parent` becomes a link to `target`, stored as given (a POSIX
     /// share keeps it as a symlink reparse point); EPERM on a share without the extensions.
+    /// Elsewhere, with `mfsymlinks`, a Minshall+French file (see `mfsymlinks`).
     pub async fn symlink(&self, parent: u64, name: &str, target: &str) -> FsResult<Attr> {
         self.writable()?;
+        if self.mfsymlinks() {
+            let path = self.child_of(parent, name)?;
+            self.write_mfsymlink(&path, target).await?;
+            return self.entry(parent, name, &path).await;
+        }
         if !self.share.is_posix() {
             return Err(FsError::new(libc::EPERM));
         }
@@ -230,6 +307,12 @@ impl SmbFs {
     /// READLINK: the target of the link `ino`, as the server keeps it.
     pub async fn readlink(&self, ino: u64) -> FsResult<String> {
         let path = self.path_of(ino)?;
+        if self.mfsymlinks() {
+            return self
+                .read_mfsymlink(&path)
+                .await?
+                .ok_or_else(|| FsError::new(libc::EINVAL));
+        }
         Ok(self.retry(|| self.share.read_link(&path)).await?)
     }
 
@@ -259,36 +342,22 @@ impl SmbFs {
     /// End the directory watches at and below `path`, closing their directories, before
     /// removing or renaming it (see `dir_watch`'s module notes); returns how many ended.
     async fn end_watches_at(&self, path: &str) -> usize {
-        let inodes = &self.inodes;
+        // Share paths on both sides: with the mounted directory's prefix, and the names as
+        // the server has them (see `crate::sfm`).
         self.watches
-            .end_at_or_below(path, |dir| inodes.lock().unwrap().path(dir))
+            .end_at_or_below(path, |dir| self.path_of(dir).ok())
             .await
     }
 }
 
-/// A hidden name beside `path` for a file about to be replaced, unique enough that two
-/// mounts or two renames do not meet.
+/// A hidden name beside `path` for a file about to be replaced (one listings do not show,
+/// see `silly`), unique enough that two mounts or two renames do not meet.
 fn aside_name(path: &str) -> String {
-    let (dir, name) = match path.rfind('/') {
-        Some(i) => (&path[..=i], &path[i + 1..]),
-        None => ("", path),
-    };
-    let tag: u32 = rand_tag();
-    // A name no longer than the original plus 20 bytes; past NAME_MAX, a shortened one.
-    let stem: String = name.chars().take(200).collect();
-    format!("{dir}.smbfuse-{tag:08x}-{stem}")
-}
-
-fn rand_tag() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
-    h.finish() as u32
+    let hidden = super::silly::hidden_name();
+    match path.rfind('/') {
+        Some(i) => format!("{}/{hidden}", &path[..i]),
+        None => hidden,
+    }
 }
 
 /// What `mknod(2)` asks for, as the library makes it: `fmt` the `S_IFMT` bits, `rdev` the

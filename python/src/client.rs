@@ -365,7 +365,14 @@ impl Share {
         }
         let (s, p) = (me.inner.clone(), rpath(path));
         let file = me.call(py, async move { s.open(&p, &opts).await })?;
-        Ok(File::new(file, me.ctx.clone(), parsed, path.to_string()))
+        Ok(File::new(
+            file,
+            me.ctx.clone(),
+            parsed,
+            path.to_string(),
+            me.io_size,
+            me.inner.client().clone(),
+        ))
     }
 
     /// Size, times and attributes of `path` (an `os.stat_result`-like object).

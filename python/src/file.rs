@@ -2,6 +2,7 @@
 //! library's `File`, whose reads and writes at an offset are split into chunks in flight on
 //! every channel at once.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -90,6 +91,43 @@ fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Bytes> {
 struct State {
     file: Option<smb3_client::File>,
     pos: u64,
+    /// The file's size as far as this handle knows (at open, then its own writes): where
+    /// read-ahead stops.
+    size_hint: u64,
+    ahead: ReadAhead,
+}
+
+/// Chunks read ahead of a reader that goes through the file in order (each cursor read
+/// starting where the one before ended), so the server is busy while Python handles the
+/// data: `io_size` chunks in flight on every channel, as many as a copy keeps. A seek
+/// elsewhere, a write or a truncate drops them. Data written by other clients meanwhile is
+/// not seen by what was already read ahead (as with any read-ahead cache).
+#[derive(Debug, Default)]
+struct ReadAhead {
+    /// Data fetched and not yet handed out, starting at file offset `buf_at`.
+    buf: Bytes,
+    buf_at: u64,
+    /// Chunks in flight, in file order: (offset, length, task).
+    queue: VecDeque<(
+        u64,
+        usize,
+        tokio::task::JoinHandle<smb3_client::Result<Bytes>>,
+    )>,
+    /// Where the last cursor read ended (`u64::MAX` before the first).
+    last_end: u64,
+}
+
+impl ReadAhead {
+    fn clear(&mut self) {
+        for (_, _, task) in self.queue.drain(..) {
+            task.abort();
+        }
+        self.buf = Bytes::new();
+    }
+
+    fn covers(&self, pos: u64) -> bool {
+        pos >= self.buf_at && pos < self.buf_at + self.buf.len() as u64
+    }
 }
 
 /// An open file on a share, unbuffered; `Share.open` wraps it in `io` classes. Reads and
@@ -102,7 +140,14 @@ pub(crate) struct File {
     ctx: Arc<Ctx>,
     mode: OpenMode,
     name: String,
+    io_size: u32,
+    /// The session, for how many chunks keep its channels busy.
+    client: smb3_client::Client,
 }
+
+/// A cursor read at most this many chunks long goes through the read-ahead; a longer one
+/// is one pipelined `read_at`.
+const AHEAD_MAX_CHUNKS: u64 = 8;
 
 impl File {
     pub(crate) fn new(
@@ -110,16 +155,138 @@ impl File {
         ctx: Arc<Ctx>,
         mode: OpenMode,
         name: String,
+        io_size: u32,
+        client: smb3_client::Client,
     ) -> File {
-        let pos = if mode.append { file.size_at_open() } else { 0 };
+        let size = file.size_at_open();
+        let pos = if mode.append { size } else { 0 };
         File {
             state: Mutex::new(State {
                 file: Some(file),
                 pos,
+                size_hint: size,
+                ahead: ReadAhead {
+                    last_end: u64::MAX,
+                    ..ReadAhead::default()
+                },
             }),
             ctx,
             mode,
             name,
+            io_size: io_size.max(4096),
+            client,
+        }
+    }
+
+    /// Start reads of the chunks after what is fetched or in flight, up to the depth that
+    /// keeps every channel busy.
+    fn top_up(&self, s: &mut State) {
+        let Some(f) = s.file.clone() else { return };
+        let client = &self.client;
+        let depth = if client.binding_channels() {
+            client.busy_depth().max(1)
+        } else {
+            client.busy_depth().max(16)
+        };
+        let mut next = match s.ahead.queue.back() {
+            Some((off, len, _)) => off + *len as u64,
+            None => (s.ahead.buf_at + s.ahead.buf.len() as u64).max(s.pos),
+        };
+        while s.ahead.queue.len() < depth && next < s.size_hint {
+            let len = u64::from(self.io_size).min(s.size_hint - next) as usize;
+            let (f, off) = (f.clone(), next);
+            let task = self
+                .ctx
+                .handle()
+                .spawn(async move { f.read_at(off, len).await });
+            s.ahead.queue.push_back((off, len, task));
+            next += len as u64;
+        }
+    }
+
+    /// A read at the cursor `pos` of up to `want` bytes, through the read-ahead when the
+    /// reads go through the file in order. May return fewer bytes than asked (the rest of a
+    /// chunk), as a raw read may; empty only at the end of the file.
+    fn read_cursor(&self, py: Python<'_>, pos: u64, want: usize) -> PyResult<Bytes> {
+        let direct = want as u64 > AHEAD_MAX_CHUNKS * u64::from(self.io_size);
+        loop {
+            let popped = {
+                let mut s = self.lock();
+                if s.file.is_none() {
+                    drop(s);
+                    return self.current().map(|_| Bytes::new());
+                }
+                let sequential = pos == s.ahead.last_end;
+                if !direct && s.ahead.covers(pos) {
+                    let start = (pos - s.ahead.buf_at) as usize;
+                    let n = want.min(s.ahead.buf.len() - start);
+                    let out = s.ahead.buf.slice(start..start + n);
+                    s.ahead.last_end = pos + n as u64;
+                    if sequential {
+                        self.top_up(&mut s);
+                    }
+                    return Ok(out);
+                }
+                match s.ahead.queue.front() {
+                    Some((off, _, _)) if *off == pos && !direct => s.ahead.queue.pop_front(),
+                    _ => {
+                        s.ahead.clear();
+                        None
+                    }
+                }
+            };
+            let Some((off, len, task)) = popped else {
+                let sequential = pos == self.lock().ahead.last_end;
+                let data = self.read_bytes(py, pos, want)?;
+                let mut s = self.lock();
+                s.ahead.last_end = pos + data.len() as u64;
+                if sequential && data.len() == want && !direct {
+                    s.ahead.buf = Bytes::new();
+                    s.ahead.buf_at = pos + want as u64;
+                    self.top_up(&mut s);
+                }
+                return Ok(data);
+            };
+            let fetched = self.ctx.run(py, task)?;
+            let mut s = self.lock();
+            match fetched {
+                Ok(Ok(data)) => {
+                    let short = data.len() < len;
+                    if data.is_empty() {
+                        s.ahead.clear();
+                        s.ahead.last_end = pos;
+                        return Ok(data);
+                    }
+                    if short {
+                        // The file is shorter than this handle thought: nothing beyond.
+                        for (_, _, t) in s.ahead.queue.drain(..) {
+                            t.abort();
+                        }
+                        s.size_hint = off + data.len() as u64;
+                    }
+                    s.ahead.buf = data;
+                    s.ahead.buf_at = off;
+                }
+                Ok(Err(e)) => {
+                    s.ahead.clear();
+                    return Err(errors::from_client(py, &e));
+                }
+                // Aborted by another thread's seek or write: read it directly.
+                Err(_) => s.ahead.clear(),
+            }
+        }
+    }
+
+    /// Forget what was read ahead (a write, a truncate), and note the new size.
+    fn written(&self, end: Option<u64>, truncated_to: Option<u64>) {
+        let mut s = self.lock();
+        s.ahead.clear();
+        s.ahead.last_end = u64::MAX;
+        if let Some(end) = end {
+            s.size_hint = s.size_hint.max(end);
+        }
+        if let Some(len) = truncated_to {
+            s.size_hint = len;
         }
     }
 
@@ -186,7 +353,7 @@ impl File {
         let data = if want == 0 {
             Bytes::new()
         } else {
-            self.read_bytes(py, pos, want)?
+            self.read_cursor(py, pos, want)?
         };
         self.set_pos(pos + data.len() as u64);
         Ok(PyBytes::new(py, &data))
@@ -205,7 +372,9 @@ impl File {
         let n = bytes.len();
         let (_, pos) = self.current()?;
         if n > 0 {
+            self.written(None, None);
             self.write_bytes(py, pos, bytes)?;
+            self.written(Some(pos + n as u64), None);
         }
         self.set_pos(pos + n as u64);
         Ok(n)
@@ -227,7 +396,11 @@ impl File {
     fn write_at(&self, py: Python<'_>, offset: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check(py, self.mode.write, "writing")?;
         let bytes = bytes_of(data)?;
-        self.write_bytes(py, offset, bytes)
+        let end = offset + bytes.len() as u64;
+        self.written(None, None);
+        self.write_bytes(py, offset, bytes)?;
+        self.written(Some(end), None);
+        Ok(())
     }
 
     /// Move the cursor: `whence` 0 from the start, 1 from the cursor, 2 from the end (which
@@ -264,7 +437,9 @@ impl File {
         self.check(py, self.mode.write, "writing")?;
         let (f, pos) = self.current()?;
         let len = size.unwrap_or(pos);
+        self.written(None, None);
         self.ctx.call(py, async move { f.set_len(len).await })?;
+        self.written(None, Some(len));
         Ok(len)
     }
 
@@ -283,7 +458,11 @@ impl File {
 
     /// Close the handle and report the server's answer; closing again does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let file = self.lock().file.take();
+        let file = {
+            let mut s = self.lock();
+            s.ahead.clear();
+            s.file.take()
+        };
         match file {
             Some(f) => {
                 let closed = self.ctx.call(py, {
@@ -334,7 +513,11 @@ impl File {
 impl Drop for File {
     fn drop(&mut self) {
         // The library closes a dropped handle in the background; that needs the runtime.
-        let file = self.lock().file.take();
+        let file = {
+            let mut s = self.lock();
+            s.ahead.clear();
+            s.file.take()
+        };
         self.ctx.drop_inside(file);
     }
 }

@@ -3,6 +3,9 @@
 //! future there and waits on the calling thread with the GIL released.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,56 +53,45 @@ impl Ctx {
             .handle()
     }
 
-    /// Run `fut` on the runtime and wait for it with the GIL released. Signals are checked
-    /// every [`SIGNAL_POLL`]: an exception from a signal handler (KeyboardInterrupt) aborts
-    /// the task and is returned. A panic inside the task becomes an `SMBError`.
+    /// Run `fut` on the runtime and wait for it with the GIL released: the calling thread
+    /// drives it (as smbcp's main thread drives its copy), the runtime's workers run the
+    /// channels' tasks. Signals are checked every [`SIGNAL_POLL`]: an exception from a signal
+    /// handler (KeyboardInterrupt) drops the future (what it cleans up on drop, such as a
+    /// partial copy, is gone when the exception reaches the caller) and is returned. A panic
+    /// inside the future becomes an `SMBError`.
     pub(crate) fn run<F>(&self, py: Python<'_>, fut: F) -> PyResult<F::Output>
     where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F: Future + Send,
+        F::Output: Send,
     {
-        let handle = self.handle().clone();
-        let mut task = handle.spawn(fut);
-        let joined = py.allow_threads(|| loop {
-            let waited =
-                handle.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await });
-            match waited {
-                Ok(joined) => return Ok(joined),
-                Err(_) => {
-                    if let Err(e) = Python::with_gil(|py| py.check_signals()) {
-                        // Wait for the task to be dropped, so what it cleans up on drop
-                        // (a partial copy) is gone when the exception reaches the caller.
-                        task.abort();
-                        let _ = handle.block_on(&mut task);
-                        return Err(e);
+        let handle = self.handle();
+        let done = py.allow_threads(|| {
+            handle.block_on(async {
+                let mut fut = std::pin::pin!(AssertUnwindSafe(fut).catch_unwind());
+                loop {
+                    match tokio::time::timeout(SIGNAL_POLL, &mut fut).await {
+                        Ok(done) => return Ok::<_, PyErr>(done),
+                        Err(_) => Python::with_gil(|py| py.check_signals())?,
                     }
                 }
-            }
+            })
         })?;
-        match joined {
-            Ok(v) => Ok(v),
-            Err(e) if e.is_panic() => {
-                let panic = e.into_panic();
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_string());
-                Err(errors::internal(
-                    py,
-                    &format!("internal error (panic): {what}"),
-                ))
-            }
-            Err(_) => Err(errors::internal(py, "the client's runtime shut down")),
-        }
+        done.map_err(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            errors::internal(py, &format!("internal error (panic): {what}"))
+        })
     }
 
     /// Like [`Ctx::run`] for a future that returns the library's `Result`: its error becomes
     /// the matching exception.
     pub(crate) fn call<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
     where
-        F: Future<Output = smb3_client::Result<T>> + Send + 'static,
-        T: Send + 'static,
+        F: Future<Output = smb3_client::Result<T>> + Send,
+        T: Send,
     {
         self.run(py, fut)?.map_err(|e| errors::from_client(py, &e))
     }

@@ -336,3 +336,33 @@ def test_ctrl_c_interrupts_a_long_copy_and_leaves_nothing(share, rdir, tmp_path)
     with share.open(f"{d}/huge.bin", "rb") as f:
         f.seek(size - 3)
         assert f.read() == b"\0\0\0"
+
+
+def test_read_ahead_follows_seeks_and_own_writes(share, rdir):
+    d, _ = rdir
+    data = bytearray(pattern(6 * MIB + 100, seed=21))
+    with share.open(f"{d}/ra.bin", "wb") as f:
+        f.write(data)
+    with share.open(f"{d}/ra.bin", "r+b", buffering=0) as f:
+        got = bytearray()
+        while len(got) < 2 * MIB:  # in order: the read-ahead starts
+            got += f.read(256 * 1024)
+        assert got == data[: len(got)]
+        # Overwrite what was read ahead, through this handle: the reads see the new bytes.
+        f.write_at(3 * MIB, b"NEW" * 1000)
+        data[3 * MIB : 3 * MIB + 3000] = b"NEW" * 1000
+        while True:
+            b = f.read(300_000)
+            if not b:
+                break
+            got += b
+        assert got == data
+        # A seek back and forth.
+        f.seek(5 * MIB)
+        assert f.read(10) == data[5 * MIB : 5 * MIB + 10]
+        f.seek(17)
+        assert f.read(1 * MIB) == data[17 : 17 + MIB]
+        assert f.read(1 * MIB) == data[17 + MIB : 17 + 2 * MIB]
+        f.truncate(100)
+        f.seek(0)
+        assert f.read() == data[:100]

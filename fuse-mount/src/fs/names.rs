@@ -136,9 +136,53 @@ impl SmbFs {
         let path = self.child_of(parent, name)?;
         self.close_parked_at(&path).await;
         self.end_watches_at(&path).await;
-        self.share.remove_dir(&path).await?;
+        match self.share.remove_dir(&path).await {
+            Err(e)
+                if e.status() == Some(NtStatus::DIRECTORY_NOT_EMPTY)
+                    && !self.share.is_posix()
+                    && self.remove_leftovers(&path).await =>
+            {
+                self.share.remove_dir(&path).await?;
+            }
+            r => r?,
+        }
         self.inodes.lock().unwrap().unlinked(parent, name);
         Ok(())
+    }
+
+    /// The directory `path` is not empty for the server: if all it holds are hidden files
+    /// this mount is not waiting on (left by a daemon that died while they were open, see
+    /// `silly`), delete them, so that `rmdir` does what it would locally. Another mount's
+    /// live one is only marked delete-pending (it goes with that mount's last handle, as it
+    /// would anyway). Returns whether anything was deleted.
+    async fn remove_leftovers(&self, path: &str) -> bool {
+        let Ok(entries) = self.share.read_dir(path).await else {
+            return false;
+        };
+        if entries.is_empty() || !entries.iter().all(|e| super::is_hidden_name(&e.name)) {
+            return false;
+        }
+        let ours: Vec<String> = self
+            .sillies
+            .lock()
+            .unwrap()
+            .values()
+            .map(|s| s.path().to_string())
+            .collect();
+        let mut removed = false;
+        for e in entries {
+            let leftover = format!("{path}/{}", e.name);
+            if ours.contains(&leftover) {
+                return removed;
+            }
+            match self.share.remove_file(&leftover).await {
+                Ok(()) => removed = true,
+                Err(err) => {
+                    tracing::debug!(leftover, error = %err, "removing a leftover hidden file")
+                }
+            }
+        }
+        removed
     }
 
     /// RENAME, replacing an existing target unless `noreplace`. A directory replaces an empty

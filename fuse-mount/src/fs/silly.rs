@@ -12,12 +12,11 @@
 //! its directory, `.smbfuse` and 16 hex digits, which listings and lookups here do not show;
 //! the name it had is free at once. The mount then opens it with FILE_DELETE_ON_CLOSE
 //! (MS-SMB2 2.2.13 CreateOptions) and keeps that handle until the file's last handle here is
-//! released: closing it then deletes the file. Should the daemon die first, the server
-//! closes that handle with the connection, and the file goes once its other (durable)
-//! handles are closed or expire (MS-SMB2 3.3.7.1, the durable open scavenger): no hidden
-//! file is left behind. Only if the delete-on-close open fails (the server refuses it) is the
-//! file deleted by name after its last close, and a crash then leaves it, under its hidden
-//! name, to be removed by hand (`find -name '.smbfuse*'` on another client).
+//! released: closing it then deletes the file (at unmount too). Should the daemon die first,
+//! the file stays under its hidden name: Samba 4.17 drops the delete-on-close of a handle it
+//! closes because the connection ended (seen with `kill -9` of the daemon), so it is left to
+//! be removed by hand (`find -name '.smbfuse*'` on another client or the server). If the
+//! delete-on-close open itself fails, the file is deleted by name after its last close.
 
 use smb3_client::{File, IfExists, NtStatus, OpenOptions};
 
@@ -65,6 +64,13 @@ fn beside(path: &str, name: &str) -> String {
     match path.rfind('/') {
         Some(i) => format!("{}/{name}", &path[..i]),
         None => name.to_string(),
+    }
+}
+
+impl Silly {
+    /// Its share path.
+    pub(super) fn path(&self) -> &str {
+        &self.path
     }
 }
 

@@ -79,8 +79,11 @@ fn config_from(
         }
         c.io_size = n;
     }
+    // As smbcp: a copy starts on the first channel while the others bind, so the channels
+    // join at different times; each chunk to the channel with the fewest bytes in flight
+    // evens that out (round-robin left a 1 GiB download 1.3-1.5x slower over one link).
     c.dispatch = match dispatch {
-        None => c.dispatch,
+        None => Dispatch::LeastLoaded,
         Some("round_robin") | Some("round-robin") => Dispatch::RoundRobin,
         Some("least_loaded") | Some("least-loaded") => Dispatch::LeastLoaded,
         Some(other) => {

@@ -8,7 +8,8 @@ VENV has the package installed (`pip install ./python`). Each round runs smbcp, 
 `shutil.copyfileobj` with a 4 MiB buffer over `Share.open`, then `Share.download` (the
 library's pipelined copy), each as its own process inside the client namespace, into
 /dev/shm (so the local disk is not what is measured); wall time of the whole process,
-connecting included. Prints each time and the medians.
+connecting included; each waits for no compiler to be running on the machine first. Prints
+each time and the medians.
 """
 
 import argparse
@@ -32,6 +33,27 @@ host, user, pw, dom, share, src, dst = sys.argv[1:]
 s = smb3.Client(host, username=user, password=pw, domain=dom).share(share)
 s.download(src, dst)
 """
+
+
+def wait_quiet(limit=120.0):
+    """Wait (up to `limit` s) until no compiler runs on the machine: the copies are bound by
+    the two CPUs, which other sessions' builds would take."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        busy = False
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() in ("rustc", "cc1", "cc1plus", "ld", "cargo"):
+                        busy = True
+                        break
+            except OSError:
+                pass
+        if not busy:
+            return
+        time.sleep(1)
 
 
 def state(d):
@@ -78,6 +100,7 @@ def main():
             for name, argv in tools.items():
                 if os.path.exists(dst):
                     os.remove(dst)
+                wait_quiet()
                 t0 = time.monotonic()
                 subprocess.run(["ip", "netns", "exec", ns] + argv, check=True, env=env,
                                timeout=600)

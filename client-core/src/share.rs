@@ -235,12 +235,22 @@ impl Share {
         if by_id.is_some() {
             options |= CreateOptions::OPEN_BY_FILE_ID;
         }
-        let disposition = match (opts.create_new, opts.create, opts.truncate) {
-            (true, _, _) => CreateDisposition::CREATE,
-            (false, true, true) => CreateDisposition::OVERWRITE_IF,
-            (false, true, false) => CreateDisposition::OPEN_IF,
-            (false, false, true) => CreateDisposition::OVERWRITE,
-            (false, false, false) => CreateDisposition::OPEN,
+        // Truncation is not asked of the CREATE (OVERWRITE, OVERWRITE_IF) but done on the new
+        // handle afterwards (`truncate_after_open`). A CREATE lost with its channel is
+        // replayed elsewhere; should the original still run at the server after the replay,
+        // the file written and closed meanwhile (a copy the server took in before the link
+        // dropped and ran late), a truncating disposition would empty it, and nothing guards
+        // a CREATE against a stale copy (MS-SMB2 3.3.5.2.10 guards the requests on an open:
+        // a SET_INFO that arrives late is refused by its ChannelSequence, and on a closed
+        // handle it finds none). Opened without truncation, a late copy changes no byte.
+        let truncate_after_open = opts.truncate && !opts.create_new;
+        if truncate_after_open {
+            access |= AccessMask::FILE_WRITE_DATA;
+        }
+        let disposition = match (opts.create_new, opts.create) {
+            (true, _) => CreateDisposition::CREATE,
+            (false, true) => CreateDisposition::OPEN_IF,
+            (false, false) => CreateDisposition::OPEN,
         };
         let wire = match by_id {
             Some(_) => String::new(),
@@ -289,6 +299,12 @@ impl Share {
         if let Some(wanted) = opts.mode {
             self.insist_on_mode(path, &mut created, wanted).await?;
         }
+        // An empty file (a new one, most often) needs no truncation: no round trip.
+        let truncate_now = truncate_after_open && created.end_of_file > 0;
+        if truncate_now {
+            created.end_of_file = 0;
+            created.allocation_size = 0;
+        }
         let handle = ServerHandle {
             file_id: created.file_id,
             create_guid,
@@ -319,13 +335,18 @@ impl Share {
             durable: Some(core.durable.register(&state)),
             lease,
         };
-        Ok(File::new(
+        let file = File::new(
             self.tree.clone(),
             path.to_string(),
             state,
             Metadata::of_create(&created),
             holds,
-        ))
+        );
+        if truncate_now {
+            // On failure the handle is closed as the File drops.
+            file.set_len(0).await?;
+        }
+        Ok(file)
     }
 
     /// Give a file a POSIX create just made the mode `wanted`, when the server gave it

@@ -551,3 +551,41 @@ async fn a_durable_open_is_reclaimed_after_the_connection_is_lost() {
     assert_eq!(failover.opens_lost, 0, "{failover:?}");
     assert_eq!(server.open_paths(), Vec::<String>::new());
 }
+
+/// Truncation is done on the open handle, not by the CREATE (see `Share::open`): a non-empty
+/// file comes back empty at open, a new or empty one costs no request beyond the CREATE.
+#[tokio::test]
+async fn truncating_opens_empty_the_file_on_their_handle_and_only_when_it_has_bytes() {
+    let server = server().await;
+    server.put_file("data", "full.bin", &[7u8; 5000]);
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+    let truncating = OpenOptions::new().write(true).create(true).truncate(true);
+
+    let before = server.requests(Command::SET_INFO);
+    let file = share.open("full.bin", &truncating).await.unwrap();
+    assert_eq!(file.size_at_open(), 0);
+    assert_eq!(server.requests(Command::SET_INFO), before + 1);
+    file.write_at(0, Bytes::from_static(b"new")).await.unwrap();
+    file.close().await.unwrap();
+    assert_eq!(server.read_file("data", "full.bin").unwrap(), b"new");
+
+    let before = server.requests(Command::SET_INFO);
+    for name in ["new.bin", "new.bin"] {
+        let file = share.open(name, &truncating).await.unwrap();
+        assert_eq!(file.size_at_open(), 0);
+        file.close().await.unwrap();
+    }
+    assert_eq!(
+        server.requests(Command::SET_INFO),
+        before,
+        "an empty file needs no truncation"
+    );
+
+    // Truncate without create: the file must exist.
+    let existing_only = OpenOptions::new().write(true).truncate(true);
+    assert_status(
+        share.open("absent.bin", &existing_only).await,
+        NtStatus::OBJECT_NAME_NOT_FOUND,
+    );
+}

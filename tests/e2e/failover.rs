@@ -843,9 +843,12 @@ fn a_create_held_by_a_link_that_went_down_never_runs_after_its_replay() {
     // Found by the soak (docs/RELIABILITY.md, finding 3): an upload's CREATE (OVERWRITE_IF)
     // stuck on a link that went down was replayed elsewhere, the file written and closed;
     // when the link came back, TCP delivered the original and smbd ran it as a new open,
-    // emptying the file. Writers loop over new files across the link's outage, so CREATEs
-    // are caught on it; every file must still hold its bytes once the link is back and
-    // whatever it queued has had time to arrive.
+    // emptying the file. The channel's socket is now gone before a replay is sent, and opens
+    // truncate on their handle instead of by disposition (a CI run under load once saw a
+    // file changed here after both: a late copy that reached smbd before the link dropped
+    // and ran after its replay is the likely way). Writers loop over new files across the
+    // link's outage, so CREATEs are caught on it; every file must still hold its bytes once
+    // the link is back and whatever it queued has had time to arrive.
     const LEN: usize = 64 << 10;
     let tb = start(4);
     in_client(&tb, move |tb, creds| async move {

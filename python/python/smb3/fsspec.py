@@ -51,6 +51,7 @@ class SMB3FileSystem(AbstractFileSystem):
         password: str | None = None,
         domain: str | None = None,
         timeout: float | None = None,
+        auto_mkdir: bool = True,
         **kwargs,
     ):
         # fsspec's own options (skip_instance_cache, use_listings_cache, ...) go to fsspec;
@@ -61,13 +62,14 @@ class SMB3FileSystem(AbstractFileSystem):
         client_opts = {k: v for k, v in kwargs.items() if k not in fs_keys}
         # fsspec's smb options that have no meaning here.
         for k in ("encrypt_", "share_access", "register_session_retries",
-                  "auto_mkdir", "register_session_retry_wait",
+                  "register_session_retry_wait",
                   "register_session_retry_factor"):
             client_opts.pop(k, None)
         if timeout is not None:
             client_opts.setdefault("connect_timeout", float(timeout))
         super().__init__(**fs_opts)
         self.host = host
+        self.auto_mkdir = auto_mkdir
         self.port = port or 445
         self.username = username
         self.domain = domain
@@ -174,11 +176,25 @@ class SMB3FileSystem(AbstractFileSystem):
 
     # ------------------------------------------------------------------ files
 
+    def _writing(self, share, rel, action):
+        """Run ``action()``, which creates ``rel``; when its parent directory is missing and
+        ``auto_mkdir`` is on (the default, as fsspec's ``smb``), make it and run it again."""
+        try:
+            return action()
+        except NotFoundError:
+            parent = rel.rpartition("/")[0]
+            if not self.auto_mkdir or not parent or share.exists(parent):
+                raise
+            share.makedirs(parent, exist_ok=True)
+            return action()
+
     def _open(self, path, mode="rb", block_size=None, autocommit=True,
               cache_options=None, **kwargs):
         share, rel = self._split(path)
         buffering = block_size if block_size and block_size != "default" else -1
-        return share.open(rel, mode, buffering=buffering)
+        if "r" in mode:
+            return share.open(rel, mode, buffering=buffering)
+        return self._writing(share, rel, lambda: share.open(rel, mode, buffering=buffering))
 
     def mkdir(self, path, create_parents=True, **kwargs):
         share, rel = self._split(path)
@@ -225,13 +241,13 @@ class SMB3FileSystem(AbstractFileSystem):
             return
         if s1.name == s2.name:
             try:
-                s1.copy(r1, r2)
+                self._writing(s2, r2, lambda: s1.copy(r1, r2))
                 return
             except OSError as e:
                 if isinstance(e, NotFoundError):
                     raise
                 # A server without server-side copy: through the client.
-        with s1.open(r1, "rb") as src, s2.open(r2, "wb") as dst:
+        with s1.open(r1, "rb") as src, self._writing(s2, r2, lambda: s2.open(r2, "wb")) as dst:
             while True:
                 chunk = src.read(4 << 20)
                 if not chunk:
@@ -247,7 +263,7 @@ class SMB3FileSystem(AbstractFileSystem):
         callback.set_size(size)
         if mode == "create" and share.exists(rel):
             raise FileExistsError(rpath)
-        share.upload(lpath, rel)
+        self._writing(share, rel, lambda: share.upload(lpath, rel))
         callback.relative_update(size)
 
     def get_file(self, rpath, lpath, callback=DEFAULT_CALLBACK, outfile=None, **kwargs):
@@ -265,6 +281,9 @@ class SMB3FileSystem(AbstractFileSystem):
         if share.isdir(rel):
             os.makedirs(lpath, exist_ok=True)
             return
+        parent = os.path.dirname(os.fspath(lpath))
+        if parent:
+            os.makedirs(parent, exist_ok=True)
         n = share.download(rel, os.fspath(lpath))
         callback.set_size(n)
         callback.relative_update(n)

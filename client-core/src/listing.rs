@@ -167,7 +167,7 @@ impl Share {
 
     async fn open_dir(&self, path: &str) -> Result<DirHandle> {
         let id = self
-            .open_for(
+            .open_kept(
                 path,
                 AccessMask::FILE_LIST_DIRECTORY
                     | AccessMask::FILE_READ_ATTRIBUTES
@@ -227,7 +227,7 @@ impl ReadDir {
             let mut req = QueryDirectoryRequest::new(handle.id, "*", DIR_BUFFER);
             let posix = handle.tree.is_posix();
             if posix {
-                // The directory was opened as a POSIX open (`open_for`), which this class needs.
+                // The directory was opened as a POSIX open (`open_kept`), which this class needs.
                 req.file_information_class = FileInformationClass::POSIX;
             }
             let tree = handle.tree.clone();

@@ -428,23 +428,50 @@ impl Share {
         lease
     }
 
-    /// Open `path` with `access` and `options` for a metadata operation.
-    pub(crate) async fn open_for(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
-        Ok(self.open_with_attributes(path, access, options).await?.0)
+    /// Open `path` with `access` and `options` for a handle kept over several round trips
+    /// (a directory listed page by page). The CREATE carries a CreateGuid (DH2Q, no lease): should its reply be
+    /// lost with its channel, the replay is answered with the open the first attempt made
+    /// (MS-SMB2 3.3.5.9.10; Samba keeps the CreateGuid for this whether or not it grants
+    /// durability), where a plain OPEN sent again makes a second handle and the first stays
+    /// at the server, unknown to us, until the session ends.
+    pub(crate) async fn open_kept(&self, path: &str, access: u32, options: u32) -> Result<FileId> {
+        let mut req = self.metadata_open_request(path, access, options)?;
+        durable::request_durable(&mut req);
+        self.create_for(&req, path).await.map(|(id, _)| id)
     }
 
-    /// [`Share::open_for`], also giving the file's attributes from the CREATE reply.
+    /// Open `path` with `access` and `options` for a metadata operation, also giving the
+    /// file's attributes from the CREATE reply.
     async fn open_with_attributes(
         &self,
         path: &str,
         access: u32,
         options: u32,
     ) -> Result<(FileId, FileAttributes)> {
+        let req = self.metadata_open_request(path, access, options)?;
+        self.create_for(&req, path).await
+    }
+
+    /// The CREATE that opens `path`, which must exist, for a metadata operation.
+    fn metadata_open_request(
+        &self,
+        path: &str,
+        access: u32,
+        options: u32,
+    ) -> Result<CreateRequest> {
         let mut req = CreateRequest::new(wire_path(path)?, access, CreateDisposition::OPEN);
         req.create_options = CreateOptions(options | self.tree.metadata_open_options());
         timewarp::add_timewarp(&mut req, self.snapshot);
         self.tree.posix_open(&mut req, 0);
-        match self.tree.create(&req, path).await {
+        Ok(req)
+    }
+
+    async fn create_for(
+        &self,
+        req: &CreateRequest,
+        path: &str,
+    ) -> Result<(FileId, FileAttributes)> {
+        match self.tree.create(req, path).await {
             Ok(created) => Ok((created.file_id, created.file_attributes)),
             Err(e) => Err(self.explain_snapshot_miss(e, path, self.snapshot).await),
         }

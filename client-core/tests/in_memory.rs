@@ -589,3 +589,39 @@ async fn truncating_opens_empty_the_file_on_their_handle_and_only_when_it_has_by
         NtStatus::OBJECT_NAME_NOT_FOUND,
     );
 }
+
+/// A directory's CREATE done by the server but whose reply is lost with its channel is sent
+/// again on the other channel with the same CreateGuid, and the server answers with the open
+/// the first attempt made (MS-SMB2 3.3.5.9.10): the listing ends with no handle left behind.
+/// Without the CreateGuid the replay made a second open and the first stayed until the
+/// session ended (the soak once found two such directory handles at rest).
+#[tokio::test]
+async fn a_listing_whose_open_is_lost_with_its_channel_leaves_no_handle_behind() {
+    let server = multichannel_server().await;
+    server.put_file("data", "dir/a.txt", b"a");
+    server.put_file("data", "dir/b.txt", b"b");
+    let client = connect(&server, ClientConfig::default()).await;
+    assert!(
+        client
+            .wait_for_channels(std::time::Duration::from_secs(10))
+            .await
+    );
+    let share = client.share("data").await.unwrap();
+    server.fail(Fault::on(Command::CREATE, FaultAction::CutAfter).at_path("dir"));
+    let mut names: Vec<String> = share
+        .read_dir("dir")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.txt", "b.txt"]);
+    let failover = client.multichannel().failover;
+    assert!(failover.replays >= 1, "{failover:?}");
+    assert_eq!(
+        server.open_paths(),
+        Vec::<String>::new(),
+        "handles left open"
+    );
+}

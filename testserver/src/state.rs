@@ -146,6 +146,9 @@ pub(crate) struct Open {
     pub(crate) locks: Vec<ByteRange>,
     pub(crate) lease: Option<LeaseId>,
     pub(crate) durable: Option<Durability>,
+    /// The CreateGuid of the DH2Q it was asked with, durable or not: while it is open a
+    /// replay of that CREATE is answered with it (Samba's replay cache does the same).
+    pub(crate) create_guid: Option<[u8; 16]>,
 }
 
 /// Everything behind the server's one lock. Handlers run to completion under it: a test

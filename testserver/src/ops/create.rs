@@ -188,7 +188,9 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
             durable_open(ctx, client, guid, Some(persistent))
                 .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?,
         ),
-        (None, Some((_, guid))) => durable_open(ctx, client, guid, None),
+        (None, Some((_, guid))) => {
+            durable_open(ctx, client, guid, None).or_else(|| replayed_open(ctx, guid))
+        }
         _ => None,
     };
     if let Some(volatile) = earlier {
@@ -300,6 +302,7 @@ pub(crate) fn create(ctx: &mut Ctx<'_>) -> Handled {
             locks: Vec::new(),
             lease: lease.map(|(l, _, _)| (client, l.key)),
             durable,
+            create_guid: asked.durable.map(|(_, guid)| guid),
         },
     );
     ctx.previous.file = Some(Ok(volatile));
@@ -341,6 +344,18 @@ fn durable_open(
             && ours
             && persistent.is_none_or(|p| p == *id))
         .then_some(*id)
+    })
+}
+
+/// For a CREATE sent again after a lost connection (SMB2_FLAGS_REPLAY_OPERATION), the open
+/// this session's first attempt made with the same CreateGuid and still holds, durable or
+/// not.
+fn replayed_open(ctx: &Ctx<'_>, guid: [u8; 16]) -> Option<u64> {
+    if ctx.header.flags.0 & smb3_proto::HeaderFlags::REPLAY_OPERATION == 0 {
+        return None;
+    }
+    ctx.state.opens.iter().find_map(|(id, o)| {
+        (o.create_guid == Some(guid) && o.session == ctx.header.session_id).then_some(*id)
     })
 }
 

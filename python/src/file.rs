@@ -95,6 +95,9 @@ struct State {
     /// read-ahead stops.
     size_hint: u64,
     ahead: ReadAhead,
+    /// Writes sent and not yet answered, in the order they were made: (bytes, task).
+    behind: VecDeque<(usize, tokio::task::JoinHandle<smb3_client::Result<()>>)>,
+    behind_bytes: usize,
 }
 
 /// Chunks read ahead of a reader that goes through the file in order (each cursor read
@@ -169,6 +172,8 @@ impl File {
                     last_end: u64::MAX,
                     ..ReadAhead::default()
                 },
+                behind: VecDeque::new(),
+                behind_bytes: 0,
             }),
             ctx,
             mode,
@@ -178,16 +183,87 @@ impl File {
         }
     }
 
+    /// Chunks that keep every channel busy: the copies' rule.
+    fn depth(&self) -> usize {
+        if self.client.binding_channels() {
+            self.client.busy_depth().max(1)
+        } else {
+            self.client.busy_depth().max(16)
+        }
+    }
+
+    /// Wait for every write sent behind; the first error, if any, is raised (the others are
+    /// dropped: a file with a failed write is damaged whatever came after).
+    fn settle(&self, py: Python<'_>) -> PyResult<()> {
+        let pending: Vec<_> = {
+            let mut s = self.lock();
+            s.behind_bytes = 0;
+            s.behind.drain(..).map(|(_, task)| task).collect()
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let first = self.ctx.run(py, async move {
+            let mut first = None;
+            for task in pending {
+                match task.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        first.get_or_insert(Some(e));
+                    }
+                    Err(_) => {
+                        first.get_or_insert(None);
+                    }
+                }
+            }
+            first
+        })?;
+        match first {
+            None => Ok(()),
+            Some(Some(e)) => Err(errors::from_client(py, &e)),
+            Some(None) => Err(errors::internal(py, "a write's task stopped")),
+        }
+    }
+
+    /// Send a write at `offset` behind: it returns at once while fewer than the channels'
+    /// depth of chunks are in flight, else waits for the oldest.
+    fn write_behind(&self, py: Python<'_>, offset: u64, data: Bytes) -> PyResult<()> {
+        let (f, _) = self.current()?;
+        let n = data.len();
+        let limit = self.depth() * self.io_size as usize;
+        let task = self
+            .ctx
+            .handle()
+            .spawn(async move { f.write_at(offset, data).await });
+        {
+            let mut s = self.lock();
+            s.behind.push_back((n, task));
+            s.behind_bytes += n;
+        }
+        loop {
+            let oldest = {
+                let mut s = self.lock();
+                if s.behind_bytes <= limit || s.behind.len() <= 1 {
+                    break;
+                }
+                let (len, task) = s.behind.pop_front().expect("not empty");
+                s.behind_bytes -= len;
+                task
+            };
+            match self.ctx.run(py, oldest)? {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(errors::from_client(py, &e)),
+                Err(_) => return Err(errors::internal(py, "a write's task stopped")),
+            }
+        }
+        Ok(())
+    }
+
     /// Start reads of the chunks after what is fetched or in flight, up to the depth that
     /// keeps every channel busy.
     fn top_up(&self, s: &mut State) {
         let Some(f) = s.file.clone() else { return };
-        let client = &self.client;
-        let depth = if client.binding_channels() {
-            client.busy_depth().max(1)
-        } else {
-            client.busy_depth().max(16)
-        };
+        let depth = self.depth();
         let mut next = match s.ahead.queue.back() {
             Some((off, len, _)) => off + *len as u64,
             None => (s.ahead.buf_at + s.ahead.buf.len() as u64).max(s.pos),
@@ -334,6 +410,7 @@ impl File {
     }
 
     fn size(&self, py: Python<'_>) -> PyResult<u64> {
+        self.settle(py)?;
         let (f, _) = self.current()?;
         Ok(self.ctx.call(py, async move { f.metadata().await })?.len)
     }
@@ -345,6 +422,7 @@ impl File {
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
         self.check(py, self.mode.read, "reading")?;
+        self.settle(py)?;
         let (_, pos) = self.current()?;
         let want = match size {
             Some(n) if n >= 0 => n as usize,
@@ -365,16 +443,17 @@ impl File {
     }
 
     /// Write all of `data` (a bytes-like object) at the cursor; returns `len(data)`. The
-    /// bytes are on the server when it returns.
+    /// write is sent behind: it returns while the channels' depth of chunks is not yet in
+    /// flight, and an error surfaces at a later call (write, read, seek, truncate, flush,
+    /// fsync, stat, close), which all wait for what was sent first.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.check(py, self.mode.write, "writing")?;
         let bytes = bytes_of(data)?;
         let n = bytes.len();
         let (_, pos) = self.current()?;
         if n > 0 {
-            self.written(None, None);
-            self.write_bytes(py, pos, bytes)?;
             self.written(Some(pos + n as u64), None);
+            self.write_behind(py, pos, bytes)?;
         }
         self.set_pos(pos + n as u64);
         Ok(n)
@@ -388,6 +467,7 @@ impl File {
         size: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         self.check(py, self.mode.read, "reading")?;
+        self.settle(py)?;
         let data = self.read_bytes(py, offset, size)?;
         Ok(PyBytes::new(py, &data))
     }
@@ -397,6 +477,7 @@ impl File {
         self.check(py, self.mode.write, "writing")?;
         let bytes = bytes_of(data)?;
         let end = offset + bytes.len() as u64;
+        self.settle(py)?;
         self.written(None, None);
         self.write_bytes(py, offset, bytes)?;
         self.written(Some(end), None);
@@ -407,6 +488,8 @@ impl File {
     /// asks the server for the size). Returns the new position.
     #[pyo3(signature = (offset, whence=0))]
     fn seek(&self, py: Python<'_>, offset: i64, whence: i32) -> PyResult<u64> {
+        // Writes sent behind never overlap a later one: a seek waits for them.
+        self.settle(py)?;
         let (_, pos) = self.current()?;
         let base = match whence {
             0 => 0,
@@ -435,6 +518,7 @@ impl File {
     #[pyo3(signature = (size=None))]
     fn truncate(&self, py: Python<'_>, size: Option<u64>) -> PyResult<u64> {
         self.check(py, self.mode.write, "writing")?;
+        self.settle(py)?;
         let (f, pos) = self.current()?;
         let len = size.unwrap_or(pos);
         self.written(None, None);
@@ -445,12 +529,14 @@ impl File {
 
     /// Ask the server to flush the file to stable storage (SMB2 FLUSH).
     fn fsync(&self, py: Python<'_>) -> PyResult<()> {
+        self.settle(py)?;
         let (f, _) = self.current()?;
         self.ctx.call(py, async move { f.flush().await })
     }
 
     /// Size, times and attributes of the open file.
     fn stat(&self, py: Python<'_>) -> PyResult<StatResult> {
+        self.settle(py)?;
         let (f, _) = self.current()?;
         let m = self.ctx.call(py, async move { f.metadata().await })?;
         Ok(StatResult::from(&m))
@@ -458,6 +544,7 @@ impl File {
 
     /// Close the handle and report the server's answer; closing again does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let settled = self.settle(py);
         let file = {
             let mut s = self.lock();
             s.ahead.clear();
@@ -470,10 +557,18 @@ impl File {
                     async move { f.close().await }
                 });
                 self.ctx.drop_inside(f);
-                closed
+                settled.and(closed)
             }
-            None => Ok(()),
+            None => settled,
         }
+    }
+
+    /// Wait for the writes sent behind (an error of one is raised here).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        if self.lock().file.is_none() {
+            return Ok(());
+        }
+        self.settle(py)
     }
 
     /// Whether the file is closed.

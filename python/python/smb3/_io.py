@@ -12,8 +12,10 @@ DEFAULT_BUFFER_SIZE = 1024 * 1024
 
 
 class SMBRawIO(io.RawIOBase):
-    """An unbuffered binary file on a share. Every ``write`` that returns is on the server;
-    ``fsync()`` asks the server to flush it to stable storage."""
+    """An unbuffered binary file on a share. Writes are sent behind (as many chunks in
+    flight as keep the channels busy): ``flush()``, ``seek()``, reads and ``close()`` wait for
+    them and raise a failed write's error; ``fsync()`` also asks the server to flush the file
+    to stable storage."""
 
     def __init__(self, raw, mode: str):
         super().__init__()
@@ -69,6 +71,11 @@ class SMBRawIO(io.RawIOBase):
     def truncate(self, size=None) -> int:
         self._checkClosed()
         return self._f.truncate(size)
+
+    def flush(self) -> None:
+        """Wait for the writes sent behind; an error of one is raised here."""
+        if not self.closed:
+            self._f.flush()
 
     def fsync(self) -> None:
         self._checkClosed()

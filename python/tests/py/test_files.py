@@ -366,3 +366,21 @@ def test_read_ahead_follows_seeks_and_own_writes(share, rdir):
         f.truncate(100)
         f.seek(0)
         assert f.read() == data[:100]
+
+
+def test_writes_sent_behind_are_on_the_server_after_flush(share, rdir):
+    d, local_dir = rdir
+    data = pattern(5 * MIB + 7, seed=31)
+    f = share.open(f"{d}/wb.bin", "wb", buffering=0)
+    for i in range(0, len(data), 256 * 1024):
+        assert f.write(data[i : i + 256 * 1024]) == min(256 * 1024, len(data) - i)
+    f.flush()
+    with open(os.path.join(local_dir, "wb.bin"), "rb") as g:
+        assert g.read() == data
+    # A seek back waits for them too, so a rewrite lands after the first write.
+    f.seek(10)
+    f.write(b"REWRITE")
+    f.close()
+    data = data[:10] + b"REWRITE" + data[17:]
+    with open(os.path.join(local_dir, "wb.bin"), "rb") as g:
+        assert g.read() == data

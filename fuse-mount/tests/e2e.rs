@@ -1560,7 +1560,8 @@ fn pjdfstest_source() -> Option<PathBuf> {
 }
 
 /// pjdfstest's groups that apply to SMB (open, truncate, ftruncate, mkdir, rmdir, unlink,
-/// rename, link, utimensat, posix_fallocate) against the mount, compared both ways with
+/// rename, link, utimensat, posix_fallocate, and symlink: the mount has `mfsymlinks`)
+/// against the mount of a share without the POSIX extensions, compared both ways with
 /// `tests/pjdfstest-expected-failures.txt`: a new failure fails, and so does a listed one that
 /// passes now.
 #[test]
@@ -1569,7 +1570,9 @@ fn pjdfstest_fails_only_where_expected() {
     run_pjdfstest(
         &tb,
         "pjdfstest-expected-failures.txt",
-        "open truncate ftruncate mkdir rmdir unlink rename link utimensat posix_fallocate",
+        "open truncate ftruncate mkdir rmdir unlink rename link utimensat posix_fallocate \
+         symlink",
+        &["mfsymlinks"],
     );
 }
 
@@ -1585,13 +1588,14 @@ fn pjdfstest_on_a_posix_share_fails_only_where_expected() {
         "pjdfstest-expected-failures-posix.txt",
         "chmod chown ftruncate link mkdir mkfifo mknod open posix_fallocate rename rmdir \
          symlink truncate unlink utimensat",
+        &[],
     );
 }
 
 /// Run pjdfstest's `groups` on a mount of the testbed's `plain` share and compare with
 /// `list` (beside this file). `PJDFSTEST_WRITE_LIST=1` rewrites the list instead (the header
 /// is kept).
-fn run_pjdfstest(tb: &Testbed, list: &str, groups: &str) {
+fn run_pjdfstest(tb: &Testbed, list: &str, groups: &str, opts: &[&str]) {
     let src = pjdfstest_source().unwrap_or_else(|| {
         panic!(
             "pjdfstest's source not found: set PJDFSTEST_SRC or put it at \
@@ -1600,7 +1604,7 @@ fn run_pjdfstest(tb: &Testbed, list: &str, groups: &str) {
     });
     // One mount point per list: the two pjdfstest tests run side by side.
     let name = list.trim_end_matches(".txt");
-    let m = Mounted::foreground(tb, &source(tb, "plain"), name, &[]);
+    let m = Mounted::foreground(tb, &source(tb, "plain"), name, opts);
     let started = Instant::now();
     let mut cmd = Command::new("bash");
     cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pjdfstest.sh"))
@@ -2164,6 +2168,11 @@ fn a_plain_share_keeps_open_files_case_and_every_name() {
         held.metadata().unwrap().len(),
         16,
         "fstat of an unlinked file"
+    );
+    assert_eq!(
+        held.metadata().unwrap().nlink(),
+        0,
+        "an unlinked file has no link"
     );
     let mut text = String::new();
     held.read_to_string(&mut text).unwrap();

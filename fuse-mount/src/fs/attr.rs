@@ -113,8 +113,15 @@ impl SmbFs {
     /// What `stat` shows for metadata `m` of node `ino`: the server's mode, type, owner
     /// and group on a POSIX share (an owner or group with no Unix id shows as the mount's
     /// `uid=` / `gid=`), the mount's `file_mode` / `dir_mode`, `uid` and `gid` elsewhere.
+    ///
+    /// A file unlinked while open here (waiting under a hidden name, see `silly`) has one
+    /// link fewer than the server counts: its hidden name is none of POSIX's (`fstat` of an
+    /// unlinked file says 0).
     pub fn attr(&self, ino: u64, m: &Metadata) -> Attr {
         let mut attr = self.attr_without_posix(ino, m);
+        if ino != 0 && self.is_silly(ino) {
+            attr.nlink = attr.nlink.saturating_sub(1);
+        }
         if let Some(p) = &m.posix {
             attr.kind = Kind::of_posix(p.file_type, m.is_dir());
             // Linux shows every symlink as rwxrwxrwx (its mode means nothing); a copy tool

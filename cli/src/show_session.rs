@@ -1,7 +1,10 @@
 //! How `smbctl` shows a session's interfaces and channels to people (the JSON is
 //! `smb3_frontend::status_json`).
 
-use smb3_client::{Client, FailoverCounters, MultichannelStatus};
+use smb3_client::{
+    Cipher, Client, FailoverCounters, MultichannelStatus, SessionIdentity, SigningAlgorithm,
+};
+
 
 /// A link speed for people: `10 Gb/s`, `100 Mb/s`, `?`.
 pub fn speed(bits: Option<u64>) -> String {
@@ -238,4 +241,91 @@ mod tests {
         assert_eq!(speed(Some(100_000_000)), "100 Mb/s");
         assert_eq!(speed(Some(9600)), "9600 b/s");
     }
+}
+
+/// A duration for people: `9 h 59 min`, `4 min 10 s`, `12 s`.
+fn time_left(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// How the session authenticated, in words: `Kerberos, tickets from FILE:/tmp/cc (the
+/// ticket-granting ticket ends in 9 h 59 min)`.
+fn how(id: &SessionIdentity) -> String {
+    let mut how = id.mechanism.to_string();
+    if let Some(from) = &id.tickets_from {
+        how += &format!(", tickets from {from}");
+        match id.ticket_expires_in {
+            Some(left) if left.is_zero() => how += " (expired: run kinit)",
+            Some(left) => how += &format!(" (the ticket-granting ticket ends in {})", time_left(left)),
+            None => {}
+        }
+    }
+    let r = id.reauthentications;
+    if r.renewed + r.failed > 0 {
+        how += &format!("; renewed {} time(s), {} failed", r.renewed, r.failed);
+    }
+    how
+}
+
+/// A signing algorithm as MS-SMB2 names it.
+fn signing_name(alg: SigningAlgorithm) -> &'static str {
+    match alg {
+        SigningAlgorithm::HmacSha256 => "HMAC-SHA256",
+        SigningAlgorithm::AesCmac => "AES-128-CMAC",
+        SigningAlgorithm::AesGmac => "AES-128-GMAC",
+    }
+}
+
+/// A cipher as MS-SMB2 names it.
+fn cipher_name(cipher: Cipher) -> &'static str {
+    match cipher {
+        Cipher::Aes128Ccm => "AES-128-CCM",
+        Cipher::Aes128Gcm => "AES-128-GCM",
+        Cipher::Aes256Ccm => "AES-256-CCM",
+        Cipher::Aes256Gcm => "AES-256-GCM",
+    }
+}
+
+/// `smbctl whoami`: who the session is, how it authenticated, and how it is protected.
+pub fn print_identity(client: &Client, host: &str) {
+    let id = client.identity();
+    println!("server:     {host}, SMB {}", client.dialect());
+    println!("user:       {}", id.user);
+    println!("auth:       {}", how(&id));
+    match client.signing() {
+        Some(alg) => println!("signing:    {}, every message", signing_name(alg)),
+        None => println!("signing:    none"),
+    }
+    match (client.cipher(), client.encrypts_everything()) {
+        (Some(c), true) => println!("encryption: {}, every message", cipher_name(c)),
+        (Some(c), false) => println!(
+            "encryption: {}, for shares that ask for it",
+            cipher_name(c)
+        ),
+        (None, _) => println!("encryption: none negotiated"),
+    }
+}
+
+/// `smbctl whoami --json`.
+pub fn identity_json(client: &Client) -> serde_json::Value {
+    let id = client.identity();
+    serde_json::json!({
+        "dialect": client.dialect().to_string(),
+        "user": id.user,
+        "mechanism": id.mechanism.to_string(),
+        "tickets_from": id.tickets_from,
+        "ticket_expires_in_s": id.ticket_expires_in.map(|d| d.as_secs()),
+        "reauthentications": {
+            "renewed": id.reauthentications.renewed,
+            "failed": id.reauthentications.failed,
+        },
+        "signing": client.signing().map(signing_name),
+        "cipher": client.cipher().map(cipher_name),
+        "encrypts_everything": client.encrypts_everything(),
+    })
 }

@@ -393,6 +393,21 @@ fn smbctl_ls_long_and_stat_speak_local_time() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(v["size"], 4);
     assert_eq!(v["type"], "file");
+
+    // whoami: the user as given, NTLMv2, signed.
+    let o = smbctl_in(&tb, tz, &["whoami", &url(&tb, "plain")]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("user:       {}\\{}", tb.domain(), tb.user())),
+        "{out}"
+    );
+    assert!(out.contains("auth:       NTLMv2"), "{out}");
+    assert!(out.contains("signing:    AES-128-"), "{out}");
+    let o = smbctl_in(&tb, tz, &["whoami", "--json", &url(&tb, "plain")]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["mechanism"], "NTLMv2", "{v}");
+    assert!(v["ticket_expires_in_s"].is_null(), "{v}");
 }
 
 /// On a case-insensitive share `foo` and `FOO` are one file: a tree holding both, or a second

@@ -173,6 +173,26 @@ fn smbcp_and_smbctl_use_a_ticket_instead_of_a_password() {
         String::from_utf8_lossy(&o.stdout)
     );
 
+    // smbctl whoami: the principal, Kerberos, the cache, and how long its ticket has left.
+    let o = run(&tb, SMBCTL, &env, &["whoami", &url(&tb, "plain")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    eprintln!("{text}");
+    assert!(text.contains(&format!("user:       {PRINCIPAL}")), "{text}");
+    assert!(
+        text.contains(&format!("auth:       Kerberos, tickets from {cache}")),
+        "{text}"
+    );
+    assert!(text.contains("ticket-granting ticket ends in"), "{text}");
+    let o = run(&tb, SMBCTL, &env, &["whoami", "--json", &url(&tb, "plain")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["mechanism"], "Kerberos", "{v}");
+    assert_eq!(v["user"], PRINCIPAL, "{v}");
+    let left = v["ticket_expires_in_s"].as_u64().expect("time left");
+    assert!(left > 0 && left <= 24 * 3600, "{v}");
+    assert!(v["signing"].is_string(), "{v}");
+
     // --no-kerberos: NTLM, which needs a password, and there is no terminal to ask on.
     let o = run(
         &tb,

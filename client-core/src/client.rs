@@ -10,6 +10,7 @@ use rand::RngCore;
 use smb3_proto::msg::session_setup::SessionFlags;
 use smb3_proto::Dialect;
 
+use crate::identity::AuthMechanism;
 use crate::addressing::Addressing;
 use crate::auth::{SessionCredentials, UserCredentials};
 use crate::background::{lease_breaks, manager, reconnect, watchdog};
@@ -103,6 +104,15 @@ impl Client {
                 EncryptionRequiredBy::Session,
             )));
         }
+        let mechanism = if established.flags.has(SessionFlags::IS_NULL) {
+            AuthMechanism::Anonymous
+        } else if established.flags.has(SessionFlags::IS_GUEST) {
+            AuthMechanism::Guest
+        } else if established.kerberos {
+            AuthMechanism::Kerberos
+        } else {
+            AuthMechanism::Ntlm
+        };
         let signing = established.security.is_some();
         if let Some(sec) = &established.security {
             channel.set_crypto(sec.clone());
@@ -131,6 +141,7 @@ impl Client {
             orphans: OrphanCount::default(),
             background: BackgroundWork::default(),
             renewal: Default::default(),
+            mechanism,
         });
         lease_breaks::spawn_break_handler(Arc::downgrade(&core), break_queue);
         watchdog::start(&core);

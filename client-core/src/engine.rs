@@ -130,6 +130,8 @@ pub(crate) struct SessionCore {
     pub(crate) background: BackgroundWork,
     /// Reauthentications after the session's authentication expired (see `renewal`).
     pub(crate) renewal: renewal::Renewal,
+    /// How the session authenticated (`Client::identity`).
+    pub(crate) mechanism: crate::identity::AuthMechanism,
 }
 
 impl Drop for SessionCore {

@@ -48,6 +48,7 @@ mod error;
 mod failover;
 mod file;
 mod file_security;
+mod identity;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -90,6 +91,7 @@ pub use auth::{kerberos_ticket, KerberosTicket, UserCredentials};
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, Reauthentications, TrafficCounters};
+pub use identity::{AuthMechanism, SessionIdentity};
 pub use config::{Auth, ClientConfig, Dispatch, NicOverride};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,

@@ -184,6 +184,8 @@ pub(crate) struct Established {
     pub(crate) session_id: u64,
     pub(crate) flags: SessionFlags,
     pub(crate) security: Option<Arc<SessionSecurity>>,
+    /// The exchange that authenticated it was Kerberos (else NTLM, or none for a guest).
+    pub(crate) kerberos: bool,
 }
 
 /// Where an authentication exchange ended.
@@ -442,6 +444,7 @@ pub(crate) async fn session_setup(
         session_id: ex.session_id,
         flags,
         security,
+        kerberos: ex.auth.uses_kerberos(),
     })
 }
 

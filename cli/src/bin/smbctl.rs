@@ -130,6 +130,15 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Show who the session is and how it authenticated: the user or Kerberos principal,
+    /// the mechanism, where the tickets come from and when they end, signing and sealing.
+    Whoami {
+        /// smb://USER@HOST/SHARE
+        url: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the server's advertised interfaces, the local NICs and the planned pairs.
     Interfaces {
         /// smb://USER@HOST/SHARE
@@ -203,6 +212,7 @@ async fn run(mut args: Args) -> i32 {
         | Cmd::Channels { url, .. }
         | Cmd::Interfaces { url, .. }
         | Cmd::Dfs { url, .. }
+        | Cmd::Whoami { url, .. }
         | Cmd::Watch { url, .. } => url.clone(),
         Cmd::Status { .. } => unreachable!("handled above"),
     };
@@ -246,6 +256,14 @@ async fn run(mut args: Args) -> i32 {
             return EXIT_SOME_FAILED;
         }
     };
+    if let Cmd::Whoami { json, .. } = &command {
+        if *json {
+            println!("{}", show_session::identity_json(&client));
+        } else {
+            show_session::print_identity(&client, &r.host);
+        }
+        return 0;
+    }
     let share = match client.share(&r.share).await {
         Ok(s) => s,
         Err(e) => {
@@ -311,7 +329,7 @@ async fn run(mut args: Args) -> i32 {
             Ok(())
         }
         Cmd::Watch { recursive, .. } => watch(share, path, &r, recursive).await,
-        Cmd::Status { .. } => Ok(()),
+        Cmd::Status { .. } | Cmd::Whoami { .. } => Ok(()),
         Cmd::Interfaces { json, .. } => {
             client.wait_for_channels(settle).await;
             let s = client.multichannel();

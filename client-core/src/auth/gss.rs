@@ -92,6 +92,20 @@ fn gss_err(e: smb3_gss::Error, store: &CredStore, principal: Option<&str>) -> Er
 }
 
 impl GssCredential {
+    /// Where the tickets come from, in words (`FILE:/tmp/krb5cc_0`, `keytab /etc/k.keytab`).
+    pub(crate) fn from(&self) -> &str {
+        &self.from
+    }
+
+    /// How long the credentials remain valid as the cache says now (it may have been renewed
+    /// since the session began); `None` when they can always be renewed (a keytab) or the
+    /// cache cannot be read.
+    pub(crate) fn remaining(&self) -> Option<std::time::Duration> {
+        let info = self.cred.info().ok()?;
+        info.lifetime
+            .map(|s| std::time::Duration::from_secs(u64::from(s)))
+    }
+
     /// Acquire the credentials `config` names, off the runtime (a `KCM:` cache is a socket
     /// away, a `KEYRING:` one a system call, a keytab a file). Fails at once, before any
     /// connection, when there is no valid ticket and no keytab to get one.

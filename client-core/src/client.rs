@@ -79,6 +79,8 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client> {
         let (host, addr) = resolve(server).await?;
+        // QUIC channels check the server's certificate against this name (new ones too).
+        let config = config.with_server_host(&host);
         // From here on the session holds only what re-authenticating needs (the NT hash for
         // NTLM, the acquired Kerberos credentials for a ticket cache or keytab), not the
         // caller's password. Acquired before connecting: "no ticket, run kinit" needs no

@@ -132,6 +132,75 @@ pub struct ClientConfig {
     /// Hand the keys of every session and bound channel to this log, to read a packet
     /// capture of the traffic ([`KeyLog`]). `None` (the default): keys never leave the client.
     pub key_log: Option<KeyLog>,
+    /// What carries the SMB2 messages: TCP (the default) or QUIC (SMB over QUIC, TLS 1.3 on
+    /// UDP, [`QuicConfig`]). Everything above the byte stream is the same for both.
+    pub transport: Transport,
+    /// Settings of the QUIC transport, used when `transport` is [`Transport::Quic`].
+    pub quic: QuicConfig,
+}
+
+/// The transport under a session's channels (MS-SMB2 2.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Direct TCP, port 445.
+    #[default]
+    Tcp,
+    /// SMB over QUIC (dialect 3.1.1, ALPN `smb`, servers listen on UDP 443): one
+    /// bidirectional stream carries the same framed messages as a TCP connection. Give the
+    /// port with the server (`host:443`); the server's certificate is checked as
+    /// [`QuicConfig`] says.
+    Quic,
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Tcp => "tcp",
+            Transport::Quic => "quic",
+        })
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "tcp" => Ok(Transport::Tcp),
+            "quic" => Ok(Transport::Quic),
+            other => Err(format!("unknown transport {other:?} (tcp or quic)")),
+        }
+    }
+}
+
+/// How a QUIC connection checks the server ([`Transport::Quic`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QuicConfig {
+    /// PEM file of the CA certificate(s) the server's certificate must chain to. `None` (the
+    /// default): the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured, as
+    /// OpenSSL does).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The name the server's certificate must carry. `None` (the default): the host given to
+    /// [`Client::connect`](crate::Client::connect) (an IP address then needs the address in
+    /// the certificate).
+    pub server_name: Option<String>,
+}
+
+impl ClientConfig {
+    /// This configuration with [`QuicConfig::server_name`] set to `host` unless the caller
+    /// set one: the name every QUIC channel of the session checks the certificate against.
+    /// Over QUIC the session keeps to one channel for now: the interfaces a server
+    /// advertises are TCP ones (binding QUIC channels to them is not done yet).
+    pub(crate) fn with_server_host(mut self, host: &str) -> Self {
+        if self.transport == Transport::Quic {
+            if self.quic.server_name.is_none() {
+                self.quic.server_name = Some(host.to_string());
+            }
+            self.multichannel = false;
+        }
+        self
+    }
 }
 
 /// How requests are spread over a session's channels.
@@ -239,6 +308,8 @@ impl Default for ClientConfig {
             kerberos_principal: None,
             kerberos_ticket_lifetime: None,
             key_log: None,
+            transport: Transport::Tcp,
+            quic: QuicConfig::default(),
         }
     }
 }

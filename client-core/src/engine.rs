@@ -146,6 +146,7 @@ pub(crate) fn channel_options(config: &ClientConfig, frame_buffers: &BufferPool)
         connect_timeout: config.connect_timeout,
         credit_target: config.credit_target,
         frame_buffers: frame_buffers.clone(),
+        quic: (config.transport == crate::config::Transport::Quic).then(|| config.quic.clone()),
     }
 }
 

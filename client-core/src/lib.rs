@@ -92,11 +92,12 @@ pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, Reauthentications, TrafficCounters};
 pub use identity::{AuthMechanism, SessionIdentity};
-pub use config::{Auth, ClientConfig, Dispatch, NicOverride};
+pub use config::{Auth, ClientConfig, Dispatch, NicOverride, QuicConfig, Transport};
 pub use error::{
-    AuthDetail, AuthFailure, AuthSource, ConfigError, ConnectionLossCause, EncryptionRequiredBy,
-    Error, ErrorBrief, FileChange, HandleLossCause, KerberosHint, LossSign, ProtocolError,
-    ReclaimRefusal, ReopenFailure, Result, ServerCopyFault, SnapshotListFault, UnsafeNameReason,
+    AuthDetail, AuthFailure, AuthSource, CertificateProblem, ConfigError, ConnectionLossCause,
+    EncryptionRequiredBy, Error, ErrorBrief, FileChange, HandleLossCause, KerberosHint, LossSign,
+    ProtocolError, ReclaimRefusal, ReopenFailure, Result, ServerCopyFault, SnapshotListFault,
+    UnsafeNameReason,
 };
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter, CHUNKS_PER_CHANNEL};

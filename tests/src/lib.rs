@@ -27,6 +27,7 @@
 #![cfg(target_os = "linux")]
 
 pub mod mitm;
+pub mod quic_relay;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

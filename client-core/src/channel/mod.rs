@@ -1,4 +1,4 @@
-//! One TCP connection to the server: framing, MessageIds, credits, signing/sealing, and the
+//! One connection to the server (TCP, or a QUIC stream: see [`quic`]): framing, MessageIds, credits, signing/sealing, and the
 //! reader and writer tasks that drive it.
 //!
 //! ```text
@@ -28,6 +28,8 @@ pub(crate) mod frame;
 pub(crate) mod frame_buffers;
 mod reader;
 mod request;
+// SMB over QUIC: the same channel over one QUIC stream instead of a TCP connection.
+mod quic;
 mod send;
 mod socket;
 mod writer;
@@ -88,6 +90,8 @@ pub(crate) struct ChannelOptions {
     pub(crate) credit_target: u32,
     /// Where large replies are read into: the client's pool, shared by its channels.
     pub(crate) frame_buffers: BufferPool,
+    /// Connect over QUIC with these settings instead of TCP (`ClientConfig::transport`).
+    pub(crate) quic: Option<crate::config::QuicConfig>,
 }
 
 impl Default for ChannelOptions {
@@ -96,6 +100,7 @@ impl Default for ChannelOptions {
             connect_timeout: Duration::from_secs(10),
             credit_target: 512,
             frame_buffers: BufferPool::new(64 << 20),
+            quic: None,
         }
     }
 }
@@ -240,6 +245,9 @@ impl Channel {
         local: Option<IpAddr>,
         opts: &ChannelOptions,
     ) -> Result<(Channel, Unsolicited)> {
+        if let Some(quic) = &opts.quic {
+            return quic::connect(peer, local, quic, opts).await;
+        }
         let socket = match peer {
             SocketAddr::V4(_) => TcpSocket::new_v4(),
             SocketAddr::V6(_) => TcpSocket::new_v6(),

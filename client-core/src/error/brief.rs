@@ -51,7 +51,7 @@ impl Error {
     /// Which variant this is, as a stable `snake_case` label for logs and machine-readable
     /// output: `status`, `protocol`, `auth`, `io`, `timeout`, `connection_lost`,
     /// `handle_lost`, `snapshot_not_found`, `unsupported`, `unsafe_name`, `not_a_link`,
-    /// `config` or `api_misuse`.
+    /// `certificate`, `config` or `api_misuse`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Status { .. } => "status",
@@ -65,6 +65,7 @@ impl Error {
             Error::Unsupported { .. } => "unsupported",
             Error::UnsafeName { .. } => "unsafe_name",
             Error::NotALink { .. } => "not_a_link",
+            Error::Certificate { .. } => "certificate",
             Error::Config(_) => "config",
             Error::ApiMisuse(_) => "api_misuse",
         }

@@ -147,6 +147,19 @@ pub enum Error {
         /// The file's reparse tag (MS-FSCC 2.1.2.1); 0 when it has none.
         reparse_tag: u32,
     },
+    /// The server's certificate was refused when connecting over QUIC (SMB over QUIC): it
+    /// is not signed by a trusted CA, does not name `host`, or is out of its validity period.
+    /// Nothing was sent to the server.
+    #[error("certificate of {host} refused: {problem} ({detail})")]
+    Certificate {
+        /// The name the certificate was checked against: the host the caller gave, or the
+        /// configured [`QuicConfig::server_name`](crate::QuicConfig::server_name).
+        host: String,
+        /// What is wrong with it.
+        problem: CertificateProblem,
+        /// The TLS library's own words for it.
+        detail: String,
+    },
     /// Invalid configuration or URL.
     #[error("configuration error: {0}")]
     Config(ConfigError),
@@ -497,6 +510,34 @@ impl std::fmt::Display for EncryptionRequiredBy {
     }
 }
 
+/// Why a server's certificate was refused ([`Error::Certificate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CertificateProblem {
+    /// Not issued by a CA the client trusts (the CA file given, or the system's roots).
+    UnknownIssuer,
+    /// Valid, but not for the host name (or address) the client connected to.
+    NameMismatch,
+    /// Past its validity period.
+    Expired,
+    /// Before its validity period.
+    NotYetValid,
+    /// Refused for another reason (revoked, bad signature, malformed, wrong usage).
+    Invalid,
+}
+
+impl std::fmt::Display for CertificateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CertificateProblem::UnknownIssuer => "issued by an unknown CA",
+            CertificateProblem::NameMismatch => "not valid for this name",
+            CertificateProblem::Expired => "expired",
+            CertificateProblem::NotYetValid => "not yet valid",
+            CertificateProblem::Invalid => "invalid",
+        })
+    }
+}
+
 /// Configuration and URL problems.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -597,6 +638,7 @@ impl Error {
             Error::ConnectionLost { .. } => ECONNRESET,
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
             Error::Config(_) | Error::ApiMisuse(_) | Error::NotALink { .. } => EINVAL,
+            Error::Certificate { .. } => EACCES,
             Error::SnapshotNotFound { .. } => ENOENT,
             Error::Unsupported { .. } => ENOTSUP,
             // The kernel client's errno for a Kerberos ticket that ran out (run kinit).

@@ -5,7 +5,6 @@ use smb3_client::{
     Cipher, Client, FailoverCounters, MultichannelStatus, SessionIdentity, SigningAlgorithm,
 };
 
-
 /// A link speed for people: `10 Gb/s`, `100 Mb/s`, `?`.
 pub fn speed(bits: Option<u64>) -> String {
     match bits {
@@ -210,39 +209,6 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{speed, tasks_line};
-
-    #[test]
-    fn live_tasks_read_as_a_total_and_the_kinds_with_most_first() {
-        let v = serde_json::json!({
-            "channel-reader": {"live": 4, "started": 9},
-            "probe": {"live": 0, "started": 3},
-            "watchdog": {"live": 1, "started": 1},
-            "channel-writer": {"live": 4, "started": 9},
-        });
-        assert_eq!(
-            tasks_line(&v),
-            "library tasks: 9 (4 channel-reader, 4 channel-writer, 1 watchdog)"
-        );
-        assert_eq!(
-            tasks_line(&serde_json::json!({"probe": {"live": 0, "started": 3}})),
-            "library tasks: none"
-        );
-    }
-
-    #[test]
-    fn speeds_read_naturally() {
-        assert_eq!(speed(None), "?");
-        assert_eq!(speed(Some(10_000_000_000)), "10 Gb/s");
-        assert_eq!(speed(Some(1_000_000_000)), "1 Gb/s");
-        assert_eq!(speed(Some(2_500_000_000)), "2500 Mb/s");
-        assert_eq!(speed(Some(100_000_000)), "100 Mb/s");
-        assert_eq!(speed(Some(9600)), "9600 b/s");
-    }
-}
-
 /// A duration for people: `9 h 59 min`, `4 min 10 s`, `12 s`.
 fn time_left(d: std::time::Duration) -> String {
     let s = d.as_secs();
@@ -261,7 +227,9 @@ fn how(id: &SessionIdentity) -> String {
         how += &format!(", tickets from {from}");
         match id.ticket_expires_in {
             Some(left) if left.is_zero() => how += " (expired: run kinit)",
-            Some(left) => how += &format!(" (the ticket-granting ticket ends in {})", time_left(left)),
+            Some(left) => {
+                how += &format!(" (the ticket-granting ticket ends in {})", time_left(left))
+            }
             None => {}
         }
     }
@@ -303,10 +271,7 @@ pub fn print_identity(client: &Client, host: &str) {
     }
     match (client.cipher(), client.encrypts_everything()) {
         (Some(c), true) => println!("encryption: {}, every message", cipher_name(c)),
-        (Some(c), false) => println!(
-            "encryption: {}, for shares that ask for it",
-            cipher_name(c)
-        ),
+        (Some(c), false) => println!("encryption: {}, for shares that ask for it", cipher_name(c)),
         (None, _) => println!("encryption: none negotiated"),
     }
 }
@@ -328,4 +293,37 @@ pub fn identity_json(client: &Client) -> serde_json::Value {
         "cipher": client.cipher().map(cipher_name),
         "encrypts_everything": client.encrypts_everything(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{speed, tasks_line};
+
+    #[test]
+    fn live_tasks_read_as_a_total_and_the_kinds_with_most_first() {
+        let v = serde_json::json!({
+            "channel-reader": {"live": 4, "started": 9},
+            "probe": {"live": 0, "started": 3},
+            "watchdog": {"live": 1, "started": 1},
+            "channel-writer": {"live": 4, "started": 9},
+        });
+        assert_eq!(
+            tasks_line(&v),
+            "library tasks: 9 (4 channel-reader, 4 channel-writer, 1 watchdog)"
+        );
+        assert_eq!(
+            tasks_line(&serde_json::json!({"probe": {"live": 0, "started": 3}})),
+            "library tasks: none"
+        );
+    }
+
+    #[test]
+    fn speeds_read_naturally() {
+        assert_eq!(speed(None), "?");
+        assert_eq!(speed(Some(10_000_000_000)), "10 Gb/s");
+        assert_eq!(speed(Some(1_000_000_000)), "1 Gb/s");
+        assert_eq!(speed(Some(2_500_000_000)), "2500 Mb/s");
+        assert_eq!(speed(Some(100_000_000)), "100 Mb/s");
+        assert_eq!(speed(Some(9600)), "9600 b/s");
+    }
 }

@@ -625,3 +625,57 @@ async fn a_listing_whose_open_is_lost_with_its_channel_leaves_no_handle_behind()
         "handles left open"
     );
 }
+
+/// The server ends the session's authentication (as when a Kerberos ticket ends): every
+/// request then meets STATUS_NETWORK_SESSION_EXPIRED. One reauthentication (two SESSION_SETUP
+/// rounds of NTLM, on one channel) serves the sixteen reads that met it over both channels;
+/// each is sent again and succeeds, and the open file, its lease and the channels stay.
+#[tokio::test]
+async fn an_expired_session_is_authenticated_once_again_for_every_request_that_met_it() {
+    let server = multichannel_server().await;
+    let client = connect(&server, ClientConfig::default()).await;
+    assert!(
+        client
+            .wait_for_channels(std::time::Duration::from_secs(10))
+            .await
+    );
+    let share = client.share("data").await.unwrap();
+    let data: Vec<u8> = (0..1 << 20).map(|i| (i % 249) as u8).collect();
+    let f = share.open("kept-open.bin", &rw()).await.unwrap();
+    f.write_at(0, Bytes::from(data.clone())).await.unwrap();
+
+    server.expire_sessions();
+    let setups = server.requests(Command::SESSION_SETUP);
+    let expired_before = server.requests(Command::READ);
+    let reads: Vec<_> = (0..16u64)
+        .map(|i| {
+            let f = f.clone();
+            tokio::spawn(async move { f.read_at(i * 65536, 65536).await })
+        })
+        .collect();
+    for (i, r) in reads.into_iter().enumerate() {
+        let got = r.await.unwrap().expect("a read after the expiry");
+        assert!(got[..] == data[i * 65536..(i + 1) * 65536], "read {i}");
+    }
+    assert_eq!(
+        client.reauthentications(),
+        smb3_client::Reauthentications {
+            renewed: 1,
+            failed: 0
+        }
+    );
+    assert_eq!(server.requests(Command::SESSION_SETUP) - setups, 2);
+    assert!(server.requests(Command::READ) - expired_before >= 16);
+    // The same open, and new ones, go on.
+    f.write_at(0, Bytes::from_static(b"after")).await.unwrap();
+    f.close().await.unwrap();
+    assert_eq!(
+        &server.read_file("data", "kept-open.bin").unwrap()[..5],
+        b"after"
+    );
+    assert_eq!(client.usable_channels(), 2);
+    assert_eq!(
+        client.identity().mechanism,
+        smb3_client::AuthMechanism::Ntlm
+    );
+}

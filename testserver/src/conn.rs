@@ -296,7 +296,8 @@ impl FrameWork {
             protection.signer.as_deref(),
             protection.sealing.is_some(),
             self.signing_required,
-        );
+        )
+        .and_then(|()| not_expired(shared, &header));
         if header.command == Command::CANCEL {
             // A CANCEL is never answered itself; the request it names is, when it can still
             // be cancelled (MS-SMB2 3.3.5.16). One that fails the session checks is dropped.
@@ -341,6 +342,24 @@ fn check_session(
     }
     if signing_required {
         return Err(NtStatus::ACCESS_DENIED);
+    }
+    Ok(())
+}
+
+/// A session whose authentication expired refuses all but LOGOFF, CLOSE, LOCK, CANCEL and
+/// ECHO (MS-SMB2 3.3.5.2.9; Samba lets the last two through too).
+fn not_expired(shared: &Shared, header: &Header) -> Result<(), NtStatus> {
+    let expired = shared
+        .lock()
+        .sessions
+        .get(&header.session_id)
+        .is_some_and(|s| s.expired);
+    let runs_anyway = matches!(
+        header.command,
+        Command::LOGOFF | Command::CLOSE | Command::LOCK | Command::CANCEL | Command::ECHO
+    );
+    if expired && !runs_anyway {
+        return Err(NtStatus::NETWORK_SESSION_EXPIRED);
     }
     Ok(())
 }

@@ -30,6 +30,9 @@ pub(crate) struct Negotiated {
 pub(crate) struct PendingSetup {
     pub(crate) acceptor: crate::auth::Acceptor,
     pub(crate) preauth: Option<PreauthHash>,
+    /// A session established on this connection authenticating again (MS-SMB2 3.3.5.5.3):
+    /// its keys stay.
+    pub(crate) reauth: bool,
 }
 
 pub(crate) struct Conn {

@@ -7,8 +7,9 @@
 //! negotiates SMB 3.1.1 (or 3.0.x, 2.1), authenticates with NTLMv2 over SPNEGO, and signs or
 //! seals every message with keys derived as for a real server.
 //!
-//! What it serves: NEGOTIATE with the 3.1.1 contexts, SESSION_SETUP (and, with
-//! `multichannel`, binding and FSCTL_QUERY_NETWORK_INTERFACE_INFO), LOGOFF, TREE_CONNECT and
+//! What it serves: NEGOTIATE with the 3.1.1 contexts, SESSION_SETUP (reauthentication of an
+//! expired session too, and, with `multichannel`, binding and
+//! FSCTL_QUERY_NETWORK_INTERFACE_INFO), LOGOFF, TREE_CONNECT and
 //! DISCONNECT, CREATE (dispositions, directory options, share modes, delete-on-close, leases
 //! on files with their breaks, durable v2 handles), CLOSE, READ, WRITE, FLUSH, QUERY_INFO and
 //! SET_INFO for the common classes (rename, delete, truncate, times), QUERY_DIRECTORY, LOCK,
@@ -22,7 +23,7 @@
 //! the difference.
 //!
 //! Tests steer it with [`TestServer::fail`] (a status, a cut connection or a lost reply for
-//! chosen requests) and [`TestServer::cut_connections`], and look at the result through
+//! chosen requests), [`TestServer::cut_connections`] and [`TestServer::expire_sessions`], and look at the result through
 //! [`TestServer::read_file`], [`TestServer::list`] and the counters ([`TestServer::requests`],
 //! [`TestServer::open_handles`], [`TestServer::pending_notifies`]).
 //!
@@ -291,6 +292,15 @@ impl TestServer {
     /// channel of a multichannel session lost, the others kept.
     pub fn cut_connections_to(&self, ip: IpAddr) {
         self.shared.cut.send_replace(CutOrder { only: Some(ip) });
+    }
+
+    /// End the authentication of every session, as a server does when a Kerberos ticket
+    /// ends: most requests are answered STATUS_NETWORK_SESSION_EXPIRED until the client
+    /// authenticates the session again (MS-SMB2 3.3.5.2.9).
+    pub fn expire_sessions(&self) {
+        for s in self.shared.lock().sessions.values_mut() {
+            s.expired = true;
+        }
     }
 
     /// Sessions alive.

@@ -64,6 +64,9 @@ pub(crate) struct Session {
     pub(crate) sealing: Option<Arc<Sealing>>,
     /// Connections this session is established or bound on; it ends with the last.
     pub(crate) connections: usize,
+    /// Its authentication has expired ([`crate::TestServer::expire_sessions`]): most
+    /// requests are refused until it is authenticated again (MS-SMB2 3.3.5.2.9).
+    pub(crate) expired: bool,
 }
 
 pub(crate) struct TreeConnect {

@@ -117,12 +117,22 @@ impl Conn {
         } else {
             None
         };
-        let session_id = match self.start_or_continue(header, &negotiated, binding) {
+        let session_id = match self.start_or_continue(msg, header, &negotiated, binding) {
             Ok(id) => id,
             Err(status) => return fail(status, header.session_id),
         };
         let Some(pending) = self.pending.get_mut(&session_id) else {
             return fail(NtStatus::USER_SESSION_DELETED, session_id);
+        };
+        // A reauthentication's interim replies are signed with Session.SigningKey too.
+        let session_signer = match (&session_signer, pending.reauth) {
+            (None, true) => self
+                .shared
+                .lock()
+                .sessions
+                .get(&session_id)
+                .map(|s| s.signer.clone()),
+            _ => session_signer,
         };
         if let Some(h) = pending.preauth.as_mut() {
             h.update(msg);
@@ -151,7 +161,13 @@ impl Conn {
                 MessageOutcome::reply(r, None)
             }
             Ok(Step::Done { token, session_key }) => {
-                let preauth = self.pending.remove(&session_id).and_then(|p| p.preauth);
+                let Some(done) = self.pending.remove(&session_id) else {
+                    return fail(NtStatus::USER_SESSION_DELETED, session_id);
+                };
+                if done.reauth {
+                    return self.reauthenticated(header, session_id, &token);
+                }
+                let preauth = done.preauth;
                 let established = if binding {
                     self.bound(session_id, &negotiated, &session_key, preauth.as_ref())
                 } else {
@@ -172,6 +188,21 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// The session authenticated again: valid once more, its keys unchanged; the final
+    /// reply is signed with this channel's key.
+    fn reauthenticated(
+        &mut self,
+        header: &Header,
+        session_id: u64,
+        token: &[u8],
+    ) -> MessageOutcome {
+        if let Some(s) = self.shared.lock().sessions.get_mut(&session_id) {
+            s.expired = false;
+        }
+        let r = reply(header, NtStatus::SUCCESS, session_id, token);
+        MessageOutcome::reply(r, self.signers.get(&session_id).cloned())
     }
 
     /// A binding names a session of this dialect that multichannel may join, and its
@@ -202,6 +233,7 @@ impl Conn {
     /// The id of the exchange this request belongs to, starting one when it is the first.
     fn start_or_continue(
         &mut self,
+        msg: &[u8],
         header: &Header,
         negotiated: &Negotiated,
         binding: bool,
@@ -209,18 +241,36 @@ impl Conn {
         if self.pending.contains_key(&header.session_id) {
             return Ok(header.session_id);
         }
-        let id = match (header.session_id, binding) {
-            (0, false) => self.shared.lock().new_session_id(),
-            (id, true) => id,
-            // Re-authenticating an established session is not offered.
-            (_, false) => return Err(NtStatus::USER_SESSION_DELETED),
+        let (id, reauth) = match (header.session_id, binding) {
+            (0, false) => (self.shared.lock().new_session_id(), false),
+            (id, true) => (id, false),
+            // Authenticating again a session established or bound on this connection: the
+            // request is signed with this channel's key, like any other of the session.
+            (id, false) => {
+                let signer = self
+                    .signers
+                    .get(&id)
+                    .ok_or(NtStatus::USER_SESSION_DELETED)?;
+                if !header.flags.has(HeaderFlags::SIGNED) || !signer.verify(msg) {
+                    return Err(NtStatus::ACCESS_DENIED);
+                }
+                (id, true)
+            }
         };
         let config = &self.shared.config;
         let acceptor = Acceptor::new(&config.user, &config.domain, &config.password)
             .map_err(|_| NtStatus::INSUFFICIENT_RESOURCES)?;
         // The exchange's preauth hash starts from this connection's (MS-SMB2 3.3.5.5).
-        let preauth = (negotiated.dialect == Dialect::Smb311).then(|| self.preauth.clone());
-        self.pending.insert(id, PendingSetup { acceptor, preauth });
+        let preauth =
+            (negotiated.dialect == Dialect::Smb311 && !reauth).then(|| self.preauth.clone());
+        self.pending.insert(
+            id,
+            PendingSetup {
+                acceptor,
+                preauth,
+                reauth,
+            },
+        );
         Ok(id)
     }
 
@@ -247,6 +297,7 @@ impl Conn {
                 signer: signer.clone(),
                 sealing,
                 connections: 1,
+                expired: false,
             },
         );
         drop(state);

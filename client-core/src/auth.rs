@@ -135,7 +135,9 @@ impl SessionCredentials {
     /// Where the session's Kerberos tickets come from and how long the ticket-granting
     /// ticket has left, when they come from a cache or keytab (see [`GssCredential`]).
     pub(crate) fn tickets(&self) -> Option<(String, Option<std::time::Duration>)> {
-        self.gss.as_ref().map(|g| (g.from().to_string(), g.remaining()))
+        self.gss
+            .as_ref()
+            .map(|g| (g.from().to_string(), g.remaining()))
     }
 
     /// The secret as sspi takes it in a password field: for NTLM always the NT hash in

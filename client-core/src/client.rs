@@ -10,7 +10,6 @@ use rand::RngCore;
 use smb3_proto::msg::session_setup::SessionFlags;
 use smb3_proto::Dialect;
 
-use crate::identity::AuthMechanism;
 use crate::addressing::Addressing;
 use crate::auth::{SessionCredentials, UserCredentials};
 use crate::background::{lease_breaks, manager, reconnect, watchdog};
@@ -18,6 +17,7 @@ use crate::channel::{BufferPool, Channel};
 use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
 use crate::error::{EncryptionRequiredBy, Error, ProtocolError, Result};
+use crate::identity::AuthMechanism;
 use crate::lease;
 use crate::logoff_wait::{settle, BackgroundWork, LOGOFF_SETTLE};
 use crate::multichannel::eligibility;

@@ -48,10 +48,10 @@ mod error;
 mod failover;
 mod file;
 mod file_security;
-mod identity;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod identity;
 mod info_query;
 mod key_log;
 mod lease;
@@ -91,7 +91,6 @@ pub use auth::{kerberos_ticket, KerberosTicket, UserCredentials};
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, Reauthentications, TrafficCounters};
-pub use identity::{AuthMechanism, SessionIdentity};
 pub use config::{Auth, ClientConfig, Dispatch, NicOverride, QuicConfig, Transport};
 pub use error::{
     AuthDetail, AuthFailure, AuthSource, CertificateProblem, ConfigError, ConnectionLossCause,
@@ -102,6 +101,7 @@ pub use error::{
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter, CHUNKS_PER_CHANNEL};
 pub use file_security::{FileSecurity, SecurityParts};
+pub use identity::{AuthMechanism, SessionIdentity};
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};

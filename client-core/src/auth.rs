@@ -68,6 +68,31 @@ pub(crate) fn mechanism(config: &ClientConfig, has_password: bool) -> Mechanism 
     }
 }
 
+/// How a session authenticated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthMechanism {
+    /// Kerberos (a ticket from a cache or keytab, or one asked for with the password).
+    Kerberos,
+    /// NTLMv2.
+    Ntlm,
+    /// The server mapped the user to its guest account (allowed by `allow_guest` only).
+    Guest,
+    /// An anonymous (null) session.
+    Anonymous,
+}
+
+impl std::fmt::Display for AuthMechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AuthMechanism::Kerberos => "Kerberos",
+            AuthMechanism::Ntlm => "NTLMv2",
+            AuthMechanism::Guest => "guest",
+            AuthMechanism::Anonymous => "anonymous",
+        })
+    }
+}
+
 /// User name, domain and password. NTLM uses all three; Kerberos asks the KDC for
 /// `user@REALM` with the password, the realm coming from `ClientConfig::kerberos_realm`.
 /// The password is wiped from memory once the last copy is dropped; a session keeps only

@@ -11,13 +11,13 @@ use smb3_proto::msg::session_setup::SessionFlags;
 use smb3_proto::Dialect;
 
 use crate::addressing::Addressing;
+use crate::auth::AuthMechanism;
 use crate::auth::{SessionCredentials, UserCredentials};
 use crate::background::{lease_breaks, manager, reconnect, watchdog};
 use crate::channel::{BufferPool, Channel};
 use crate::config::ClientConfig;
 use crate::engine::{channel_options, Call, SessionCore};
 use crate::error::{EncryptionRequiredBy, Error, ProtocolError, Result};
-use crate::identity::AuthMechanism;
 use crate::lease;
 use crate::logoff_wait::{settle, BackgroundWork, LOGOFF_SETTLE};
 use crate::multichannel::eligibility;

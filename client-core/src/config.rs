@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use smb3_proto::{Cipher, Dialect, SigningAlgorithm};
 
+pub use crate::channel::quic::QuicConfig;
 use crate::key_log::KeyLog;
 
 /// Client settings. `ClientConfig::default()` is what a Windows client would do, and safe:
@@ -171,20 +172,6 @@ impl std::str::FromStr for Transport {
             other => Err(format!("unknown transport {other:?} (tcp or quic)")),
         }
     }
-}
-
-/// How a QUIC connection checks the server ([`Transport::Quic`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct QuicConfig {
-    /// PEM file of the CA certificate(s) the server's certificate must chain to. `None` (the
-    /// default): the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured, as
-    /// OpenSSL does).
-    pub ca_file: Option<std::path::PathBuf>,
-    /// The name the server's certificate must carry. `None` (the default): the host given to
-    /// [`Client::connect`](crate::Client::connect) (an IP address then needs the address in
-    /// the certificate).
-    pub server_name: Option<String>,
 }
 
 impl ClientConfig {

@@ -131,7 +131,7 @@ pub(crate) struct SessionCore {
     /// Reauthentications after the session's authentication expired (see `renewal`).
     pub(crate) renewal: renewal::Renewal,
     /// How the session authenticated (`Client::identity`).
-    pub(crate) mechanism: crate::identity::AuthMechanism,
+    pub(crate) mechanism: crate::auth::AuthMechanism,
 }
 
 impl Drop for SessionCore {

@@ -2,32 +2,8 @@
 
 use std::time::Duration;
 
+use crate::auth::AuthMechanism;
 use crate::client::{Client, Reauthentications};
-
-/// How a session authenticated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AuthMechanism {
-    /// Kerberos (a ticket from a cache or keytab, or one asked for with the password).
-    Kerberos,
-    /// NTLMv2.
-    Ntlm,
-    /// The server mapped the user to its guest account (allowed by `allow_guest` only).
-    Guest,
-    /// An anonymous (null) session.
-    Anonymous,
-}
-
-impl std::fmt::Display for AuthMechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            AuthMechanism::Kerberos => "Kerberos",
-            AuthMechanism::Ntlm => "NTLMv2",
-            AuthMechanism::Guest => "guest",
-            AuthMechanism::Anonymous => "anonymous",
-        })
-    }
-}
 
 /// Who the session is ([`Client::identity`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

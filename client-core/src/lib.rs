@@ -87,7 +87,7 @@ mod tree;
 mod watch;
 
 pub use attributes::DosAttributes;
-pub use auth::{kerberos_ticket, KerberosTicket, UserCredentials};
+pub use auth::{kerberos_ticket, AuthMechanism, KerberosTicket, UserCredentials};
 pub use byte_locks::{IfLocked, LockKind};
 pub use channel::frame_buffers::BufferPool;
 pub use client::{Client, MaxIo, Reauthentications, TrafficCounters};
@@ -101,7 +101,7 @@ pub use error::{
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter, CHUNKS_PER_CHANNEL};
 pub use file_security::{FileSecurity, SecurityParts};
-pub use identity::{AuthMechanism, SessionIdentity};
+pub use identity::SessionIdentity;
 pub use key_log::{KeyLog, SessionKeys};
 pub use lease::{LeaseCaching, LeaseWatch};
 pub use listing::{ReadDir, Walk, WalkEntry, WalkError, WalkOptions};

@@ -44,7 +44,7 @@ impl Pages for ReadDir {
                     tracing::warn!(error = %e, "directory entry left out");
                 }
                 Ok(Some(mut page)) => {
-                    page.retain(|e| !crate::fs::is_hidden_name(&e.name));
+                    page.retain(|e| !crate::hidden_names::is_hidden_name(&e.name));
                     return Ok(Some(page));
                 }
                 other => return other,

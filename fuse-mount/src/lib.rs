@@ -15,6 +15,7 @@ pub(crate) mod dir_stream;
 pub mod dir_watch;
 pub mod errno;
 pub mod fs;
+pub(crate) mod hidden_names;
 pub mod idle_memory;
 pub mod inode;
 pub mod io_stats;

@@ -294,6 +294,15 @@ pub(crate) struct Share {
 }
 
 impl Share {
+    /// This share as a copy's end (see `copy`).
+    fn endpoint(&self) -> copy::Endpoint<'_> {
+        copy::Endpoint {
+            ctx: &self.ctx,
+            share: &self.inner,
+            io_size: self.io_size,
+        }
+    }
+
     fn call<T, F>(&self, py: Python<'_>, fut: F) -> PyResult<T>
     where
         F: std::future::Future<Output = smb3_client::Result<T>> + Send + 'static,
@@ -530,7 +539,7 @@ impl Share {
     ) -> PyResult<u64> {
         copy::run_file(
             py,
-            self,
+            self.endpoint(),
             Direction::Download,
             rpath(remote),
             local,
@@ -547,7 +556,14 @@ impl Share {
         remote: &str,
         overwrite: bool,
     ) -> PyResult<u64> {
-        copy::run_file(py, self, Direction::Upload, rpath(remote), local, overwrite)
+        copy::run_file(
+            py,
+            self.endpoint(),
+            Direction::Upload,
+            rpath(remote),
+            local,
+            overwrite,
+        )
     }
 
     /// Download the tree under `remote` into the local directory `local` (made if missing),
@@ -562,7 +578,7 @@ impl Share {
     ) -> PyResult<(u64, u64)> {
         copy::run_tree(
             py,
-            self,
+            self.endpoint(),
             Direction::Download,
             rpath(remote),
             local,
@@ -581,7 +597,14 @@ impl Share {
         remote: &str,
         overwrite: bool,
     ) -> PyResult<(u64, u64)> {
-        copy::run_tree(py, self, Direction::Upload, rpath(remote), local, overwrite)
+        copy::run_tree(
+            py,
+            self.endpoint(),
+            Direction::Upload,
+            rpath(remote),
+            local,
+            overwrite,
+        )
     }
 
     /// Size and free space of the share: (total, used, free) in bytes, as

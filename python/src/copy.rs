@@ -16,8 +16,8 @@ use futures_util::StreamExt;
 use pyo3::prelude::*;
 use smb3_client::{check_name, Error, OpenOptions, Share, WalkOptions};
 
-use crate::client;
 use crate::errors;
+use crate::runtime::Ctx;
 
 /// Files copied at once by a tree copy (smbcp's default `--jobs`).
 const JOBS: usize = 4;
@@ -386,10 +386,17 @@ async fn upload_tree(job: Arc<Job>, src: PathBuf, root: String) -> CopyResult<(u
     workers.finish().await
 }
 
-fn job_of(share: &client::Share, overwrite: bool) -> Arc<Job> {
+/// Which share a copy goes to or comes from, the runtime that drives it and its I/O size.
+pub(crate) struct Endpoint<'a> {
+    pub(crate) ctx: &'a Ctx,
+    pub(crate) share: &'a Share,
+    pub(crate) io_size: u32,
+}
+
+fn job_of(end: &Endpoint<'_>, overwrite: bool) -> Arc<Job> {
     Arc::new(Job {
-        share: share.inner.clone(),
-        io_size: share.io_size,
+        share: end.share.clone(),
+        io_size: end.io_size,
         overwrite,
     })
 }
@@ -397,16 +404,16 @@ fn job_of(share: &client::Share, overwrite: bool) -> Arc<Job> {
 /// Copy one file; returns the bytes copied.
 pub(crate) fn run_file(
     py: Python<'_>,
-    share: &client::Share,
+    end: Endpoint<'_>,
     dir: Direction,
     remote: String,
     local: PathBuf,
     overwrite: bool,
 ) -> PyResult<u64> {
-    let job = job_of(share, overwrite);
+    let job = job_of(&end, overwrite);
     let done = match dir {
-        Direction::Download => share.ctx.run(py, download_file(job, remote, local))?,
-        Direction::Upload => share.ctx.run(py, upload_file(job, local, remote))?,
+        Direction::Download => end.ctx.run(py, download_file(job, remote, local))?,
+        Direction::Upload => end.ctx.run(py, upload_file(job, local, remote))?,
     };
     done.map_err(|e| e.into_py(py))
 }
@@ -414,16 +421,16 @@ pub(crate) fn run_file(
 /// Copy a tree; returns (files, bytes).
 pub(crate) fn run_tree(
     py: Python<'_>,
-    share: &client::Share,
+    end: Endpoint<'_>,
     dir: Direction,
     remote: String,
     local: PathBuf,
     overwrite: bool,
 ) -> PyResult<(u64, u64)> {
-    let job = job_of(share, overwrite);
+    let job = job_of(&end, overwrite);
     let done = match dir {
-        Direction::Download => share.ctx.run(py, download_tree(job, remote, local))?,
-        Direction::Upload => share.ctx.run(py, upload_tree(job, local, remote))?,
+        Direction::Download => end.ctx.run(py, download_tree(job, remote, local))?,
+        Direction::Upload => end.ctx.run(py, upload_tree(job, local, remote))?,
     };
     done.map_err(|e| e.into_py(py))
 }

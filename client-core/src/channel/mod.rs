@@ -29,7 +29,7 @@ pub(crate) mod frame_buffers;
 mod reader;
 mod request;
 // SMB over QUIC: the same channel over one QUIC stream instead of a TCP connection.
-mod quic;
+pub(crate) mod quic;
 mod send;
 mod socket;
 mod writer;
@@ -91,7 +91,7 @@ pub(crate) struct ChannelOptions {
     /// Where large replies are read into: the client's pool, shared by its channels.
     pub(crate) frame_buffers: BufferPool,
     /// Connect over QUIC with these settings instead of TCP (`ClientConfig::transport`).
-    pub(crate) quic: Option<crate::config::QuicConfig>,
+    pub(crate) quic: Option<quic::QuicConfig>,
 }
 
 impl Default for ChannelOptions {

@@ -39,8 +39,22 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::{Channel, ChannelOptions, Unsolicited};
-use crate::config::QuicConfig;
 use crate::error::{CertificateProblem, Error, Result};
+
+/// How a QUIC connection checks the server (`ClientConfig::transport` set to
+/// [`Transport::Quic`](crate::Transport::Quic)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QuicConfig {
+    /// PEM file of the CA certificate(s) the server's certificate must chain to. `None` (the
+    /// default): the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured, as
+    /// OpenSSL does).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The name the server's certificate must carry. `None` (the default): the host given to
+    /// [`Client::connect`](crate::Client::connect) (an IP address then needs the address in
+    /// the certificate).
+    pub server_name: Option<String>,
+}
 
 /// The ALPN protocol id of SMB over QUIC.
 pub(crate) const ALPN_SMB: &[u8] = b"smb";

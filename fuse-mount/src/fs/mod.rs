@@ -54,7 +54,6 @@ pub use self::config::FsConfig;
 pub use self::dirs::Listed;
 pub use self::files::{OpenMode, Opened};
 pub use self::locks::LockType;
-pub use self::silly::is_hidden_name;
 pub use crate::errno::{FsError, FsResult};
 
 /// The mounted share.

@@ -44,7 +44,7 @@ impl SmbFs {
     /// LOOKUP: the entry `name` in directory `parent`.
     pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
         // Files unlinked while open wait under these names: gone for POSIX.
-        if super::is_hidden_name(name) {
+        if crate::hidden_names::is_hidden_name(name) {
             return Err(FsError::new(libc::ENOENT));
         }
         let path = self.child_of(parent, name)?;
@@ -159,7 +159,11 @@ impl SmbFs {
         let Ok(entries) = self.share.read_dir(path).await else {
             return false;
         };
-        if entries.is_empty() || !entries.iter().all(|e| super::is_hidden_name(&e.name)) {
+        if entries.is_empty()
+            || !entries
+                .iter()
+                .all(|e| crate::hidden_names::is_hidden_name(&e.name))
+        {
             return false;
         }
         let ours: Vec<String> = self
@@ -397,7 +401,7 @@ impl SmbFs {
 /// A hidden name beside `path` for a file about to be replaced (one listings do not show,
 /// see `silly`), unique enough that two mounts or two renames do not meet.
 fn aside_name(path: &str) -> String {
-    let hidden = super::silly::hidden_name();
+    let hidden = crate::hidden_names::hidden_name();
     match path.rfind('/') {
         Some(i) => format!("{}/{hidden}", &path[..i]),
         None => hidden,

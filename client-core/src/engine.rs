@@ -227,7 +227,7 @@ impl SessionCore {
     async fn call_renewing(
         &self,
         ctx: &replay::ReplayContext<'_>,
-        mut reqs: Vec<Request>,
+        reqs: Vec<Request>,
         target: &Target,
         command: Command,
         replay: Replay,
@@ -237,13 +237,7 @@ impl SessionCore {
             self.renewal.settled().await;
             let generation = self.renewal.generation();
             let last_try = renewals >= renewal::MAX_RENEWALS_PER_REQUEST;
-            // The frame is kept for another try until the last one.
-            let frame = if last_try {
-                std::mem::take(&mut reqs)
-            } else {
-                reqs.clone()
-            };
-            let replies = replay::call_chain(ctx, frame, target, command, replay).await?;
+            let replies = replay::call_chain(ctx, &reqs, target, command, replay).await?;
             if last_try {
                 return Ok(replies);
             }

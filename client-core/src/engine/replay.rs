@@ -75,7 +75,7 @@ pub(crate) async fn call(
     command: Command,
     replay: Replay,
 ) -> Result<Response> {
-    let mut replies = call_chain(ctx, vec![template], target, command, replay).await?;
+    let mut replies = call_chain(ctx, &[template], target, command, replay).await?;
     // One reply per request: the channel answers every member of a frame.
     replies
         .pop()
@@ -87,10 +87,11 @@ pub(crate) async fn call(
 
 /// [`call`] for a chain of related requests sent as one compound frame (MS-SMB2 3.2.4.1.4):
 /// the chain is sent, and replayed, as a whole; one reply per request comes back. `replay`
-/// is the chain's: safe only if every request in it is.
+/// is the chain's: safe only if every request in it is. The caller keeps `templates`: each
+/// send stamps a copy, and the caller may send them again (see `engine`'s session renewal).
 pub(crate) async fn call_chain(
     ctx: &ReplayContext<'_>,
-    templates: Vec<Request>,
+    templates: &[Request],
     target: &Target,
     command: Command,
     replay: Replay,
@@ -105,7 +106,6 @@ pub(crate) async fn call_chain(
     // How the channel of the request's last send was lost, for the error should it give up.
     let mut last_loss: Option<ConnectionLossCause> = None;
     let charge = templates.iter().map(|r| r.charge().max(1)).sum::<u16>();
-    let mut templates = Some(templates);
     loop {
         let channel = match ctx.channels.pick(charge, command) {
             Ok(channel) => channel,
@@ -125,17 +125,9 @@ pub(crate) async fn call_chain(
                 });
             }
         };
-        // Only a request that may be sent again needs a copy kept; one that may not is sent
-        // once and returns on any loss, so it is moved out instead of copied.
-        let next = if replay.is_safe() {
-            templates.clone()
-        } else {
-            templates.take()
-        };
-        let Some(mut reqs) = next else {
-            // Not reached: a request that may not be sent twice returns at its first loss.
-            return Err(not_replayed(command, replay, last_loss));
-        };
+        // A request that may not be sent twice returns at its first loss (below), so this
+        // copy is its only one.
+        let mut reqs = templates.to_vec();
         // After a reconnect the session, tree and open have new ids. No await between here
         // and the send, so the ids cannot change under the request.
         let sequence = failover.sequence();

@@ -29,12 +29,9 @@ fn source(tb: &Testbed, share_and_path: &str) -> String {
     )
 }
 
-/// A scratch directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("smbfuse-e2e-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
+/// A scratch directory of this test process, removed when dropped (not while mounted).
+fn scratch(name: &str) -> smb3_tests::scratch::Scratch {
+    smb3_tests::scratch::Scratch::new("smbfuse-e2e", name)
 }
 
 /// Whether `mp` is a mount point in this mount namespace.
@@ -116,6 +113,8 @@ fn smbfuse_cmd(tb: &Testbed, password: &str) -> Command {
 /// A mount made by a test; unmounted and its daemon gone when dropped.
 struct Mounted {
     mp: PathBuf,
+    /// The mount point's scratch directory when the mount made it: removed after the unmount.
+    _dir: Option<smb3_tests::scratch::Scratch>,
     /// The foreground daemon (`-f`), when the test started one.
     child: Option<Child>,
 }
@@ -135,7 +134,8 @@ impl Mounted {
             .spawn()
             .expect("start smbfuse");
         let mut m = Mounted {
-            mp,
+            mp: mp.to_path_buf(),
+            _dir: Some(mp),
             child: Some(child),
         };
         let up = wait_until(Duration::from_secs(30), || {
@@ -157,7 +157,14 @@ impl Mounted {
             cmd.args(["-o", o]);
         }
         let out = cmd.output().expect("run smbfuse");
-        (Mounted { mp, child: None }, out)
+        (
+            Mounted {
+                mp: mp.to_path_buf(),
+                _dir: Some(mp),
+                child: None,
+            },
+            out,
+        )
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -738,7 +745,8 @@ fn background_mount_umount_and_mount_helper() {
         ])
         .env("SMB_PASSWORD", tb.password());
     let guard = Mounted {
-        mp: mp.clone(),
+        mp: mp.to_path_buf(),
+        _dir: None,
         child: None,
     };
     run(&mut cmd);
@@ -1670,7 +1678,8 @@ fn a_background_mount_keeps_its_secrets_and_status_private() {
     let t = Instant::now();
     let out = cmd.output().expect("run smbfuse");
     let m = Mounted {
-        mp: mp.clone(),
+        mp: mp.to_path_buf(),
+        _dir: None,
         child: None,
     };
     eprintln!("background mount took {:?}", t.elapsed());
@@ -1826,7 +1835,8 @@ fn guest_needs_nosign_and_vers_2_1_and_noperm_still_mount() {
     let mp = scratch("guest");
     cmd.arg(&guest).arg(&mp).args(["-o", "nosign"]);
     let m = Mounted {
-        mp: mp.clone(),
+        mp: mp.to_path_buf(),
+        _dir: None,
         child: None,
     };
     let out = cmd.output().expect("run smbfuse");
@@ -2013,7 +2023,8 @@ fn git_tar_and_rsync_round_trip_on_a_posix_mount() {
     );
 
     // tar: modes and the link come back as they were.
-    let archive = scratch("posix-programs-tar").join("t.tar");
+    let archive_dir = scratch("posix-programs-tar");
+    let archive = archive_dir.join("t.tar");
     std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
     run(Command::new("tar")
         .arg("cf")
@@ -2219,7 +2230,8 @@ fn a_plain_share_keeps_open_files_case_and_every_name() {
     // Log rotation under `tail -F`: the log renamed away while tail reads it, a new one
     // made, then replaced by a rename over it while tail holds it open.
     std::fs::write(m.path("app.log"), b"line 1\n").unwrap();
-    let out_path = scratch("tail-out").join("out");
+    let out_dir = scratch("tail-out");
+    let out_path = out_dir.join("out");
     let mut tail = Command::new("tail")
         .args(["-n", "+1", "-F", "-s", "0.1"])
         .arg(m.path("app.log"))

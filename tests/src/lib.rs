@@ -28,6 +28,7 @@
 
 pub mod mitm;
 pub mod quic_relay;
+pub mod scratch;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;

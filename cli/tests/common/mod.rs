@@ -2,7 +2,6 @@
 //! smbcp in the client namespace. Each binary uses part of it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use smb3_tests::{Testbed, TestbedConfig};
@@ -72,14 +71,7 @@ pub(crate) fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
 }
 
-/// A fresh scratch directory of this test binary and process.
-pub(crate) fn scratch(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!(
-        "{}-{}-{name}",
-        env!("CARGO_CRATE_NAME"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
+/// A fresh scratch directory of this test binary and process, removed when dropped.
+pub(crate) fn scratch(name: &str) -> smb3_tests::scratch::Scratch {
+    smb3_tests::scratch::Scratch::new(env!("CARGO_CRATE_NAME"), name)
 }

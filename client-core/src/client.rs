@@ -78,7 +78,7 @@ impl Client {
         creds: &UserCredentials,
         config: ClientConfig,
     ) -> Result<Client> {
-        let (host, addr) = resolve(server).await?;
+        let (host, addr) = resolve(server, config.transport.default_port()).await?;
         // QUIC channels check the server's certificate against this name (new ones too).
         let config = config.with_server_host(&host);
         // From here on the session holds only what re-authenticating needs (the NT hash for
@@ -296,9 +296,10 @@ impl Client {
     }
 }
 
-/// Resolve `host[:port]` to the host name (for SPNs and UNC paths) and one socket address.
-async fn resolve(server: &str) -> Result<(String, SocketAddr)> {
-    let (host, port) = split_host_port(server)?;
+/// Resolve `host[:port]` to the host name (for SPNs and UNC paths) and one socket address;
+/// `port` when `server` names none.
+async fn resolve(server: &str, port: u16) -> Result<(String, SocketAddr)> {
+    let (host, port) = split_host_port(server, port)?;
     let addr = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|e| Error::io(None, e))?
@@ -312,7 +313,7 @@ async fn resolve(server: &str) -> Result<(String, SocketAddr)> {
     Ok((host, addr))
 }
 
-fn split_host_port(server: &str) -> Result<(String, u16)> {
+fn split_host_port(server: &str, default_port: u16) -> Result<(String, u16)> {
     let bad = |reason| {
         Error::Config(crate::error::ConfigError::Url {
             url: server.to_string(),
@@ -325,7 +326,7 @@ fn split_host_port(server: &str) -> Result<(String, u16)> {
             .ok_or_else(|| bad("unterminated [IPv6] address"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad("invalid port"))?,
-            None if after.is_empty() => 445,
+            None if after.is_empty() => default_port,
             None => return Err(bad("junk after ]")),
         };
         return Ok((host.to_string(), port));
@@ -335,7 +336,7 @@ fn split_host_port(server: &str) -> Result<(String, u16)> {
             Ok((h.to_string(), p.parse().map_err(|_| bad("invalid port"))?))
         }
         _ if server.is_empty() => Err(bad("empty host")),
-        _ => Ok((server.to_string(), 445)),
+        _ => Ok((server.to_string(), default_port)),
     }
 }
 
@@ -358,18 +359,19 @@ mod tests {
 
     #[test]
     fn host_and_port() {
-        assert_eq!(split_host_port("nas").unwrap(), ("nas".into(), 445));
+        assert_eq!(split_host_port("nas", 445).unwrap(), ("nas".into(), 445));
+        assert_eq!(split_host_port("nas", 443).unwrap(), ("nas".into(), 443));
         assert_eq!(
-            split_host_port("10.0.0.1:4455").unwrap(),
+            split_host_port("10.0.0.1:4455", 443).unwrap(),
             ("10.0.0.1".into(), 4455)
         );
         assert_eq!(
-            split_host_port("[fe80::1]:99").unwrap(),
+            split_host_port("[fe80::1]:99", 445).unwrap(),
             ("fe80::1".into(), 99)
         );
-        assert_eq!(split_host_port("[::1]").unwrap(), ("::1".into(), 445));
-        assert_eq!(split_host_port("::1").unwrap(), ("::1".into(), 445));
-        assert!(split_host_port("h:x").is_err());
-        assert!(split_host_port("").is_err());
+        assert_eq!(split_host_port("[::1]", 443).unwrap(), ("::1".into(), 443));
+        assert_eq!(split_host_port("::1", 445).unwrap(), ("::1".into(), 445));
+        assert!(split_host_port("h:x", 445).is_err());
+        assert!(split_host_port("", 445).is_err());
     }
 }

@@ -147,11 +147,22 @@ pub enum Transport {
     /// Direct TCP, port 445.
     #[default]
     Tcp,
-    /// SMB over QUIC (dialect 3.1.1, ALPN `smb`, servers listen on UDP 443): one
-    /// bidirectional stream carries the same framed messages as a TCP connection. Give the
-    /// port with the server (`host:443`); the server's certificate is checked as
+    /// SMB over QUIC (dialect 3.1.1, ALPN `smb`): one bidirectional stream carries the same
+    /// framed messages as a TCP connection. A server given without a port is reached on UDP
+    /// 443, where Windows Server listens; the server's certificate is checked as
     /// [`QuicConfig`] says.
     Quic,
+}
+
+impl Transport {
+    /// The port a server given without one is reached on: 445 over TCP (MS-SMB2 2.1), UDP
+    /// 443 over QUIC (where Windows Server's SMB over QUIC listens by default).
+    pub fn default_port(self) -> u16 {
+        match self {
+            Transport::Tcp => 445,
+            Transport::Quic => 443,
+        }
+    }
 }
 
 impl std::fmt::Display for Transport {

@@ -10,7 +10,7 @@
 //! use smb3_client::location::{Location, RemotePath};
 //! let Location::Remote(r) = Location::parse("smb://CORP;alice@nas:4455/data/reports/q3.csv")?
 //! else { unreachable!() };
-//! assert_eq!((r.host.as_str(), r.port, r.share.as_str()), ("nas", 4455, "data"));
+//! assert_eq!((r.host.as_str(), r.port, r.share.as_str()), ("nas", Some(4455), "data"));
 //! assert_eq!(r.path, "reports/q3.csv");
 //! assert_eq!(r.server(), "nas:4455"); // what `Client::connect` takes
 //! # Ok::<(), smb3_client::location::LocationError>(())
@@ -23,8 +23,9 @@ use std::fmt;
 pub struct RemotePath {
     /// Host name or address (IPv6 without brackets).
     pub host: String,
-    /// TCP port.
-    pub port: u16,
+    /// The port the location names. `None`: the transport's own, which `Client::connect`
+    /// picks (445 over TCP, 443 over QUIC).
+    pub port: Option<u16>,
     /// User from the URL.
     pub user: Option<String>,
     /// Domain from the URL.
@@ -38,12 +39,14 @@ pub struct RemotePath {
 }
 
 impl RemotePath {
-    /// `host:port` as `Client::connect` takes it.
+    /// `host:port`, or `host` when the location names no port, as `Client::connect` takes
+    /// it.
     pub fn server(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
+        match (self.host.contains(':'), self.port) {
+            (true, Some(port)) => format!("[{}]:{port}", self.host),
+            (true, None) => format!("[{}]", self.host),
+            (false, Some(port)) => format!("{}:{port}", self.host),
+            (false, None) => self.host.clone(),
         }
     }
 
@@ -218,17 +221,17 @@ fn parse_remote(orig: &str, rest: &str, url: bool) -> Result<RemotePath, Locatio
             .split_once(']')
             .ok_or_else(|| bad(LocationProblem::UnterminatedIpv6))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad(LocationProblem::BadPort))?,
-            None => 445,
+            Some(p) => Some(p.parse().map_err(|_| bad(LocationProblem::BadPort))?),
+            None => None,
         };
         (h.to_string(), port)
     } else {
         match hostport.split_once(':') {
             Some((h, p)) => (
                 h.to_string(),
-                p.parse().map_err(|_| bad(LocationProblem::BadPort))?,
+                Some(p.parse().map_err(|_| bad(LocationProblem::BadPort))?),
             ),
-            None => (hostport.to_string(), 445),
+            None => (hostport.to_string(), None),
         }
     };
     if host.is_empty() {
@@ -279,7 +282,8 @@ mod tests {
     fn urls() {
         let r = remote("smb://CORP;alice@nas.example:4455/data/dir/f%C3%A9.txt");
         assert_eq!(r.host, "nas.example");
-        assert_eq!(r.port, 4455);
+        assert_eq!(r.port, Some(4455));
+        assert_eq!(r.server(), "nas.example:4455");
         assert_eq!(r.domain.as_deref(), Some("CORP"));
         assert_eq!(r.user.as_deref(), Some("alice"));
         assert_eq!(r.share, "data");
@@ -294,9 +298,11 @@ mod tests {
         let r = remote("smb://[fd00::1]/s");
         assert_eq!(
             (r.host.as_str(), r.port, r.path.as_str()),
-            ("fd00::1", 445, "")
+            ("fd00::1", None, "")
         );
-        assert_eq!(r.server(), "[fd00::1]:445");
+        assert_eq!(r.server(), "[fd00::1]", "the transport picks the port");
+        assert_eq!(remote("smb://[fd00::1]:446/s").server(), "[fd00::1]:446");
+        assert_eq!(remote("//h/s").server(), "h");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod route;
 pub mod status_json;
 #[cfg(unix)]
 pub mod status_socket;
+pub mod transport;
 
 pub use login::{
     ask_password, connect, credentials, credentials_for, parse_location, KerberosOptions,

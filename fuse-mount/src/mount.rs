@@ -46,6 +46,7 @@ pub const EXIT_USAGE: i32 = 2;
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
         channels_per_nic=, nomultichannel, dispatch=, port=, sec=krb5|ntlmssp, keytab=FILE,\n  \
+        transport=tcp|quic, cafile=FILE, pinsha256=BASE64,\n  \
         krb5_ccache=, krb5_principal=, krb5_realm=, kdc=, spn_host=,\n  \
         ntlm_fallback, allow_other, allow_root, perm|noperm,\n  \
         default_permissions, ro|rw, max_readahead=, max_write=, threads=,\n  \
@@ -55,6 +56,9 @@ pub const EXIT_USAGE: i32 = 2;
         nosign is UNSAFE (anyone on the path can alter replies) and the only way to accept\n\
         a guest session. With allow_other the kernel checks the shown modes (perm); noperm\n\
         lets every local user act with the SMB user's rights.\n\
+        SMB over QUIC (transport=quic): TLS 1.3 on UDP port 443 unless the source or port=\n\
+        names one; the certificate must chain to cafile= (else the system's CAs) and name\n\
+        the host, or its key must be pinned (pinsha256=, base64 SHA-256, repeatable).\n\
         The password comes from SMB_PASSWORD or the credentials file, never the command line;\n\
         with none given and a Kerberos ticket in the cache (kinit), the ticket is used."
 )]
@@ -330,7 +334,7 @@ pub fn parse_source(source: &str) -> Result<RemotePath, String> {
 fn remote_of(source: &str, opts: &MountOptions) -> Result<RemotePath, String> {
     let mut remote = parse_source(source)?;
     if let Some(port) = opts.port {
-        remote.port = port;
+        remote.port = Some(port);
     }
     if remote.domain.is_none() {
         remote.domain = opts.domain.clone();

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use smb3_client::{Auth, ClientConfig, Dialect, Dispatch};
+use smb3_frontend::transport::{QuicOnly, TransportOptions};
 use smb3_frontend::KerberosOptions;
 
 /// How file data is cached in the kernel (mount.cifs `cache=`).
@@ -68,8 +69,11 @@ pub struct MountOptions {
     pub multichannel: bool,
     /// `dispatch=round-robin|least-loaded`.
     pub dispatch: Option<Dispatch>,
-    /// `port=`: TCP port when the source does not name one.
+    /// `port=`: the server's port (TCP, or UDP with `transport=quic`), over the source's.
     pub port: Option<u16>,
+    /// `transport=tcp|quic`, and for QUIC `cafile=FILE` and `pinsha256=BASE64` (repeatable):
+    /// the same values smbcp's `--transport`, `--ca-file` and `--pin-sha256` take.
+    pub transport: TransportOptions,
     /// `sec=krb5|ntlmssp` (mount.cifs's; without it, a Kerberos ticket is used when no
     /// password is given and one is in the cache), `keytab=FILE`, `krb5_ccache=CACHE`,
     /// `krb5_principal=NAME`: Kerberos from a ticket cache or keytab; `krb5_realm=` (also
@@ -171,6 +175,7 @@ impl Default for MountOptions {
             multichannel: true,
             dispatch: None,
             port: None,
+            transport: TransportOptions::default(),
             kerberos: KerberosOptions {
                 realm: std::env::var("SMB_KRB_REALM").ok(),
                 kdc: std::env::var("SMB_KRB_KDC").ok(),
@@ -350,6 +355,9 @@ impl MountOptions {
             "multichannel" => self.multichannel = true,
             "dispatch" => self.dispatch = Some(need()?.parse().map_err(|e| format!("option {e}"))?),
             "port" => self.port = Some(number(name, need()?)?),
+            "transport" | "cafile" | "pinsha256" => {
+                self.transport.set_option(name, need()?)?;
+            }
             "krb5_realm" | "realm" => self.kerberos.realm = Some(need()?.to_string()),
             "kdc" => self.kerberos.kdc = Some(need()?.to_string()),
             "spn_host" => self.kerberos.spn_host = Some(need()?.to_string()),
@@ -450,6 +458,9 @@ impl MountOptions {
         if let Some(d) = self.dispatch {
             config.dispatch = d;
         }
+        self.transport
+            .apply(config)
+            .map_err(|QuicOnly| "cafile= and pinsha256= need transport=quic".to_string())?;
         self.kerberos
             .apply(config)
             .map_err(|_| "kdc= and ntlm_fallback need krb5_realm=".to_string())
@@ -524,6 +535,34 @@ mod tests {
             .apply_to(&mut ClientConfig::default());
         if std::env::var_os("SMB_KRB_REALM").is_none() {
             assert!(e.unwrap_err().contains("krb5_realm="));
+        }
+    }
+
+    #[test]
+    fn transport_options() {
+        let pin = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+        let mut c = ClientConfig::default();
+        MountOptions::parse(&[format!(
+            "transport=quic,cafile=/etc/ca.pem,pinsha256={pin},pinsha256=sha256//{pin}"
+        )])
+        .unwrap()
+        .apply_to(&mut c)
+        .unwrap();
+        assert_eq!(c.transport, smb3_client::Transport::Quic);
+        assert_eq!(c.quic.ca_file, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(c.quic.pinned_sha256, vec![[1u8; 32]; 2]);
+        let e = MountOptions::parse(&["cafile=/etc/ca.pem"])
+            .unwrap()
+            .apply_to(&mut ClientConfig::default())
+            .unwrap_err();
+        assert!(e.contains("need transport=quic"), "{e}");
+        for (opts, want) in [
+            ("transport=udp", "option transport=udp: "),
+            ("pinsha256=abc", "option pinsha256=abc: "),
+            ("transport", "needs a value"),
+        ] {
+            let e = MountOptions::parse(&[opts]).unwrap_err();
+            assert!(e.contains(want), "{opts}: {e}");
         }
     }
 

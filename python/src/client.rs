@@ -670,7 +670,13 @@ pub(crate) fn parse_url<'py>(py: Python<'py>, url: &str) -> PyResult<Bound<'py, 
     };
     let d = PyDict::new(py);
     d.set_item("host", remote.host)?;
-    d.set_item("port", remote.port)?;
+    // Python callers pass the port on to a TCP connection: the TCP default when none is named.
+    d.set_item(
+        "port",
+        remote
+            .port
+            .unwrap_or(smb3_client::Transport::Tcp.default_port()),
+    )?;
     d.set_item("username", remote.user)?;
     d.set_item("domain", remote.domain)?;
     d.set_item("share", remote.share)?;

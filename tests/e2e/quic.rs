@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use smb3_client::{
     CertificateProblem, Client, ClientConfig, Dialect, Error, QuicConfig, Transport,
+    UserCredentials,
 };
 use smb3_tests::quic_relay::QuicRelay;
 use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConfig};
@@ -29,14 +30,27 @@ fn quic_config(ca_file: std::path::PathBuf, server_name: &str) -> ClientConfig {
     config
 }
 
-#[test]
-fn read_and_write_through_a_quic_relay_byte_exact() {
+/// Run `test` in the client namespace of a new testbed with a QUIC relay to its smbd (a
+/// certificate for [`CERT_NAME`]) and the test user's credentials.
+fn through_a_relay<F, Fut>(test: F)
+where
+    F: FnOnce(QuicRelay, UserCredentials) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
     let rt = tb.client_runtime();
     let upstream = format!("{}:445", tb.server_addr(1)).parse().unwrap();
     let creds = tb.credentials();
     client_block_on(&rt, async move {
         let relay = QuicRelay::start(upstream, CERT_NAME).await;
+        test(relay, creds).await;
+    });
+    drop(rt);
+}
+
+#[test]
+fn read_and_write_through_a_quic_relay_byte_exact() {
+    through_a_relay(|relay, creds| async move {
         let config = quic_config(relay.ca_file(), CERT_NAME);
         let client = Client::connect(&relay.addr().to_string(), &creds, config)
             .await
@@ -50,7 +64,6 @@ fn read_and_write_through_a_quic_relay_byte_exact() {
         drop(share);
         client.logoff().await.expect("logoff");
     });
-    drop(rt);
 }
 
 /// Certificate refusals need no SMB server: the handshake fails before any stream.
@@ -92,5 +105,72 @@ fn certificate_refusals_are_typed_and_name_the_host() {
             assert_eq!(err.kind(), "certificate");
         }
         assert_eq!(relay.streams(), 0);
+    });
+}
+
+/// Pinned keys (`QuicConfig::pinned_sha256`) decide alone: the relay's key pinned, it is
+/// reached with no CA file (its CA is in no store); another key pinned, it is refused with
+/// the key it has; no pin and no CA file, its unknown CA is refused.
+#[test]
+fn a_pinned_key_stands_in_for_the_ca_and_a_wrong_pin_is_refused() {
+    through_a_relay(|relay, creds| async move {
+        let pinned = |pins: Vec<[u8; 32]>| {
+            let mut config = quic_config(relay.ca_file(), CERT_NAME);
+            config.quic.ca_file = None;
+            config.quic.pinned_sha256 = pins;
+            config
+        };
+        let right = relay.key_sha256();
+        let mut wrong = right;
+        wrong[0] ^= 1;
+
+        let client = Client::connect(
+            &relay.addr().to_string(),
+            &creds,
+            pinned(vec![wrong, right]),
+        )
+        .await
+        .expect("the pinned key is accepted without a CA");
+        let share = client.share("plain").await.expect("tree connect");
+        let data = Bytes::from(pattern(34, 300 * 1024));
+        let back = write_then_read(&share, "quic-pinned.bin", data.clone()).await;
+        assert!(back == data, "read back differs from what was written");
+        drop(share);
+        client.logoff().await.expect("logoff");
+        let streams = relay.streams();
+
+        let err = Client::connect(&relay.addr().to_string(), &creds, pinned(vec![wrong]))
+            .await
+            .expect_err("a key that is not pinned must be refused");
+        match &err {
+            Error::Certificate { host, problem, .. } => {
+                assert_eq!(host, CERT_NAME, "{err}");
+                assert_eq!(*problem, CertificateProblem::PinMismatch, "{err}");
+            }
+            other => panic!("expected a certificate error, got {other:?}"),
+        }
+        let seen = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(right)
+        };
+        assert!(
+            err.to_string().contains(&seen),
+            "the error gives the key the server has ({seen}): {err}"
+        );
+
+        let err = Client::connect(&relay.addr().to_string(), &creds, pinned(Vec::new()))
+            .await
+            .expect_err("no pin and a CA in no store must be refused");
+        assert!(
+            matches!(
+                &err,
+                Error::Certificate {
+                    problem: CertificateProblem::UnknownIssuer,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(relay.streams(), streams, "nothing relayed for a refusal");
     });
 }

@@ -27,6 +27,7 @@ pub struct QuicRelay {
     addr: SocketAddr,
     dir: PathBuf,
     streams: Arc<AtomicU64>,
+    key_sha256: [u8; 32],
     acceptor: tokio::task::JoinHandle<()>,
 }
 
@@ -51,10 +52,12 @@ impl TestCa {
         TestCa { cert, key }
     }
 
-    /// A server certificate for `name` (a DNS name or an IP address) signed by this CA, and
-    /// its key.
-    fn issue(&self, name: &str) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
+    /// A server certificate for `name` (a DNS name or an IP address) signed by this CA, its
+    /// key, and the SHA-256 of its public key (the SubjectPublicKeyInfo) as a pin.
+    fn issue(&self, name: &str) -> (CertificateDer<'static>, PrivateKeyDer<'static>, [u8; 32]) {
+        use sha2::Digest as _;
         let key = KeyPair::generate().expect("server key");
+        let pin = sha2::Sha256::digest(key.public_key_der()).into();
         let mut params = CertificateParams::new(vec![name.to_string()]).expect("server params");
         params.distinguished_name.push(DnType::CommonName, name);
         let cert = params
@@ -63,6 +66,7 @@ impl TestCa {
         (
             cert.der().clone(),
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            pin,
         )
     }
 }
@@ -71,6 +75,12 @@ impl QuicRelay {
     /// Listen on UDP 127.0.0.1 with a certificate for `cert_name` issued by a new test CA,
     /// relaying every stream to `upstream`.
     pub async fn start(upstream: SocketAddr, cert_name: &str) -> QuicRelay {
+        QuicRelay::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), upstream, cert_name).await
+    }
+
+    /// [`QuicRelay::start`] listening on `listen` (UDP 443, where a client looks when the
+    /// URL names no port: the tests' namespaces leave it free).
+    pub async fn start_at(listen: SocketAddr, upstream: SocketAddr, cert_name: &str) -> QuicRelay {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "smb3-quic-relay-{}-{}",
@@ -83,7 +93,7 @@ impl QuicRelay {
         // A CA that signed nothing here, for the "unknown issuer" case.
         let other = TestCa::new("smb3 tests unrelated CA");
         std::fs::write(dir.join("other-ca.pem"), other.cert.pem()).expect("write other-ca.pem");
-        let (cert, key) = ca.issue(cert_name);
+        let (cert, key, key_sha256) = ca.issue(cert_name);
 
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
@@ -96,8 +106,8 @@ impl QuicRelay {
         let crypto =
             quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS config");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let endpoint = quinn::Endpoint::server(config, SocketAddr::from(([127, 0, 0, 1], 0)))
-            .expect("bind the relay's UDP socket");
+        let endpoint =
+            quinn::Endpoint::server(config, listen).expect("bind the relay's UDP socket");
         let addr = endpoint.local_addr().expect("relay address");
         let streams = Arc::new(AtomicU64::new(0));
         let acceptor = tokio::spawn(accept_loop(endpoint.clone(), upstream, streams.clone()));
@@ -106,6 +116,7 @@ impl QuicRelay {
             addr,
             dir,
             streams,
+            key_sha256,
             acceptor,
         }
     }
@@ -128,6 +139,12 @@ impl QuicRelay {
     /// The directory holding the PEM files.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// SHA-256 of the relay's public key (its certificate's SubjectPublicKeyInfo): what a
+    /// client pins.
+    pub fn key_sha256(&self) -> [u8; 32] {
+        self.key_sha256
     }
 
     /// Streams relayed so far.

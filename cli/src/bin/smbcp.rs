@@ -31,7 +31,8 @@ const GUIDE: &str = "\
 Locations:
   smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
   SMB_USER). A destination ending in / must be an existing directory, as for cp. A path
-  behind a DFS link leads to the share that holds it.
+  behind a DFS link leads to the share that holds it. PORT is 445 by default, UDP 443 with
+  --transport quic (SMB over QUIC).
 Password:
   SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
   mode 0600), or asked for on the terminal; never on the command line.
@@ -139,6 +140,8 @@ struct Args {
     channels: ChannelArgs,
     #[command(flatten)]
     auth: AuthArgs,
+    #[command(flatten)]
+    transport: smb3_frontend::transport::TransportArgs,
     /// Print one JSON object on stdout at the end: bytes, seconds, files copied, skipped,
     /// excluded and failed, and each channel's local and server address, bytes and requests.
     #[arg(long)]
@@ -254,7 +257,11 @@ async fn run(args: Args) -> i32 {
     config.dispatch = Dispatch::LeastLoaded;
     args.channels.apply(&mut config);
     config.follow_dfs = !args.no_dfs;
-    if let Err(e) = args.auth.apply(&mut config) {
+    if let Err(e) = args
+        .auth
+        .apply(&mut config)
+        .and_then(|()| args.transport.apply(&mut config))
+    {
         eprintln!("smbcp: {e}");
         return EXIT_USAGE;
     }

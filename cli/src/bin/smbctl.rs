@@ -19,6 +19,7 @@ const GUIDE: &str = "\
 Locations:
   smb://[DOMAIN;]USER@HOST[:PORT]/SHARE/PATH, or //HOST/SHARE/PATH (user from --user or
   SMB_USER). A path behind a DFS link leads to the share that holds it (smbctl dfs shows how).
+  PORT is 445 by default, UDP 443 with --transport quic (SMB over QUIC).
 Password:
   SMB_PASSWORD, or --credentials FILE (mount.cifs format: username=, password=, domain=;
   mode 0600), or asked for on the terminal; never on the command line.
@@ -56,6 +57,8 @@ struct Args {
     auth: AuthArgs,
     #[command(flatten)]
     security: SecurityArgs,
+    #[command(flatten)]
+    transport: smb3_frontend::transport::TransportArgs,
     /// Do not follow DFS referrals: a path behind a link of a DFS share fails instead of
     /// leading to the share that holds it (mount.cifs's nodfs).
     #[arg(long, global = true)]
@@ -224,6 +227,7 @@ async fn run(mut args: Args) -> i32 {
         .auth
         .apply(&mut config)
         .and_then(|()| args.security.apply(&mut config))
+        .and_then(|()| args.transport.apply(&mut config))
     {
         eprintln!("smbctl: {e}");
         return EXIT_USAGE;

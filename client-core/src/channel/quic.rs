@@ -13,7 +13,13 @@
 //! The server's certificate is checked by rustls's WebPKI verifier (on aws-lc-rs, the one
 //! crypto provider the workspace builds) against the CA file given in [`QuicConfig`], or the
 //! system's roots, and against the server's name; a refusal is [`Error::Certificate`] naming
-//! the host.
+//! the host. With keys pinned ([`QuicConfig::pinned_sha256`]) the pin decides instead, as
+//! curl's `--pinnedpubkey` and HPKP do it: the SHA-256 of the certificate's
+//! SubjectPublicKeyInfo must be one of the pins, and then a certificate no CA vouches for (a
+//! self-signed server) is accepted too; a key that is not pinned is refused even when a
+//! trusted CA issued it. Either way the server proves in the handshake that it holds the
+//! certificate's private key (TLS 1.3 CertificateVerify), so a connection that is up has a
+//! verified server: nothing here connects without one.
 //!
 //! Closing: a channel that is closed or given up must not deliver what it still queues later
 //! (see `socket.rs`: a request handed back for replay must never reach the server through the
@@ -54,6 +60,14 @@ pub struct QuicConfig {
     /// [`Client::connect`](crate::Client::connect) (an IP address then needs the address in
     /// the certificate).
     pub server_name: Option<String>,
+    /// SHA-256 digests of the server public keys to accept (of the certificate's DER
+    /// SubjectPublicKeyInfo, as curl's `--pinnedpubkey sha256//...` and HPKP take them;
+    /// `openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256
+    /// -binary | base64` prints one). Empty (the default): the CA and the name decide. Not
+    /// empty: the server's key must be one of these, and then neither a trusted CA nor the
+    /// name is needed (the CA file and the system's roots are not read), so a self-signed
+    /// server can be reached safely.
+    pub pinned_sha256: Vec<[u8; 32]>,
 }
 
 /// The ALPN protocol id of SMB over QUIC.
@@ -126,13 +140,21 @@ pub(crate) async fn connect(
 /// refusal in.
 fn client_config(quic: &QuicConfig) -> Result<(quinn::ClientConfig, Arc<Verdict>)> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let roots = Arc::new(root_store(quic)?);
-    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-        .build()
-        .map_err(|e| config_error(format!("{e}")))?;
+    // Pinned keys decide alone: no CA is consulted, so none needs to be there.
+    let trust = if quic.pinned_sha256.is_empty() {
+        let roots = Arc::new(root_store(quic)?);
+        Trust::Chain(
+            WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .map_err(|e| config_error(format!("{e}")))?,
+        )
+    } else {
+        Trust::Pins(quic.pinned_sha256.clone())
+    };
     let verdict = Arc::new(Verdict::default());
-    let verifier = Arc::new(RecordingVerifier {
-        inner: webpki,
+    let verifier = Arc::new(CertificateCheck {
+        trust,
+        signatures: provider.signature_verification_algorithms,
         verdict: verdict.clone(),
     });
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)
@@ -213,12 +235,34 @@ fn connection_io_error(e: quinn::ConnectionError) -> std::io::Error {
     std::io::Error::new(kind, e)
 }
 
-fn certificate_error(host: String, refusal: rustls::Error) -> Error {
-    Error::Certificate {
-        host,
-        problem: problem_of(&refusal),
-        detail: refusal.to_string(),
+fn certificate_error(host: String, refusal: Refusal) -> Error {
+    match refusal {
+        Refusal::Tls(e) => Error::Certificate {
+            host,
+            problem: problem_of(&e),
+            detail: e.to_string(),
+        },
+        Refusal::NotPinned { seen } => Error::Certificate {
+            host,
+            problem: CertificateProblem::PinMismatch,
+            detail: format!("the server's key has SHA-256 {}", pin_text(&seen)),
+        },
     }
+}
+
+/// A pin as people write and paste it: base64 of the 32 bytes.
+pub(crate) fn pin_text(pin: &[u8; 32]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(pin)
+}
+
+/// SHA-256 of the certificate's DER SubjectPublicKeyInfo (the SEQUENCE, tag and length
+/// included: what RFC 7469 and curl hash).
+fn spki_sha256(cert: &CertificateDer<'_>) -> std::result::Result<[u8; 32], rustls::Error> {
+    use sha2::Digest as _;
+    let parsed = webpki::EndEntityCert::try_from(cert)
+        .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+    Ok(sha2::Sha256::digest(parsed.subject_public_key_info().as_ref()).into())
 }
 
 fn problem_of(e: &rustls::Error) -> CertificateProblem {
@@ -240,33 +284,70 @@ fn problem_of(e: &rustls::Error) -> CertificateProblem {
     }
 }
 
-/// Where the verifier leaves its refusal, for the typed error quinn cannot carry.
+/// Why the verifier refused the server, for the typed error quinn cannot carry.
+#[derive(Clone, Debug)]
+enum Refusal {
+    /// rustls's own verdict (chain, name, validity, signature).
+    Tls(rustls::Error),
+    /// Keys are pinned and the server's is not one of them.
+    NotPinned { seen: [u8; 32] },
+}
+
+/// Where the verifier leaves its refusal.
 #[derive(Default)]
-struct Verdict(Mutex<Option<rustls::Error>>);
+struct Verdict(Mutex<Option<Refusal>>);
 
 impl Verdict {
-    fn record(&self, e: &rustls::Error) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+    fn record(&self, refusal: Refusal) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal);
     }
 
-    fn take(&self) -> Option<rustls::Error> {
+    fn take(&self) -> Option<Refusal> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
-/// rustls's WebPKI verifier, keeping what it refused.
-struct RecordingVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+/// What vouches for a server's certificate.
+enum Trust {
+    /// A CA (the CA file's or the system's) and the server's name: rustls's WebPKI verifier.
+    Chain(Arc<WebPkiServerVerifier>),
+    /// The SHA-256 of its public key, one of these.
+    Pins(Vec<[u8; 32]>),
+}
+
+/// The server's certificate check; keeps what it refused.
+struct CertificateCheck {
+    trust: Trust,
+    signatures: rustls::crypto::WebPkiSupportedAlgorithms,
     verdict: Arc<Verdict>,
 }
 
-impl fmt::Debug for RecordingVerifier {
+impl fmt::Debug for CertificateCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecordingVerifier").finish_non_exhaustive()
+        let trust = match &self.trust {
+            Trust::Chain(_) => "chain",
+            Trust::Pins(_) => "pins",
+        };
+        f.debug_struct("CertificateCheck")
+            .field("trust", &trust)
+            .finish_non_exhaustive()
     }
 }
 
-impl ServerCertVerifier for RecordingVerifier {
+impl CertificateCheck {
+    fn refuse<T>(&self, refusal: Refusal) -> std::result::Result<T, rustls::Error> {
+        let e = match &refusal {
+            Refusal::Tls(e) => e.clone(),
+            Refusal::NotPinned { .. } => {
+                rustls::Error::InvalidCertificate(CertificateError::ApplicationVerificationFailure)
+            }
+        };
+        self.verdict.record(refusal);
+        Err(e)
+    }
+}
+
+impl ServerCertVerifier for CertificateCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -275,9 +356,18 @@ impl ServerCertVerifier for RecordingVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        self.inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-            .inspect_err(|e| self.verdict.record(e))
+        match &self.trust {
+            // The pin names the key itself, which is more than a CA and a name say: a key
+            // that matches is the server, whoever signed its certificate.
+            Trust::Pins(pins) => match spki_sha256(end_entity) {
+                Ok(seen) if pins.contains(&seen) => Ok(ServerCertVerified::assertion()),
+                Ok(seen) => self.refuse(Refusal::NotPinned { seen }),
+                Err(e) => self.refuse(Refusal::Tls(e)),
+            },
+            Trust::Chain(chain) => chain
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+                .or_else(|e| self.refuse(Refusal::Tls(e))),
+        }
     }
 
     fn verify_tls12_signature(
@@ -286,22 +376,25 @@ impl ServerCertVerifier for RecordingVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.signatures)
     }
 
+    /// The handshake's proof that the server holds the certificate's key: what makes a
+    /// pinned key, or a trusted certificate, mean anything.
     fn verify_tls13_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner
-            .verify_tls13_signature(message, cert, dss)
-            .inspect_err(|e| self.verdict.record(e))
+        match rustls::crypto::verify_tls13_signature(message, cert, dss, &self.signatures) {
+            Ok(valid) => Ok(valid),
+            Err(e) => self.refuse(Refusal::Tls(e)),
+        }
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.signatures.supported_schemes()
     }
 }
 
@@ -385,7 +478,7 @@ mod tests {
         for (cert, problem) in cases {
             let e = certificate_error(
                 "nas.example".into(),
-                rustls::Error::InvalidCertificate(cert),
+                Refusal::Tls(rustls::Error::InvalidCertificate(cert)),
             );
             assert!(
                 matches!(&e, Error::Certificate { host, problem: p, .. } if host == "nas.example" && *p == problem),
@@ -502,6 +595,7 @@ mod tests {
         let quic = QuicConfig {
             ca_file: Some(ca_file.clone()),
             server_name: Some("quic.unit.test".into()),
+            pinned_sha256: Vec::new(),
         };
         let opts = ChannelOptions::default();
         let (channel, _unsolicited) = connect(peer, None, &quic, &opts).await.unwrap();
@@ -536,6 +630,7 @@ mod tests {
         let quic = QuicConfig {
             ca_file: Some(dir.clone()),
             server_name: None,
+            pinned_sha256: Vec::new(),
         };
         let e = root_store(&quic).unwrap_err();
         std::fs::remove_file(&dir).unwrap();

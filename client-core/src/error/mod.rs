@@ -148,8 +148,8 @@ pub enum Error {
         reparse_tag: u32,
     },
     /// The server's certificate was refused when connecting over QUIC (SMB over QUIC): it
-    /// is not signed by a trusted CA, does not name `host`, or is out of its validity period.
-    /// Nothing was sent to the server.
+    /// is not signed by a trusted CA, does not name `host`, is out of its validity period, or
+    /// does not carry a pinned key. Nothing was sent to the server.
     #[error("certificate of {host} refused: {problem} ({detail})")]
     Certificate {
         /// The name the certificate was checked against: the host the caller gave, or the
@@ -524,6 +524,9 @@ pub enum CertificateProblem {
     NotYetValid,
     /// Refused for another reason (revoked, bad signature, malformed, wrong usage).
     Invalid,
+    /// Keys are pinned ([`QuicConfig::pinned_sha256`](crate::QuicConfig::pinned_sha256)) and
+    /// the server's public key is none of them; the error's detail gives the key's SHA-256.
+    PinMismatch,
 }
 
 impl std::fmt::Display for CertificateProblem {
@@ -534,6 +537,7 @@ impl std::fmt::Display for CertificateProblem {
             CertificateProblem::Expired => "expired",
             CertificateProblem::NotYetValid => "not yet valid",
             CertificateProblem::Invalid => "invalid",
+            CertificateProblem::PinMismatch => "its public key is not a pinned one",
         })
     }
 }

@@ -96,10 +96,13 @@ impl Client {
         let negotiated = session::negotiate(&channel, &config, client_guid, &host).await?;
         let established =
             session::session_setup(&channel, &negotiated, &creds, &host, &config, 0).await?;
+        // Whether a demand for encryption (the session's, a share's) can be met: by sealing,
+        // or by QUIC's TLS where the server accepted it in place of sealing.
         let can_encrypt = established
             .security
             .as_ref()
-            .is_some_and(|s| s.can_encrypt());
+            .is_some_and(|s| s.can_encrypt())
+            || channel.sealing_left_to_tls();
         let session_encrypts = established.flags.has(SessionFlags::ENCRYPT_DATA);
         if (config.encrypt || session_encrypts) && !can_encrypt {
             return Err(Error::Protocol(ProtocolError::NoCipher(

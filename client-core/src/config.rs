@@ -330,11 +330,16 @@ pub enum Auth {
 }
 
 impl ClientConfig {
-    /// Dialects offered, oldest first.
+    /// Dialects offered, oldest first: over QUIC 3.1.1 alone, the one dialect MS-SMB2 2.1
+    /// gives the QUIC transport (empty when `max_dialect` is below it).
     pub fn dialects(&self) -> Vec<Dialect> {
+        let lowest = match self.transport {
+            Transport::Quic => self.min_dialect.max(Dialect::Smb311),
+            Transport::Tcp => self.min_dialect,
+        };
         Dialect::ALL
             .into_iter()
-            .filter(|d| *d >= self.min_dialect && *d <= self.max_dialect)
+            .filter(|d| *d >= lowest && *d <= self.max_dialect)
             .collect()
     }
 

@@ -10,7 +10,10 @@ use smb3_proto::msg::ioctl::{
     IoctlRequest, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
     FSCTL_VALIDATE_NEGOTIATE_INFO,
 };
-use smb3_proto::msg::negotiate::{Capabilities, NegotiateRequest, NegotiateResponse, SecurityMode};
+use smb3_proto::msg::negotiate::{
+    Capabilities, NegotiateContexts, NegotiateRequest, NegotiateResponse, SecurityMode,
+    TransportFlags,
+};
 use smb3_proto::msg::session_setup::{
     SessionFlags, SessionSetupFlags, SessionSetupRequest, SessionSetupResponse,
 };
@@ -51,6 +54,13 @@ pub(crate) async fn negotiate(
     server_name: &str,
 ) -> Result<Negotiated> {
     let dialects = config.dialects();
+    if dialects.is_empty() && config.transport == crate::config::Transport::Quic {
+        return Err(ConfigError::Setting {
+            name: "max_dialect",
+            reason: "SMB over QUIC carries dialect 3.1.1 only (MS-SMB2 2.1)",
+        }
+        .into());
+    }
     if dialects.is_empty() {
         return Err(ConfigError::Setting {
             name: "dialects",
@@ -70,6 +80,9 @@ pub(crate) async fn negotiate(
         signing_algorithms: config.signing_algorithms.clone(),
         server_name: Some(server_name.to_string()),
         posix_extensions: config.posix_extensions,
+        transport_capabilities: offers_transport_security(channel, config).then_some(
+            TransportFlags(TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY),
+        ),
     };
     let mut req = Request::new(&body);
     req.keep_sent = true;
@@ -122,6 +135,12 @@ pub(crate) async fn negotiate(
         if let Some(s) = offered_signing(&decoded.contexts, config)? {
             signing_algorithm = s;
         }
+        if accepts_transport_security(&body, &decoded.contexts) {
+            // Connection.AcceptTransportSecurity (MS-SMB2 3.2.5.2): the channel stops
+            // sealing; it refuses to unless it is TLS to a verified server.
+            let left = channel.leave_sealing_to_tls();
+            tracing::debug!(left, "the server accepts QUIC's TLS in place of sealing");
+        }
     } else if dialect.is_smb3()
         && Capabilities(decoded.capabilities.0).has(Capabilities::ENCRYPTION)
     {
@@ -146,6 +165,25 @@ pub(crate) async fn negotiate(
             && dialect == Dialect::Smb311
             && decoded.contexts.posix_extensions,
     })
+}
+
+/// Whether NEGOTIATE offers SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY (MS-SMB2 2.2.3.1.5): only
+/// on a channel that is TLS 1.3 to a server whose certificate was verified (QUIC; never TCP),
+/// and not when the caller asked for SMB3 encryption itself (`config.encrypt`), which is
+/// then done on top of TLS as asked.
+fn offers_transport_security(channel: &Channel, config: &ClientConfig) -> bool {
+    channel.verified_tls() && !config.encrypt
+}
+
+/// Whether the server accepted what `request` offered (MS-SMB2 2.2.4.1.5): the flag in the
+/// response's SMB2_TRANSPORT_CAPABILITIES, to a request that offered it. A server's answer
+/// to an offer never made counts for nothing.
+fn accepts_transport_security(request: &NegotiateRequest, answer: &NegotiateContexts) -> bool {
+    let accept = TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY;
+    request
+        .transport_capabilities
+        .is_some_and(|f| f.has(accept))
+        && answer.transport_capabilities.is_some_and(|f| f.has(accept))
 }
 
 /// The cipher a 3.1.1 server chose: none when it sent no encryption context or cipher 0 (no
@@ -599,4 +637,197 @@ pub(crate) fn check_validate_negotiate(
         return Err(Error::Protocol(ProtocolError::NegotiateValidation));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, BytesMut};
+    use smb3_proto::header::{Header, HeaderFlags, HEADER_LEN};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    use super::*;
+    use crate::channel::ChannelOptions;
+    use crate::config::Transport;
+
+    /// The ContextType of each negotiate context of a NEGOTIATE request (MS-SMB2 2.2.3), in
+    /// wire order.
+    fn context_types(msg: &[u8]) -> Vec<u16> {
+        let u16_at = |at: usize| u16::from_le_bytes([msg[at], msg[at + 1]]);
+        let body = HEADER_LEN;
+        let offset = u32::from_le_bytes(msg[body + 28..body + 32].try_into().unwrap()) as usize;
+        let mut pos = offset;
+        let mut types = Vec::new();
+        for i in 0..u16_at(body + 32) {
+            if i > 0 {
+                pos = pos.next_multiple_of(8);
+            }
+            types.push(u16_at(pos));
+            pos += 8 + usize::from(u16_at(pos + 2));
+        }
+        types
+    }
+
+    /// A 3.1.1 NEGOTIATE response to `req` (MS-SMB2 2.2.4): the preauth context and, when
+    /// `transport` is given, SMB2_TRANSPORT_CAPABILITIES with those Flags.
+    fn response(req: &Header, transport: Option<u32>) -> BytesMut {
+        let mut msg = BytesMut::new();
+        Header {
+            command: Command::NEGOTIATE,
+            credits: 1,
+            flags: HeaderFlags(HeaderFlags::SERVER_TO_REDIR),
+            message_id: req.message_id,
+            ..Header::default()
+        }
+        .encode(&mut msg);
+        msg.put_u16_le(65);
+        msg.put_u16_le(SecurityMode::SIGNING_ENABLED);
+        msg.put_u16_le(Dialect::Smb311.code());
+        msg.put_u16_le(1 + u16::from(transport.is_some()));
+        msg.put_slice(&[7; 16]);
+        msg.put_u32_le(Capabilities::LARGE_MTU);
+        for _ in 0..3 {
+            msg.put_u32_le(8 << 20);
+        }
+        msg.put_u64_le(0);
+        msg.put_u64_le(0);
+        msg.put_u16_le(0); // SecurityBufferOffset
+        msg.put_u16_le(0); // SecurityBufferLength
+        msg.put_u32_le(128); // NegotiateContextOffset: right after the fixed part
+        msg.put_u16_le(1);
+        msg.put_u16_le(38);
+        msg.put_u32_le(0);
+        msg.put_u16_le(1);
+        msg.put_u16_le(32);
+        msg.put_u16_le(smb3_proto::msg::negotiate::HASH_ALGORITHM_SHA512);
+        msg.put_slice(&[9; 32]);
+        if let Some(flags) = transport {
+            msg.put_u16_le(0); // to 8-byte alignment
+            msg.put_u16_le(6);
+            msg.put_u16_le(4);
+            msg.put_u32_le(0);
+            msg.put_u32_le(flags);
+        }
+        msg
+    }
+
+    async fn read_frame(io: &mut DuplexStream) -> Vec<u8> {
+        let mut len = [0u8; 4];
+        io.read_exact(&mut len).await.unwrap();
+        let mut msg = vec![0u8; u32::from_be_bytes(len) as usize];
+        io.read_exact(&mut msg).await.unwrap();
+        msg
+    }
+
+    /// What one NEGOTIATE did over an in-memory stream, TLS to a verified server or not,
+    /// against a server that answers with `answer` as its transport Flags.
+    struct Outcome {
+        /// The request's negotiate context types.
+        sent: Vec<u16>,
+        /// The request's dialects.
+        dialects: Vec<u16>,
+        /// The channel leaves sealing to TLS afterwards.
+        sealing_left_to_tls: bool,
+    }
+
+    async fn negotiate_over(
+        verified_tls: bool,
+        config: &ClientConfig,
+        answer: Option<u32>,
+    ) -> Outcome {
+        let (client_io, mut server_io) = tokio::io::duplex(1 << 16);
+        let (rd, wr) = tokio::io::split(client_io);
+        let addr = "127.0.0.1:443".parse().unwrap();
+        let opts = ChannelOptions::default();
+        let (channel, _unsolicited) = if verified_tls {
+            Channel::start_verified_tls(rd, wr, addr, addr, &opts)
+        } else {
+            Channel::start(rd, wr, addr, addr, &opts)
+        };
+        let server = tokio::spawn(async move {
+            let msg = read_frame(&mut server_io).await;
+            let req = Header::decode(&msg).unwrap();
+            let reply = response(&req, answer);
+            server_io
+                .write_all(&(reply.len() as u32).to_be_bytes())
+                .await
+                .unwrap();
+            server_io.write_all(&reply).await.unwrap();
+            let count = u16::from_le_bytes([msg[HEADER_LEN + 2], msg[HEADER_LEN + 3]]);
+            let dialects = (0..usize::from(count))
+                .map(|i| {
+                    let at = HEADER_LEN + 36 + 2 * i;
+                    u16::from_le_bytes([msg[at], msg[at + 1]])
+                })
+                .collect();
+            (context_types(&msg), dialects, server_io)
+        });
+        negotiate(&channel, config, [1; 16], "srv").await.unwrap();
+        let (sent, dialects, _open) = server.await.unwrap();
+        Outcome {
+            sent,
+            dialects,
+            sealing_left_to_tls: channel.sealing_left_to_tls(),
+        }
+    }
+
+    fn quic() -> ClientConfig {
+        ClientConfig {
+            transport: Transport::Quic,
+            ..ClientConfig::default()
+        }
+    }
+
+    const TRANSPORT: u16 = 6;
+    const ACCEPT: Option<u32> = Some(TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY);
+
+    /// Over TCP the context is never sent, whatever the configuration says, and a server
+    /// that answers with the flag all the same changes nothing: sealing stays.
+    #[tokio::test]
+    async fn over_tcp_transport_security_is_never_offered_nor_taken() {
+        for config in [ClientConfig::default(), quic()] {
+            let out = negotiate_over(false, &config, ACCEPT).await;
+            assert!(!out.sent.contains(&TRANSPORT), "{:?}", out.sent);
+            assert!(!out.sealing_left_to_tls);
+        }
+    }
+
+    /// Over TLS to a verified server the context is offered, and sealing is left to TLS
+    /// only when the server answers with the flag; a caller who asked for encryption
+    /// (`encrypt`) gets it on top of TLS and offers nothing.
+    #[tokio::test]
+    async fn over_verified_tls_sealing_is_left_to_tls_only_when_the_server_accepts() {
+        let out = negotiate_over(true, &quic(), ACCEPT).await;
+        assert!(out.sent.contains(&TRANSPORT), "{:?}", out.sent);
+        assert!(out.sealing_left_to_tls);
+        for answer in [None, Some(0), Some(0x8000_0000)] {
+            let out = negotiate_over(true, &quic(), answer).await;
+            assert!(out.sent.contains(&TRANSPORT));
+            assert!(!out.sealing_left_to_tls, "answer {answer:?}");
+        }
+        let mut encrypt = quic();
+        encrypt.encrypt = true;
+        let out = negotiate_over(true, &encrypt, ACCEPT).await;
+        assert!(!out.sent.contains(&TRANSPORT), "{:?}", out.sent);
+        assert!(!out.sealing_left_to_tls);
+    }
+
+    /// Over QUIC only 3.1.1 is offered (MS-SMB2 2.1), and a configuration that rules it out
+    /// is refused before anything is sent.
+    #[tokio::test]
+    async fn over_quic_only_311_is_offered() {
+        let out = negotiate_over(true, &quic(), None).await;
+        assert_eq!(out.dialects, vec![Dialect::Smb311.code()]);
+        let out = negotiate_over(false, &ClientConfig::default(), None).await;
+        assert!(out.dialects.len() > 1, "{:?}", out.dialects);
+        let mut old = quic();
+        old.max_dialect = Dialect::Smb302;
+        assert!(old.dialects().is_empty());
+        let (client_io, _server_io) = tokio::io::duplex(1 << 16);
+        let (rd, wr) = tokio::io::split(client_io);
+        let addr = "127.0.0.1:443".parse().unwrap();
+        let (channel, _u) =
+            Channel::start_verified_tls(rd, wr, addr, addr, &ChannelOptions::default());
+        let e = negotiate(&channel, &old, [1; 16], "srv").await.unwrap_err();
+        assert!(e.to_string().contains("3.1.1 only"), "{e}");
+    }
 }

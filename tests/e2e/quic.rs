@@ -174,3 +174,42 @@ fn a_pinned_key_stands_in_for_the_ca_and_a_wrong_pin_is_refused() {
         assert_eq!(relay.streams(), streams, "nothing relayed for a refusal");
     });
 }
+
+/// Over QUIC the client offers to leave sealing to TLS (SMB2_TRANSPORT_CAPABILITIES with
+/// SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY, MS-SMB2 2.2.3.1.5). smbd behind the relay sees a
+/// TCP connection and does not accept, so the share that requires encryption is still
+/// sealed: every message after authentication goes out under a TRANSFORM_HEADER. A caller
+/// who asks for encryption itself (`encrypt`) offers nothing.
+#[test]
+fn transport_security_is_offered_and_sealing_stays_unless_the_server_accepts() {
+    through_a_relay(|relay, creds| async move {
+        const TRANSPORT_CAPABILITIES: u16 = 6;
+        let config = quic_config(relay.ca_file(), CERT_NAME);
+        let client = Client::connect(&relay.addr().to_string(), &creds, config.clone())
+            .await
+            .expect("connect over QUIC");
+        let offered = relay.seen().negotiate_contexts;
+        assert_eq!(offered.len(), 1, "{offered:?}");
+        assert!(offered[0].contains(&TRANSPORT_CAPABILITIES), "{offered:?}");
+        let share = client.share("encrypted").await.expect("tree connect");
+        let before = relay.seen();
+        let data = Bytes::from(pattern(36, 2 * 1024 * 1024 + 5));
+        let back = write_then_read(&share, "quic-sealed.bin", data.clone()).await;
+        assert!(back == data, "read back differs from what was written");
+        let after = relay.seen();
+        assert!(after.sealed >= before.sealed + 4, "{before:?} -> {after:?}");
+        assert_eq!(after.plain, before.plain, "nothing in the clear: {after:?}");
+        drop(share);
+        client.logoff().await.expect("logoff");
+
+        let mut encrypt = config;
+        encrypt.encrypt = true;
+        let client = Client::connect(&relay.addr().to_string(), &creds, encrypt)
+            .await
+            .expect("connect over QUIC, encrypting");
+        let offered = relay.seen().negotiate_contexts;
+        assert_eq!(offered.len(), 2, "{offered:?}");
+        assert!(!offered[1].contains(&TRANSPORT_CAPABILITIES), "{offered:?}");
+        client.logoff().await.expect("logoff");
+    });
+}

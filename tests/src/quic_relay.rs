@@ -12,10 +12,11 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// The ALPN protocol id of SMB over QUIC.
@@ -27,8 +28,20 @@ pub struct QuicRelay {
     addr: SocketAddr,
     dir: PathBuf,
     streams: Arc<AtomicU64>,
+    seen: Arc<Mutex<Seen>>,
     key_sha256: [u8; 32],
     acceptor: tokio::task::JoinHandle<()>,
+}
+
+/// What the relay saw the clients send, for tests of what goes on the wire.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// The ContextType of each negotiate context of every NEGOTIATE request, in order.
+    pub negotiate_contexts: Vec<Vec<u16>>,
+    /// Messages sent sealed (an SMB2 TRANSFORM_HEADER, `0xFD 'S' 'M' 'B'`).
+    pub sealed: u64,
+    /// Messages sent in the clear (`0xFE 'S' 'M' 'B'`).
+    pub plain: u64,
 }
 
 /// A CA made for one test run: its certificate (PEM) and key.
@@ -110,12 +123,19 @@ impl QuicRelay {
             quinn::Endpoint::server(config, listen).expect("bind the relay's UDP socket");
         let addr = endpoint.local_addr().expect("relay address");
         let streams = Arc::new(AtomicU64::new(0));
-        let acceptor = tokio::spawn(accept_loop(endpoint.clone(), upstream, streams.clone()));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let acceptor = tokio::spawn(accept_loop(
+            endpoint.clone(),
+            upstream,
+            streams.clone(),
+            seen.clone(),
+        ));
         QuicRelay {
             endpoint,
             addr,
             dir,
             streams,
+            seen,
             key_sha256,
             acceptor,
         }
@@ -147,6 +167,11 @@ impl QuicRelay {
         self.key_sha256
     }
 
+    /// What the clients sent so far.
+    pub fn seen(&self) -> Seen {
+        self.seen.lock().unwrap().clone()
+    }
+
     /// Streams relayed so far.
     pub fn streams(&self) -> u64 {
         self.streams.load(Ordering::Relaxed)
@@ -161,9 +186,15 @@ impl Drop for QuicRelay {
     }
 }
 
-async fn accept_loop(endpoint: quinn::Endpoint, upstream: SocketAddr, streams: Arc<AtomicU64>) {
+async fn accept_loop(
+    endpoint: quinn::Endpoint,
+    upstream: SocketAddr,
+    streams: Arc<AtomicU64>,
+    seen: Arc<Mutex<Seen>>,
+) {
     while let Some(incoming) = endpoint.accept().await {
         let streams = streams.clone();
+        let seen = seen.clone();
         tokio::spawn(async move {
             // A handshake the client refuses (unknown CA) ends here.
             let Ok(connection) = incoming.await else {
@@ -172,8 +203,9 @@ async fn accept_loop(endpoint: quinn::Endpoint, upstream: SocketAddr, streams: A
             while let Ok((send, recv)) = connection.accept_bi().await {
                 streams.fetch_add(1, Ordering::Relaxed);
                 let connection = connection.clone();
+                let seen = seen.clone();
                 tokio::spawn(async move {
-                    relay_stream(send, recv, upstream).await;
+                    relay_stream(send, recv, upstream, seen).await;
                     // The SMB connection behind the stream is gone: so is the QUIC one, as
                     // a server's would be.
                     connection.close(0u32.into(), b"upstream closed");
@@ -184,11 +216,12 @@ async fn accept_loop(endpoint: quinn::Endpoint, upstream: SocketAddr, streams: A
 }
 
 /// Copy bytes both ways between one QUIC stream and a new TCP connection to `upstream`,
-/// until either side ends.
+/// until either side ends; what the client sends is noted in `seen` on its way.
 async fn relay_stream(
     mut send: quinn::SendStream,
-    mut recv: quinn::RecvStream,
+    recv: quinn::RecvStream,
     upstream: SocketAddr,
+    seen: Arc<Mutex<Seen>>,
 ) {
     let Ok(tcp) = TcpStream::connect(upstream).await else {
         let _ = send.reset(1u32.into());
@@ -196,10 +229,69 @@ async fn relay_stream(
     };
     let _ = tcp.set_nodelay(true);
     let (mut tcp_rd, mut tcp_wr) = tcp.into_split();
-    let up = tokio::io::copy(&mut recv, &mut tcp_wr);
+    let up = relay_up(recv, &mut tcp_wr, &seen);
     let down = tokio::io::copy(&mut tcp_rd, &mut send);
     tokio::select! {
         _ = up => {}
         _ = down => {}
     }
+}
+
+/// Client to server, message by message (the Direct TCP framing of MS-SMB2 2.1: a zero
+/// byte, a 24-bit length, the message), noting each in `seen`.
+async fn relay_up(
+    mut recv: quinn::RecvStream,
+    tcp: &mut tokio::net::tcp::OwnedWriteHalf,
+    seen: &Mutex<Seen>,
+) -> std::io::Result<()> {
+    loop {
+        let mut prefix = [0u8; 4];
+        if recv.read_exact(&mut prefix).await.is_err() {
+            return Ok(());
+        }
+        let mut msg = vec![0u8; u32::from_be_bytes(prefix) as usize & 0x00FF_FFFF];
+        if recv.read_exact(&mut msg).await.is_err() {
+            return Ok(());
+        }
+        note(&msg, &mut seen.lock().unwrap());
+        tcp.write_all(&prefix).await?;
+        tcp.write_all(&msg).await?;
+    }
+}
+
+/// Count `msg` as sealed or plain; for a NEGOTIATE request, keep its context types
+/// (MS-SMB2 2.2.3: NegotiateContextOffset at body offset 28, the count at 32, each context
+/// 8-byte aligned).
+fn note(msg: &[u8], seen: &mut Seen) {
+    match msg.get(..4) {
+        Some(b"\xfdSMB") => seen.sealed += 1,
+        Some(b"\xfeSMB") => seen.plain += 1,
+        _ => return,
+    }
+    let u16_at = |at: usize| -> Option<u16> {
+        Some(u16::from_le_bytes(msg.get(at..at + 2)?.try_into().ok()?))
+    };
+    // Command 0 (NEGOTIATE) at header offset 12, body after the 64-byte header.
+    if &msg[..4] != b"\xfeSMB" || u16_at(12) != Some(0) {
+        return;
+    }
+    let Some(offset) = msg
+        .get(64 + 28..64 + 32)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize)
+    else {
+        return;
+    };
+    let mut types = Vec::new();
+    let mut pos = offset;
+    for i in 0..u16_at(64 + 32).unwrap_or(0) {
+        if i > 0 {
+            pos = pos.next_multiple_of(8);
+        }
+        let (Some(ty), Some(len)) = (u16_at(pos), u16_at(pos + 2)) else {
+            break;
+        };
+        types.push(ty);
+        pos += 8 + usize::from(len);
+    }
+    seen.negotiate_contexts.push(types);
 }

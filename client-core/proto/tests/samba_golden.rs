@@ -383,6 +383,7 @@ fn negotiate_311_request_encoder() {
         ],
         server_name: Some("10.151.1.1".into()),
         posix_extensions: false,
+        transport_capabilities: None,
     };
     // The salt follows the preauth context's header (8) and its fixed fields (6).
     let context_offset = u32_at(&msg, HEADER_LEN + 28) as usize;
@@ -407,6 +408,7 @@ fn negotiate_302_request_encoder() {
         signing_algorithms: vec![SigningAlgorithm::AesCmac],
         server_name: Some("10.151.1.1".into()),
         posix_extensions: false,
+        transport_capabilities: None,
     };
     // Without 3.1.1 on offer: ClientStartTime 0 and no contexts, whatever the other fields say.
     assert_eq!(encoded_body(&req)[..], msg[HEADER_LEN..]);

@@ -39,6 +39,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -178,6 +179,13 @@ struct Shared {
     tasks: OnceLock<Tasks>,
     peer: SocketAddr,
     local: SocketAddr,
+    /// The stream is TLS 1.3 to a server whose certificate was verified (SMB over QUIC):
+    /// the one kind of channel that may offer to leave sealing to the transport.
+    verified_tls: bool,
+    /// The server accepted transport-level security in NEGOTIATE (MS-SMB2 2.2.4.1.5,
+    /// Connection.AcceptTransportSecurity): nothing is sealed on this channel, and every
+    /// message is signed instead. Only ever set on a `verified_tls` channel.
+    sealing_left_to_tls: AtomicBool,
 }
 
 struct Tasks {
@@ -299,6 +307,36 @@ impl Channel {
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
+        Self::start_with(rd, wr, peer, local, opts, false)
+    }
+
+    /// [`Channel::start`] on a stream that is TLS 1.3 to a verified server (`quic`).
+    pub(crate) fn start_verified_tls<R, W>(
+        rd: R,
+        wr: W,
+        peer: SocketAddr,
+        local: SocketAddr,
+        opts: &ChannelOptions,
+    ) -> (Channel, Unsolicited)
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        Self::start_with(rd, wr, peer, local, opts, true)
+    }
+
+    fn start_with<R, W>(
+        rd: R,
+        wr: W,
+        peer: SocketAddr,
+        local: SocketAddr,
+        opts: &ChannelOptions,
+        verified_tls: bool,
+    ) -> (Channel, Unsolicited)
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let (queue, queue_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -320,6 +358,8 @@ impl Channel {
             tasks: OnceLock::new(),
             peer,
             local,
+            verified_tls,
+            sealing_left_to_tls: AtomicBool::new(false),
         });
         // The requests outstanding when the connection ends go back to their callers only
         // once both halves, and so the socket, are gone (see `socket`).
@@ -364,6 +404,29 @@ impl Channel {
     /// channel has no keys): for the replies the reader leaves to the session layer.
     pub(crate) fn verify_with_own_key(&self, msg: &[u8]) -> bool {
         self.inner.shared.crypto().is_some_and(|c| c.verify(msg))
+    }
+
+    /// Whether the stream is TLS 1.3 to a server whose certificate was verified (SMB over
+    /// QUIC): whether NEGOTIATE may offer SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY.
+    pub(crate) fn verified_tls(&self) -> bool {
+        self.inner.shared.verified_tls
+    }
+
+    /// The server accepted transport-level security: from now on nothing is sealed on this
+    /// channel (requests that ask for it are signed instead, and their replies must be
+    /// signed). Refused, returning false, on a channel that is not TLS to a verified server:
+    /// sealing is never skipped on TCP, whatever a server says.
+    pub(crate) fn leave_sealing_to_tls(&self) -> bool {
+        let shared = &self.inner.shared;
+        if shared.verified_tls {
+            shared.sealing_left_to_tls.store(true, Ordering::SeqCst);
+        }
+        shared.verified_tls
+    }
+
+    /// Whether the server accepted QUIC's TLS in place of sealing on this channel.
+    pub(crate) fn sealing_left_to_tls(&self) -> bool {
+        self.inner.shared.sealing_left_to_tls()
     }
 
     /// Install signing/sealing for this channel's session.
@@ -526,6 +589,11 @@ impl Shared {
         // A panic while holding the lock cannot leave State inconsistent in a way that
         // matters more than losing the channel, so poisoning is ignored.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the server agreed that QUIC's TLS replaces sealing on this channel.
+    fn sealing_left_to_tls(&self) -> bool {
+        self.sealing_left_to_tls.load(Ordering::SeqCst)
     }
 
     fn crypto(&self) -> Option<Arc<dyn ChannelCrypto>> {

@@ -7,7 +7,7 @@
 //! `smb_len_tcp` framing (`libcli/smb/smbXcli_base.c`), and smb-rs's QUIC transport sends the
 //! same 4-byte header its TCP one does. So this module only makes the stream: the client
 //! opens one QUIC connection (TLS 1.3, ALPN `smb`, UDP 443 on servers) and one bidirectional
-//! stream on it, and hands the stream's two halves to [`Channel::start`], which frames,
+//! stream on it, and hands the stream's two halves to [`Channel::start_verified_tls`], which frames,
 //! signs, seals and replays exactly as over TCP.
 //!
 //! The server's certificate is checked by rustls's WebPKI verifier (on aws-lc-rs, the one
@@ -133,7 +133,9 @@ pub(crate) async fn connect(
         .map_err(|e| Error::io(Some(peer), e))?;
     let read = QuicHalf::new(recv, connection.clone(), endpoint.clone());
     let write = QuicHalf::new(send, connection, endpoint);
-    Ok(Channel::start(read, write, peer, local_addr, opts))
+    Ok(Channel::start_verified_tls(
+        read, write, peer, local_addr, opts,
+    ))
 }
 
 /// The rustls and quinn settings of one connection, and the slot its verifier reports a

@@ -49,7 +49,9 @@ struct Sealing {
 
 impl Sealing {
     fn choose(reqs: &[Request], shared: &Shared) -> Sealing {
-        let asked = reqs.iter().any(|r| r.encrypt);
+        // A server that accepted transport-level security gets nothing sealed on top of
+        // TLS (MS-SMB2 2.2.4.1.5): the messages are signed instead (see `stamp_headers`).
+        let asked = reqs.iter().any(|r| r.encrypt) && !shared.sealing_left_to_tls();
         Sealing {
             asked,
             sealed: asked && shared.crypto().is_some(),

@@ -861,3 +861,49 @@ async fn a_request_that_waits_without_end_is_answered_like_any_other() {
         now + Duration::from_secs(60)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Transport-level security (SMB over QUIC, MS-SMB2 2.2.4.1.5)
+// ---------------------------------------------------------------------------------------------
+
+/// On a channel that is TLS to a verified server and whose server accepted transport-level
+/// security, a request that asks to be encrypted goes out signed, not sealed, and its signed
+/// reply is taken. A TCP channel refuses to leave sealing to anyone: the same request is
+/// sealed there (here the sealer refuses, and the request fails rather than go out plain).
+#[tokio::test]
+async fn sealing_is_left_to_tls_only_on_a_verified_tls_channel() {
+    let (client_io, mut server) = tokio::io::duplex(1 << 20);
+    let (rd, wr) = tokio::io::split(client_io);
+    let (ch, _events) =
+        Channel::start_verified_tls(rd, wr, addr(), addr(), &ChannelOptions::default());
+    ch.set_crypto(Arc::new(MarkerSigner));
+    assert!(!ch.sealing_left_to_tls());
+    assert!(ch.leave_sealing_to_tls());
+    let fake = tokio::spawn(async move {
+        let f = read_frame(&mut server).await.unwrap();
+        assert_eq!(
+            &f[..4],
+            b"\xfeSMB",
+            "a plain SMB2 message, not a TRANSFORM_HEADER"
+        );
+        let h = Header::decode(&f).unwrap();
+        assert!(h.flags.has(HeaderFlags::SIGNED), "signed instead");
+        assert_eq!(f[48..64], MARKER);
+        write_frame(&mut server, &reply_to(&h, NtStatus::SUCCESS, 1, None)).await;
+        server
+    });
+    let mut req = probe();
+    req.encrypt = true;
+    req.sign = true;
+    ch.call(req).await.expect("signed, not sealed");
+    let _server = fake.await.unwrap();
+
+    let (tcp, _server) = start(ChannelOptions::default());
+    tcp.set_crypto(Arc::new(MarkerSigner));
+    assert!(!tcp.leave_sealing_to_tls(), "never over TCP");
+    assert!(!tcp.sealing_left_to_tls());
+    let mut req = probe();
+    req.encrypt = true;
+    req.sign = true;
+    assert!(tcp.call(req).await.is_err(), "sealed or nothing");
+}

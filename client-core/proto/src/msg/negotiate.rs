@@ -79,6 +79,23 @@ impl NegotiateContextType {
     pub const POSIX_EXTENSIONS_AVAILABLE: Self = Self(super::posix::POSIX_EXTENSIONS_AVAILABLE);
 }
 
+/// Flags of SMB2_TRANSPORT_CAPABILITIES (MS-SMB2 2.2.3.1.5 in a request, 2.2.4.1.5 in a
+/// response). Unknown bits are kept.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct TransportFlags(pub u32);
+
+impl TransportFlags {
+    /// SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY: in a request, the client offers to rely on the
+    /// transport's own security (QUIC's TLS 1.3) instead of SMB3 encryption; in a response,
+    /// the server agrees, and the connection is not sealed.
+    pub const ACCEPT_TRANSPORT_LEVEL_SECURITY: u32 = 0x0000_0001;
+
+    /// Whether every bit of `flag` is set.
+    pub fn has(self, flag: u32) -> bool {
+        self.0 & flag == flag
+    }
+}
+
 /// Preauthentication integrity hash algorithm SHA-512 (MS-SMB2 2.2.3.1.1), the only one defined.
 pub const HASH_ALGORITHM_SHA512: u16 = 0x0001;
 
@@ -96,8 +113,9 @@ const CONTEXT_HEADER_LEN: usize = 8;
 ///
 /// The 3.1.1 negotiate contexts (2.2.3.1) are sent only when `dialects` contains 3.1.1; then
 /// the preauth integrity context is always present, the encryption and signing contexts when
-/// their lists are non-empty, and the netname context when `server_name` is set. Without 3.1.1
-/// the ClientStartTime field is sent as 0 and no context is sent.
+/// their lists are non-empty, the netname context when `server_name` is set, and the
+/// transport capabilities context when `transport_capabilities` is. Without 3.1.1 the
+/// ClientStartTime field is sent as 0 and no context is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NegotiateRequest {
     /// Dialects offered, in the order written on the wire.
@@ -119,6 +137,9 @@ pub struct NegotiateRequest {
     pub server_name: Option<String>,
     /// Ask for the SMB3 POSIX extensions (the SMB3_POSIX_EXTENSIONS_AVAILABLE context).
     pub posix_extensions: bool,
+    /// Flags for SMB2_TRANSPORT_CAPABILITIES (2.2.3.1.5). `None`: no context. The caller
+    /// sends it only on a transport that is itself secure (QUIC with a verified server).
+    pub transport_capabilities: Option<TransportFlags>,
 }
 
 impl NegotiateRequest {
@@ -165,6 +186,12 @@ impl NegotiateRequest {
             let mut net = BytesMut::with_capacity(utf16le_len(name));
             put_utf16le(&mut net, name);
             out.push((NegotiateContextType::NETNAME_NEGOTIATE_CONTEXT_ID, net));
+        }
+
+        if let Some(flags) = self.transport_capabilities {
+            let mut transport = BytesMut::with_capacity(4);
+            transport.put_u32_le(flags.0);
+            out.push((NegotiateContextType::TRANSPORT_CAPABILITIES, transport));
         }
 
         if self.posix_extensions {
@@ -245,7 +272,9 @@ pub struct NegotiateContexts {
     /// The server answered SMB3_POSIX_EXTENSIONS_AVAILABLE with the version this client speaks
     /// (the POSIX create context's GUID). Another blob means it offers a version we do not.
     pub posix_extensions: bool,
-    /// Every other context (compression, transport, RDMA, POSIX, unknown), in wire order.
+    /// The Flags of SMB2_TRANSPORT_CAPABILITIES (2.2.4.1.5), if that context was sent.
+    pub transport_capabilities: Option<TransportFlags>,
+    /// Every other context (compression, RDMA, POSIX, unknown), in wire order.
     pub other: Vec<RawNegotiateContext>,
 }
 
@@ -354,7 +383,8 @@ fn bad_offset(what: &'static str, offset: usize, length: usize, message_len: usi
 
 /// Walk the context list of a 3.1.1 response and apply the client-side checks of MS-SMB2
 /// 3.2.5.2: exactly one preauth context with one hash algorithm, at most one encryption and
-/// one signing context, each selecting exactly one algorithm.
+/// one signing context, each selecting exactly one algorithm, at most one transport
+/// capabilities context with its 4-byte Flags.
 fn decode_contexts(
     msg: &Bytes,
     offset: usize,
@@ -410,6 +440,15 @@ fn decode_contexts(
                 }
                 out.signing_algorithm_id =
                     Some(decode_single_id(&data, "SMB2_SIGNING_CAPABILITIES")?);
+            }
+            NegotiateContextType::TRANSPORT_CAPABILITIES => {
+                if out.transport_capabilities.is_some() {
+                    return Err(duplicate("SMB2_TRANSPORT_CAPABILITIES"));
+                }
+                // 2.2.4.1.5: Flags, 4 bytes; a longer context is read for its Flags alone,
+                // as a later revision may append fields.
+                let flags = Reader::new(&data).u32("SMB2_TRANSPORT_CAPABILITIES Flags")?;
+                out.transport_capabilities = Some(TransportFlags(flags));
             }
             NegotiateContextType::POSIX_EXTENSIONS_AVAILABLE
                 if data.as_ref() == super::posix::POSIX_CREATE_CONTEXT_TAG =>
@@ -523,6 +562,7 @@ mod tests {
             ],
             server_name: Some("srv".into()),
             posix_extensions: false,
+            transport_capabilities: None,
         }
     }
 
@@ -539,6 +579,77 @@ mod tests {
             "0000000110000000000093ad25509cb411e7b42383de968bcd7c"
         );
         assert_eq!(msg[HEADER_LEN + 32], 5, "NegotiateContextCount");
+    }
+
+    #[test]
+    fn request_offering_transport_security_carries_the_transport_context() {
+        let mut req = request_311();
+        req.transport_capabilities = Some(TransportFlags(
+            TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY,
+        ));
+        let msg = encode(&req);
+        // After the netname context (ends at 214, padded to 216): ContextType 6, DataLength
+        // 4, Reserved, Flags = SMB2_ACCEPT_TRANSPORT_LEVEL_SECURITY (MS-SMB2 2.2.3.1.5).
+        assert_eq!(msg.len(), 216 + 8 + 4);
+        assert_eq!(hex::encode(&msg[214..]), "0000060004000000000001000000");
+        assert_eq!(msg[HEADER_LEN + 32], 5, "NegotiateContextCount");
+        // Without 3.1.1 no context is sent, this one neither.
+        req.dialects = vec![Dialect::Smb300, Dialect::Smb302];
+        assert_eq!(encode(&req).len(), HEADER_LEN + 36 + 4);
+    }
+
+    #[test]
+    fn transport_context_in_a_response() {
+        let accept = hex(&format!("{PREAUTH_CTX} 0000 0600 0400 00000000 01000000"));
+        let resp = NegotiateResponse::decode(&response_311_with(2, 0xD0, &accept)).unwrap();
+        let flags = resp.contexts.transport_capabilities.unwrap();
+        assert!(flags.has(TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY));
+        assert!(resp.contexts.other.is_empty());
+        // Flags 0: the server answers but does not accept; unknown bits are kept.
+        let none = hex(&format!("{PREAUTH_CTX} 0000 0600 0400 00000000 00000080"));
+        let resp = NegotiateResponse::decode(&response_311_with(2, 0xD0, &none)).unwrap();
+        let flags = resp.contexts.transport_capabilities.unwrap();
+        assert!(!flags.has(TransportFlags::ACCEPT_TRANSPORT_LEVEL_SECURITY));
+        assert_eq!(flags, TransportFlags(0x8000_0000));
+        // A longer context is read for its Flags.
+        let longer = hex(&format!(
+            "{PREAUTH_CTX} 0000 0600 0800 00000000 01000000 ffffffff"
+        ));
+        let resp = NegotiateResponse::decode(&response_311_with(2, 0xD0, &longer)).unwrap();
+        assert_eq!(
+            resp.contexts.transport_capabilities,
+            Some(TransportFlags(1))
+        );
+        // No context: nothing accepted.
+        let resp = NegotiateResponse::decode(&response_311_with(1, 0xD0, &hex(PREAUTH_CTX)));
+        assert_eq!(resp.unwrap().contexts.transport_capabilities, None);
+    }
+
+    #[test]
+    fn hostile_transport_contexts_are_refused() {
+        // Flags cut short: DataLength 2, or 0.
+        for data in ["0600 0200 00000000 0100", "0600 0000 00000000"] {
+            let ctx = hex(&format!("{PREAUTH_CTX} 0000 {data}"));
+            assert!(
+                NegotiateResponse::decode(&response_311_with(2, 0xD0, &ctx)).is_err(),
+                "{data}"
+            );
+        }
+        // DataLength past the end of the message.
+        let long = hex(&format!("{PREAUTH_CTX} 0000 0600 ff00 00000000 01000000"));
+        assert!(matches!(
+            NegotiateResponse::decode(&response_311_with(2, 0xD0, &long)),
+            Err(DecodeError::BadOffset { .. })
+        ));
+        // Sent twice: a server must not say two things about one connection.
+        let twice = hex(&format!(
+            "{PREAUTH_CTX} 0000 0600 0400 00000000 01000000 00000000
+             0600 0400 00000000 00000000"
+        ));
+        assert!(matches!(
+            NegotiateResponse::decode(&response_311_with(3, 0xD0, &twice)),
+            Err(DecodeError::Inconsistent { .. })
+        ));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use smb3_client::{
     CertificateProblem, Client, ClientConfig, Dialect, Error, QuicConfig, Transport,
     UserCredentials,
 };
-use smb3_tests::quic_relay::QuicRelay;
+use smb3_tests::quic_relay::{QuicRelay, RelayTls};
 use smb3_tests::{client_block_on, pattern, write_then_read, Testbed, TestbedConfig};
 
 /// The name in the relay's certificate; the client is told to expect it, since it connects
@@ -72,7 +72,10 @@ fn certificate_refusals_are_typed_and_name_the_host() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         // Nothing listens there; a refused certificate means nothing is relayed.
-        let relay = QuicRelay::start("127.0.0.1:9".parse().unwrap(), CERT_NAME).await;
+        let nowhere = "127.0.0.1:9".parse().unwrap();
+        let relay = QuicRelay::start(nowhere, CERT_NAME).await;
+        let expired =
+            QuicRelay::start_with(nowhere, CERT_NAME, RelayTls::default().expired()).await;
         let creds = smb3_client::UserCredentials {
             user: "nobody".into(),
             domain: String::new(),
@@ -80,17 +83,25 @@ fn certificate_refusals_are_typed_and_name_the_host() {
         };
         let cases = [
             (
+                &relay,
                 relay.unrelated_ca_file(),
                 CERT_NAME,
                 CertificateProblem::UnknownIssuer,
             ),
             (
+                &relay,
                 relay.ca_file(),
                 "other-name.test",
                 CertificateProblem::NameMismatch,
             ),
+            (
+                &expired,
+                expired.ca_file(),
+                CERT_NAME,
+                CertificateProblem::Expired,
+            ),
         ];
-        for (ca, name, want) in cases {
+        for (relay, ca, name, want) in cases {
             let err = Client::connect(&relay.addr().to_string(), &creds, quic_config(ca, name))
                 .await
                 .expect_err("a refused certificate must fail the connect");
@@ -104,6 +115,31 @@ fn certificate_refusals_are_typed_and_name_the_host() {
             assert!(err.to_string().contains(name), "{err}");
             assert_eq!(err.kind(), "certificate");
         }
+        assert_eq!(relay.streams() + expired.streams(), 0);
+    });
+}
+
+/// A QUIC server without ALPN `smb` (another service on UDP 443) is refused in the
+/// handshake with words that say so, before anything is sent.
+#[test]
+fn a_server_without_the_smb_alpn_is_refused_in_words() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let tls = RelayTls::default().alpn(b"h3");
+        let relay = QuicRelay::start_with("127.0.0.1:9".parse().unwrap(), CERT_NAME, tls).await;
+        let creds = smb3_client::UserCredentials {
+            user: "nobody".into(),
+            domain: String::new(),
+            password: "x".into(),
+        };
+        let config = quic_config(relay.ca_file(), CERT_NAME);
+        let err = Client::connect(&relay.addr().to_string(), &creds, config)
+            .await
+            .expect_err("no ALPN smb, no session");
+        assert!(
+            err.to_string().contains("does not speak SMB over QUIC"),
+            "{err:?}"
+        );
         assert_eq!(relay.streams(), 0);
     });
 }

@@ -33,6 +33,45 @@ pub struct QuicRelay {
     acceptor: tokio::task::JoinHandle<()>,
 }
 
+/// How the relay's TLS differs from a good server's, for tests of the client's refusals.
+#[derive(Clone, Debug)]
+pub struct RelayTls {
+    listen: SocketAddr,
+    alpn: Vec<u8>,
+    expired: bool,
+}
+
+impl Default for RelayTls {
+    /// UDP 127.0.0.1 on a free port, ALPN `smb`, a certificate valid now.
+    fn default() -> Self {
+        RelayTls {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            alpn: ALPN_SMB.to_vec(),
+            expired: false,
+        }
+    }
+}
+
+impl RelayTls {
+    /// Listen here.
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// Offer this ALPN protocol id instead of `smb`.
+    pub fn alpn(mut self, id: &[u8]) -> Self {
+        self.alpn = id.to_vec();
+        self
+    }
+
+    /// Present a certificate that expired in 2021.
+    pub fn expired(mut self) -> Self {
+        self.expired = true;
+        self
+    }
+}
+
 /// What the relay saw the clients send, for tests of what goes on the wire.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Seen {
@@ -66,13 +105,22 @@ impl TestCa {
     }
 
     /// A server certificate for `name` (a DNS name or an IP address) signed by this CA, its
-    /// key, and the SHA-256 of its public key (the SubjectPublicKeyInfo) as a pin.
-    fn issue(&self, name: &str) -> (CertificateDer<'static>, PrivateKeyDer<'static>, [u8; 32]) {
+    /// key, and the SHA-256 of its public key (the SubjectPublicKeyInfo) as a pin; one that
+    /// expired in 2021 when `expired`.
+    fn issue(
+        &self,
+        name: &str,
+        expired: bool,
+    ) -> (CertificateDer<'static>, PrivateKeyDer<'static>, [u8; 32]) {
         use sha2::Digest as _;
         let key = KeyPair::generate().expect("server key");
         let pin = sha2::Sha256::digest(key.public_key_der()).into();
         let mut params = CertificateParams::new(vec![name.to_string()]).expect("server params");
         params.distinguished_name.push(DnType::CommonName, name);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
         let cert = params
             .signed_by(&key, &self.cert, &self.key)
             .expect("sign the server certificate");
@@ -88,12 +136,19 @@ impl QuicRelay {
     /// Listen on UDP 127.0.0.1 with a certificate for `cert_name` issued by a new test CA,
     /// relaying every stream to `upstream`.
     pub async fn start(upstream: SocketAddr, cert_name: &str) -> QuicRelay {
-        QuicRelay::start_at(SocketAddr::from(([127, 0, 0, 1], 0)), upstream, cert_name).await
+        QuicRelay::start_with(upstream, cert_name, RelayTls::default()).await
     }
 
     /// [`QuicRelay::start`] listening on `listen` (UDP 443, where a client looks when the
     /// URL names no port: the tests' namespaces leave it free).
     pub async fn start_at(listen: SocketAddr, upstream: SocketAddr, cert_name: &str) -> QuicRelay {
+        QuicRelay::start_with(upstream, cert_name, RelayTls::default().listen(listen)).await
+    }
+
+    /// [`QuicRelay::start`] with the TLS of `tls`: a wrong ALPN or an expired certificate, for
+    /// the client's refusals.
+    pub async fn start_with(upstream: SocketAddr, cert_name: &str, tls: RelayTls) -> QuicRelay {
+        let listen = tls.listen;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "smb3-quic-relay-{}-{}",
@@ -106,18 +161,18 @@ impl QuicRelay {
         // A CA that signed nothing here, for the "unknown issuer" case.
         let other = TestCa::new("smb3 tests unrelated CA");
         std::fs::write(dir.join("other-ca.pem"), other.cert.pem()).expect("write other-ca.pem");
-        let (cert, key, key_sha256) = ca.issue(cert_name);
+        let (cert, key, key_sha256) = ca.issue(cert_name, tls.expired);
 
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        let mut server_tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .expect("TLS 1.3")
             .with_no_client_auth()
             .with_single_cert(vec![cert], key)
             .expect("server certificate");
-        tls.alpn_protocols = vec![ALPN_SMB.to_vec()];
+        server_tls.alpn_protocols = vec![tls.alpn];
         let crypto =
-            quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS config");
+            quinn::crypto::rustls::QuicServerConfig::try_from(server_tls).expect("QUIC TLS config");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let endpoint =
             quinn::Endpoint::server(config, listen).expect("bind the relay's UDP socket");

@@ -117,6 +117,15 @@ pub(crate) async fn connect(
             if let Some(refusal) = verdict.take() {
                 return Err(certificate_error(host, refusal));
             }
+            if alpn_refused(&e) {
+                return Err(Error::io(
+                    Some(peer),
+                    std::io::Error::new(
+                        std::io::ErrorKind::Unsupported,
+                        "the server does not speak SMB over QUIC (it refused ALPN \"smb\")",
+                    ),
+                ));
+            }
             return Err(Error::io(Some(peer), connection_io_error(e)));
         }
         Err(_) => {
@@ -223,6 +232,18 @@ fn config_error(reason: String) -> Error {
             format!("QUIC TLS settings: {reason}"),
         ),
     )
+}
+
+/// The handshake ended on TLS's no_application_protocol alert (120, RFC 8446 6.2; a QUIC
+/// CRYPTO_ERROR, RFC 9001 4.8), sent by either side: the server has no ALPN `smb`.
+fn alpn_refused(e: &quinn::ConnectionError) -> bool {
+    const NO_APPLICATION_PROTOCOL: u8 = 120;
+    let code = match e {
+        quinn::ConnectionError::ConnectionClosed(close) => close.error_code,
+        quinn::ConnectionError::TransportError(t) => t.code,
+        _ => return false,
+    };
+    code == quinn::TransportErrorCode::crypto(NO_APPLICATION_PROTOCOL)
 }
 
 fn connection_io_error(e: quinn::ConnectionError) -> std::io::Error {

@@ -5,7 +5,16 @@
 /// agreed in NEGOTIATE, not whether the session or the share encrypts.
 fn encryption_words(v: &serde_json::Value) -> String {
     let cipher = v["cipher"].as_str().unwrap_or("-");
-    if v["encrypts_everything"].as_bool() == Some(true) {
+    let channels = v["channels"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if channels
+        .iter()
+        .any(|c| c["sealing_left_to_tls"].as_bool() == Some(true))
+    {
+        "QUIC's TLS (the server takes it in place of sealing)".into()
+    } else if v["encrypts_everything"].as_bool() == Some(true) {
         format!("{cipher} (the whole session)")
     } else if v["share_encrypted"].as_bool() == Some(true) {
         format!("{cipher} (this share)")
@@ -20,8 +29,10 @@ fn encryption_words(v: &serde_json::Value) -> String {
 pub fn print_status(v: &serde_json::Value) {
     let s = |k: &str| v[k].as_str().unwrap_or("-").to_string();
     println!("{} on {}", s("source"), s("mountpoint"));
+    // Mounts from before the transport was reported say nothing: TCP.
+    let transport = v["channels"][0]["transport"].as_str().unwrap_or("tcp");
     println!(
-        "SMB {}, signing {}, encryption {}; {} open file(s), {} parked after close, {} node(s) known",
+        "SMB {} over {transport}, signing {}, encryption {}; {} open file(s), {} parked after close, {} node(s) known",
         s("dialect"),
         s("signing"),
         encryption_words(v),
@@ -106,5 +117,13 @@ mod tests {
             encryption_words(&v("Aes256Gcm", true, true)),
             "Aes256Gcm (the whole session)"
         );
+        let mut quic = v("Aes128Gcm", true, true);
+        quic["channels"] = serde_json::json!([{"transport": "quic", "sealing_left_to_tls": true}]);
+        assert_eq!(
+            encryption_words(&quic),
+            "QUIC's TLS (the server takes it in place of sealing)"
+        );
+        quic["channels"][0]["sealing_left_to_tls"] = false.into();
+        assert_eq!(encryption_words(&quic), "Aes128Gcm (the whole session)");
     }
 }

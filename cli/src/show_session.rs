@@ -75,6 +75,16 @@ pub fn failover_line(f: &FailoverCounters) -> String {
     line
 }
 
+/// What carries a channel, in the OVER column: `tcp`, `quic`, or `quic*` where the server
+/// took QUIC's TLS in place of sealing.
+fn transport_words(c: &smb3_client::ChannelInfo) -> String {
+    if c.sealing_left_to_tls {
+        format!("{}*", c.transport)
+    } else {
+        c.transport.to_string()
+    }
+}
+
 /// `smbctl channels` as text: the pairs (as Windows' Get-SmbMultichannelConnection shows
 /// them), then every channel, then with `explain` the reasons in words.
 pub fn print_channels(client: &Client, explain: bool) {
@@ -115,12 +125,13 @@ pub fn print_channels(client: &Client, explain: bool) {
     }
     println!();
     println!(
-        "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  FAILURE",
-        "LOCAL", "SERVER", "STATE", "REQUESTS", "BYTES", "CREDITS", "CANCELS"
+        "{:<5} {:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  FAILURE",
+        "OVER", "LOCAL", "SERVER", "STATE", "REQUESTS", "BYTES", "CREDITS", "CANCELS"
     );
     for c in client.channels() {
         println!(
-            "{:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  {}",
+            "{:<5} {:<22} {:<22} {:<8} {:>9} {:>14} {:>7} {:>7}  {}",
+            transport_words(&c),
             c.local.to_string(),
             c.server.to_string(),
             c.state.to_string(),

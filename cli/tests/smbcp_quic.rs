@@ -11,7 +11,7 @@ use smb3_tests::quic_relay::QuicRelay;
 use smb3_tests::{client_block_on, pattern};
 
 mod common;
-use common::{scratch, smbcp, smbctl, testbed};
+use common::{json, scratch, smbcp, smbctl, testbed};
 
 /// Up with the relay's CA and down with its key pinned (no CA), byte-exact, on UDP 443 found
 /// without a port in the URL; a wrong pin, a CA that did not issue the certificate, and
@@ -42,11 +42,19 @@ fn smbcp_and_smbctl_over_quic_with_a_ca_file_or_a_pinned_key() {
             "quic",
             "--ca-file",
             ca,
+            "--json",
             local.to_str().unwrap(),
             &url("plain/quic-up.bin"),
         ],
     );
     assert_eq!(out.status.code(), Some(0), "upload over QUIC");
+    let summary = json(&out);
+    let channels = summary["channels"].as_array().expect("channels");
+    assert_eq!(channels.len(), 1, "one channel over QUIC: {summary:#}");
+    assert_eq!(channels[0]["transport"], "quic", "{summary:#}");
+    assert_eq!(channels[0]["server_port"], 443, "{summary:#}");
+    // smbd behind the relay sees TCP and keeps sealing where it is asked for.
+    assert_eq!(channels[0]["sealing_left_to_tls"], false, "{summary:#}");
     let on_server = std::fs::read(tb.share_path("plain").join("quic-up.bin")).unwrap();
     assert!(on_server == data, "the server's copy differs");
 
@@ -81,6 +89,24 @@ fn smbcp_and_smbctl_over_quic_with_a_ca_file_or_a_pinned_key() {
     );
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("quic-up.bin"));
+    let out = smbctl(
+        &tb,
+        &[
+            "channels",
+            "--transport",
+            "quic",
+            "--pin-sha256",
+            &pin,
+            &url("plain/"),
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("quic ") && l.contains("127.0.0.1:443")),
+        "the channel shows it runs over QUIC: {text}"
+    );
     let streams = relay.streams();
 
     let mut wrong = relay.key_sha256();

@@ -8,6 +8,8 @@ use smb3_client::{ChannelInfo, FailoverCounters, MultichannelStatus};
 /// `requests`) and the rest of what is known.
 pub fn channel_json(c: &ChannelInfo) -> serde_json::Value {
     serde_json::json!({
+        "transport": c.transport.to_string(),
+        "sealing_left_to_tls": c.sealing_left_to_tls,
         "local": c.local.ip().to_string(),
         "server": c.server.ip().to_string(),
         "local_port": c.local.port(),

@@ -134,6 +134,12 @@ impl Member {
         let failure = ch.dead_reason().map(|cause| cause.to_string());
         let path = m.path();
         ChannelInfo {
+            transport: if ch.verified_tls() {
+                crate::config::Transport::Quic
+            } else {
+                crate::config::Transport::Tcp
+            },
+            sealing_left_to_tls: ch.sealing_left_to_tls(),
             local: ch.local(),
             server: ch.peer(),
             local_interface: path.local_name,

@@ -4,7 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::config::Dispatch;
+use crate::config::{Dispatch, Transport};
 
 /// Where a channel stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +39,11 @@ impl std::fmt::Display for ChannelState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChannelInfo {
+    /// What carries it: TCP, or QUIC (TLS 1.3 to a server whose certificate was verified).
+    pub transport: Transport,
+    /// The server accepted QUIC's TLS in place of sealing on this channel (MS-SMB2
+    /// 2.2.4.1.5): nothing on it is sealed, every message is signed instead.
+    pub sealing_left_to_tls: bool,
     /// Local address and port.
     pub local: SocketAddr,
     /// Server address and port.

@@ -102,3 +102,58 @@ fn smbcp_and_smbctl_go_through_dfs_links() {
     );
     let _ = std::fs::remove_dir_all(&local);
 }
+
+/// `smbcp -r` of a namespace's root copies what lies behind its links as directories of the
+/// copy, down and back up, byte for byte; a broken link is one failed entry and the rest is
+/// copied.
+#[test]
+fn a_copy_of_a_namespace_root_goes_through_its_links() {
+    let tb = testbed();
+    let plain = tb.share_path("plain");
+    let data = smb3_tests::pattern(9, 3 << 20);
+    std::fs::create_dir_all(plain.join("whole-ns/inner")).unwrap();
+    std::fs::write(plain.join("whole-ns/inner/big.bin"), &data).unwrap();
+    tb.give_to_user(&plain);
+    let root = tb.share_path("dfs").join("whole");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("top.txt"), b"in the root").unwrap();
+    tb.give_to_user(&tb.share_path("dfs"));
+    let to = format!("msdfs:{}\\plain\\whole-ns", tb.server_addr(1));
+    std::os::unix::fs::symlink(to, root.join("linked")).unwrap();
+    let broken = format!("msdfs:{}\\nosuchshare", tb.server_addr(1));
+    std::os::unix::fs::symlink(broken, root.join("broken")).unwrap();
+
+    let local = scratch("whole-ns");
+    let out = smbcp(
+        &tb,
+        &[
+            "-r",
+            &url(&tb, "dfs/whole"),
+            &format!("{}/", local.display()),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the broken link failed, the rest copied"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("broken"));
+    assert_eq!(
+        std::fs::read(local.join("whole/top.txt")).unwrap(),
+        b"in the root"
+    );
+    assert!(std::fs::read(local.join("whole/linked/inner/big.bin")).unwrap() == data);
+
+    // Back up into a new directory of the link's target, through the root.
+    std::fs::remove_file(root.join("broken")).unwrap();
+    let out = smbcp(
+        &tb,
+        &[
+            "-r",
+            local.join("whole/linked/inner").to_str().unwrap(),
+            &url(&tb, "dfs/whole/linked/"),
+        ],
+    );
+    assert!(out.status.success());
+    assert!(std::fs::read(plain.join("whole-ns/inner/big.bin")).unwrap() == data);
+}

@@ -78,14 +78,32 @@ impl Client {
         creds: &UserCredentials,
         config: ClientConfig,
     ) -> Result<Client> {
-        let (host, addr) = resolve(server, config.transport.default_port()).await?;
-        // QUIC channels check the server's certificate against this name (new ones too).
-        let config = config.with_server_host(&host);
         // From here on the session holds only what re-authenticating needs (the NT hash for
         // NTLM, the acquired Kerberos credentials for a ticket cache or keytab), not the
         // caller's password. Acquired before connecting: "no ticket, run kinit" needs no
         // server.
-        let creds = SessionCredentials::for_session(creds, &config).await?;
+        let kept = SessionCredentials::for_session(creds, &config).await?;
+        Client::connect_kept(server, kept, config).await
+    }
+
+    /// A session with `server` as this session's user, with what this session kept of
+    /// the credentials and its configuration: for a DFS target on another server. The
+    /// target's Kerberos service name and QUIC certificate name are its own.
+    pub(crate) async fn connect_as_same_user(&self, server: &str) -> Result<Client> {
+        let mut config = self.core.config.clone();
+        config.kerberos_service_host = None;
+        config.quic.server_name = None;
+        Client::connect_kept(server, self.core.creds.clone(), config).await
+    }
+
+    async fn connect_kept(
+        server: &str,
+        creds: SessionCredentials,
+        config: ClientConfig,
+    ) -> Result<Client> {
+        let (host, addr) = resolve(server, config.transport.default_port()).await?;
+        // QUIC channels check the server's certificate against this name (new ones too).
+        let config = config.with_server_host(&host);
         let frame_buffers = BufferPool::new(config.reply_buffer_pool);
         let opts = channel_options(&config, &frame_buffers);
         let (channel, unsolicited) = Channel::connect(addr, None, &opts).await?;

@@ -120,6 +120,18 @@ impl Share {
         path: &str,
         parts: SecurityParts,
     ) -> Result<FileSecurity> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.security_descriptor_here(&p, parts).await
+        })
+        .await
+    }
+
+    /// [`Share::security_descriptor`] on this share, with no DFS link on the way.
+    async fn security_descriptor_here(
+        &self,
+        path: &str,
+        parts: SecurityParts,
+    ) -> Result<FileSecurity> {
         let parts = parts.check()?;
         let max = self.tree.core.negotiated.max_transact;
         let raw = self
@@ -152,6 +164,20 @@ impl Share {
     /// [`Share::set_security_descriptor`] from self-relative bytes, e.g. a
     /// [`FileSecurity::raw`] kept by a backup. The bytes are sent as they are.
     pub async fn set_security_descriptor_raw(
+        &self,
+        path: &str,
+        raw: Bytes,
+        parts: SecurityParts,
+    ) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| {
+            let raw = raw.clone();
+            async move { s.set_security_descriptor_raw_here(&p, raw, parts).await }
+        })
+        .await
+    }
+
+    /// [`Share::set_security_descriptor_raw`] on this share, with no DFS link on the way.
+    async fn set_security_descriptor_raw_here(
         &self,
         path: &str,
         raw: Bytes,

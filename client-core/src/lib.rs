@@ -71,6 +71,7 @@ mod orphans;
 mod password;
 mod posix;
 mod posix_modes;
+mod referral;
 mod security;
 mod server_copy;
 mod session;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use smb3_proto::msg::create::{AccessMask, CreateOptions};
 use smb3_proto::msg::fscc::FileInformationClass;
 use smb3_proto::msg::query_directory::{QueryDirectoryRequest, QueryDirectoryResponse};
+use smb3_proto::msg::reparse::IO_REPARSE_TAG_DFS;
 use smb3_proto::msg::FileId;
 use smb3_proto::{Command, NtStatus};
 use tokio::sync::mpsc;
@@ -39,7 +40,10 @@ use crate::tree::Tree;
 /// [`Share::list`]. The handle is closed at the end of the listing, by [`ReadDir::close`], or
 /// in the background when the `ReadDir` is dropped.
 pub struct ReadDir {
+    /// The directory as the caller named it.
     path: String,
+    /// The directory in `share`: `path`, or where the DFS links on its way lead.
+    path_there: String,
     handle: Option<DirHandle>,
     page: std::vec::IntoIter<DirEntry>,
     /// Entries of the pages read whose names are not single path components
@@ -151,9 +155,22 @@ impl Share {
     /// channel without repeating a name), whatever the directory's size (see [`ReadDir`]).
     /// `.` and `..` are left out.
     pub async fn list(&self, path: &str) -> Result<ReadDir> {
+        let mut listing = self
+            .across_links(
+                path,
+                |s: Share, p: String| async move { s.list_here(&p).await },
+            )
+            .await?;
+        listing.path = path.to_string();
+        Ok(listing)
+    }
+
+    /// [`Share::list`] on this share, with no DFS link on the way.
+    async fn list_here(&self, path: &str) -> Result<ReadDir> {
         let handle = self.open_dir(path).await?;
         Ok(ReadDir {
             path: path.to_string(),
+            path_there: path.to_string(),
             handle: Some(handle),
             page: Vec::new().into_iter(),
             refused: VecDeque::new(),
@@ -298,14 +315,14 @@ impl ReadDir {
     async fn resume(&mut self, lost: &Error) -> Result<()> {
         self.resumptions += 1;
         tracing::info!(
-            path = %self.path,
+            path = %self.path_there,
             error = %lost,
             resumption = self.resumptions,
             "directory listing lost its request; opening the directory again"
         );
         // The old handle, if the server still has it, is closed in the background.
         drop(self.handle.take());
-        let handle = self.share.open_dir(&self.path).await?;
+        let handle = self.share.open_dir(&self.path_there).await?;
         self.handle = Some(handle);
         self.delivered.resumption();
         // The new enumeration lists the directory's own entries again.
@@ -402,7 +419,7 @@ impl std::error::Error for WalkError {
 /// name ([`Error::UnsafeName`], its `path` the directory that listed it), and the rest of that
 /// directory is still walked. Nothing leads the walk in a circle:
 /// reparse points (symbolic links, junctions, as Windows reports them) are reported but not
-/// entered, and a directory whose file id was already walked is reported but not entered
+/// entered (but for DFS links, which lead into the share behind them), and a directory whose file id was already walked is reported but not entered
 /// again (a server such as Samba shows a symbolic link to a directory as that directory,
 /// with its id). Dropping the walk stops it and closes what it had open.
 pub struct Walk {
@@ -434,11 +451,13 @@ type WalkSender = mpsc::Sender<std::result::Result<WalkEntry, WalkError>>;
 /// Hand out directories to list, `concurrency` at a time, queueing the subdirectories each
 /// listing finds, until none is left or the reader is gone.
 async fn drive(share: Share, root: String, options: WalkOptions, tx: WalkSender) {
-    // Directories entered, by the server's file id (0: the server gave none).
+    // Directories entered, by the server's file id (0: the server gave none) and, in a DFS
+    // namespace, the link they lie behind: file ids count one share's files, and one
+    // directory reached through two links is walked under both names.
     let mut entered = HashSet::new();
     match share.metadata(&root).await {
         Ok(m) => {
-            entered.insert(m.file_id);
+            entered.insert((share.link_of(&root), m.file_id));
         }
         Err(error) => {
             let _ = tx.send(Err(WalkError { path: root, error })).await;
@@ -462,7 +481,7 @@ async fn drive(share: Share, root: String, options: WalkOptions, tx: WalkSender)
             Some(Ok(Some(found))) => queue.extend(
                 found
                     .into_iter()
-                    .filter(|(_, _, id)| *id == 0 || entered.insert(*id))
+                    .filter(|(path, _, id)| *id == 0 || entered.insert((share.link_of(path), *id)))
                     .map(|(path, depth, _)| (path, depth)),
             ),
             Some(Ok(None)) => return, // the reader is gone
@@ -505,7 +524,10 @@ async fn list_one(
                         .metadata
                         .attributes
                         .contains(DosAttributes::REPARSE_POINT);
-                    if deeper && entry.metadata.is_dir() && !reparse {
+                    // A DFS link leads into the share behind it, which the listing reaches
+                    // by itself (`share::links`); any other reparse point stays closed.
+                    let dfs_link = entry.reparse_tag == IO_REPARSE_TAG_DFS && share.follows_links();
+                    if deeper && entry.metadata.is_dir() && (!reparse || dfs_link) {
                         found.push((path.clone(), depth + 1, entry.file_id));
                     }
                     let item = WalkEntry {

@@ -111,6 +111,10 @@ pub struct DirEntry {
     pub metadata: Metadata,
     /// Server-side file id (inode-like; 0 when the server does not report one).
     pub file_id: u64,
+    /// The reparse tag of a reparse point (MS-FSCC 2.1.2.1: a symbolic link, a DFS link,
+    /// ...), which a listing carries in place of EaSize for such entries (MS-FSCC 2.4.17);
+    /// 0 for any other entry.
+    pub reparse_tag: u32,
 }
 
 impl From<DirectoryEntry> for DirEntry {
@@ -125,10 +129,16 @@ impl From<DirectoryEntry> for DirEntry {
             e.change_time,
         );
         metadata.file_id = e.file_id;
+        let reparse_tag = if e.file_attributes.0 & FileAttributes::REPARSE_POINT != 0 {
+            e.ea_size
+        } else {
+            0
+        };
         DirEntry {
             metadata,
             name: e.file_name,
             file_id: e.file_id,
+            reparse_tag,
         }
     }
 }
@@ -212,6 +222,7 @@ impl From<PosixDirectoryEntry> for DirEntry {
             file_id: metadata.file_id,
             metadata,
             name: e.file_name,
+            reparse_tag: e.info.posix.reparse_tag,
         }
     }
 }

@@ -63,6 +63,14 @@ impl Share {
     /// ([`Share::is_posix`]); elsewhere [`Error::Unsupported`]. The server applies the rwx
     /// bits (Samba ignores setuid, setgid and sticky here).
     pub async fn set_mode(&self, path: &str, permissions: u32) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.set_mode_here(&p, permissions).await
+        })
+        .await
+    }
+
+    /// [`Share::set_mode`] on this share, with no DFS link on the way.
+    async fn set_mode_here(&self, path: &str, permissions: u32) -> Result<()> {
         if !self.is_posix() {
             return Err(not_posix(
                 "changing a file's mode (the share has no SMB3 POSIX extensions)",
@@ -77,6 +85,14 @@ impl Share {
     /// as it is), on a POSIX share; elsewhere [`Error::Unsupported`]. The server refuses what
     /// the user may not do (Samba: STATUS_INVALID_OWNER, or ACCESS_DENIED).
     pub async fn set_owner(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.set_owner_here(&p, uid, gid).await
+        })
+        .await
+    }
+
+    /// [`Share::set_owner`] on this share, with no DFS link on the way.
+    async fn set_owner_here(&self, path: &str, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
         if !self.is_posix() {
             return Err(not_posix(
                 "changing a file's owner (the share has no SMB3 POSIX extensions)",

@@ -123,6 +123,14 @@ impl Share {
 
     /// Set the times of `path` (a file or a directory); times left `None` keep their value.
     pub async fn set_times(&self, path: &str, times: &FileTimes) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.set_times_here(&p, times).await
+        })
+        .await
+    }
+
+    /// [`Share::set_times`] on this share, with no DFS link on the way.
+    async fn set_times_here(&self, path: &str, times: &FileTimes) -> Result<()> {
         let info = times.basic_information();
         self.on_path(
             path,
@@ -152,6 +160,19 @@ impl Share {
         times: &FileTimes,
         attributes: DosAttributes,
     ) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.set_times_and_attributes_here(&p, times, attributes).await
+        })
+        .await
+    }
+
+    /// [`Share::set_times_and_attributes`] on this share, with no DFS link on the way.
+    async fn set_times_and_attributes_here(
+        &self,
+        path: &str,
+        times: &FileTimes,
+        attributes: DosAttributes,
+    ) -> Result<()> {
         let info = FileBasicInformation {
             file_attributes: FileAttributes(attributes.to_wire_for_set()),
             ..times.basic_information()
@@ -168,6 +189,14 @@ impl Share {
     /// the attributes as they are afterwards. This is what `chmod` can change on a server
     /// without POSIX extensions (mount.cifs does the same): no write bit means read-only.
     pub async fn set_readonly(&self, path: &str, readonly: bool) -> Result<u32> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.set_readonly_here(&p, readonly).await
+        })
+        .await
+    }
+
+    /// [`Share::set_readonly`] on this share, with no DFS link on the way.
+    async fn set_readonly_here(&self, path: &str, readonly: bool) -> Result<u32> {
         self.on_path(
             path,
             AccessMask::FILE_READ_ATTRIBUTES
@@ -203,7 +232,20 @@ impl Share {
     /// Make `new` another name (hard link) of the existing file `existing`, both
     /// share-relative; `if_exists` says whether an existing file named `new` is replaced.
     /// Directories cannot be linked. Servers without hard links answer NOT_SUPPORTED.
+    /// Behind DFS links, both names must lead to one share ([`Error::DifferentShares`]).
     pub async fn hard_link(&self, existing: &str, new: &str, if_exists: IfExists) -> Result<()> {
+        self.across_links_to(
+            existing,
+            new,
+            |s: Share, from: String, to: String| async move {
+                s.hard_link_here(&from, &to, if_exists).await
+            },
+        )
+        .await
+    }
+
+    /// [`Share::hard_link`] on this share, with no DFS link on the way.
+    async fn hard_link_here(&self, existing: &str, new: &str, if_exists: IfExists) -> Result<()> {
         let info = FileLinkInformation {
             replace_if_exists: if_exists == IfExists::Replace,
             file_name: self.tree.wire_name(wire_path(new)?),

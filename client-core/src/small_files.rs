@@ -40,6 +40,15 @@ impl Share {
     /// file may then exist, whole. A caller that must have it replaces it by another route
     /// (write a temporary name and rename it over).
     pub async fn write_new_file(&self, path: &str, data: Bytes) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| {
+            let data = data.clone();
+            async move { s.write_new_file_here(&p, data).await }
+        })
+        .await
+    }
+
+    /// [`Share::write_new_file`] on this share, with no DFS link on the way.
+    async fn write_new_file_here(&self, path: &str, data: Bytes) -> Result<()> {
         self.check_writable()?;
         let core = &self.tree.core;
         if data.len() > core.negotiated.max_write as usize {
@@ -110,6 +119,14 @@ impl Share {
     /// caller expected is noticed rather than cut. A `limit` beyond the server's largest READ
     /// is read with an open and chunked reads instead.
     pub async fn read_small_file(&self, path: &str, limit: u32) -> Result<Option<Bytes>> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.read_small_file_here(&p, limit).await
+        })
+        .await
+    }
+
+    /// [`Share::read_small_file`] on this share, with no DFS link on the way.
+    async fn read_small_file_here(&self, path: &str, limit: u32) -> Result<Option<Bytes>> {
         let core = &self.tree.core;
         let ask = limit.saturating_add(1);
         if ask > core.negotiated.max_read {

@@ -48,6 +48,14 @@ impl Share {
     /// SNAPSHOTS, MS-SMB2 3.3.5.15.1), at most 64 KiB of it. Tokens the server lists in
     /// another shape than `@GMT-YYYY.MM.DD-HH.MM.SS` are skipped.
     pub async fn snapshots(&self, path: &str) -> Result<Vec<Snapshot>> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.snapshots_here(&p).await
+        })
+        .await
+    }
+
+    /// [`Share::snapshots`] on this share, with no DFS link on the way.
+    async fn snapshots_here(&self, path: &str) -> Result<Vec<Snapshot>> {
         // Opened here rather than through the path helpers, which explain a failed open in a
         // snapshot by listing snapshots, with this very function.
         let req = CreateRequest::new(

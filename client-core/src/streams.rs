@@ -81,6 +81,14 @@ impl Share {
     /// only) and its named streams, with their sizes. A directory without named streams has
     /// none. Opening needs only FILE_READ_ATTRIBUTES.
     pub async fn streams(&self, path: &str) -> Result<Vec<StreamInfo>> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.streams_here(&p).await
+        })
+        .await
+    }
+
+    /// [`Share::streams`] on this share, with no DFS link on the way.
+    async fn streams_here(&self, path: &str) -> Result<Vec<StreamInfo>> {
         let max = self.tree.core.negotiated.max_transact;
         let output = self
             .on_path(

@@ -120,6 +120,14 @@ impl Share {
     ///
     /// A file that is not a symbolic link gives [`Error::NotALink`] (EINVAL).
     pub async fn read_link(&self, path: &str) -> Result<String> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.read_link_here(&p).await
+        })
+        .await
+    }
+
+    /// [`Share::read_link`] on this share, with no DFS link on the way.
+    async fn read_link_here(&self, path: &str) -> Result<String> {
         let not_a_link = |reparse_tag| Error::NotALink {
             path: path.to_string(),
             reparse_tag,
@@ -140,6 +148,14 @@ impl Share {
     /// FSCTL_GET_REPARSE_POINT and CLOSE compounded. The names in it are the server's,
     /// unchecked: to read a link, use [`Share::read_link`].
     pub async fn reparse_point(&self, path: &str) -> Result<Option<ReparseData>> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.reparse_point_here(&p).await
+        })
+        .await
+    }
+
+    /// [`Share::reparse_point`] on this share, with no DFS link on the way.
+    async fn reparse_point_here(&self, path: &str) -> Result<Option<ReparseData>> {
         let core = &self.tree.core;
         let mut create = CreateRequest::new(
             wire_path(path)?,
@@ -200,6 +216,14 @@ impl Share {
     /// caller gives up in between, in the background. Only a connection lost between the two
     /// leaves it (empty, a plain file), since the delete cannot be sent either.
     pub async fn symlink(&self, target: &str, link_path: &str) -> Result<()> {
+        self.across_links(link_path, |s: Share, p: String| async move {
+            s.symlink_here(target, &p).await
+        })
+        .await
+    }
+
+    /// [`Share::symlink`] on this share, with no DFS link on the way.
+    async fn symlink_here(&self, target: &str, link_path: &str) -> Result<()> {
         self.check_writable()?;
         check_target(target)?;
         if !self.is_posix() {
@@ -222,6 +246,19 @@ impl Share {
     /// POSIX metadata. It is a name only: no server makes a device of it, and nothing flows
     /// through a FIFO or socket made this way between clients.
     pub async fn make_special(
+        &self,
+        path: &str,
+        kind: SpecialKind,
+        permissions: u32,
+    ) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.make_special_here(&p, kind, permissions).await
+        })
+        .await
+    }
+
+    /// [`Share::make_special`] on this share, with no DFS link on the way.
+    async fn make_special_here(
         &self,
         path: &str,
         kind: SpecialKind,

@@ -679,3 +679,36 @@ async fn an_expired_session_is_authenticated_once_again_for_every_request_that_m
         smb3_client::AuthMechanism::Ntlm
     );
 }
+
+/// A rename or delete the server did, whose reply was lost with the only connection: the
+/// session is re-established, the first handle is gone with it, and opening the path again
+/// finds nothing. The work is done, and the caller is told so, not ENOENT (the mount's
+/// `rename(2)` once failed this way in the soak).
+#[tokio::test]
+async fn a_rename_or_delete_done_before_its_session_was_lost_succeeds() {
+    let server = server().await;
+    server.put_file("data", "dir/a", b"renamed once");
+    server.put_file("data", "dir/gone", b"deleted once");
+    let client = connect(&server, ClientConfig::default()).await;
+    let share = client.share("data").await.unwrap();
+
+    server.fail(Fault::on(Command::SET_INFO, FaultAction::CutAfter).at_path("dir\\a"));
+    share
+        .rename("dir/a", "dir/b", IfExists::Fail)
+        .await
+        .expect("the rename the server did is reported done");
+    assert_eq!(server.read_file("data", "dir/b").unwrap(), b"renamed once");
+    assert!(server.read_file("data", "dir/a").is_none());
+
+    server.fail(Fault::on(Command::SET_INFO, FaultAction::CutAfter).at_path("dir\\gone"));
+    share
+        .remove_file("dir/gone")
+        .await
+        .expect("the delete the server did is reported done");
+    assert!(server.read_file("data", "dir/gone").is_none());
+    assert!(
+        client.multichannel().failover.sessions_reestablished >= 2,
+        "{:?}",
+        client.multichannel().failover
+    );
+}

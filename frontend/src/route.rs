@@ -4,26 +4,19 @@
 
 use smb3_client::dfs::{self, DfsRoute};
 use smb3_client::location::RemotePath;
-use smb3_client::{ClientConfig, Share, UserCredentials};
+use smb3_client::Share;
 
 /// The share and path `path` of `share` (connected from `remote`) leads to: `share` and
 /// `path` themselves unless the share is in a DFS namespace and the path lies behind a link
-/// (and `config.follow_dfs` is on), then the target the referrals lead to.
-pub async fn route(
-    share: &Share,
-    remote: &RemotePath,
-    creds: &UserCredentials,
-    config: &ClientConfig,
-    path: &str,
-) -> Result<DfsRoute, String> {
-    dfs::follow(share.clone(), creds, config, path)
-        .await
-        .map_err(|e| {
-            let at = if path.is_empty() {
-                format!("//{}/{}", remote.host, remote.share)
-            } else {
-                format!("//{}/{}/{path}", remote.host, remote.share)
-            };
-            format!("{at}: {}", e.brief())
-        })
+/// (and the session's `follow_dfs` is on), then the target the referrals lead to, reached as
+/// the same user.
+pub async fn route(share: &Share, remote: &RemotePath, path: &str) -> Result<DfsRoute, String> {
+    dfs::follow(share.clone(), path).await.map_err(|e| {
+        let at = if path.is_empty() {
+            format!("//{}/{}", remote.host, remote.share)
+        } else {
+            format!("//{}/{}/{path}", remote.host, remote.share)
+        };
+        format!("{at}: {}", e.brief())
+    })
 }

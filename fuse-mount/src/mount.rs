@@ -423,8 +423,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
             }
         };
         // A path behind DFS links mounts the share the referrals lead to.
-        let route = match smb3_frontend::route(&share, &remote, &creds, &config, &remote.path).await
-        {
+        let route = match smb3_frontend::route(&share, &remote, &remote.path).await {
             Ok(route) => route,
             Err(line) => {
                 let _ = client.logoff().await;

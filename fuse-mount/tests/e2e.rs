@@ -2132,6 +2132,56 @@ fn a_source_behind_a_dfs_link_mounts_the_links_target() {
     no_open_files(&tb);
 }
 
+/// A mount of a DFS namespace's root goes into its links like into directories: `ls -R`
+/// lists what lies behind them, files read and write on the link's target, node ids there
+/// are the mount's own (the target's file ids number another share), and `rename(2)` from
+/// behind a link to the root says EXDEV, so `mv` copies.
+#[test]
+fn the_mount_of_a_namespace_root_goes_through_its_links() {
+    let tb = testbed();
+    let plain = tb.share_path("plain");
+    let data = smb3_tests::pattern(41, 256 << 10);
+    std::fs::create_dir_all(plain.join("ns-data/deep")).unwrap();
+    std::fs::write(plain.join("ns-data/deep/f.bin"), &data).unwrap();
+    tb.give_to_user(&plain);
+    std::os::unix::fs::symlink(
+        format!("msdfs:{}\\plain\\ns-data", tb.server_addr(1)),
+        tb.share_path("dfs").join("nslink"),
+    )
+    .unwrap();
+
+    let (m, out) = Mounted::daemon(&tb, &source(&tb, "dfs"), "dfs-root", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(names_in(&m.mp).contains(&"nslink".to_string()));
+    assert!(std::fs::metadata(m.path("nslink")).unwrap().is_dir());
+    assert_eq!(names_in(&m.path("nslink")), ["deep"]);
+    assert_eq!(names_in(&m.path("nslink/deep")), ["f.bin"]);
+    assert!(std::fs::read(m.path("nslink/deep/f.bin")).unwrap() == data);
+    let ino = std::fs::metadata(m.path("nslink/deep/f.bin"))
+        .unwrap()
+        .ino();
+    assert!(
+        ino >= 1 << 63,
+        "a node id of the mount's own behind a link: {ino:#x}"
+    );
+
+    std::fs::write(m.path("nslink/new.txt"), b"through the root").unwrap();
+    assert_eq!(
+        std::fs::read(plain.join("ns-data/new.txt")).unwrap(),
+        b"through the root"
+    );
+    let e = std::fs::rename(m.path("nslink/new.txt"), m.path("moved.txt")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EXDEV), "{e}");
+    std::fs::rename(m.path("nslink/new.txt"), m.path("nslink/deep/new.txt")).unwrap();
+    assert!(plain.join("ns-data/deep/new.txt").is_file());
+    drop(m);
+    no_open_files(&tb);
+}
+
 /// The names in `dir`, sorted (hidden ones too: `read_dir` shows names starting with `.`).
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

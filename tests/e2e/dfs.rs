@@ -11,7 +11,12 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use smb3_client::{dfs, ClientConfig, Error, NtStatus, OpenOptions, ProtocolError, Share};
+use std::collections::BTreeMap;
+
+use smb3_client::{
+    dfs, Client, ClientConfig, Error, IfExists, NtStatus, OpenOptions, ProtocolError, Share,
+    WalkOptions,
+};
 use smb3_tests::{pattern, Testbed, TestbedConfig};
 
 fn start() -> Testbed {
@@ -206,7 +211,7 @@ fn unreachable_broken_and_circular_links_end_in_clear_errors() {
             "{e:?}"
         );
 
-        let e = dfs::connect(&server, &creds, config, "dfs", "loop1/x")
+        let e = dfs::connect(&server, &creds, config.clone(), "dfs", "loop1/x")
             .await
             .unwrap_err();
         assert!(
@@ -214,5 +219,111 @@ fn unreachable_broken_and_circular_links_end_in_clear_errors() {
             "{e:?}"
         );
         assert!(e.to_string().contains("circle"), "{e}");
+
+        // The root share itself meets the circle too (a walk or a mount of the namespace
+        // lists `loop1`), and ends it the same way, after a bounded number of referrals.
+        let root = Client::connect(&server, &creds, config.clone())
+            .await
+            .unwrap()
+            .share("dfs")
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let e = root.list("loop1").await.unwrap_err();
+            assert!(
+                matches!(e, Error::Protocol(ProtocolError::BadReferral { .. })),
+                "{e:?}"
+            );
+        }
+    });
+}
+
+/// Every path of a namespace's root, walked, listed, read, written or renamed on the root
+/// share itself, crosses its links as Windows' redirector does: no route asked for first.
+#[test]
+fn a_walk_and_every_path_operation_cross_links_by_themselves() {
+    let tb = start();
+    let addr = tb.server_addr(1).to_string();
+    let data = pattern(77, 1 << 20);
+    put(&tb, "plain", "sub/a.txt", b"behind the link");
+    put(&tb, "plain", "sub/deeper/b.bin", &data);
+    put(&tb, "dfs", "inroot/here.txt", b"no link on the way");
+    link(&tb, "tolink", &[format!("{addr}\\plain")]);
+    link(&tb, "todir", &[format!("{addr}\\plain\\sub")]);
+    link(&tb, "twohops", &[format!("{addr}\\dfs\\todir")]);
+    link(&tb, "broken", &[format!("{addr}\\nosuchshare")]);
+    let plain = tb.share_path("plain");
+    tb.run_as_client(move |server, creds| async move {
+        let client = Client::connect(&server, &creds, ClientConfig::default())
+            .await
+            .unwrap();
+        let root = client.share("dfs").await.unwrap();
+
+        // A walk of the whole namespace: every file behind every link, each read back.
+        let mut walk = root.walk("", WalkOptions::default());
+        let mut files = BTreeMap::new();
+        let mut failed = Vec::new();
+        while let Some(item) = walk.next().await {
+            match item {
+                Ok(e) if !e.entry.metadata.is_dir() => {
+                    files.insert(e.path.clone(), e.entry.metadata.len);
+                }
+                Ok(_) => {}
+                Err(e) => failed.push((e.path.clone(), e.error)),
+            }
+        }
+        let expected: BTreeMap<String, u64> = [
+            ("inroot/here.txt", 18),
+            ("todir/a.txt", 15),
+            ("todir/deeper/b.bin", 1 << 20),
+            ("tolink/sub/a.txt", 15),
+            ("tolink/sub/deeper/b.bin", 1 << 20),
+            ("twohops/a.txt", 15),
+            ("twohops/deeper/b.bin", 1 << 20),
+        ]
+        .into_iter()
+        .map(|(p, n)| (p.to_string(), n))
+        .collect();
+        assert_eq!(files, expected);
+        // The broken link is the walk's one failure, named by the caller's path.
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(failed[0].0, "broken");
+        assert_eq!(failed[0].1.status(), Some(NtStatus::BAD_NETWORK_NAME));
+        for path in ["tolink/sub/deeper/b.bin", "twohops/deeper/b.bin"] {
+            assert!(read_all(&root, path).await[..] == data[..], "{path}");
+        }
+
+        // A link itself is the directory it leads to.
+        assert!(root.metadata("tolink").await.unwrap().is_dir());
+        assert!(root.is_behind_link("tolink/sub"));
+        assert!(!root.is_behind_link("inroot/here.txt"));
+
+        // Written, renamed and removed through a link, on the target's disk.
+        root.write_new_file("todir/new.txt", Bytes::from_static(b"via the root"))
+            .await
+            .unwrap();
+        assert_eq!(on_disk(&plain.join("sub/new.txt")), b"via the root");
+        root.rename("todir/new.txt", "todir/renamed.txt", IfExists::Fail)
+            .await
+            .unwrap();
+        assert_eq!(on_disk(&plain.join("sub/renamed.txt")), b"via the root");
+        root.create_dir("tolink/made").await.unwrap();
+        assert!(plain.join("made").is_dir());
+        root.remove_dir("tolink/made").await.unwrap();
+
+        // Between a link's share and the root no server can rename: EXDEV, so `mv` copies.
+        let e = root
+            .rename("todir/renamed.txt", "inroot/moved.txt", IfExists::Fail)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::DifferentShares { .. }), "{e:?}");
+        assert_eq!(e.to_errno(), 18);
+        root.remove_file("todir/renamed.txt").await.unwrap();
+        assert!(!plain.join("sub/renamed.txt").exists());
+
+        // What fails behind a link names the caller's path, not the target's.
+        let e = root.metadata("tolink/sub/nothing.txt").await.unwrap_err();
+        assert_eq!(e.status(), Some(NtStatus::OBJECT_NAME_NOT_FOUND));
+        assert!(e.to_string().contains("tolink/sub/nothing.txt"), "{e}");
     });
 }

@@ -364,7 +364,7 @@ async fn run(args: Args) -> i32 {
         }
     };
     // Remote paths behind DFS links lead to the shares that hold them.
-    let sources = match routes(&share, &remote, &creds, &config, &remote_paths(&locations)).await {
+    let sources = match routes(&share, &remote, &remote_paths(&locations)).await {
         Ok(found) => found,
         Err((line, code)) => {
             eprintln!("smbcp: {line}");
@@ -380,7 +380,7 @@ async fn run(args: Args) -> i32 {
                     Location::Remote(_) => None,
                 })
                 .collect();
-            let to = match smb3_frontend::route(&share, &remote, &creds, &config, &r.path).await {
+            let to = match smb3_frontend::route(&share, &remote, &r.path).await {
                 Ok(route) => route,
                 Err(e) => {
                     eprintln!("smbcp: {e}");
@@ -408,7 +408,7 @@ async fn run(args: Args) -> i32 {
                     }
                 }
             };
-            let to = match smb3_frontend::route(&dest_share, d, &creds, &config, &d.path).await {
+            let to = match smb3_frontend::route(&dest_share, d, &d.path).await {
                 Ok(route) => route,
                 Err(e) => {
                     eprintln!("smbcp: {e}");
@@ -451,13 +451,11 @@ async fn run(args: Args) -> i32 {
 async fn routes(
     share: &smb3_client::Share,
     remote: &smb3_client::location::RemotePath,
-    creds: &smb3_client::UserCredentials,
-    config: &ClientConfig,
     paths: &[String],
 ) -> Result<Option<(smb3_client::Share, Vec<String>)>, (String, i32)> {
     let mut found: Option<(smb3_client::Share, Vec<String>)> = None;
     for path in paths {
-        let route = smb3_frontend::route(share, remote, creds, config, path)
+        let route = smb3_frontend::route(share, remote, path)
             .await
             .map_err(|e| (e, EXIT_SOME_FAILED))?;
         match &mut found {

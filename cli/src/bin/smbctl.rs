@@ -276,7 +276,7 @@ async fn run(mut args: Args) -> i32 {
         }
     };
     // The share and path that hold the URL's path, through DFS links if there are any.
-    let route = match smb3_frontend::route(&share, &r, &creds, &config, &r.path).await {
+    let route = match smb3_frontend::route(&share, &r, &r.path).await {
         Ok(route) => route,
         Err(e) => {
             eprintln!("smbctl: {e}");

@@ -65,6 +65,7 @@ impl Error {
             Error::Unsupported { .. } => "unsupported",
             Error::UnsafeName { .. } => "unsafe_name",
             Error::NotALink { .. } => "not_a_link",
+            Error::DifferentShares { .. } => "different_shares",
             Error::Certificate { .. } => "certificate",
             Error::Config(_) => "config",
             Error::ApiMisuse(_) => "api_misuse",

@@ -147,6 +147,19 @@ pub enum Error {
         /// The file's reparse tag (MS-FSCC 2.1.2.1); 0 when it has none.
         reparse_tag: u32,
     },
+    /// A rename or hard link between two paths of a DFS namespace that lead to different
+    /// shares, or servers, behind its links: no server moves a file from one share to
+    /// another. `rename(2)` says EXDEV, so `mv` copies instead.
+    #[error(
+        "{from} and {to} lie behind DFS links on different shares: a file cannot be renamed \
+         or linked from one to the other"
+    )]
+    DifferentShares {
+        /// The existing path, as the caller gave it.
+        from: String,
+        /// The new path, as the caller gave it.
+        to: String,
+    },
     /// The server's certificate was refused when connecting over QUIC (SMB over QUIC): it
     /// is not signed by a trusted CA, does not name `host`, is out of its validity period, or
     /// does not carry a pinned key. Nothing was sent to the server.
@@ -642,6 +655,7 @@ impl Error {
             Error::ConnectionLost { .. } => ECONNRESET,
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
             Error::Config(_) | Error::ApiMisuse(_) | Error::NotALink { .. } => EINVAL,
+            Error::DifferentShares { .. } => EXDEV,
             Error::Certificate { .. } => EACCES,
             Error::SnapshotNotFound { .. } => ENOENT,
             Error::Unsupported { .. } => ENOTSUP,
@@ -689,6 +703,21 @@ impl Error {
                 unwritten,
             },
             other => other,
+        }
+    }
+
+    /// This error naming `p` as its path in place of the one it has: a path operation that
+    /// crossed a DFS link failed at the target's path, and the caller knows only its own.
+    pub(crate) fn shown_at(self, p: &str) -> Error {
+        match self {
+            Error::Status {
+                status, command, ..
+            } => Error::Status {
+                status,
+                command,
+                path: Some(p.to_string()),
+            },
+            other => other.with_path(p),
         }
     }
 

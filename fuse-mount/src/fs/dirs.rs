@@ -172,7 +172,12 @@ impl SmbFs {
 
     /// The node id a plain READDIR shows for an entry (no lookup taken).
     pub fn peek_ino(&self, parent: u64, name: &str, file_id: u64) -> u64 {
-        self.inodes.lock().unwrap().peek(parent, name, file_id)
+        let inodes = self.inodes.lock().unwrap();
+        let id = match inodes.child_path(parent, name) {
+            Some(rel) => self.server_id(&self.on_share(&rel), file_id),
+            None => file_id,
+        };
+        inodes.peek(parent, name, id)
     }
 
     /// RELEASEDIR: a listing not read to its end is closed at the server.

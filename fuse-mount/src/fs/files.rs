@@ -145,11 +145,8 @@ impl SmbFs {
                 return Err(e.into());
             }
         };
-        let ino = self
-            .inodes
-            .lock()
-            .unwrap()
-            .remember(parent, name, m.file_id);
+        let id = self.server_id(&path, m.file_id);
+        let ino = self.inodes.lock().unwrap().remember(parent, name, id);
         self.deferred.retire(ino);
         Ok((self.attr(ino, &m), self.add_handle(ino, file, true)))
     }

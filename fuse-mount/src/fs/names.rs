@@ -33,11 +33,8 @@ impl SmbFs {
                 return Err(FsError::new(libc::ENOENT));
             }
         }
-        let ino = self
-            .inodes
-            .lock()
-            .unwrap()
-            .remember(parent, name, m.file_id);
+        let id = self.server_id(path, m.file_id);
+        let ino = self.inodes.lock().unwrap().remember(parent, name, id);
         self.with_link_size(path, self.attr(ino, &m)).await
     }
 
@@ -62,7 +59,23 @@ impl SmbFs {
 
     /// Record one lookup of `(parent, name)` (a READDIRPLUS entry); returns its node id.
     pub fn remember(&self, parent: u64, name: &str, file_id: u64) -> u64 {
-        self.inodes.lock().unwrap().remember(parent, name, file_id)
+        let mut inodes = self.inodes.lock().unwrap();
+        let id = match inodes.child_path(parent, name) {
+            Some(rel) => self.server_id(&self.on_share(&rel), file_id),
+            None => file_id,
+        };
+        inodes.remember(parent, name, id)
+    }
+
+    /// The server file id that numbers the node of share path `path`: none (a node id of the
+    /// mount's own) behind a DFS link, where ids count another share's files, perhaps another
+    /// server's, and could clash with this share's.
+    pub(super) fn server_id(&self, path: &str, file_id: u64) -> u64 {
+        if self.share.is_behind_link(path) {
+            0
+        } else {
+            file_id
+        }
     }
 
     /// MKDIR with the permission bits `permissions` (umask applied; they are kept on a POSIX

@@ -32,6 +32,9 @@ pub const FSCTL_DELETE_REPARSE_POINT: u32 = 0x0009_00AC;
 pub const IO_REPARSE_TAG_SYMLINK: u32 = 0xA000_000C;
 /// IO_REPARSE_TAG_NFS (MS-FSCC 2.1.2.1): an NFS special file ([`NfsReparse`]).
 pub const IO_REPARSE_TAG_NFS: u32 = 0x8000_0014;
+/// IO_REPARSE_TAG_DFS (MS-FSCC 2.1.2.1): a DFS link in a namespace's root; listings of a DFS
+/// share show each link as a directory with this tag.
+pub const IO_REPARSE_TAG_DFS: u32 = 0x8000_000A;
 
 /// The Microsoft bit of a reparse tag (MS-FSCC 2.1.2.1): set on Microsoft's tags, whose
 /// buffer is a REPARSE_DATA_BUFFER; clear on a third party's, whose buffer carries a GUID.

@@ -1,5 +1,7 @@
 //! `Share`: a connected tree, and the path operations on it.
 
+mod links;
+
 use std::sync::Arc;
 
 use smb3_proto::msg::close::CloseRequest;
@@ -51,6 +53,23 @@ pub struct Share {
     pub(crate) tree: Arc<Tree>,
     /// The snapshot this view reads, as the TWrp FILETIME; `None` for the live share.
     snapshot: Option<u64>,
+    /// The DFS links paths of this share have crossed, when it is in a DFS namespace and
+    /// follows them ([`ClientConfig::follow_dfs`](crate::ClientConfig::follow_dfs)).
+    links: Option<Arc<links::Links>>,
+}
+
+/// What it means when an open-act-close operation ([`Share::with_opened_or`]) opens its path
+/// a second time, after its first handle went with a re-established session, and finds
+/// nothing there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum IfGoneOnRetry<'a> {
+    /// An error, as the server says it.
+    Fail,
+    /// The work is done: a delete.
+    Done,
+    /// The work is done if this path now holds the file first opened (same on-disk id): a
+    /// rename.
+    DoneIfRenamedTo(&'a str),
 }
 
 /// Whether `e` says the handle a request was sent on no longer exists at the server.
@@ -85,6 +104,7 @@ impl Client {
             .addressing
             .trees
             .add(name, resp.header.tree_id, encrypt);
+        let dfs = tc.capabilities.has(ShareCapabilities::DFS);
         let share = Share {
             client: self.clone(),
             tree: Arc::new(Tree {
@@ -92,9 +112,10 @@ impl Client {
                 name: name.to_string(),
                 context: tree,
                 posix: false.into(),
-                dfs: tc.capabilities.has(ShareCapabilities::DFS),
+                dfs,
             }),
             snapshot: None,
+            links: (dfs && self.core.config.follow_dfs).then(Arc::default),
         };
         if matches!(
             self.core.negotiated.dialect,
@@ -174,6 +195,14 @@ impl Share {
 
     /// Open (or create) a file.
     pub async fn open(&self, path: &str, opts: &OpenOptions) -> Result<File> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.open_here(&p, opts).await
+        })
+        .await
+    }
+
+    /// [`Share::open`] on this share, with no DFS link on the way.
+    async fn open_here(&self, path: &str, opts: &OpenOptions) -> Result<File> {
         self.open_target(path, None, opts).await
     }
 
@@ -388,6 +417,7 @@ impl Share {
             client: self.client.clone(),
             tree: self.tree.clone(),
             snapshot: filetime,
+            links: self.links.clone(),
         }
     }
 
@@ -438,18 +468,6 @@ impl Share {
         let mut req = self.metadata_open_request(path, access, options)?;
         durable::request_durable(&mut req);
         self.create_for(&req, path).await.map(|(id, _)| id)
-    }
-
-    /// Open `path` with `access` and `options` for a metadata operation, also giving the
-    /// file's attributes from the CREATE reply.
-    async fn open_with_attributes(
-        &self,
-        path: &str,
-        access: u32,
-        options: u32,
-    ) -> Result<(FileId, FileAttributes)> {
-        let req = self.metadata_open_request(path, access, options)?;
-        self.create_for(&req, path).await
     }
 
     /// The CREATE that opens `path`, which must exist, for a metadata operation.
@@ -504,24 +522,71 @@ impl Share {
         F: Fn(FileId, FileAttributes) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
+        let done = self
+            .with_opened_or(path, access, options, IfGoneOnRetry::Fail, f)
+            .await?;
+        // `Fail` never reports the work as done by an earlier attempt.
+        done.ok_or(Error::Protocol(ProtocolError::Unexpected(
+            "an open-act-close reported done without running",
+        )))
+    }
+
+    /// Open `path`, run `f` on the handle and close it. A handle opened in a session that is
+    /// re-established before `f`'s request runs is gone with it (only durable opens are
+    /// reclaimed, and this one is not): the path is opened again once and `f` run again. Yet
+    /// `f`'s request may have run at the server before its reply was lost with the session,
+    /// and then the path may be gone (deleted, renamed): `if_gone` says when that second open
+    /// finding nothing means the work is done, `Ok(None)`, rather than an error.
+    pub(crate) async fn with_opened_or<T, F, Fut>(
+        &self,
+        path: &str,
+        access: u32,
+        options: u32,
+        if_gone: IfGoneOnRetry<'_>,
+        f: F,
+    ) -> Result<Option<T>>
+    where
+        F: Fn(FileId, FileAttributes) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let failover = &self.tree.core.multichannel.failover;
-        let mut attempts = 0;
+        // After a first attempt whose handle went with its session: that open's on-disk id.
+        let mut lost_attempt: Option<Option<[u8; 32]>> = None;
         loop {
-            attempts += 1;
             let sessions_before = failover.reestablishments();
-            let (id, attributes) = self.open_with_attributes(path, access, options).await?;
-            let handle = ScopedHandle::new(&self.tree, id);
-            let result = f(handle.id(), attributes).await;
-            // A handle opened in a session that has since been re-established is gone with
-            // it (only durable opens are reclaimed, and this one is not): the server answers
-            // FILE_CLOSED or INVALID_HANDLE to what is sent on it.
+            let mut req = self.metadata_open_request(path, access, options)?;
+            if matches!(if_gone, IfGoneOnRetry::DoneIfRenamedTo(_)) {
+                req.contexts.push(CreateContextRequest::QueryOnDiskId);
+            }
+            let created = match self.tree.create(&req, path).await {
+                Ok(created) => created,
+                Err(e) => {
+                    let gone = matches!(
+                        e.status(),
+                        Some(NtStatus::OBJECT_NAME_NOT_FOUND | NtStatus::OBJECT_PATH_NOT_FOUND)
+                    );
+                    if let Some(first) = lost_attempt.filter(|_| gone) {
+                        if self.ran_before(if_gone, first).await {
+                            tracing::info!(
+                                path,
+                                "the request lost with its session had run: nothing left to do"
+                            );
+                            return Ok(None);
+                        }
+                    }
+                    return Err(self.explain_snapshot_miss(e, path, self.snapshot).await);
+                }
+            };
+            let handle = ScopedHandle::new(&self.tree, created.file_id);
+            let result = f(handle.id(), created.file_attributes).await;
             let outlived = failover.reestablishments() != sessions_before;
-            if outlived && attempts == 1 && result.as_ref().is_err_and(handle_gone) {
+            if outlived && lost_attempt.is_none() && result.as_ref().is_err_and(handle_gone) {
                 tracing::info!(
                     path,
                     "handle lost with a re-established session before its request ran; \
                      opening the file again"
                 );
+                lost_attempt = Some(created.on_disk_id());
                 handle.forget();
                 continue;
             }
@@ -532,8 +597,33 @@ impl Share {
                 Err(e) if outlived && handle_gone(&e) => {}
                 other => other.map_err(|e| e.with_path(path))?,
             }
-            return Ok(value);
+            return Ok(Some(value));
         }
+    }
+
+    /// Whether the work of an attempt lost with its session had run, now that the path it
+    /// opened is gone: see [`IfGoneOnRetry`].
+    async fn ran_before(&self, if_gone: IfGoneOnRetry<'_>, first: Option<[u8; 32]>) -> bool {
+        match if_gone {
+            IfGoneOnRetry::Fail => false,
+            IfGoneOnRetry::Done => true,
+            IfGoneOnRetry::DoneIfRenamedTo(to) => match (first, self.on_disk_id(to).await) {
+                // DiskFileId and VolumeId (MS-SMB2 2.2.14.2.9); the rest is reserved.
+                (Some(first), Some(now)) => first[..16] == now[..16],
+                _ => false,
+            },
+        }
+    }
+
+    /// The on-disk id (QFid) of `path`, when it exists and the server gives one.
+    async fn on_disk_id(&self, path: &str) -> Option<[u8; 32]> {
+        let mut req = self
+            .metadata_open_request(path, AccessMask::FILE_READ_ATTRIBUTES, 0)
+            .ok()?;
+        req.contexts.push(CreateContextRequest::QueryOnDiskId);
+        let created = self.tree.create(&req, path).await.ok()?;
+        let _ = self.tree.close(created.file_id).await;
+        created.on_disk_id()
     }
 
     /// Size, times and attributes of `path`, in one round trip (CREATE + QUERY_INFO + CLOSE
@@ -551,6 +641,14 @@ impl Share {
     /// as `foo`, and only this name says so; the same round trip. `None` on a POSIX share
     /// (its information class has no name) or when the name did not fit the reply.
     pub async fn metadata_and_name(&self, path: &str) -> Result<(Metadata, Option<String>)> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.metadata_and_name_here(&p).await
+        })
+        .await
+    }
+
+    /// [`Share::metadata_and_name`] on this share, with no DFS link on the way.
+    async fn metadata_and_name_here(&self, path: &str) -> Result<(Metadata, Option<String>)> {
         let posix = self.tree.is_posix();
         let mut create = CreateRequest::new(
             wire_path(path)?,
@@ -644,6 +742,19 @@ impl Share {
         filter: WatchFilter,
         scope: WatchScope,
     ) -> Result<DirWatch> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.watch_here(&p, filter, scope).await
+        })
+        .await
+    }
+
+    /// [`Share::watch`] on this share, with no DFS link on the way.
+    async fn watch_here(
+        &self,
+        path: &str,
+        filter: WatchFilter,
+        scope: WatchScope,
+    ) -> Result<DirWatch> {
         let recursive = scope == WatchScope::Subtree;
         let mut req = CreateRequest::new(
             wire_path(path)?,
@@ -678,6 +789,14 @@ impl Share {
     /// Create a directory with the permission bits `permissions` on a POSIX share (the caller
     /// applies its umask, as `mkdir(2)` would); elsewhere the same as [`Share::create_dir`].
     pub async fn create_dir_with_mode(&self, path: &str, permissions: u32) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.create_dir_with_mode_here(&p, permissions).await
+        })
+        .await
+    }
+
+    /// [`Share::create_dir_with_mode`] on this share, with no DFS link on the way.
+    async fn create_dir_with_mode_here(&self, path: &str, permissions: u32) -> Result<()> {
         self.check_writable()?;
         let mut req = CreateRequest::new(
             wire_path(path)?,
@@ -757,19 +876,34 @@ impl Share {
     }
 
     async fn delete(&self, path: &str, options: u32) -> Result<()> {
+        self.across_links(path, |s: Share, p: String| async move {
+            s.delete_here(&p, options).await
+        })
+        .await
+    }
+
+    async fn delete_here(&self, path: &str, options: u32) -> Result<()> {
         self.check_writable()?;
         // Setting the delete disposition (rather than DELETE_ON_CLOSE) makes the server report
         // DIRECTORY_NOT_EMPTY and similar refusals on this request, where they can be shown.
-        self.with_handle(path, AccessMask::DELETE, options, |id| async move {
-            let info = FileDispositionInformation {
-                delete_pending: true,
-            };
-            self.tree
-                .core
-                .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
-                .await
-                .map(|_| ())
-        })
+        // A delete that ran before its reply was lost with the session leaves the name gone,
+        // which is all a second attempt would do.
+        self.with_opened_or(
+            path,
+            AccessMask::DELETE,
+            options,
+            IfGoneOnRetry::Done,
+            |id, _| async move {
+                let info = FileDispositionInformation {
+                    delete_pending: true,
+                };
+                self.tree
+                    .core
+                    .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
+                    .await
+                    .map(|_| ())
+            },
+        )
         .await?;
         // A file made at this name later is another file: it must not get the lease key our
         // opens of the deleted one may still hold (MS-SMB2 3.3.5.9.8).
@@ -782,7 +916,47 @@ impl Share {
 
     /// Rename or move `from` to `to` (both share-relative); `if_exists` says whether an
     /// existing target file is overwritten.
+    ///
+    /// On a DFS root, both paths may lie behind links; when they lead to different shares
+    /// the rename is refused with [`Error::DifferentShares`] (a local `mv` then copies).
     pub async fn rename(&self, from: &str, to: &str, if_exists: IfExists) -> Result<()> {
+        self.across_links_to(from, to, |s: Share, from: String, to: String| async move {
+            s.rename_here(&from, &to, if_exists).await
+        })
+        .await
+    }
+
+    /// The share and path a name that does not exist yet would be made at: its parent
+    /// directory taken through the DFS links on the way (probed, so that a link not yet known
+    /// is learned), and the name in it.
+    pub(crate) async fn where_new_name_goes(&self, path: &str) -> Result<(Share, String)> {
+        let path = path.trim_matches('/');
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        self.across_links(parent, |s: Share, p: String| async move {
+            s.metadata_and_name_here(&p).await?;
+            let there = if p.is_empty() {
+                name.to_string()
+            } else {
+                format!("{p}/{name}")
+            };
+            Ok((s, there))
+        })
+        .await
+    }
+
+    /// Whether `other` is a view of the same tree connection (a snapshot view included).
+    pub(crate) fn same_tree(&self, other: &Share) -> bool {
+        Arc::ptr_eq(&self.tree, &other.tree)
+    }
+
+    /// [`Share::metadata`] on this share, with no DFS link on the way: a path behind a link
+    /// fails with PATH_NOT_COVERED ([`crate::dfs::follow`] probes with it).
+    pub(crate) async fn metadata_here(&self, path: &str) -> Result<Metadata> {
+        Ok(self.metadata_and_name_here(path).await?.0)
+    }
+
+    /// [`Share::rename`] on this share, with no DFS link on the way.
+    async fn rename_here(&self, from: &str, to: &str, if_exists: IfExists) -> Result<()> {
         self.check_writable()?;
         let replace = if_exists == IfExists::Replace;
         let target = wire_path(to)?;
@@ -793,29 +967,37 @@ impl Share {
         } else {
             AccessMask::DELETE | AccessMask::SYNCHRONIZE
         };
+        // A rename that ran before its reply was lost with the session shows as `from` gone
+        // and the same file at `to`.
         let reparse_point = self
-            .with_opened(from, access, 0, |id, attributes| {
-                let target = target.clone();
-                async move {
-                    let reparse_point =
-                        if posix && attributes.0 & FileAttributes::REPARSE_POINT != 0 {
-                            Some(self.raw_reparse_point(id).await?)
-                        } else {
-                            None
+            .with_opened_or(
+                from,
+                access,
+                0,
+                IfGoneOnRetry::DoneIfRenamedTo(to),
+                |id, attributes| {
+                    let target = target.clone();
+                    async move {
+                        let reparse_point =
+                            if posix && attributes.0 & FileAttributes::REPARSE_POINT != 0 {
+                                Some(self.raw_reparse_point(id).await?)
+                            } else {
+                                None
+                            };
+                        let info = FileRenameInformation {
+                            replace_if_exists: replace,
+                            file_name: self.tree.wire_name(target),
                         };
-                    let info = FileRenameInformation {
-                        replace_if_exists: replace,
-                        file_name: self.tree.wire_name(target),
-                    };
-                    self.tree
-                        .core
-                        .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
-                        .await?;
-                    Ok(reparse_point)
-                }
-            })
+                        self.tree
+                            .core
+                            .send(&SetInfoRequest::file_info(id, &info), self.tree.call())
+                            .await?;
+                        Ok(reparse_point)
+                    }
+                },
+            )
             .await?;
-        if let Some(raw) = reparse_point {
+        if let Some(Some(raw)) = reparse_point {
             self.put_back_reparse_point(to, raw).await?;
         }
         // The renamed file keeps its lease key under its new name; the old name is free for

@@ -117,7 +117,9 @@ pub use posix::{PosixMetadata, DEFAULT_DIR_MODE, DEFAULT_FILE_MODE};
 pub use set_info::FileTimes;
 pub use share::Share;
 pub use smb3_proto::msg::posix::PosixFileType;
-pub use smb3_proto::msg::reparse::{NfsReparse, ReparseData, SymlinkReparse};
+pub use smb3_proto::msg::reparse::{
+    NfsReparse, ReparseData, SymlinkReparse, IO_REPARSE_TAG_NFS, IO_REPARSE_TAG_SYMLINK,
+};
 pub use smb3_proto::msg::security_descriptor::{
     ace_flags, control as sd_control, Ace, AceType, Acl, SecurityDescriptor,
     SecurityDescriptorError, Sid,
@@ -127,5 +129,5 @@ pub use smb3_proto::{Cipher, Command, Dialect, NtStatus, SigningAlgorithm};
 pub use snapshots::Snapshot;
 pub use sparse::AllocatedRange;
 pub use streams::StreamInfo;
-pub use symlinks::{SpecialKind, MAX_LINK_TARGET, MAX_TARGET_READ};
+pub use symlinks::{link_target_in, LinkForm, SpecialKind, MAX_LINK_TARGET, MAX_TARGET_READ};
 pub use watch::{Change, DirWatch, WatchFilter, WatchScope};

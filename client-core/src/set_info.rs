@@ -92,7 +92,7 @@ impl Share {
         req.create_options = CreateOptions(self.tree.metadata_open_options());
         crate::timewarp::add_timewarp(&mut req, self.snapshot_filetime());
         self.tree.posix_open(&mut req, 0);
-        let created = self.tree.create(&req, path).await?;
+        let created = self.tree.create_name_op(&req, path).await?;
         let handle = ScopedHandle::new(&self.tree, created.file_id);
         let result = f(handle.id()).await;
         let closed = handle.close().await;

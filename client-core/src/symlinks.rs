@@ -70,6 +70,17 @@ pub const MAX_TARGET_READ: usize = 16 * 1024;
 /// the server's disk, which anyone who may write the file could change. So only the owner may.
 const LINK_MODE: u32 = 0o644;
 
+/// How [`Share::symlink_as`] stores a link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LinkForm {
+    /// IO_REPARSE_TAG_SYMLINK (MS-FSCC 2.1.2.4), as Windows makes links.
+    #[default]
+    Native,
+    /// IO_REPARSE_TAG_NFS of type NFS_SPECFILE_LNK (MS-FSCC 2.1.2.6), as Windows' NFS server
+    /// and Linux's `reparse=nfs` make links.
+    Nfs,
+}
+
 /// What [`Share::make_special`] makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SpecialKind {
@@ -132,13 +143,10 @@ impl Share {
             path: path.to_string(),
             reparse_tag,
         };
-        let target = match self.reparse_point(path).await? {
-            Some(ReparseData::Symlink(link)) => link_target(&link),
-            Some(ReparseData::Nfs(NfsReparse::Symlink(target))) => nfs_link_target(target),
-            Some(other) => return Err(not_a_link(other.tag())),
-            None => return Err(not_a_link(0)),
-        };
-        decode(Command::IOCTL, target)
+        match self.reparse_point(path).await? {
+            Some(data) => link_target_in(&data).unwrap_or(Err(not_a_link(data.tag()))),
+            None => Err(not_a_link(0)),
+        }
     }
 
     /// The reparse point of `path` as the server gives it, decoded by its tag: for a FIFO,
@@ -199,52 +207,66 @@ impl Share {
     }
 
     /// Make `link_path` a symbolic link to `target` (`symlink(2)`: `target` need not exist,
-    /// and is stored as given, never resolved), on a POSIX share ([`Share::is_posix`]).
-    /// `link_path` must not exist, as a file or a directory (OBJECT_NAME_COLLISION, EEXIST).
+    /// and is stored as given, never resolved). `link_path` must not exist, as a file or a
+    /// directory (OBJECT_NAME_COLLISION, EEXIST). [`Share::symlink_as`] with
+    /// [`LinkForm::Native`].
     ///
     /// The link is an IO_REPARSE_TAG_SYMLINK reparse point, as Windows makes them: relative
     /// (SYMLINK_FLAG_RELATIVE) unless `target` starts with `/`, its SubstituteName with `/`
     /// turned into `\`, its PrintName `target` as given. [`Share::read_link`] gives `target`
-    /// back; Samba reports the file as a symlink in its POSIX metadata.
+    /// back; Samba reports the file as a symlink in its POSIX metadata, and to a client
+    /// without the extensions as a reparse point with that tag.
+    ///
+    /// Whether the server keeps it is the server's business, POSIX extensions or not: Samba
+    /// 4.21 and later keep reparse points on any share (in an xattr of the file); older Samba
+    /// keeps none and answers NOT_A_REPARSE_POINT, and a file system without them (Windows'
+    /// FAT) NOT_SUPPORTED or INVALID_DEVICE_REQUEST: [`Error::Unsupported`]. Windows refuses
+    /// a user without the right to make symbolic links (PRIVILEGE_NOT_HELD, EPERM).
     ///
     /// `target` may not be empty, hold a NUL or be longer than [`MAX_LINK_TARGET`]
-    /// ([`Error::ApiMisuse`]). A share without the POSIX extensions: [`Error::Unsupported`]
-    /// (links in the Minshall-French form, for those, are not done yet).
+    /// ([`Error::ApiMisuse`]).
     ///
     /// Three round trips: the create, the FSCTL, the close. When the FSCTL fails, the file the
     /// create made is deleted through its handle before the error is returned; when the
     /// caller gives up in between, in the background. Only a connection lost between the two
     /// leaves it (empty, a plain file), since the delete cannot be sent either.
     pub async fn symlink(&self, target: &str, link_path: &str) -> Result<()> {
+        self.symlink_as(target, link_path, LinkForm::Native).await
+    }
+
+    /// [`Share::symlink`], the link stored in the form `form`: Windows' own
+    /// (IO_REPARSE_TAG_SYMLINK) or an NFS symlink (IO_REPARSE_TAG_NFS, NFS_SPECFILE_LNK,
+    /// MS-FSCC 2.1.2.6: the target as given, `/` separators, what Linux's `reparse=nfs`
+    /// makes). Both read back with [`Share::read_link`].
+    pub async fn symlink_as(&self, target: &str, link_path: &str, form: LinkForm) -> Result<()> {
         self.across_links(link_path, |s: Share, p: String| async move {
-            s.symlink_here(target, &p).await
+            s.symlink_here(target, &p, form).await
         })
         .await
     }
 
-    /// [`Share::symlink`] on this share, with no DFS link on the way.
-    async fn symlink_here(&self, target: &str, link_path: &str) -> Result<()> {
+    /// [`Share::symlink_as`] on this share, with no DFS link on the way.
+    async fn symlink_here(&self, target: &str, link_path: &str, form: LinkForm) -> Result<()> {
         self.check_writable()?;
         check_target(target)?;
-        if !self.is_posix() {
-            return Err(not_posix(
-                "symbolic links (the share has no SMB3 POSIX extensions)",
-                link_path,
-            ));
-        }
-        let data = ReparseData::Symlink(symlink_reparse(target));
+        let data = match form {
+            LinkForm::Native => ReparseData::Symlink(symlink_reparse(target)),
+            LinkForm::Nfs => ReparseData::Nfs(NfsReparse::Symlink(target.to_string())),
+        };
         self.create_reparse_point(link_path, &data, LINK_MODE).await
     }
 
     /// Make `path` a FIFO, socket or device node (`mknod(2)`) with the permission bits
     /// `permissions` (the caller applies its umask; Samba then applies the share's `create
-    /// mask`, 0744 unless configured), on a POSIX share ([`Share::is_posix`]); elsewhere
-    /// [`Error::Unsupported`]. `path` must not exist (OBJECT_NAME_COLLISION, EEXIST).
+    /// mask`, 0744 unless configured; the bits mean nothing without the POSIX extensions).
+    /// `path` must not exist (OBJECT_NAME_COLLISION, EEXIST).
     ///
     /// The file is an NFS reparse point (IO_REPARSE_TAG_NFS, MS-FSCC 2.1.2.6), the form
     /// Windows' NFS server and Linux's SMB client use; Samba reports it with that type in its
-    /// POSIX metadata. It is a name only: no server makes a device of it, and nothing flows
-    /// through a FIFO or socket made this way between clients.
+    /// POSIX metadata, and to a client without the extensions as a reparse point with that
+    /// tag. It is a name only: no server makes a device of it, and nothing flows through a
+    /// FIFO or socket made this way between clients. A server that keeps no reparse points:
+    /// [`Error::Unsupported`], as for [`Share::symlink`].
     pub async fn make_special(
         &self,
         path: &str,
@@ -265,12 +287,6 @@ impl Share {
         permissions: u32,
     ) -> Result<()> {
         self.check_writable()?;
-        if !self.is_posix() {
-            return Err(not_posix(
-                "special files (the share has no SMB3 POSIX extensions)",
-                path,
-            ));
-        }
         let data = ReparseData::Nfs(kind.reparse());
         self.create_reparse_point(path, &data, permissions & 0o7777)
             .await
@@ -320,7 +336,7 @@ impl Share {
             Ok(()) => handle.close().await.map_err(|e| e.with_path(path)),
             Err(e) => {
                 handle.discard(path).await;
-                Err(e.with_path(path))
+                Err(keeps_no_reparse_points(e.with_path(path), path))
             }
         }
     }
@@ -361,11 +377,23 @@ impl Share {
     }
 }
 
-fn not_posix(feature: &'static str, path: &str) -> Error {
-    Error::Unsupported {
-        feature,
-        status: NtStatus::NOT_SUPPORTED,
-        path: Some(path.to_string()),
+/// A refused FSCTL_SET_REPARSE_POINT that says the server keeps no reparse points at all
+/// (rather than refusing this one), as [`Error::Unsupported`]: Samba before 4.21 answers every
+/// reparse FSCTL with NOT_A_REPARSE_POINT (source3/modules/util_reparse.c of 4.17); a file
+/// system without them, NOT_SUPPORTED or INVALID_DEVICE_REQUEST (MS-FSA 2.1.5.10.37: the
+/// object store does not support reparse points).
+fn keeps_no_reparse_points(e: Error, path: &str) -> Error {
+    match e.status() {
+        Some(
+            status @ (NOT_A_REPARSE_POINT
+            | NtStatus::NOT_SUPPORTED
+            | NtStatus::INVALID_DEVICE_REQUEST),
+        ) => Error::Unsupported {
+            feature: "reparse points (symbolic links and special files)",
+            status,
+            path: Some(path.to_string()),
+        },
+        _ => e,
     }
 }
 
@@ -448,6 +476,19 @@ fn nfs_link_target(target: String) -> std::result::Result<String, DecodeError> {
     Ok(target)
 }
 
+/// The target of the symbolic link a reparse point holds (from [`Share::reparse_point`]),
+/// as [`Share::read_link`] returns it; `None` when it holds no link (a FIFO, a device, a tag
+/// of another kind). For a caller that has read the reparse point anyway, to tell a link from
+/// a special file, and wants the target without asking again.
+pub fn link_target_in(data: &ReparseData) -> Option<Result<String>> {
+    let target = match data {
+        ReparseData::Symlink(link) => link_target(link),
+        ReparseData::Nfs(NfsReparse::Symlink(target)) => nfs_link_target(target.clone()),
+        _ => return None,
+    };
+    Some(decode(Command::IOCTL, target))
+}
+
 /// The handle of a file being made into a reparse point: closed when done, taken back (marked
 /// delete-pending, then closed) when the set failed, and taken back in the background when
 /// the caller gave up before either.
@@ -520,12 +561,7 @@ mod tests {
 
     /// What `read_link` makes of a reparse point a server could not have sent.
     fn hostile(data: ReparseData) -> Result<String> {
-        let target = match data {
-            ReparseData::Symlink(link) => link_target(&link),
-            ReparseData::Nfs(NfsReparse::Symlink(target)) => nfs_link_target(target),
-            _ => unreachable!(),
-        };
-        decode(Command::IOCTL, target)
+        link_target_in(&data).expect("a link")
     }
 
     fn stored(target: &str) -> SymlinkReparse {
@@ -673,6 +709,18 @@ mod tests {
     }
 
     #[test]
+    fn only_links_have_a_target() {
+        for data in [
+            ReparseData::Nfs(NfsReparse::Fifo),
+            ReparseData::Nfs(NfsReparse::CharDevice { major: 1, minor: 3 }),
+        ] {
+            assert!(link_target_in(&data).is_none(), "{data:?}");
+        }
+        let nfs = ReparseData::Nfs(NfsReparse::Symlink("../a b".into()));
+        assert_eq!(link_target_in(&nfs).unwrap().unwrap(), "../a b");
+    }
+
+    #[test]
     fn special_kinds_map_to_nfs_types() {
         assert_eq!(SpecialKind::Fifo.reparse(), NfsReparse::Fifo);
         assert_eq!(SpecialKind::Socket.reparse(), NfsReparse::Socket);
@@ -738,14 +786,40 @@ mod tests {
         #[tokio::test]
         async fn a_refused_reparse_point_leaves_no_file() {
             let (server, share) = posix_share().await;
+            // The in-memory server keeps no reparse points (NOT_SUPPORTED), as Samba 4.17
+            // (NOT_A_REPARSE_POINT): unsupported, not a failure of this one link.
             let e = share.symlink("target", "dir-less-link").await.unwrap_err();
-            assert_eq!(e.status(), Some(NtStatus::NOT_SUPPORTED), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Unsupported {
+                        status: NtStatus::NOT_SUPPORTED,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             assert!(e.to_string().contains("dir-less-link"), "{e}");
             let e = share
                 .make_special("fifo", SpecialKind::Fifo, 0o600)
                 .await
                 .unwrap_err();
-            assert_eq!(e.status(), Some(NtStatus::NOT_SUPPORTED), "{e}");
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            server.fail(Fault::fail(Command::IOCTL, NOT_A_REPARSE_POINT));
+            let e = share
+                .symlink_as("t", "old-samba", LinkForm::Nfs)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Unsupported {
+                        status: NOT_A_REPARSE_POINT,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
             server.fail(Fault::fail(Command::IOCTL, NtStatus::ACCESS_DENIED));
             let e = share.symlink("/abs", "denied").await.unwrap_err();
             assert_eq!(e.status(), Some(NtStatus::ACCESS_DENIED), "{e}");
@@ -788,13 +862,32 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn shares_without_posix_and_bad_targets_send_nothing() {
+        async fn bad_targets_send_nothing() {
+            let (server, share) = posix_share().await;
+            let creates = server.requests(Command::CREATE);
+            assert!(matches!(
+                share.symlink("", "l").await,
+                Err(Error::ApiMisuse(_))
+            ));
+            assert!(matches!(
+                share.symlink_as("a\0b", "l", LinkForm::Nfs).await,
+                Err(Error::ApiMisuse(_))
+            ));
+            assert!(matches!(
+                share.symlink("t", "../l").await,
+                Err(Error::Unsupported { .. } | Error::ApiMisuse(_))
+            ));
+            assert_eq!(server.requests(Command::CREATE), creates);
+        }
+
+        #[tokio::test]
+        async fn shares_without_posix_try_the_server() {
             let (server, share) = posix_share().await;
             share
                 .tree
                 .posix
                 .store(false, std::sync::atomic::Ordering::Relaxed);
-            let creates = server.requests(Command::CREATE);
+            let ioctls = server.requests(Command::IOCTL);
             assert!(matches!(
                 share.symlink("t", "l").await,
                 Err(Error::Unsupported { .. })
@@ -803,15 +896,9 @@ mod tests {
                 share.make_special("p", SpecialKind::Socket, 0o644).await,
                 Err(Error::Unsupported { .. })
             ));
-            assert!(matches!(
-                share.symlink("", "l").await,
-                Err(Error::ApiMisuse(_))
-            ));
-            assert!(matches!(
-                share.symlink("t", "../l").await,
-                Err(Error::Unsupported { .. } | Error::ApiMisuse(_))
-            ));
-            assert_eq!(server.requests(Command::CREATE), creates);
+            assert_eq!(server.requests(Command::IOCTL), ioctls + 2);
+            assert_eq!(server.list("data", ""), Some(vec![]));
+            assert_eq!(server.open_handles(), 0);
         }
 
         #[tokio::test]

@@ -12,7 +12,7 @@ use smb3_proto::{Command, NtStatus};
 use crate::addressing::{OpenState, TreeContext};
 use crate::channel::Response;
 use crate::engine::{Call, SessionCore};
-use crate::error::{decode, Result};
+use crate::error::{decode, Error, Result};
 use crate::orphans;
 use crate::tasks::{self, TaskKind};
 
@@ -109,6 +109,33 @@ impl Tree {
             .await
             .map_err(|e| e.with_path(path))?;
         decode(Command::CREATE, CreateResponse::decode(&resp.msg))
+    }
+
+    /// [`Tree::create`] for an open that acts on the name itself (see
+    /// [`Tree::metadata_open_options`]): where a share without the POSIX extensions refuses
+    /// to open a symbolic link or another reparse point it leaves to the client
+    /// ([`leaves_reparse_point_to_client`]), opened again as itself (FILE_OPEN_REPARSE_POINT),
+    /// as Windows opens a link to delete, rename or stat it. Not asked for at first: a
+    /// reparse point the server follows itself (a junction on Windows, a symlink on Samba's
+    /// disk) stays followed, and other names cost nothing more.
+    pub(crate) async fn create_name_op(
+        self: &Arc<Self>,
+        req: &CreateRequest,
+        path: &str,
+    ) -> Result<CreateResponse> {
+        use smb3_proto::msg::create::CreateOptions;
+        match self.create(req, path).await {
+            Err(e)
+                if leaves_reparse_point_to_client(&e)
+                    && req.create_options.0 & CreateOptions::OPEN_REPARSE_POINT == 0 =>
+            {
+                let mut itself = req.clone();
+                itself.create_options =
+                    CreateOptions(req.create_options.0 | CreateOptions::OPEN_REPARSE_POINT);
+                self.create(&itself, path).await
+            }
+            other => other,
+        }
     }
 
     /// Close a handle.
@@ -210,4 +237,20 @@ impl Drop for ScopedHandle<'_> {
             self.tree.close_orphan(self.id);
         }
     }
+}
+
+/// STATUS_IO_REPARSE_TAG_NOT_HANDLED (MS-ERREF 2.3.1): an open without FILE_OPEN_REPARSE_POINT
+/// reached a reparse point whose tag the server does not act on (Samba 4.21 and later: an NFS
+/// special file, smb2_create.c; Windows: any tag no filter claims).
+pub(crate) const IO_REPARSE_TAG_NOT_HANDLED: NtStatus = NtStatus(0xC000_0279);
+
+/// Whether a CREATE failed because its last name is a reparse point the server leaves to the
+/// client: a symbolic link (STOPPED_ON_SYMLINK, MS-SMB2 2.2.2.2.1, which Windows and Samba
+/// 4.21 and later send for a link made by FSCTL_SET_REPARSE_POINT) or a tag it does not
+/// handle. FILE_OPEN_REPARSE_POINT opens the file itself.
+pub(crate) fn leaves_reparse_point_to_client(e: &Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::STOPPED_ON_SYMLINK | IO_REPARSE_TAG_NOT_HANDLED)
+    )
 }

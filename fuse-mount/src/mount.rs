@@ -42,6 +42,7 @@ pub const EXIT_USAGE: i32 = 2;
     after_help = "Options (-o, comma-separated; unknown ones are an error):\n  \
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, dfs|nodfs,\n  \
+        mapposix|nomapposix, mfsymlinks, reparse=native|nfs|none,\n  \
         actimeo=SECONDS,\n  \
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
@@ -466,6 +467,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         prefetch: opts.prefetch,
         mapposix: opts.mapposix,
         mfsymlinks: opts.mfsymlinks,
+        reparse: opts.reparse,
         kernel_readahead: match opts.cache {
             CacheMode::Strict => u64::from(opts.max_readahead),
             CacheMode::None => 0,

@@ -7,6 +7,8 @@ use smb3_client::{Auth, ClientConfig, Dialect, Dispatch};
 use smb3_frontend::transport::{QuicOnly, TransportOptions};
 use smb3_frontend::KerberosOptions;
 
+use crate::fs::ReparseForm;
+
 /// How file data is cached in the kernel (mount.cifs `cache=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheMode {
@@ -123,6 +125,12 @@ pub struct MountOptions {
     /// `mfsymlinks`: on a share without the POSIX extensions, symbolic links are made and
     /// read as Minshall+French files (as mount.cifs's `mfsymlinks`).
     pub mfsymlinks: bool,
+    /// `reparse=native|nfs|none`: on a share without the POSIX extensions (and without
+    /// `mfsymlinks` for links), how `symlink(2)` and `mknod(2)` of a FIFO, socket or device
+    /// are kept: as reparse points, links in Windows' form (`native`, the default) or NFS's
+    /// (`nfs`), special files in NFS's; or not at all (`none`: EPERM). mount.cifs's option of
+    /// that name (Linux 6.10; its `wsl` form is not made here).
+    pub reparse: ReparseForm,
     /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
     pub kernel_flags: Vec<String>,
 }
@@ -164,6 +172,7 @@ impl Default for MountOptions {
             posix: true,
             mapposix: true,
             mfsymlinks: false,
+            reparse: ReparseForm::Native,
             dfs: true,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
@@ -321,6 +330,18 @@ impl MountOptions {
             "nomapposix" => self.mapposix = false,
             "mfsymlinks" => self.mfsymlinks = true,
             "nomfsymlinks" => self.mfsymlinks = false,
+            "reparse" => {
+                self.reparse = match need()? {
+                    "native" | "default" => ReparseForm::Native,
+                    "nfs" => ReparseForm::Nfs,
+                    "none" => ReparseForm::None,
+                    v => {
+                        return Err(format!(
+                            "option reparse={v}: use reparse=native, reparse=nfs or reparse=none"
+                        ))
+                    }
+                }
+            }
             "dfs" => self.dfs = true,
             "nodfs" => self.dfs = false,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),
@@ -482,6 +503,15 @@ mod tests {
         .unwrap();
         assert!(!o.posix, "noposix");
         assert!(!o.mapposix && o.mfsymlinks);
+        assert_eq!(o.reparse, ReparseForm::Native, "reparse=native by default");
+        for (opt, form) in [
+            ("reparse=nfs", ReparseForm::Nfs),
+            ("reparse=none", ReparseForm::None),
+            ("reparse=native", ReparseForm::Native),
+        ] {
+            assert_eq!(MountOptions::parse(&[opt]).unwrap().reparse, form, "{opt}");
+        }
+        assert!(MountOptions::parse(&["reparse=wsl"]).is_err());
         let d = MountOptions::parse(&["ro"]).unwrap();
         assert!(
             d.mapposix && !d.mfsymlinks,

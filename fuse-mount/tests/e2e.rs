@@ -2433,6 +2433,7 @@ fn kernel_mfsymlink(target: &str) -> Vec<u8> {
 /// file, byte for byte what the Linux kernel client makes, `readlink` and the kernel's
 /// following read it, a listing shows it as a link; one made by another client (the kernel's
 /// bytes put on the server's disk) is a link too; a regular file of the same size stays a file.
+/// Without the option, on Samba 4.17, links and FIFOs are EPERM.
 #[test]
 fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
     use std::os::unix::fs::FileTypeExt;
@@ -2466,16 +2467,7 @@ fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
         "the kernel's bytes"
     );
     // A listing shows links as links.
-    let kinds: Vec<(String, bool)> = std::fs::read_dir(m.path("dir"))
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                e.file_type().unwrap().is_symlink(),
-            )
-        })
-        .collect();
+    let kinds = listed_as(&m.path("dir"), std::fs::FileType::is_symlink);
     assert!(kinds.contains(&("far".into(), true)), "{kinds:?}");
     assert!(kinds.contains(&("data.txt".into(), false)), "{kinds:?}");
     // Made by another client: the kernel's bytes on the server.
@@ -2500,12 +2492,233 @@ fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
     assert!(!disk.join("dir/near").exists());
     drop(m);
     // Without the option a link cannot be made, and the file is the file it is.
+    // (Samba 4.17 keeps no reparse points: the mount tries one, the server refuses, and
+    // nothing is left.)
     let m = Mounted::foreground(&tb, &source(&tb, "plain"), "no-mfsymlinks", &[]);
     let err = std::os::unix::fs::symlink("x", m.path("nolink")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+    assert_eq!(mkfifo(&m.path("nofifo")), Err(libc::EPERM));
+    assert!(!disk.join("nolink").exists() && !disk.join("nofifo").exists());
     let meta = std::fs::symlink_metadata(m.path("to-data")).unwrap();
     assert!(meta.file_type().is_file());
     assert_eq!(meta.len(), 1067);
     drop(m);
     no_open_files(&tb);
+}
+
+/// Each entry of the directory `dir` as a listing gives it, and whether its type (from the
+/// listing, not a stat) is `is`.
+fn listed_as(dir: &Path, is: impl Fn(&std::fs::FileType) -> bool) -> Vec<(String, bool)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                is(&e.file_type().unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// `mkfifo(3)` of `path`, its errno when refused.
+fn mkfifo(path: &Path) -> Result<(), i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+}
+
+/// The value of the xattr `name` of `path` on this machine's disk, if it has one.
+fn disk_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 70_000];
+    // SAFETY: valid NUL-terminated strings and a buffer of the length given.
+    #[allow(unsafe_code)]
+    let len =
+        unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (len >= 0).then(|| {
+        buf.truncate(len as usize);
+        buf
+    })
+}
+
+/// Set the xattr `name` of `path` on this machine's disk.
+fn set_disk_xattr(path: &Path, name: &str, value: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let p = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: valid NUL-terminated strings and a buffer of the length given.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        libc::lsetxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(r, 0, "setxattr {name} on {}", path.display());
+}
+
+/// Symbolic links and special files on a share without the SMB3 POSIX extensions, as
+/// reparse points: Samba 4.22 mounted `noposix` keeps them (in the `user.SmbReparse` xattr of
+/// a regular file). `ln -s` makes a native link (IO_REPARSE_TAG_SYMLINK) that `readlink`,
+/// `ls -l`, a listing and the kernel's following read, relative and absolute (shown, not
+/// resolved); a Windows absolute target is shown as documented (`C:/...`); `mkfifo` makes an
+/// NFS reparse point and a FIFO on the server's own disk shows as one; rename and unlink act
+/// on the link; `reparse=nfs` makes NFS links, `reparse=none` none (EPERM).
+#[test]
+fn reparse_point_links_and_special_files_without_posix() {
+    use smb3_proto::msg::reparse::{ReparseData, SymlinkReparse};
+    use std::os::unix::fs::{symlink, FileTypeExt};
+    let tb = Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("plain");
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "reparse-noposix", &["noposix"]);
+    std::fs::create_dir(m.path("dir")).unwrap();
+    std::fs::write(m.path("dir/data.txt"), b"the data").unwrap();
+    symlink("dir/data.txt", m.path("rel")).unwrap();
+    symlink("/nowhere/at/all", m.path("abs")).unwrap();
+    symlink("data.txt", m.path("dir/beside")).unwrap();
+    let target = |p: &str| {
+        std::fs::read_link(m.path(p))
+            .unwrap_or_else(|e| panic!("readlink {p}: {e}"))
+            .to_string_lossy()
+            .into_owned()
+    };
+    assert_eq!(target("rel"), "dir/data.txt");
+    assert_eq!(target("abs"), "/nowhere/at/all", "absolute: shown as it is");
+    assert_eq!(target("dir/beside"), "data.txt");
+    let meta = std::fs::symlink_metadata(m.path("rel")).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(meta.len(), 12, "st_size is the target's length");
+    assert_eq!(
+        std::fs::read(m.path("rel")).unwrap(),
+        b"the data",
+        "followed"
+    );
+    assert_eq!(std::fs::read(m.path("dir/beside")).unwrap(), b"the data");
+    // On the server's disk: an empty regular file holding the reparse point, not a
+    // Minshall+French file.
+    let on_disk = std::fs::symlink_metadata(disk.join("rel")).unwrap();
+    assert!(on_disk.file_type().is_file() && on_disk.len() == 0);
+    let stored = disk_xattr(&disk.join("rel"), "user.SmbReparse").expect("the reparse point");
+    assert_eq!(
+        &stored[..4],
+        &0xA000_000Cu32.to_le_bytes(),
+        "IO_REPARSE_TAG_SYMLINK"
+    );
+    // `ls -l` and a listing show links as links.
+    let ls = sh(&format!("ls -l {}", m.mp.display()));
+    assert!(
+        ls.lines()
+            .any(|l| l.starts_with('l') && l.ends_with("rel -> dir/data.txt")),
+        "{ls}"
+    );
+    assert!(
+        ls.lines()
+            .any(|l| l.starts_with('l') && l.ends_with("abs -> /nowhere/at/all")),
+        "{ls}"
+    );
+    let kinds = listed_as(&m.path("dir"), std::fs::FileType::is_symlink);
+    assert!(kinds.contains(&("beside".into(), true)), "{kinds:?}");
+    assert!(kinds.contains(&("data.txt".into(), false)), "{kinds:?}");
+
+    // A link a Windows client made to an absolute path: its reparse point put on the server's
+    // disk (the same tag, so the file stays a reparse point).
+    symlink("placeholder", m.path("win")).unwrap();
+    let windows = ReparseData::Symlink(SymlinkReparse {
+        substitute_name: "\\??\\C:\\Windows\\win.ini".into(),
+        print_name: "C:\\Windows\\win.ini".into(),
+        flags: 0,
+    });
+    set_disk_xattr(
+        &disk.join("win"),
+        "user.SmbReparse",
+        &windows.encode().unwrap(),
+    );
+    assert_eq!(target("win"), "C:/Windows/win.ini");
+
+    // Special files: made as NFS reparse points, and one on the server's disk.
+    mkfifo(&m.path("fifo")).unwrap();
+    assert!(std::fs::symlink_metadata(m.path("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    let stored = disk_xattr(&disk.join("fifo"), "user.SmbReparse").expect("the reparse point");
+    assert_eq!(
+        &stored[..4],
+        &0x8000_0014u32.to_le_bytes(),
+        "IO_REPARSE_TAG_NFS"
+    );
+    mkfifo(&disk.join("dir/theirs")).unwrap();
+    let listed = listed_as(&m.path("dir"), |t| t.is_fifo());
+    assert!(listed.contains(&("theirs".into(), true)), "{listed:?}");
+    assert!(std::fs::symlink_metadata(m.path("dir/theirs"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+
+    // Rename and unlink act on the link, not its target.
+    std::fs::rename(m.path("rel"), m.path("rel2")).unwrap();
+    assert_eq!(target("rel2"), "dir/data.txt");
+    std::fs::remove_file(m.path("rel2")).unwrap();
+    std::fs::remove_file(m.path("fifo")).unwrap();
+    assert!(!disk.join("rel2").exists() && !disk.join("fifo").exists());
+    assert_eq!(std::fs::read(m.path("dir/data.txt")).unwrap(), b"the data");
+    drop(m);
+
+    // `reparse=nfs`: links as NFS reparse points, read back alike.
+    let m = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "reparse-nfs",
+        &["noposix", "reparse=nfs"],
+    );
+    symlink("../x/y", m.path("dir/nfs-link")).unwrap();
+    assert_eq!(
+        std::fs::read_link(m.path("dir/nfs-link")).unwrap().to_str(),
+        Some("../x/y")
+    );
+    let stored =
+        disk_xattr(&disk.join("dir/nfs-link"), "user.SmbReparse").expect("the reparse point");
+    assert_eq!(
+        &stored[..4],
+        &0x8000_0014u32.to_le_bytes(),
+        "IO_REPARSE_TAG_NFS"
+    );
+    drop(m);
+
+    // `reparse=none`: none made.
+    let m = Mounted::foreground(
+        &tb,
+        &source(&tb, "plain"),
+        "reparse-none",
+        &["noposix", "reparse=none"],
+    );
+    let err = symlink("x", m.path("nolink")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+    assert_eq!(mkfifo(&m.path("nofifo")), Err(libc::EPERM));
+    // Links made before are still read.
+    assert_eq!(target_of(&m.path("abs")), "/nowhere/at/all");
+    drop(m);
+    assert!(!disk.join("nolink").exists() && !disk.join("nofifo").exists());
+    no_open_files(&tb);
+}
+
+fn target_of(p: &Path) -> String {
+    std::fs::read_link(p)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }

@@ -3,9 +3,9 @@
 //! Samba (its POSIX metadata from another connection, smbclient's `allinfo`, the reparse
 //! point in the file's xattr on the server's disk); symlinks made on the server's disk read
 //! back as Samba gives them; FIFOs, sockets and devices made by the client have their type and
-//! numbers; a share without the extensions says it cannot. Hostile server answers cannot be
-//! faked here: the unit tests of `smb3_proto::msg::reparse` and `smb3_client`'s `symlinks`
-//! cover them.
+//! numbers; a share without the extensions keeps them too (Samba 4.17 keeps none). Hostile
+//! server answers cannot be faked here: the unit tests of `smb3_proto::msg::reparse` and
+//! `smb3_client`'s `symlinks` cover them.
 
 // The testbed (network namespaces, veth links, smbd) exists on Linux only.
 #![cfg(target_os = "linux")]
@@ -14,8 +14,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 use smb3_client::{
-    Client, ClientConfig, DosAttributes, Error, Metadata, NfsReparse, NtStatus, PosixFileType,
-    ReparseData, Share, SpecialKind, SymlinkReparse, MAX_LINK_TARGET,
+    Client, ClientConfig, DosAttributes, Error, IfExists, LinkForm, Metadata, NfsReparse, NtStatus,
+    PosixFileType, ReparseData, Share, SpecialKind, SymlinkReparse, MAX_LINK_TARGET,
 };
 use smb3_tests::{client_block_on, Testbed, TestbedConfig};
 
@@ -430,8 +430,14 @@ fn special_files_made_by_the_client_have_their_type() {
     assert!(info.contains("1/3"), "{info}");
 }
 
+/// Without the extensions (the `noposix` share, and a client that does not ask for them on
+/// the POSIX share) Samba 4.22 keeps reparse points all the same: links of both forms and
+/// special files are made and read back; `metadata` of one works although Samba refuses to
+/// open a link without FILE_OPEN_REPARSE_POINT (STOPPED_ON_SYMLINK, IO_REPARSE_TAG_NOT_HANDLED
+/// for an NFS one) and shows the reparse point; a listing carries the tags; rename and
+/// remove act on the link itself.
 #[test]
-fn shares_without_the_extensions_cannot_make_links() {
+fn shares_without_the_extensions_keep_links_as_reparse_points() {
     let tb = start();
     let nodisk = tb.share_path("noposix");
     let rt = tb.client_runtime();
@@ -440,25 +446,97 @@ fn shares_without_the_extensions_cannot_make_links() {
     client_block_on(&rt, async move {
         let share = connect(&server, &creds, "noposix").await;
         assert!(!share.is_posix());
+        share.symlink("target dir/x", "link").await.unwrap();
+        share
+            .symlink_as("/abs/y", "nfs-link", LinkForm::Nfs)
+            .await
+            .unwrap();
+        share
+            .make_special("fifo", SpecialKind::Fifo, 0o644)
+            .await
+            .unwrap();
+        assert_eq!(share.read_link("link").await.unwrap(), "target dir/x");
+        assert_eq!(share.read_link("nfs-link").await.unwrap(), "/abs/y");
         assert!(matches!(
-            share.symlink("target", "link").await,
-            Err(e @ Error::Unsupported { .. }) if e.to_errno() == 95
+            share.read_link("fifo").await,
+            Err(Error::NotALink {
+                reparse_tag: TAG_NFS,
+                ..
+            })
         ));
-        assert!(matches!(
-            share.make_special("fifo", SpecialKind::Fifo, 0o644).await,
-            Err(Error::Unsupported { .. })
-        ));
+        for name in ["link", "nfs-link", "fifo"] {
+            let m = share.metadata(name).await.unwrap();
+            assert!(
+                m.attributes.contains(DosAttributes::REPARSE_POINT),
+                "{name}"
+            );
+            assert!(m.posix.is_none() && m.len == 0, "{name}");
+        }
+        let mut tags: Vec<(String, u32)> = share
+            .read_dir("")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.reparse_tag))
+            .collect();
+        tags.sort();
+        assert_eq!(
+            tags,
+            [
+                ("fifo".to_string(), TAG_NFS),
+                ("link".to_string(), TAG_SYMLINK),
+                ("nfs-link".to_string(), TAG_NFS)
+            ]
+        );
+        share.rename("link", "link2", IfExists::Fail).await.unwrap();
+        assert_eq!(share.read_link("link2").await.unwrap(), "target dir/x");
+        for name in ["link2", "nfs-link", "fifo"] {
+            share.remove_file(name).await.unwrap();
+        }
         // A client that does not ask for the extensions: the same on the POSIX share.
         let mut config = ClientConfig::default();
         config.posix_extensions = false;
         let client = Client::connect(&server, &creds, config).await.unwrap();
         let plain = client.share("plain").await.unwrap();
-        assert!(matches!(
-            plain.symlink("target", "link").await,
-            Err(Error::Unsupported { .. })
-        ));
+        plain.symlink("target", "link").await.unwrap();
+        assert_eq!(plain.read_link("link").await.unwrap(), "target");
+        plain.remove_file("link").await.unwrap();
     });
     drop(rt);
     assert_eq!(std::fs::read_dir(&nodisk).unwrap().count(), 0);
     assert!(!tb.share_path("plain").join("link").exists());
+}
+
+/// Samba 4.17 (the testbed's default server) keeps no reparse points: every reparse FSCTL
+/// answers NOT_A_REPARSE_POINT (source3/modules/util_reparse.c), which is
+/// [`Error::Unsupported`], and the file the attempt created is taken back.
+#[test]
+fn samba_4_17_keeps_no_reparse_points() {
+    let tb = Testbed::start(TestbedConfig::unshaped(1)).unwrap_or_else(|e| panic!("testbed: {e}"));
+    let disk = tb.share_path("plain");
+    let rt = tb.client_runtime();
+    let server = format!("{}:445", tb.server_addr(1));
+    let creds = tb.credentials();
+    client_block_on(&rt, async move {
+        let share = connect(&server, &creds, "plain").await;
+        assert!(!share.is_posix());
+        let refused = |r: Result<(), Error>| {
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    status: NtStatus(0xC000_0275),
+                    ..
+                })
+            )
+        };
+        assert!(refused(share.symlink("target", "link").await));
+        assert!(refused(
+            share.symlink_as("target", "nfs-link", LinkForm::Nfs).await
+        ));
+        assert!(refused(
+            share.make_special("fifo", SpecialKind::Fifo, 0o644).await
+        ));
+    });
+    drop(rt);
+    assert_eq!(std::fs::read_dir(&disk).unwrap().count(), 0, "nothing left");
 }

@@ -558,7 +558,7 @@ impl Share {
             if matches!(if_gone, IfGoneOnRetry::DoneIfRenamedTo(_)) {
                 req.contexts.push(CreateContextRequest::QueryOnDiskId);
             }
-            let created = match self.tree.create(&req, path).await {
+            let created = match self.tree.create_name_op(&req, path).await {
                 Ok(created) => created,
                 Err(e) => {
                     let gone = matches!(
@@ -648,14 +648,36 @@ impl Share {
     }
 
     /// [`Share::metadata_and_name`] on this share, with no DFS link on the way.
+    ///
+    /// A symbolic link the server leaves to the client (see
+    /// [`crate::tree::leaves_reparse_point_to_client`]) is asked about again as itself, on any
+    /// share: `lstat`, the link's own attributes with FILE_ATTRIBUTE_REPARSE_POINT. A reparse
+    /// point the server follows (a junction on Windows, a symlink on Samba's disk) is not
+    /// asked about as itself on a share without the POSIX extensions.
     async fn metadata_and_name_here(&self, path: &str) -> Result<(Metadata, Option<String>)> {
+        let itself = self.tree.is_posix();
+        match self.metadata_and_name_opened(path, itself).await {
+            Err(e) if !itself && crate::tree::leaves_reparse_point_to_client(&e) => {
+                self.metadata_and_name_opened(path, true).await
+            }
+            other => other,
+        }
+    }
+
+    /// [`Share::metadata_and_name_here`], the file opened as itself (FILE_OPEN_REPARSE_POINT)
+    /// when `itself`.
+    async fn metadata_and_name_opened(
+        &self,
+        path: &str,
+        itself: bool,
+    ) -> Result<(Metadata, Option<String>)> {
         let posix = self.tree.is_posix();
         let mut create = CreateRequest::new(
             wire_path(path)?,
             AccessMask::FILE_READ_ATTRIBUTES,
             CreateDisposition::OPEN,
         );
-        create.create_options = CreateOptions(if posix {
+        create.create_options = CreateOptions(if itself {
             CreateOptions::OPEN_REPARSE_POINT
         } else {
             0
@@ -961,12 +983,10 @@ impl Share {
         let replace = if_exists == IfExists::Replace;
         let target = wire_path(to)?;
         let posix = self.tree.is_posix();
-        let access = if posix {
-            // To see whether the file is a reparse point (a symlink) in the CREATE reply.
-            AccessMask::DELETE | AccessMask::SYNCHRONIZE | AccessMask::FILE_READ_ATTRIBUTES
-        } else {
-            AccessMask::DELETE | AccessMask::SYNCHRONIZE
-        };
+        // To see whether the file is a reparse point (a symlink) in the CREATE reply, and read
+        // it before the rename (see `Share::put_back_reparse_point`).
+        let access =
+            AccessMask::DELETE | AccessMask::SYNCHRONIZE | AccessMask::FILE_READ_ATTRIBUTES;
         // A rename that ran before its reply was lost with the session shows as `from` gone
         // and the same file at `to`.
         let reparse_point = self
@@ -978,12 +998,16 @@ impl Share {
                 |id, attributes| {
                     let target = target.clone();
                     async move {
-                        let reparse_point =
-                            if posix && attributes.0 & FileAttributes::REPARSE_POINT != 0 {
-                                Some(self.raw_reparse_point(id).await?)
-                            } else {
-                                None
-                            };
+                        let reparse_point = if attributes.0 & FileAttributes::REPARSE_POINT != 0 {
+                            match self.raw_reparse_point(id).await {
+                                Ok(raw) => Some(raw),
+                                // Not one this client made (see above): renamed as it is.
+                                Err(_) if !posix => None,
+                                Err(e) => return Err(e),
+                            }
+                        } else {
+                            None
+                        };
                         let info = FileRenameInformation {
                             replace_if_exists: replace,
                             file_name: self.tree.wire_name(target),
@@ -998,7 +1022,16 @@ impl Share {
             )
             .await?;
         if let Some(Some(raw)) = reparse_point {
-            self.put_back_reparse_point(to, raw).await?;
+            match self.put_back_reparse_point(to, raw).await {
+                Ok(()) => {}
+                // Without the POSIX extensions the reparse point may be one the server
+                // keeps through a rename (Windows) and refuses to have set again by this
+                // user (a symlink needs a privilege there): the rename is done either way.
+                Err(e) if !posix => {
+                    tracing::debug!(to, error = %e, "setting a renamed reparse point again");
+                }
+                Err(e) => return Err(e),
+            }
         }
         // The renamed file keeps its lease key under its new name; the old name is free for
         // a new file, which must get a key of its own (a server refuses one key for two

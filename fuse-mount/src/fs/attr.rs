@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use smb3_client::{Error, FileTimes, Metadata, NtStatus, OpenOptions, PosixFileType};
 
+use super::reparse::{self, Seen, SeenKind};
 use super::{gone_if_deleted, SmbFs};
 use crate::errno::{FsError, FsResult};
 
@@ -94,6 +95,22 @@ pub struct SetAttr {
     pub mtime: Option<SystemTime>,
 }
 
+/// Show `attr` as what a reparse point (or a Minshall+French file) turned out to be.
+pub(super) fn seen_as(attr: &mut Attr, seen: Seen) {
+    attr.kind = match seen.kind {
+        SeenKind::Symlink => Kind::Symlink,
+        SeenKind::Fifo => Kind::Fifo,
+        SeenKind::Socket => Kind::Socket,
+        SeenKind::CharDevice => Kind::CharDevice,
+        SeenKind::BlockDevice => Kind::BlockDevice,
+    };
+    attr.size = seen.size;
+    if attr.kind == Kind::Symlink {
+        // As on a POSIX share: a link's mode means nothing, Linux shows rwxrwxrwx.
+        attr.perm = 0o777;
+    }
+}
+
 /// `statfs` numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatFs {
@@ -171,8 +188,20 @@ impl SmbFs {
     /// with what it checked out; readers size their buffer by it). The server keeps the link
     /// as an empty file, so it takes a READLINK: one more round trip, for symlinks only.
     /// With `mfsymlinks`, a regular file of a Minshall+French link's size is read to see
-    /// whether it is one (see `mfsymlinks`).
-    pub(super) async fn with_link_size(&self, path: &str, mut attr: Attr) -> FsResult<Attr> {
+    /// whether it is one (see `mfsymlinks`). Without the POSIX extensions a reparse point is
+    /// read to see what it is (see `reparse`).
+    pub(super) async fn with_link_size(
+        &self,
+        path: &str,
+        m: &Metadata,
+        mut attr: Attr,
+    ) -> FsResult<Attr> {
+        if reparse::is_reparse_point(m) {
+            if let Some(seen) = self.retry(|| reparse::read(&self.share, path)).await? {
+                seen_as(&mut attr, seen);
+            }
+            return Ok(attr);
+        }
         if attr.kind == Kind::File && attr.size == super::mfsymlinks::FILE_SIZE && self.mfsymlinks()
         {
             if let Some(target) = self
@@ -187,7 +216,7 @@ impl SmbFs {
         }
         if attr.kind == Kind::Symlink {
             let target = self.retry(|| self.share.read_link(path)).await?;
-            attr.size = target.len() as u64;
+            attr.size = reparse::shown_target(&target).len() as u64;
         }
         Ok(attr)
     }
@@ -213,7 +242,7 @@ impl SmbFs {
             .retry(|| self.share.metadata(&path))
             .await
             .map_err(gone_if_deleted)?;
-        self.with_link_size(&path, self.attr(ino, &m)).await
+        self.with_link_size(&path, &m, self.attr(ino, &m)).await
     }
 
     /// SETATTR: size, times, and mode, owner and group on a POSIX share; elsewhere the mode's
@@ -314,5 +343,41 @@ fn owner_refused(e: Error) -> FsError {
             FsError::new(libc::EPERM)
         }
         _ => e.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_shows_rwx_for_all() {
+        let mut attr = Attr {
+            ino: 9,
+            size: 0,
+            blocks: 0,
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            crtime: UNIX_EPOCH,
+            kind: Kind::File,
+            perm: 0o644,
+            nlink: 1,
+            uid: 1,
+            gid: 1,
+            blksize: 4096,
+        };
+        let fifo = Seen {
+            kind: SeenKind::Fifo,
+            size: 0,
+        };
+        seen_as(&mut attr, fifo);
+        assert_eq!((attr.kind, attr.perm), (Kind::Fifo, 0o644));
+        let link = Seen {
+            kind: SeenKind::Symlink,
+            size: 7,
+        };
+        seen_as(&mut attr, link);
+        assert_eq!((attr.kind, attr.perm, attr.size), (Kind::Symlink, 0o777, 7));
     }
 }

@@ -46,8 +46,25 @@ pub struct FsConfig {
     /// Make and read symbolic links as Minshall+French files (`mfsymlinks`), on shares
     /// without the POSIX extensions.
     pub mfsymlinks: bool,
+    /// How `symlink(2)` and `mknod(2)` are kept on shares without the POSIX extensions
+    /// (`reparse=`); see `fs::reparse`.
+    pub reparse: ReparseForm,
 }
 
+/// How symbolic links and special files are made on a share without the POSIX extensions
+/// (`reparse=`, after mount.cifs's option of that name). Reading takes every form whatever
+/// this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReparseForm {
+    /// Links as Windows makes them (IO_REPARSE_TAG_SYMLINK), FIFOs, sockets and devices as
+    /// NFS reparse points (`reparse=native`, the default).
+    #[default]
+    Native,
+    /// Links too as NFS reparse points (NFS_SPECFILE_LNK; `reparse=nfs`).
+    Nfs,
+    /// None made: `symlink(2)` and `mknod(2)` of a special file are EPERM (`reparse=none`).
+    None,
+}
 impl Default for FsConfig {
     fn default() -> Self {
         FsConfig {
@@ -66,6 +83,7 @@ impl Default for FsConfig {
             kernel_readahead: 0,
             mapposix: true,
             mfsymlinks: false,
+            reparse: ReparseForm::Native,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use smb3_client::{DirEntry, Error, ReadDir, Share};
 
 use super::attr::{Attr, Kind};
+use super::reparse::{Seen, SeenKind};
 use super::SmbFs;
 use crate::dir_stream::{DirCursor, Lister, Pages};
 use crate::errno::{FsError, FsResult};
@@ -31,45 +32,67 @@ pub(super) struct OpenDir {
     cursor: tokio::sync::Mutex<DirCursor<Listing>>,
 }
 
-/// A listing, with what each entry that may be a Minshall+French link (`mfsymlinks`) turned
-/// out to be: its target's length when it is one.
+/// A listing, with what each entry that may be a Minshall+French link (`mfsymlinks`) or is
+/// an NFS reparse point (see `reparse`) turned out to be.
 pub(super) struct Listing {
     pages: ReadDir,
-    /// Set with `mfsymlinks`: where to read the candidates.
-    links: Option<(Share, String)>,
+    /// Set on a share without the POSIX extensions: where to read the entries the listing
+    /// does not type, and whether Minshall+French links are among them.
+    unknown: Option<(Share, String, bool)>,
 }
 
 impl Pages for Listing {
-    type Entry = (DirEntry, Option<u64>);
+    type Entry = (DirEntry, Option<Seen>);
     async fn next_page(&mut self) -> Result<Option<Vec<Self::Entry>>, Error> {
         let Some(page) = Pages::next_page(&mut self.pages).await? else {
             return Ok(None);
         };
         let mut out = Vec::with_capacity(page.len());
         for entry in page {
-            // A listing cannot say whether the file is a link: read it (only files of
-            // exactly a link file's size), so READDIRPLUS gives the kernel the right type.
-            let link = match &self.links {
-                Some((share, dir))
-                    if !entry.metadata.is_dir()
-                        && entry.metadata.len == super::mfsymlinks::FILE_SIZE =>
-                {
-                    let path = if dir.is_empty() {
-                        entry.name.clone()
-                    } else {
-                        format!("{dir}/{}", entry.name)
-                    };
-                    match super::mfsymlinks::read(share, &path).await {
-                        Ok(target) => target.map(|t| t.len() as u64),
-                        Err(e) => {
-                            tracing::debug!(path, error = %e, "reading a possible mfsymlink");
-                            None
+            // A listing cannot say whether the file is a Minshall+French link (only files of
+            // exactly a link file's size are read) or which special file an NFS reparse point
+            // is: read them, so READDIRPLUS gives the kernel the right type.
+            let seen = match &self.unknown {
+                Some((share, dir, mf)) => {
+                    let path = || {
+                        if dir.is_empty() {
+                            entry.name.clone()
+                        } else {
+                            format!("{dir}/{}", entry.name)
                         }
+                    };
+                    if super::reparse::needs_reading(&entry) {
+                        let path = path();
+                        match super::reparse::read(share, &path).await {
+                            Ok(seen) => seen,
+                            Err(e) => {
+                                tracing::debug!(path, error = %e, "reading a reparse point");
+                                None
+                            }
+                        }
+                    } else if *mf
+                        && entry.reparse_tag == 0
+                        && !entry.metadata.is_dir()
+                        && entry.metadata.len == super::mfsymlinks::FILE_SIZE
+                    {
+                        let path = path();
+                        match super::mfsymlinks::read(share, &path).await {
+                            Ok(target) => target.map(|t| Seen {
+                                kind: SeenKind::Symlink,
+                                size: t.len() as u64,
+                            }),
+                            Err(e) => {
+                                tracing::debug!(path, error = %e, "reading a possible mfsymlink");
+                                None
+                            }
+                        }
+                    } else {
+                        super::reparse::listed_kind(&entry)
                     }
                 }
-                _ => None,
+                None => None,
             };
-            out.push((entry, link));
+            out.push((entry, seen));
         }
         Ok(Some(out))
     }
@@ -99,10 +122,13 @@ impl Lister for ShareLister<'_> {
         let pages = self.fs.retry(|| self.fs.share.list(self.path)).await?;
         Ok(Listing {
             pages,
-            links: self
-                .fs
-                .mfsymlinks()
-                .then(|| (self.fs.share.clone(), self.path.to_string())),
+            unknown: (!self.fs.share.is_posix()).then(|| {
+                (
+                    self.fs.share.clone(),
+                    self.path.to_string(),
+                    self.fs.mfsymlinks(),
+                )
+            }),
         })
     }
 }
@@ -155,12 +181,10 @@ impl SmbFs {
         Ok(taken)
     }
 
-    fn listed(&self, (entry, link): &(DirEntry, Option<u64>)) -> Listed {
+    fn listed(&self, (entry, seen): &(DirEntry, Option<Seen>)) -> Listed {
         let mut attr = self.attr(0, &entry.metadata);
-        if let Some(len) = link {
-            attr.kind = Kind::Symlink;
-            attr.perm = 0o777;
-            attr.size = *len;
+        if let Some(seen) = seen {
+            super::attr::seen_as(&mut attr, *seen);
         }
         Listed {
             kind: attr.kind,

@@ -18,7 +18,9 @@
 //! - `dirs`: directory listings: OPENDIR, READDIR, RELEASEDIR;
 //! - `silly`: files unlinked or replaced while open here, kept under a hidden name until
 //!   their last close (shares without the POSIX extensions);
-//! - `mfsymlinks`: symbolic links as Minshall+French files (`-o mfsymlinks`).
+//! - `mfsymlinks`: symbolic links as Minshall+French files (`-o mfsymlinks`);
+//! - `reparse`: symbolic links and special files as reparse points on shares without the
+//!   POSIX extensions (`-o reparse=`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -47,10 +49,11 @@ mod handles;
 mod locks;
 mod mfsymlinks;
 mod names;
+mod reparse;
 mod silly;
 
 pub use self::attr::{Attr, Kind, SetAttr, StatFs};
-pub use self::config::FsConfig;
+pub use self::config::{FsConfig, ReparseForm};
 pub use self::dirs::Listed;
 pub use self::files::{OpenMode, Opened};
 pub use self::locks::LockType;
@@ -89,6 +92,9 @@ pub struct SmbFs {
     /// Files unlinked or replaced while open here, under their hidden names, by node (see
     /// `silly`).
     sillies: Mutex<HashMap<u64, Silly>>,
+    /// The server refused to keep a reparse point as unsupported: links and special files
+    /// are EPERM from then on without asking again (see `reparse`).
+    no_reparse_points: std::sync::atomic::AtomicBool,
 }
 
 /// What drops the kernel's cached pages of a node: FUSE's inode invalidation.
@@ -170,6 +176,7 @@ impl SmbFs {
             prefetch_cap: Mutex::new(None),
             names,
             sillies: Mutex::new(HashMap::new()),
+            no_reparse_points: Default::default(),
             cfg,
         }
     }

@@ -35,7 +35,7 @@ impl SmbFs {
         }
         let id = self.server_id(path, m.file_id);
         let ino = self.inodes.lock().unwrap().remember(parent, name, id);
-        self.with_link_size(path, self.attr(ino, &m)).await
+        self.with_link_size(path, &m, self.attr(ino, &m)).await
     }
 
     /// LOOKUP: the entry `name` in directory `parent`.
@@ -87,9 +87,9 @@ impl SmbFs {
         self.entry(parent, name, &path).await
     }
 
-    /// MKNOD: a regular file anywhere; a FIFO, socket or device node on a POSIX share (an
-    /// NFS-style reparse point, see `Share::make_special`), EPERM elsewhere (SMB has no such
-    /// files without the extensions).
+    /// MKNOD: a regular file anywhere; a FIFO, socket or device node as an NFS-style reparse
+    /// point (see `Share::make_special`): on a POSIX share, and elsewhere where the server
+    /// keeps reparse points and `reparse=` is not `none` (EPERM otherwise, see `reparse`).
     pub async fn mknod(&self, parent: u64, name: &str, mode: u32, rdev: u32) -> FsResult<Attr> {
         self.writable()?;
         // mode_t is u16 on macOS: the casts are needed there.
@@ -97,11 +97,13 @@ impl SmbFs {
         let (fmt, reg) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
         if mode & fmt != reg {
             let kind = special_kind(mode & fmt, rdev).ok_or_else(|| FsError::new(libc::EPERM))?;
-            if !self.share.is_posix() {
-                return Err(FsError::new(libc::EPERM));
-            }
             let path = self.child_of(parent, name)?;
-            self.share.make_special(&path, kind, mode & 0o7777).await?;
+            if self.share.is_posix() {
+                self.share.make_special(&path, kind, mode & 0o7777).await?;
+            } else {
+                self.special_as_reparse_point(&path, kind, mode & 0o7777)
+                    .await?;
+            }
             return self.entry(parent, name, &path).await;
         }
         let path = self.child_of(parent, name)?;
@@ -347,34 +349,35 @@ impl SmbFs {
         Ok(())
     }
 
-    /// SYMLINK: `name` in `parent` becomes a link to `target`, stored as given (a POSIX
-    /// share keeps it as a symlink reparse point); EPERM on a share without the extensions.
-    /// Elsewhere, with `mfsymlinks`, a Minshall+French file (see `mfsymlinks`).
+    /// SYMLINK: `name` in `parent` becomes a link to `target`, stored as given: on a POSIX
+    /// share as a symlink reparse point; elsewhere with `mfsymlinks` as a Minshall+French
+    /// file (see `mfsymlinks`), without it as a reparse point where the server keeps them
+    /// (see `reparse`; EPERM where it does not, or with `reparse=none`).
     pub async fn symlink(&self, parent: u64, name: &str, target: &str) -> FsResult<Attr> {
         self.writable()?;
-        if self.mfsymlinks() {
-            let path = self.child_of(parent, name)?;
-            self.write_mfsymlink(&path, target).await?;
-            return self.entry(parent, name, &path).await;
-        }
-        if !self.share.is_posix() {
-            return Err(FsError::new(libc::EPERM));
-        }
         let path = self.child_of(parent, name)?;
-        self.share.symlink(target, &path).await?;
+        if self.mfsymlinks() {
+            self.write_mfsymlink(&path, target).await?;
+        } else if self.share.is_posix() {
+            self.share.symlink(target, &path).await?;
+        } else {
+            self.symlink_as_reparse_point(&path, target).await?;
+        }
         self.entry(parent, name, &path).await
     }
 
-    /// READLINK: the target of the link `ino`, as the server keeps it.
+    /// READLINK: the target of the link `ino`, as the server keeps it (a Windows absolute
+    /// one as `reparse::shown_target` shows it). With `mfsymlinks`, a link that is no
+    /// Minshall+French file is a reparse point.
     pub async fn readlink(&self, ino: u64) -> FsResult<String> {
         let path = self.path_of(ino)?;
         if self.mfsymlinks() {
-            return self
-                .read_mfsymlink(&path)
-                .await?
-                .ok_or_else(|| FsError::new(libc::EINVAL));
+            if let Ok(Some(target)) = self.read_mfsymlink(&path).await {
+                return Ok(target);
+            }
         }
-        Ok(self.retry(|| self.share.read_link(&path)).await?)
+        let target = self.retry(|| self.share.read_link(&path)).await?;
+        Ok(super::reparse::shown_target(&target))
     }
 
     /// LINK: a new name for the file `ino`.

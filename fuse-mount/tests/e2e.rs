@@ -2499,6 +2499,9 @@ fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
     assert_eq!(err.raw_os_error(), Some(libc::EPERM));
     assert_eq!(mkfifo(&m.path("nofifo")), Err(libc::EPERM));
     assert!(!disk.join("nolink").exists() && !disk.join("nofifo").exists());
+    // A symlink on the server's disk, which Samba follows: what it points to.
+    std::os::unix::fs::symlink("data.txt", disk.join("dir/on-disk")).unwrap();
+    assert_eq!(std::fs::read(m.path("dir/on-disk")).unwrap(), b"the data");
     let meta = std::fs::symlink_metadata(m.path("to-data")).unwrap();
     assert!(meta.file_type().is_file());
     assert_eq!(meta.len(), 1067);
@@ -2668,6 +2671,13 @@ fn reparse_point_links_and_special_files_without_posix() {
         .unwrap()
         .file_type()
         .is_fifo());
+
+    // A symlink on the server's own disk is followed by Samba for a client without the POSIX
+    // extensions: it shows as what it points to (the name Samba reports is the target's).
+    symlink("data.txt", disk.join("dir/on-disk")).unwrap();
+    let followed = std::fs::symlink_metadata(m.path("dir/on-disk")).unwrap();
+    assert!(followed.file_type().is_file() && followed.len() == 8);
+    assert_eq!(std::fs::read(m.path("dir/on-disk")).unwrap(), b"the data");
 
     // Rename and unlink act on the link, not its target.
     std::fs::rename(m.path("rel"), m.path("rel2")).unwrap();

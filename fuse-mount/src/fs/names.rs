@@ -26,10 +26,17 @@ impl SmbFs {
         // kernel (which would take them for one file: `mv a A` says "same file", `rename(2)`
         // does nothing), they are two names, and `FOO` does not exist. The name the server
         // keeps says which it is, in the same reply. So does an 8.3 name that Samba gave a
-        // name it cannot show (`TF53O1~B`): found, but not under the name asked for.
+        // name it cannot show (`TF53O1~B`): found, but not under the name asked for. A name
+        // that is neither is a symlink on the server's disk that Samba followed (`follow
+        // symlinks`, for a client without the POSIX extensions): the name is the target's,
+        // the file is what the link shows.
         if let Some(stored) = stored {
             let kept = stored.rsplit(['\\', '/']).next().unwrap_or("");
-            if !kept.is_empty() && kept != self.names.to_server(name) {
+            let asked = self.names.to_server(name);
+            if !kept.is_empty()
+                && kept != asked
+                && (same_but_case(kept, &asked) || maybe_8dot3(&asked))
+            {
                 return Err(FsError::new(libc::ENOENT));
             }
         }
@@ -414,6 +421,21 @@ impl SmbFs {
     }
 }
 
+/// Whether two names differ in case only, as a case-insensitive server compares them.
+fn same_but_case(a: &str, b: &str) -> bool {
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
+}
+
+/// Whether `name` may be an 8.3 name a server made for a long one (Samba's `mangled names`,
+/// Windows' short names; matched in any case): at most eight characters with a `~`, an
+/// extension of at most three.
+fn maybe_8dot3(name: &str) -> bool {
+    let (base, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    base.contains('~') && base.chars().count() <= 8 && ext.chars().count() <= 3
+}
+
 /// A hidden name beside `path` for a file about to be replaced (one listings do not show,
 /// see `silly`), unique enough that two mounts or two renames do not meet.
 fn aside_name(path: &str) -> String {
@@ -445,5 +467,29 @@ fn special_kind(fmt: u32, rdev: u32) -> Option<SpecialKind> {
         f if f == chr => Some(SpecialKind::CharDevice { major, minor }),
         f if f == blk => Some(SpecialKind::BlockDevice { major, minor }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lookup_refuses_another_case_and_short_names_only() {
+        assert!(same_but_case("foo.TXT", "FOO.txt"));
+        assert!(same_but_case("Ärger", "äRGER"));
+        assert!(!same_but_case("data.txt", "on-disk"));
+        for short in ["TF53O1~B", "PROGRA~1", "LONGNA~1.TXT", "tf53o1~b", "A~1.C"] {
+            assert!(maybe_8dot3(short), "{short}");
+        }
+        for long in [
+            "on-disk",
+            "name~with~long.base",
+            "ABCDEFGHI~1",
+            "A~1.HTML",
+            "plain",
+        ] {
+            assert!(!maybe_8dot3(long), "{long}");
+        }
     }
 }

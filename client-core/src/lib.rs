@@ -45,6 +45,7 @@ pub mod dfs;
 mod durable;
 mod engine;
 mod error;
+mod extended_attributes;
 mod failover;
 mod file;
 mod file_security;
@@ -99,6 +100,7 @@ pub use error::{
     ProtocolError, ReclaimRefusal, ReopenFailure, Result, ServerCopyFault, SnapshotListFault,
     UnsafeNameReason,
 };
+pub use extended_attributes::{ExtendedAttribute, MAX_EA_NAME_LEN, MAX_EA_VALUE_LEN};
 pub use failover::FailoverCounters;
 pub use file::{File, FileReader, FileWriter, CHUNKS_PER_CHANNEL};
 pub use file_security::{FileSecurity, SecurityParts};

@@ -1,9 +1,16 @@
-//! Sparse files: marking a file sparse (FSCTL_SET_SPARSE, MS-FSCC 2.3.64) and asking which of
-//! its ranges hold data (FSCTL_QUERY_ALLOCATED_RANGES, 2.3.47), so a backup reads only those
-//! and restores the holes as holes (mark the copy sparse, write the ranges, set its length).
+//! Sparse files and space: marking a file sparse (FSCTL_SET_SPARSE, MS-FSCC 2.3.64), asking
+//! which of its ranges hold data (FSCTL_QUERY_ALLOCATED_RANGES, 2.3.47), so a backup reads only
+//! those and restores the holes as holes (mark the copy sparse, write the ranges, set its
+//! length), zeroing a range (FSCTL_SET_ZERO_DATA, 2.3.85: a hole where the file is sparse)
+//! and reserving space (FileAllocationInformation, 2.4.4): what `fallocate(2)` asks of a mount.
 
-use smb3_proto::msg::ioctl::{IoctlRequest, FSCTL_QUERY_ALLOCATED_RANGES, FSCTL_SET_SPARSE};
-use smb3_proto::msg::sparse::{encode_set_sparse, AllocatedRangeBuffer, RANGE_LEN};
+use smb3_proto::msg::fscc::FileAllocationInformation;
+use smb3_proto::msg::ioctl::{
+    IoctlRequest, FSCTL_QUERY_ALLOCATED_RANGES, FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
+};
+use smb3_proto::msg::sparse::{
+    encode_set_sparse, encode_zero_data, AllocatedRangeBuffer, RANGE_LEN,
+};
 use smb3_proto::{Command, NtStatus};
 
 use crate::error::{decode, decode_ioctl, Error, ProtocolError, Result};
@@ -38,18 +45,70 @@ impl File {
     /// needs write access. Samba records the mark in the file's DOS attributes
     /// (FILE_ATTRIBUTE_SPARSE_FILE); the holes themselves are the underlying file system's.
     pub async fn set_sparse(&self, sparse: bool) -> Result<()> {
-        let req = IoctlRequest::fsctl(
-            FSCTL_SET_SPARSE,
-            self.file_id(),
-            encode_set_sparse(sparse),
-            0,
-        );
+        self.fsctl_without_output(FSCTL_SET_SPARSE, encode_set_sparse(sparse))
+            .await
+    }
+
+    /// Make the `len` bytes at `offset` read as zeros (FSCTL_SET_ZERO_DATA), without changing
+    /// the file's length: a range past the end stays past it. On a sparse file the server
+    /// frees the space of the whole clusters inside the range (a hole, as
+    /// `FALLOC_FL_PUNCH_HOLE`); on one that is not, it writes zeros and keeps the space
+    /// (Samba punches and then allocates again). The handle needs write access.
+    pub async fn zero_range(&self, offset: u64, len: u64) -> Result<()> {
+        let input = offset
+            .checked_add(len)
+            .and_then(|end| encode_zero_data(offset, end))
+            .ok_or(Error::ApiMisuse(
+                "zero_range: the range ends past the largest file offset",
+            ))?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.fsctl_without_output(FSCTL_SET_ZERO_DATA, input).await
+    }
+
+    /// Send an FSCTL that answers nothing but its status.
+    async fn fsctl_without_output(&self, code: u32, input: bytes::Bytes) -> Result<()> {
+        let req = IoctlRequest::fsctl(code, self.file_id(), input, 0);
         let resp = self
             .core()
             .send(&req, self.on_open())
             .await
             .map_err(|e| self.err(e))?;
         decode_ioctl(&req, &resp.msg).map(drop)
+    }
+
+    /// Reserve space for the file up to `end` bytes (FileAllocationInformation), and with
+    /// `extend` make it that long too: `fallocate(2)`, where `extend` is the absence of
+    /// `FALLOC_FL_KEEP_SIZE`.
+    /// Nothing is sent when the file already reaches `end`: an allocation size below the
+    /// end of file truncates the file (MS-FSCC 2.4.4; Samba does the same), so a reservation
+    /// is only ever asked beyond it. A server short of space answers DISK_FULL (ENOSPC).
+    /// Whether the space is really set aside is the server's: Samba asks its file system for
+    /// it only with `strict allocate = yes`, and otherwise checks that enough is free. The
+    /// length is read and then changed in two requests: a writer elsewhere that extends the
+    /// file between them can see it grow less far than it made it (set the length with
+    /// [`File::set_len`] under a lock when that matters). The handle needs write access.
+    pub async fn allocate(&self, end: u64, extend: bool) -> Result<()> {
+        if end > i64::MAX as u64 {
+            return Err(Error::ApiMisuse(
+                "allocate: the end is past the largest file offset",
+            ));
+        }
+        let now = self.metadata().await?;
+        if end <= now.len {
+            return Ok(());
+        }
+        if end > now.allocation_size {
+            self.set_file_info(&FileAllocationInformation {
+                allocation_size: end,
+            })
+            .await?;
+        }
+        if extend {
+            self.set_len(end).await?;
+        }
+        Ok(())
     }
 
     /// The ranges within `len` bytes at `offset` that hold data, in order (ranges that touch

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLock, ReplyOpen, ReplyStatfs,
-    ReplyWrite, Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLock, ReplyLseek, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use tokio::runtime::Handle;
 
@@ -723,6 +723,106 @@ impl Filesystem for FuseAdapter {
         });
     }
 
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        self.spawn(move |fs| async move {
+            match fs.fallocate(fh.0, offset, length, mode).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        self.spawn(move |fs| async move {
+            match fs.seek_hole_or_data(fh.0, offset, whence).await {
+                Ok(at) => reply.offset(at as i64),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if !self.fs.config().user_xattr {
+            return reply.error(Errno::ENOSYS);
+        }
+        // Answered here, with no task: the kernel asks for `security.capability` before
+        // every write.
+        if crate::fs::ea_name(name).is_none() {
+            return reply.error(Errno::from_i32(NO_XATTR));
+        }
+        let name = name.to_os_string();
+        self.spawn(move |fs| async move {
+            match fs.getxattr(ino.0, &name).await {
+                Ok(value) => xattr_reply(reply, size, &value),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if !self.fs.config().user_xattr {
+            return reply.error(Errno::ENOSYS);
+        }
+        self.spawn(move |fs| async move {
+            match fs.listxattr(ino.0).await {
+                Ok(names) => xattr_reply(reply, size, &names),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        if !self.fs.config().user_xattr {
+            return reply.error(Errno::ENOSYS);
+        }
+        let (name, value) = (name.to_os_string(), value.to_vec());
+        self.spawn(move |fs| async move {
+            match fs.setxattr(ino.0, &name, &value, flags).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if !self.fs.config().user_xattr {
+            return reply.error(Errno::ENOSYS);
+        }
+        let name = name.to_os_string();
+        self.spawn(move |fs| async move {
+            match fs.removexattr(ino.0, &name).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         self.spawn(move |fs| async move {
             match fs.statfs().await {
@@ -732,6 +832,22 @@ impl Filesystem for FuseAdapter {
                 Err(e) => reply.error(errno(&e)),
             }
         });
+    }
+}
+
+/// "No such attribute": ENODATA, which macOS calls ENOATTR.
+#[cfg(target_os = "linux")]
+const NO_XATTR: i32 = libc::ENODATA;
+#[cfg(not(target_os = "linux"))]
+const NO_XATTR: i32 = libc::ENOATTR;
+
+/// Answer a GETXATTR or LISTXATTR: with `size` 0 the length the caller needs, else the bytes
+/// if they fit in `size` (ERANGE if not).
+fn xattr_reply(reply: ReplyXattr, size: u32, bytes: &[u8]) {
+    match u32::try_from(bytes.len()) {
+        Ok(len) if size == 0 => reply.size(len),
+        Ok(len) if len <= size => reply.data(bytes),
+        _ => reply.error(Errno::ERANGE),
     }
 }
 

@@ -468,6 +468,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         mapposix: opts.mapposix,
         mfsymlinks: opts.mfsymlinks,
         reparse: opts.reparse,
+        user_xattr: opts.user_xattr,
         kernel_readahead: match opts.cache {
             CacheMode::Strict => u64::from(opts.max_readahead),
             CacheMode::None => 0,

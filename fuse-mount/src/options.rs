@@ -131,6 +131,11 @@ pub struct MountOptions {
     /// (`nfs`), special files in NFS's; or not at all (`none`: EPERM). mount.cifs's option of
     /// that name (Linux 6.10; its `wsl` form is not made here).
     pub reparse: ReparseForm,
+    /// `user_xattr` / `nouser_xattr` (the default): `user.*` extended attributes kept as the
+    /// files' SMB extended attributes (mount.cifs's option of that name). Off by default: a
+    /// FUSE file system that answers xattr requests is asked for `security.capability`
+    /// before every write(2), which costs small writes a round trip to the daemon.
+    pub user_xattr: bool,
     /// Generic mount flags passed on to the kernel (`nodev`, `nosuid`, `noexec`, `noatime`...).
     pub kernel_flags: Vec<String>,
 }
@@ -173,6 +178,7 @@ impl Default for MountOptions {
             mapposix: true,
             mfsymlinks: false,
             reparse: ReparseForm::Native,
+            user_xattr: false,
             dfs: true,
             actimeo: Duration::from_secs(1),
             cache: CacheMode::Strict,
@@ -342,6 +348,8 @@ impl MountOptions {
                     }
                 }
             }
+            "user_xattr" => self.user_xattr = true,
+            "nouser_xattr" => self.user_xattr = false,
             "dfs" => self.dfs = true,
             "nodfs" => self.dfs = false,
             "actimeo" => self.actimeo = Duration::from_secs(number(name, need()?)?),

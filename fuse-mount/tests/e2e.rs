@@ -2509,6 +2509,204 @@ fn mfsymlinks_are_made_and_read_as_the_kernel_client_does() {
     no_open_files(&tb);
 }
 
+/// `setxattr(2)` and friends on `p`, the errno on failure.
+mod xattr {
+    use std::path::Path;
+
+    use rustix::fs::XattrFlags;
+
+    fn errno(e: rustix::io::Errno) -> i32 {
+        e.raw_os_error()
+    }
+
+    pub(crate) fn set(p: &Path, name: &str, value: &[u8], flags: u32) -> Result<(), i32> {
+        rustix::fs::setxattr(p, name, value, XattrFlags::from_bits_retain(flags)).map_err(errno)
+    }
+
+    pub(crate) fn get(p: &Path, name: &str) -> Result<Vec<u8>, i32> {
+        let mut buf = vec![0u8; 70_000];
+        let n = rustix::fs::getxattr(p, name, &mut buf[..]).map_err(errno)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    pub(crate) fn list(p: &Path) -> Vec<String> {
+        let mut buf = vec![0u8; 65_536];
+        let n = rustix::fs::listxattr(p, &mut buf[..])
+            .unwrap_or_else(|e| panic!("listxattr {}: {e}", p.display()));
+        buf.truncate(n);
+        let mut names: Vec<String> = buf
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    pub(crate) fn remove(p: &Path, name: &str) -> Result<(), i32> {
+        rustix::fs::removexattr(p, name).map_err(errno)
+    }
+}
+
+/// `user.*` extended attributes through the mount are the files' SMB EAs, which Samba keeps as
+/// the same `user.*` xattrs on its disk: each side sees what the other set. The kernel client
+/// (fs/smb/client/xattr.c) is the model: `user.` only, other namespaces refused or empty.
+#[test]
+fn extended_attributes_are_the_files_smb_eas() {
+    use std::fs;
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "xattrs", &["user_xattr"]);
+    let f = m.path("tagged.txt");
+    fs::write(&f, b"data").unwrap();
+    let on_server = tb.share_path("plain").join("tagged.txt");
+
+    xattr::set(&f, "user.colour", b"red", 0).unwrap();
+    assert_eq!(xattr::get(&f, "user.colour").unwrap(), b"red");
+    assert_eq!(xattr::get(&on_server, "user.colour").unwrap(), b"red");
+    // Names are compared without regard to case, as SMB has them.
+    assert_eq!(xattr::get(&f, "user.COLOUR").unwrap(), b"red");
+    // Set on the server's disk, seen through the mount; Samba's own xattrs stay hidden.
+    xattr::set(&on_server, "user.origin", b"server", 0).unwrap();
+    assert_eq!(xattr::list(&f), ["user.colour", "user.origin"]);
+    assert!(xattr::list(&on_server).contains(&"user.DOSATTRIB".to_string()));
+
+    // Create and replace flags, replacing, a value of the largest size the server's ext4
+    // keeps in one block, and binary bytes.
+    assert_eq!(xattr::set(&f, "user.colour", b"blue", 1), Err(libc::EEXIST));
+    assert_eq!(xattr::set(&f, "user.none", b"x", 2), Err(libc::ENODATA));
+    xattr::set(&f, "user.colour", b"blue", 2).unwrap();
+    assert_eq!(xattr::get(&on_server, "user.colour").unwrap(), b"blue");
+    let binary: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    xattr::set(&f, "user.blob", &binary, 0).unwrap();
+    assert_eq!(xattr::get(&f, "user.blob").unwrap(), binary);
+
+    // Removing, twice.
+    xattr::remove(&f, "user.origin").unwrap();
+    assert_eq!(xattr::get(&on_server, "user.origin"), Err(libc::ENODATA));
+    assert_eq!(xattr::remove(&f, "user.origin"), Err(libc::ENODATA));
+    assert_eq!(xattr::get(&f, "user.origin"), Err(libc::ENODATA));
+
+    // What SMB cannot keep: an empty value (it would mean "remove"), other namespaces.
+    assert_eq!(xattr::set(&f, "user.empty", b"", 0), Err(libc::EINVAL));
+    assert_eq!(xattr::get(&f, "user.colour").unwrap(), b"blue");
+    assert_eq!(xattr::set(&f, "trusted.x", b"1", 0), Err(libc::EOPNOTSUPP));
+    assert_eq!(xattr::get(&f, "security.capability"), Err(libc::ENODATA));
+
+    // Directories carry them too.
+    let d = m.path("dir");
+    fs::create_dir(&d).unwrap();
+    xattr::set(&d, "user.kind", b"folder", 0).unwrap();
+    assert_eq!(xattr::list(&d), ["user.kind"]);
+    assert_eq!(xattr::list(&m.path("")), Vec::<String>::new());
+
+    // Without `-o user_xattr` (the default): the kernel is told there are none to ask for.
+    drop(m);
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "noxattrs", &[]);
+    assert_eq!(
+        xattr::get(&m.path("tagged.txt"), "user.colour"),
+        Err(libc::EOPNOTSUPP)
+    );
+    drop(m);
+    no_open_files(&tb);
+}
+
+/// `fallocate(2)` and `lseek(2)`'s SEEK_DATA/SEEK_HOLE through the mount, checked against the
+/// file on the server's disk: a reservation grows the file (or only its space), a punched hole
+/// frees the server's blocks and reads as zeros, and the holes are found where they are.
+#[test]
+fn fallocate_punches_holes_and_seek_finds_them() {
+    use rustix::fs::{FallocateFlags, SeekFrom::Data, SeekFrom::Hole};
+    use std::fs;
+    use std::io::{Read, Seek, SeekFrom};
+    const MIB: u64 = 1 << 20;
+    let tb = testbed();
+    let m = Mounted::foreground(&tb, &source(&tb, "plain"), "space", &[]);
+    let p = m.path("space.bin");
+    let on_server = tb.share_path("plain").join("space.bin");
+    let fallocate = |f: &fs::File, mode: FallocateFlags, offset: u64, len: u64| {
+        rustix::fs::fallocate(f, mode, offset, len).map_err(|e| e.raw_os_error())
+    };
+    let seek = |f: &fs::File, to: rustix::fs::SeekFrom| {
+        rustix::fs::seek(f, to).map_err(|e| e.raw_os_error())
+    };
+
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    std::io::Write::write_all(&mut f, &vec![b'A'; 3 * MIB as usize]).unwrap();
+
+    // Reserve: mode 0 grows the file, KEEP_SIZE only its space.
+    fallocate(&f, FallocateFlags::empty(), 0, 4 * MIB).unwrap();
+    assert_eq!(f.metadata().unwrap().len(), 4 * MIB);
+    assert_eq!(fs::metadata(&on_server).unwrap().len(), 4 * MIB);
+    fallocate(&f, FallocateFlags::KEEP_SIZE, 0, 8 * MIB).unwrap();
+    assert_eq!(fs::metadata(&on_server).unwrap().len(), 4 * MIB);
+    // Asking for less than the file has changes nothing (SMB would truncate).
+    fallocate(&f, FallocateFlags::empty(), 0, MIB).unwrap();
+    assert_eq!(fs::metadata(&on_server).unwrap().len(), 4 * MIB);
+
+    // A hole in the middle: zeros through the mount, blocks freed on the server.
+    let blocks_before = fs::metadata(&on_server).unwrap().blocks();
+    fallocate(
+        &f,
+        FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+        MIB,
+        MIB,
+    )
+    .unwrap();
+    let blocks_after = fs::metadata(&on_server).unwrap().blocks();
+    assert!(
+        blocks_after + 2 * 1024 <= blocks_before,
+        "the server's file kept its blocks: {blocks_before} -> {blocks_after} (512-byte units)"
+    );
+    let mut all = Vec::new();
+    fs::File::open(&p).unwrap().read_to_end(&mut all).unwrap();
+    assert_eq!(all.len(), 4 * MIB as usize);
+    let m1 = MIB as usize;
+    assert!(all[..m1].iter().all(|&b| b == b'A'));
+    assert!(all[m1..2 * m1].iter().all(|&b| b == 0));
+    assert!(all[2 * m1..3 * m1].iter().all(|&b| b == b'A'));
+
+    // The holes: the punched MiB, and the reserved tail past the data written.
+    assert_eq!(seek(&f, Data(0)), Ok(0));
+    assert_eq!(seek(&f, Hole(0)), Ok(MIB));
+    assert_eq!(seek(&f, Data(MIB + 5)), Ok(2 * MIB));
+    let hole = seek(&f, Hole(2 * MIB)).unwrap();
+    assert!(
+        (3 * MIB..=4 * MIB).contains(&hole),
+        "hole after the second run of data at {hole}"
+    );
+    assert_eq!(seek(&f, Data(4 * MIB)), Err(libc::ENXIO));
+    // The server's own view agrees (its file system's SEEK_HOLE).
+    let server = fs::File::open(&on_server).unwrap();
+    assert_eq!(seek(&server, Hole(0)), Ok(MIB));
+
+    // Zeroing a range that runs past the end extends the file (no KEEP_SIZE).
+    fallocate(&f, FallocateFlags::ZERO_RANGE, 10, 5 * MIB).unwrap();
+    assert_eq!(fs::metadata(&on_server).unwrap().len(), 5 * MIB + 10);
+    let mut head = [0u8; 20];
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.read_exact(&mut head).unwrap();
+    assert_eq!(&head[..10], b"AAAAAAAAAA");
+    assert!(head[10..].iter().all(|&b| b == 0));
+
+    // What SMB cannot do is refused, and the file is untouched.
+    assert_eq!(
+        fallocate(&f, FallocateFlags::COLLAPSE_RANGE, 0, MIB),
+        Err(libc::EOPNOTSUPP)
+    );
+    assert_eq!(fs::metadata(&on_server).unwrap().len(), 5 * MIB + 10);
+    drop(f);
+    drop(server);
+    drop(m);
+    no_open_files(&tb);
+}
+
 /// Each entry of the directory `dir` as a listing gives it, and whether its type (from the
 /// listing, not a stat) is `is`.
 fn listed_as(dir: &Path, is: impl Fn(&std::fs::FileType) -> bool) -> Vec<(String, bool)> {

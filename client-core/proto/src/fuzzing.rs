@@ -305,13 +305,13 @@ pub fn fscc(data: &[u8]) {
 }
 
 /// How many structures [`info_class`] tells apart.
-const INFO_CLASSES: u8 = 12;
+const INFO_CLASSES: u8 = 13;
 
 /// Decode `buf` as the structure numbered `which` (modulo [`INFO_CLASSES`]): 0 FileAll,
 /// 1 FileBasic, 2 FileStandard, 3 FileInternal, 4 FileNetworkOpen, 5 FileFsSize,
 /// 6 FileFsFullSize, 7 FileFsAttribute, 8 FileIdBothDirectory entries, 9 FILE_NOTIFY records,
 /// 10 FileStreamInformation, 11 a security descriptor (which must also encode back to one
-/// that decodes the same).
+/// that decodes the same), 12 FileFullEaInformation (which must encode back to itself).
 fn info_class(which: u8, buf: &[u8]) {
     match which % INFO_CLASSES {
         0 => {
@@ -339,8 +339,23 @@ fn info_class(which: u8, buf: &[u8]) {
         8 => drop(fscc::decode_id_both_directory_information(buf)),
         9 => drop(change_notify::decode_file_notify_information(buf)),
         10 => drop(fscc_stream::FileStreamInformation::decode(buf)),
-        _ => security_descriptor_round_trip(buf),
+        11 => security_descriptor_round_trip(buf),
+        _ => ea_round_trip(buf),
     }
+}
+
+/// An EA list that decodes is one this crate could send (every name and value fits its
+/// field), and it encodes to bytes that decode to the same list.
+fn ea_round_trip(buf: &[u8]) {
+    use fscc::SetFileInfo;
+    let Ok(list) = fscc_ea::FileFullEaInformation::decode(buf) else {
+        return;
+    };
+    let list = fscc_ea::FileFullEaInformation::new(list.entries).expect("decoded EAs fit");
+    let mut out = bytes::BytesMut::new();
+    list.encode(&mut out);
+    let back = fscc_ea::FileFullEaInformation::decode(&out).expect("encoded EAs decode");
+    assert_eq!(back, list, "EA list round trip");
 }
 
 /// A security descriptor that decodes encodes again (every ACL and ACE came within 16-bit

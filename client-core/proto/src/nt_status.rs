@@ -113,6 +113,11 @@ statuses! {
     REVISION_MISMATCH = 0xC000_0059, "revision mismatch";
     ENCRYPTION_FAILED = 0xC000_028A, "encryption failed";
     DECRYPTION_FAILED = 0xC000_028B, "decryption failed";
+    EAS_NOT_SUPPORTED = 0xC000_004F, "extended attributes not supported";
+    EA_TOO_LARGE = 0xC000_0050, "extended attributes too large";
+    NONEXISTENT_EA_ENTRY = 0xC000_0051, "no such extended attribute";
+    NO_EAS_ON_FILE = 0xC000_0052, "no extended attributes on the file";
+    INVALID_EA_NAME = 0x8000_0013, "invalid extended attribute name";
 }
 
 impl NtStatus {

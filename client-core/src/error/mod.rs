@@ -596,6 +596,7 @@ impl Error {
         const ENOENT: i32 = 2;
         const EIO: i32 = 5;
         const EBADF: i32 = 9;
+        const E2BIG: i32 = 7;
         const ENOMEM: i32 = 12;
         const EACCES: i32 = 13;
         const EBUSY: i32 = 16;
@@ -610,6 +611,7 @@ impl Error {
         const ENAMETOOLONG: i32 = 36;
         const ENOSYS: i32 = 38;
         const ENOTEMPTY: i32 = 39;
+        const ENODATA: i32 = 61;
         const ENOTSUP: i32 = 95;
         const ECONNRESET: i32 = 104;
         const ETIMEDOUT: i32 = 110;
@@ -646,7 +648,12 @@ impl Error {
                 NtStatus::MEDIA_WRITE_PROTECTED => EROFS,
                 NtStatus::TOO_MANY_OPENED_FILES => EMFILE,
                 NtStatus::NO_MEMORY | NtStatus::INSUFFICIENT_RESOURCES => ENOMEM,
-                NtStatus::NOT_SUPPORTED | NtStatus::NOT_IMPLEMENTED => ENOTSUP,
+                NtStatus::NOT_SUPPORTED
+                | NtStatus::NOT_IMPLEMENTED
+                | NtStatus::EAS_NOT_SUPPORTED => ENOTSUP,
+                NtStatus::NONEXISTENT_EA_ENTRY | NtStatus::NO_EAS_ON_FILE => ENODATA,
+                NtStatus::INVALID_EA_NAME => EINVAL,
+                NtStatus::EA_TOO_LARGE => E2BIG,
                 NtStatus::INVALID_HANDLE | NtStatus::FILE_CLOSED => EBADF,
                 NtStatus::IO_TIMEOUT => ETIMEDOUT,
                 _ => EIO,

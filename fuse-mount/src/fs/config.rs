@@ -46,6 +46,9 @@ pub struct FsConfig {
     /// Make and read symbolic links as Minshall+French files (`mfsymlinks`), on shares
     /// without the POSIX extensions.
     pub mfsymlinks: bool,
+    /// Keep `user.*` extended attributes as SMB extended attributes (`user_xattr`); off (the
+    /// default), the mount answers ENOSYS and the kernel stops asking, before writes too.
+    pub user_xattr: bool,
     /// How `symlink(2)` and `mknod(2)` are kept on shares without the POSIX extensions
     /// (`reparse=`); see `fs::reparse`.
     pub reparse: ReparseForm,
@@ -65,6 +68,7 @@ pub enum ReparseForm {
     /// None made: `symlink(2)` and `mknod(2)` of a special file are EPERM (`reparse=none`).
     None,
 }
+
 impl Default for FsConfig {
     fn default() -> Self {
         FsConfig {
@@ -83,6 +87,7 @@ impl Default for FsConfig {
             kernel_readahead: 0,
             mapposix: true,
             mfsymlinks: false,
+            user_xattr: false,
             reparse: ReparseForm::Native,
         }
     }

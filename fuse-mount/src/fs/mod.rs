@@ -19,6 +19,8 @@
 //! - `silly`: files unlinked or replaced while open here, kept under a hidden name until
 //!   their last close (shares without the POSIX extensions);
 //! - `mfsymlinks`: symbolic links as Minshall+French files (`-o mfsymlinks`);
+//! - `space`: FALLOCATE and LSEEK's SEEK_DATA/SEEK_HOLE;
+//! - `xattrs`: `user.*` extended attributes as SMB EAs;
 //! - `reparse`: symbolic links and special files as reparse points on shares without the
 //!   POSIX extensions (`-o reparse=`).
 
@@ -51,12 +53,16 @@ mod mfsymlinks;
 mod names;
 mod reparse;
 mod silly;
+mod space;
+mod xattrs;
 
 pub use self::attr::{Attr, Kind, SetAttr, StatFs};
 pub use self::config::{FsConfig, ReparseForm};
 pub use self::dirs::Listed;
 pub use self::files::{OpenMode, Opened};
 pub use self::locks::LockType;
+pub use self::space::{SEEK_DATA, SEEK_HOLE};
+pub use self::xattrs::ea_name;
 pub use crate::errno::{FsError, FsResult};
 
 /// The mounted share.

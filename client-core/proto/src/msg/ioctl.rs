@@ -36,6 +36,9 @@ pub const FSCTL_SRV_ENUMERATE_SNAPSHOTS: u32 = 0x0014_4064;
 pub const FSCTL_SET_SPARSE: u32 = 0x0009_00C4;
 /// FSCTL_QUERY_ALLOCATED_RANGES (MS-FSCC 2.3.47).
 pub const FSCTL_QUERY_ALLOCATED_RANGES: u32 = 0x0009_40CF;
+/// FSCTL_SET_ZERO_DATA (MS-FSCC 2.3.85): zero a range of a file, deallocating it where the
+/// file is sparse.
+pub const FSCTL_SET_ZERO_DATA: u32 = 0x0009_80C8;
 
 /// IOCTL request Flags: SMB2_0_IOCTL_IS_FSCTL (the request is an FSCTL, not a device IOCTL).
 pub const IOCTL_FLAG_IS_FSCTL: u32 = 0x0000_0001;

@@ -110,6 +110,7 @@ pub mod echo;
 pub mod error;
 pub mod flush;
 pub mod fscc;
+pub mod fscc_ea;
 pub mod fscc_link;
 pub mod fscc_stream;
 pub mod ioctl;

@@ -1,6 +1,7 @@
 //! The payloads of the sparse-file FSCTLs: FSCTL_SET_SPARSE (MS-FSCC 2.3.64, input
-//! FILE_SET_SPARSE_BUFFER 2.3.65) and FSCTL_QUERY_ALLOCATED_RANGES (2.3.47, input and output
-//! FILE_ALLOCATED_RANGE_BUFFER 2.3.48).
+//! FILE_SET_SPARSE_BUFFER 2.3.65), FSCTL_QUERY_ALLOCATED_RANGES (2.3.47, input and output
+//! FILE_ALLOCATED_RANGE_BUFFER 2.3.48) and FSCTL_SET_ZERO_DATA (2.3.85, input
+//! FILE_ZERO_DATA_INFORMATION).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -10,6 +11,19 @@ use crate::codec::{DecodeError, Reader};
 /// the mark; clearing fills the holes with allocated zeros on NTFS).
 pub fn encode_set_sparse(sparse: bool) -> Bytes {
     Bytes::from(vec![u8::from(sparse)])
+}
+
+/// FILE_ZERO_DATA_INFORMATION (MS-FSCC 2.3.85), the FSCTL_SET_ZERO_DATA input: zero the bytes
+/// from `offset` up to (not including) `beyond_final_zero`. Both are signed 64-bit on the
+/// wire and must be >= 0, with the start not after the end; `None` when they are not.
+pub fn encode_zero_data(offset: u64, beyond_final_zero: u64) -> Option<Bytes> {
+    if offset > beyond_final_zero || beyond_final_zero > i64::MAX as u64 {
+        return None;
+    }
+    let mut out = BytesMut::with_capacity(16);
+    out.put_u64_le(offset);
+    out.put_u64_le(beyond_final_zero);
+    Some(out.freeze())
 }
 
 /// One FILE_ALLOCATED_RANGE_BUFFER: `length` bytes at `offset`.
@@ -68,6 +82,17 @@ impl AllocatedRangeBuffer {
 mod tests {
     use super::*;
     use crate::msg::test_util::hex;
+
+    #[test]
+    fn zero_data_golden_bytes_and_bounds() {
+        assert_eq!(
+            encode_zero_data(0x1000, 0x3_0000).unwrap(),
+            hex("00100000000000000000030000000000")
+        );
+        assert!(encode_zero_data(5, 4).is_none());
+        assert!(encode_zero_data(0, u64::MAX).is_none());
+        assert!(encode_zero_data(7, 7).is_some());
+    }
 
     #[test]
     fn golden_bytes() {

@@ -62,6 +62,9 @@ pub struct CopyOptions {
     pub update: bool,
     /// Say what would be copied, change nothing.
     pub dry_run: bool,
+    /// `-L`: follow symbolic links met in a local tree (copy what they point to) instead of
+    /// making them again on the server as links.
+    pub follow_links: bool,
     /// Continue partial files of interrupted copies; keep them when a copy fails.
     pub resume: bool,
     /// `--exclude` patterns.
@@ -237,12 +240,14 @@ fn plan_options(opts: &CopyOptions) -> PlanOptions<'_> {
         recursive: opts.recursive,
         excludes: &opts.excludes,
         create_dirs: !opts.dry_run && !opts.verify_only,
+        follow_links: opts.follow_links,
     }
 }
 
 async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport {
     let plan::Plan {
         jobs,
+        links,
         dirs,
         failures,
         excluded,
@@ -290,6 +295,9 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
             .collect()
     );
     results.extend(large_results);
+    for link in links {
+        results.push((make_link(share, link, opts).await, Vec::new()));
+    }
     if opts.preserve && !opts.dry_run && !opts.verify_only {
         let failed = dir_times(share, dirs).await;
         report
@@ -313,6 +321,62 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         report.per_file.push(r);
     }
     report
+}
+
+/// Make a symbolic link of a local tree again on the server, pointing where it points here
+/// (as `cp -r` does). One already there with that target is up to date; anything else at
+/// its name is replaced, as a file would be.
+async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> FileResult {
+    let plan::LinkJob {
+        local,
+        remote,
+        target,
+    } = link;
+    let source = local.display().to_string();
+    let result = |status, error| FileResult {
+        source: source.clone(),
+        dest: remote_name(share, &remote),
+        size: target.len() as u64,
+        status,
+        bytes: 0,
+        resumed_from: 0,
+        sha256: None,
+        error,
+    };
+    let there = share.read_link(&remote).await.ok();
+    if there.as_deref() == Some(target.as_str()) {
+        let status = if opts.verify_only {
+            FileStatus::Verified
+        } else {
+            FileStatus::Skipped
+        };
+        return result(status, None);
+    }
+    if opts.dry_run {
+        return result(FileStatus::WouldCopy, None);
+    }
+    if opts.verify_only {
+        let why = Refusal::VerifyMismatch(format!(
+            "verify: the server has no symbolic link to {target:?} there"
+        ));
+        return result(FileStatus::Failed, Some(FileError::new(&source, why)));
+    }
+    let mut made = share.symlink(&target, &remote).await;
+    if matches!(&made, Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION)) {
+        made = match share.remove_file(&remote).await {
+            Ok(()) => share.symlink(&target, &remote).await,
+            Err(e) => Err(e),
+        };
+    }
+    match made {
+        Ok(()) => result(FileStatus::Copied, None),
+        Err(e) => {
+            let error = FileError::new(&source, Cause::Smb(e)).with_outcome(
+                " (a symbolic link the server did not make; -L copies what it points to)",
+            );
+            result(FileStatus::Failed, Some(error))
+        }
+    }
 }
 
 /// `-p` for directories, deepest first, once their files are in; the directories whose
@@ -717,7 +781,29 @@ async fn regular_upload(
     rename_over(share, partial, remote)
         .await
         .map_err(TransferError::started)?;
+    if t.sparse {
+        sparse_again(share, remote)
+            .await
+            .map_err(TransferError::started)?;
+    }
     Ok(t)
+}
+
+/// Mark the renamed copy of a sparse file sparse again, with the attributes of a fresh
+/// upload. Samba drops the mark when it renames a file (its rename sets the attributes, and
+/// setting them cannot set "sparse") and keeps the "hidden" it showed for the partial file's
+/// dot name once the mark has made it store that file's attributes: both are undone here.
+/// The holes themselves stay where they are.
+async fn sparse_again(share: &Share, remote: &str) -> smb3_client::Result<()> {
+    share
+        .set_attributes(remote, smb3_client::DosAttributes::ARCHIVE)
+        .await?;
+    let file = share
+        .open(remote, &smb3_client::OpenOptions::new().write(true))
+        .await?;
+    let marked = file.set_sparse(true).await;
+    let closed = file.close().await;
+    marked.and(closed)
 }
 
 #[cfg(test)]

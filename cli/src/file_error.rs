@@ -41,6 +41,11 @@ pub enum Refusal {
     NameClash(String),
     /// A download's local file was not kept open for `-p` (an internal slip).
     NotKeptOpen,
+    /// A FIFO, socket or device met in a tree: smbcp copies files, directories and symbolic
+    /// links; the words say which kind it is.
+    SpecialFile(&'static str),
+    /// A symbolic link whose target is not UTF-8: SMB names are Unicode.
+    LinkTargetNotUnicode,
 }
 
 impl Refusal {
@@ -52,6 +57,8 @@ impl Refusal {
             Refusal::IsDirectory => "is_directory",
             Refusal::NameClash(_) => "name_clash",
             Refusal::NotKeptOpen => "internal",
+            Refusal::SpecialFile(_) => "special_file",
+            Refusal::LinkTargetNotUnicode => "link_target",
         }
     }
 }
@@ -65,6 +72,13 @@ impl fmt::Display for Refusal {
             | Refusal::NameClash(words) => f.write_str(words),
             Refusal::IsDirectory => f.write_str("is a directory (use -r)"),
             Refusal::NotKeptOpen => f.write_str("copied, but the written file was not kept open"),
+            Refusal::SpecialFile(kind) => write!(
+                f,
+                "{kind}: not copied (smbcp copies files, directories and symbolic links)"
+            ),
+            Refusal::LinkTargetNotUnicode => f.write_str(
+                "symbolic link whose target is not UTF-8: not copied (-L copies what it points to)",
+            ),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod copy;
 pub mod file_error;
 pub mod glob;
 mod hashing;
+mod holes;
 pub mod in_flight;
 mod local_dest;
 mod name_clash;

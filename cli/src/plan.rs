@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use smb3_client::{Metadata, Share, WalkOptions};
+use smb3_client::{DosAttributes, Metadata, Share, WalkOptions};
 
 use crate::file_error::{Cause, FileError, Refusal};
 use crate::glob::Excludes;
@@ -76,10 +76,24 @@ impl DirJob {
     }
 }
 
+/// A symbolic link met in a local tree, made again on the server as a link to the same
+/// target (as `cp -r` does; `-L` copies what it points to instead).
+#[derive(Clone, Debug)]
+pub(crate) struct LinkJob {
+    /// The link here.
+    pub(crate) local: PathBuf,
+    /// Where it goes on the share.
+    pub(crate) remote: String,
+    /// What it points to, as it is: never resolved.
+    pub(crate) target: String,
+}
+
 /// What planning found.
 #[derive(Default)]
 pub(crate) struct Plan {
     pub(crate) jobs: Vec<Job>,
+    /// Symbolic links to make.
+    pub(crate) links: Vec<LinkJob>,
     /// Directories copied, for `-p`.
     pub(crate) dirs: Vec<DirJob>,
     /// Why each source (or file or directory found below one) that could not be planned was
@@ -101,11 +115,12 @@ fn mostly_holes(len: u64, allocated: u64) -> bool {
     allocated < len / 2 && len - allocated >= 1 << 20
 }
 
-/// The note for a sparse source copied in full: `shown` names it.
+/// The note for a remote source with holes that is copied in full (the server does not mark
+/// it sparse, so it reports every byte as data): `shown` names it.
 fn inflated_note(shown: &str, len: u64, allocated: u64) -> String {
     format!(
-        "{shown}: sparse ({allocated} of {len} bytes allocated); copied in full, its holes \
-         written as zeros (sparse copies are not made yet)"
+        "{shown}: {allocated} of {len} bytes allocated, but not marked sparse on the server; \
+         copied in full, its holes written as zeros"
     )
 }
 
@@ -151,6 +166,9 @@ pub(crate) struct PlanOptions<'a> {
     pub(crate) excludes: &'a Excludes,
     /// Create no directories (`--dry-run`, `--verify-only`).
     pub(crate) create_dirs: bool,
+    /// `-L`: symbolic links in a local tree are followed (what they point to is copied)
+    /// rather than made again as links.
+    pub(crate) follow_links: bool,
 }
 
 pub(crate) fn join_remote(dir: &str, name: &str) -> String {
@@ -369,25 +387,31 @@ fn note_existing_local(dir: &Path, key: &str, clashes: &mut NameClashes) {
     }
 }
 
-/// Note a remote file whose data is mostly holes (it downloads in full).
+/// Note a remote file whose data is mostly holes and that downloads in full: one the server
+/// does not mark sparse (a marked one is copied sparse).
 fn note_sparse_remote(share: &Share, path: &str, md: &Metadata, plan: &mut Plan) {
-    if mostly_holes(md.len, md.allocation_size) {
+    let marked = md.attributes.contains(DosAttributes::SPARSE_FILE);
+    if !marked && mostly_holes(md.len, md.allocation_size) {
         let shown = remote_name(share, path);
         plan.notes
             .push(inflated_note(&shown, md.len, md.allocation_size));
     }
 }
 
-/// Note a local file whose data is mostly holes (it uploads in full).
-fn note_sparse_local(path: &Path, md: &std::fs::Metadata, plan: &mut Plan) {
-    use std::os::unix::fs::MetadataExt as _;
-    let allocated = md.blocks() * 512;
-    if mostly_holes(md.len(), allocated) {
-        plan.notes.push(inflated_note(
-            &path.display().to_string(),
-            md.len(),
-            allocated,
-        ));
+/// What a file that is neither a regular file, a directory nor a link is, in words.
+fn special_kind(md: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = md.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -606,7 +630,6 @@ pub(crate) async fn upload(
         } else if opts.excludes.excludes(&name) {
             plan.excluded += 1;
         } else {
-            note_sparse_local(src, &md, &mut plan);
             plan.jobs.push(Job::Upload {
                 local: src.clone(),
                 remote: target,
@@ -625,7 +648,13 @@ async fn local_tree(
     clashes: &mut NameClashes,
     plan: &mut Plan,
 ) -> Result<(), FileError> {
+    use std::os::unix::fs::MetadataExt as _;
     let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
+    // Directories entered, by device and inode (with -L, links may lead back).
+    let mut entered = HashSet::new();
+    if let Ok(md) = std::fs::metadata(dir) {
+        entered.insert((md.dev(), md.ino()));
+    }
     while let Some((ldir, rdir, rel_dir)) = stack.pop() {
         // A directory there from an earlier copy may hold names in another case.
         if clashes.folds() {
@@ -641,9 +670,23 @@ async fn local_tree(
         let entries = std::fs::read_dir(&ldir).map_err(|e| local_error(&ldir, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| local_error(&ldir, e))?;
-            let md = entry
-                .metadata()
-                .map_err(|e| local_error(&entry.path(), e))?;
+            let path = entry.path();
+            let mut md = entry.metadata().map_err(|e| local_error(&path, e))?;
+            let mut link_target = None;
+            if md.file_type().is_symlink() {
+                if opts.follow_links {
+                    md = match std::fs::metadata(&path) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            plan.failures.push(local_error(&path, e));
+                            continue;
+                        }
+                    };
+                } else {
+                    link_target =
+                        Some(std::fs::read_link(&path).map_err(|e| local_error(&path, e))?);
+                }
+            }
             let name = entry.file_name().to_string_lossy().into_owned();
             let rel = join_rel(&rel_dir, &name);
             if opts.excludes.excludes(&rel) {
@@ -661,19 +704,45 @@ async fn local_tree(
                 });
                 continue;
             }
-            if md.is_dir() {
+            if let Some(target) = link_target {
+                match target.into_os_string().into_string() {
+                    Ok(target) => plan.links.push(LinkJob {
+                        local: path,
+                        remote: r,
+                        target,
+                    }),
+                    Err(_) => plan.failures.push(FileError::new(
+                        path.display().to_string(),
+                        Refusal::LinkTargetNotUnicode,
+                    )),
+                }
+            } else if md.is_dir() {
+                // With -L a link can lead back up the tree: each directory is entered once.
+                if opts.follow_links && !entered.insert((md.dev(), md.ino())) {
+                    plan.failures.push(FileError::new(
+                        path.display().to_string(),
+                        Cause::local(std::io::Error::other(
+                            "a symbolic link leads back into the tree: not entered again",
+                        )),
+                    ));
+                    continue;
+                }
                 plan.dirs.push(DirJob::Remote {
                     remote: r.clone(),
                     meta: md.clone(),
                 });
-                stack.push((entry.path(), r, rel));
+                stack.push((path, r, rel));
             } else if md.is_file() {
-                note_sparse_local(&entry.path(), &md, plan);
                 plan.jobs.push(Job::Upload {
-                    local: entry.path(),
+                    local: path,
                     remote: r,
                     meta: md,
                 });
+            } else {
+                plan.failures.push(FileError::new(
+                    path.display().to_string(),
+                    Refusal::SpecialFile(special_kind(&md)),
+                ));
             }
         }
     }

@@ -69,6 +69,7 @@ fn done(n: u64, progress: &Progress) -> Outcome {
         bytes: n,
         resumed_from: 0,
         local_file: None,
+        sparse: false,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Moving one file's bytes: a download writes chunks with positional writes as they arrive,
 //! an upload reads chunks (`chunk_read.rs`) and sends them unordered; both within the span
 //! `window.rs` keeps, so `--resume` can continue an interrupted partial file after checking
-//! it (`resume.rs`).
+//! it (`resume.rs`). A sparse source is copied sparse: only its data moves, its holes stay
+//! holes (`holes.rs`).
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -12,6 +13,7 @@ use smb3_client::{BufferPool, File, OpenOptions, Share};
 use crate::chunk_read::{read_chunk, ChunkSource};
 use crate::file_error::{Cause, Refusal};
 use crate::hashing::{local_range, local_range_of, remote_range, Sha};
+use crate::holes::{self, DataRanges};
 use crate::in_flight::InFlight;
 use crate::local_dest::Partial;
 use crate::progress::Progress;
@@ -88,6 +90,8 @@ pub(crate) struct Transferred {
     /// A download's local file, still open once renamed into place: `-p` sets its times
     /// and mode through it rather than by a path that could lead elsewhere by then.
     pub(crate) local_file: Option<Arc<std::fs::File>>,
+    /// An upload sent only the data of a sparse source into a file it marked sparse.
+    pub(crate) sparse: bool,
 }
 
 /// Why one transfer failed.
@@ -205,33 +209,43 @@ pub(crate) async fn download(
             .map_err(|e| TransferError::started(Cause::local_at(&shown, e)))?;
         progress.not_copied(start);
     }
-    let file_ref = &file;
+    let data = holes::remote(&file, size)
+        .await
+        .map_err(TransferError::started)?;
+    let (file_ref, data_ref) = (&file, &data);
     let depth = || depth_now(opts.depth, share);
     let shown = &shown;
     for_each_chunk(start, size, opts.chunk, depth, |off, len| {
         let out = out.clone();
         async move {
             let _held = opts.in_flight.take(len).await;
-            let data = file_ref
-                .read_at(off, len as usize)
-                .await
-                .map_err(TransferError::started)?;
-            if data.len() != len as usize {
-                return Err(TransferError::started(Refusal::ShortRead(format!(
-                    "file shrank while being copied (short read at offset {off})"
-                ))));
+            for (at, n) in pieces(data_ref, off, len) {
+                let bytes = file_ref
+                    .read_at(at, n as usize)
+                    .await
+                    .map_err(TransferError::started)?;
+                if bytes.len() as u64 != n {
+                    return Err(TransferError::started(Refusal::ShortRead(format!(
+                        "file shrank while being copied (short read at offset {at})"
+                    ))));
+                }
+                let out = out.clone();
+                // The chunk counts as done (for the span) only once it is in the file.
+                tokio::task::spawn_blocking(move || out.write_all_at(&bytes, at))
+                    .await
+                    .map_err(|e| TransferError::started(Cause::task(e)))?
+                    .map_err(|e| TransferError::started(Cause::local_at(shown, e)))?;
             }
-            let n = data.len() as u64;
-            // The chunk counts as done (for the span) only once it is in the file.
-            tokio::task::spawn_blocking(move || out.write_all_at(&data, off))
-                .await
-                .map_err(|e| TransferError::started(Cause::task(e)))?
-                .map_err(|e| TransferError::started(Cause::local_at(shown, e)))?;
-            progress.add(n);
+            progress.add(u64::from(len));
             Ok(())
         }
     })
     .await?;
+    if data.is_some() {
+        // Holes were skipped: the length makes the last one (never written) part of the file.
+        out.set_len(size)
+            .map_err(|e| TransferError::started(Cause::local_at(shown, e)))?;
+    }
     let now = file.metadata().await.map_err(TransferError::started)?;
     let changed = remote_changed(file.metadata_at_open(), &now);
     file.close().await.map_err(TransferError::started)?;
@@ -239,10 +253,54 @@ pub(crate) async fn download(
         return Err(TransferError::started(Refusal::SourceChanged));
     }
     Ok(Transferred {
-        bytes: size - start,
+        bytes: moved(&data, start, size),
         resumed_from: start,
         local_file: None,
+        sparse: false,
     })
+}
+
+/// The pieces of the chunk of `len` bytes at `offset` to copy: the whole chunk, or with
+/// `data` known only the data in it (none when it is all hole).
+fn pieces(data: &Option<DataRanges>, offset: u64, len: u32) -> Vec<(u64, u64)> {
+    match data {
+        None => vec![(offset, u64::from(len))],
+        Some(d) => d.within(offset, u64::from(len)).collect(),
+    }
+}
+
+/// Bytes sent or received for `[start, size)`: the data in it, holes left out.
+fn moved(data: &Option<DataRanges>, start: u64, size: u64) -> u64 {
+    let len = size.saturating_sub(start);
+    match data {
+        None => len,
+        Some(d) => d.within(start, len).map(|(_, n)| n).sum(),
+    }
+}
+
+/// The data of the local source when it has holes and the server took the copy's sparse
+/// mark: then only that is sent. Otherwise (no hole, or a server or file system that cannot
+/// say or keep them) `None`, and every byte is sent, holes as zeros.
+async fn sparse_upload(
+    file: &File,
+    src: &std::fs::File,
+    size: u64,
+    local: &Path,
+) -> Option<DataRanges> {
+    let data = match holes::local(src, size) {
+        Ok(d) => d?,
+        Err(e) => {
+            tracing::info!(file = %local.display(), error = %e, "holes not found; copied whole");
+            return None;
+        }
+    };
+    match file.set_sparse(true).await {
+        Ok(()) => Some(data),
+        Err(e) => {
+            tracing::info!(file = %local.display(), error = %e, "the server keeps no holes; copied whole");
+            None
+        }
+    }
 }
 
 /// Upload the local file into the remote `partial` file; returns what was transferred.
@@ -298,21 +356,27 @@ pub(crate) async fn upload(
         file.set_len(start).await.map_err(TransferError::started)?;
         progress.not_copied(start);
     }
-    let (file_ref, src) = (&file, &src);
+    let data = sparse_upload(&file, src.file(), size, local).await;
+    let (file_ref, src, data_ref) = (&file, &src, &data);
     let depth = || depth_now(opts.depth, share);
     for_each_chunk(start, size, opts.chunk, depth, |off, len| async move {
         let _held = opts.in_flight.take(len).await;
-        let data = read_chunk(buffers, src, off, len as usize)
-            .await
-            .map_err(|e| TransferError::started(Cause::local_at(local.display(), e)))?;
-        file_ref
-            .write_at(off, data)
-            .await
-            .map_err(TransferError::started)?;
+        for (at, n) in pieces(data_ref, off, len) {
+            let bytes = read_chunk(buffers, src, at, n as usize)
+                .await
+                .map_err(|e| TransferError::started(Cause::local_at(local.display(), e)))?;
+            file_ref
+                .write_at(at, bytes)
+                .await
+                .map_err(TransferError::started)?;
+        }
         progress.add(u64::from(len));
         Ok(())
     })
     .await?;
+    if data.is_some() {
+        file.set_len(size).await.map_err(TransferError::started)?;
+    }
     file.close().await.map_err(TransferError::started)?;
     let unchanged = version
         .still(src.file(), local)
@@ -321,8 +385,9 @@ pub(crate) async fn upload(
         return Err(TransferError::started(Refusal::SourceChanged));
     }
     Ok(Transferred {
-        bytes: size - start,
+        bytes: moved(&data, start, size),
         resumed_from: start,
         local_file: None,
+        sparse: data.is_some(),
     })
 }

@@ -192,15 +192,29 @@ fn a_255_byte_name_is_copied_both_ways() {
     assert_eq!(std::fs::read(down.join(&name)).unwrap().len(), 3 << 20);
 }
 
-/// A sparse file is copied in full (sparse copies are not made yet): said on stderr, never
-/// silently inflated. Both ways; the copy itself succeeds and holds the same bytes.
+/// The bytes smbcp's summary line says it moved.
+fn bytes_moved(stderr: &str) -> u64 {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains(" bytes in "))
+        .unwrap();
+    let before = line.split(" bytes in ").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A sparse file is copied sparse both ways: its data moves, its holes stay holes (on the
+/// server's disk and here), and the copy holds the same bytes. A file the server has with holes
+/// but does not mark sparse can only be copied in full, and that is said on stderr.
 #[test]
-fn a_sparse_file_copied_in_full_is_said() {
+fn a_sparse_file_is_copied_sparse_both_ways() {
+    use std::os::unix::fs::MetadataExt as _;
     let tb = testbed();
     let local = scratch("sparse");
     let holes = local.join("holes.img");
     let f = std::fs::File::create(&holes).unwrap();
     f.set_len(64 << 20).unwrap();
+    std::os::unix::fs::FileExt::write_at(&f, &[7u8; 100_000], 0).unwrap();
     std::os::unix::fs::FileExt::write_at(&f, b"!", 32 << 20).unwrap();
     drop(f);
     let o = smbcp(
@@ -209,16 +223,46 @@ fn a_sparse_file_copied_in_full_is_said() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("holes.img: sparse") && err.contains("copied in full"),
-        "{err}"
-    );
+    assert!(!err.contains("sparse"), "{err}");
+    // The bytes counted are the bytes sent: the data, in the file system's blocks.
+    assert!(bytes_moved(&err) < 1 << 20, "{err}");
     let plain = tb.share_path("plain");
-    assert_eq!(
-        std::fs::metadata(plain.join("holes.img")).unwrap().len(),
-        64 << 20
+    let up = plain.join("holes.img");
+    let md = std::fs::metadata(&up).unwrap();
+    assert_eq!(md.len(), 64 << 20);
+    assert!(
+        md.blocks() * 512 < 1 << 20,
+        "the server's copy takes {} bytes",
+        md.blocks() * 512
+    );
+    assert!(std::fs::read(&up).unwrap() == std::fs::read(&holes).unwrap());
+    // Marked sparse, and not hidden (Samba keeps the partial file's dot name's "hidden"
+    // once the mark made it store the attributes).
+    let o = smbctl_in(&tb, "UTC", &["stat", &url(&tb, "plain/holes.img")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let attributes = out.lines().find(|l| l.starts_with("attributes:")).unwrap();
+    assert!(
+        attributes.contains("sparse") && !attributes.contains("hidden"),
+        "{attributes}"
     );
 
+    // Back again: the server marked its copy sparse, so the download is sparse too.
+    let down = local.join("down.img");
+    let o = smbcp(&tb, &[&url(&tb, "plain/holes.img"), down.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("sparse"), "{err}");
+    assert!(bytes_moved(&err) < 1 << 20, "{err}");
+    let md = std::fs::metadata(&down).unwrap();
+    assert_eq!(md.len(), 64 << 20);
+    assert!(
+        md.blocks() * 512 < 1 << 20,
+        "the local copy takes {} bytes",
+        md.blocks() * 512
+    );
+    assert!(std::fs::read(&down).unwrap() == std::fs::read(&holes).unwrap());
+
+    // Holes the server has in a file it does not mark sparse: every byte is data to SMB.
     let served = plain.join("served.img");
     let f = std::fs::File::create(&served).unwrap();
     f.set_len(48 << 20).unwrap();
@@ -230,7 +274,10 @@ fn a_sparse_file_copied_in_full_is_said() {
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("served.img: sparse"), "{err}");
+    assert!(
+        err.contains("served.img: ") && err.contains("not marked sparse"),
+        "{err}"
+    );
     assert_eq!(std::fs::metadata(&down).unwrap().len(), 48 << 20);
 
     // A file with its data written is no note.
@@ -477,4 +524,91 @@ fn names_that_differ_only_in_case_are_never_merged_on_the_share() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Symbolic links in a tree are made again on the server as links to the same targets, as
+/// `cp -r` does (relative, absolute and dangling ones alike, never resolved), where the server
+/// keeps links: here Samba 4.22, whose reparse points hold them. A second run finds them up
+/// to date. `-L` copies what they point to instead. A FIFO is reported, not skipped in silence.
+#[test]
+fn links_in_a_tree_are_kept_as_links_and_special_files_are_reported() {
+    use std::os::unix::fs::symlink;
+    let tb = smb3_tests::Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let local = scratch("links");
+    let tree = local.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("data.txt"), b"the data").unwrap();
+    symlink("data.txt", tree.join("rel")).unwrap();
+    symlink("/etc/hostname", tree.join("abs")).unwrap();
+    symlink("../nowhere", tree.join("sub/dangling")).unwrap();
+    symlink("sub", tree.join("dirlink")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(tree.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+
+    let o = smbcp(&tb, &["-r", tree.to_str().unwrap(), &url(&tb, "plain/")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "the FIFO fails: {err}");
+    assert!(err.contains("pipe: a FIFO: not copied"), "{err}");
+    assert!(err.contains("5 copied"), "data.txt and four links: {err}");
+    // The links as they are, read back from the server: a second run finds each one there
+    // with the same target and leaves it (the file is copied again, as files are without -u).
+    let o = smbcp(&tb, &["-r", tree.to_str().unwrap(), &url(&tb, "plain/")]);
+    let err = stderr(&o);
+    assert!(err.contains("1 copied, 4 skipped"), "{err}");
+
+    // -L: what they point to (the dangling one cannot be followed and is reported).
+    let o = smbcp(
+        &tb,
+        &[
+            "-r",
+            "-L",
+            tree.to_str().unwrap(),
+            &url(&tb, "plain/followed"),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("dangling"), "{err}");
+    let disk = tb.share_path("plain").join("followed");
+    assert_eq!(std::fs::read(disk.join("rel")).unwrap(), b"the data");
+    assert!(
+        disk.join("dirlink").is_dir(),
+        "a followed link to a directory is one"
+    );
+    assert!(std::fs::symlink_metadata(disk.join("rel"))
+        .unwrap()
+        .file_type()
+        .is_file());
+}
+
+/// A server that keeps no symbolic links (Samba 4.17: no reparse points, no POSIX
+/// extensions): each link in a tree is a failure that says so and what to do, never a silent
+/// gap in the copy; the rest is copied.
+#[test]
+fn a_link_the_server_cannot_keep_is_reported() {
+    let tb = testbed();
+    let local = scratch("links-417");
+    std::fs::write(local.join("data.txt"), b"the data").unwrap();
+    std::os::unix::fs::symlink("data.txt", local.join("rel")).unwrap();
+    let o = smbcp(
+        &tb,
+        &["-r", local.to_str().unwrap(), &url(&tb, "plain/tree")],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rel:") && err.contains("-L copies what it points to"),
+        "{err}"
+    );
+    assert!(err.contains("1 copied, 0 skipped, 1 failed"), "{err}");
+    let disk = tb.share_path("plain").join("tree");
+    assert_eq!(std::fs::read(disk.join("data.txt")).unwrap(), b"the data");
+    assert!(
+        !disk.join("rel").exists(),
+        "no empty file where the link was"
+    );
 }

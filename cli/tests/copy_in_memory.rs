@@ -48,6 +48,7 @@ fn options(excludes: &[&str]) -> CopyOptions {
         verify_only: false,
         update: false,
         dry_run: false,
+        follow_links: false,
         resume: false,
         excludes: Excludes::new(&patterns).expect("valid patterns"),
     }

@@ -70,6 +70,12 @@ struct Args {
     /// Archive mode: the same as -r -p.
     #[arg(short, long)]
     archive: bool,
+    /// Follow symbolic links in local trees: copy what they point to. Without it a link is
+    /// made again on the server as a link to the same target, as `cp -r` does (where the
+    /// server keeps links: the SMB3 POSIX extensions, or reparse points on Samba 4.21 and
+    /// later and Windows); FIFOs, sockets and devices are never copied (each is reported).
+    #[arg(short = 'L', long)]
+    dereference: bool,
     /// Keep last-write, last-access and (uploads) creation times, and the read-only
     /// attribute (the write bits locally). `--preserve=all` also keeps alternate data
     /// streams and security descriptors (owner, group, DACL) where both ends are SMB (copies
@@ -286,6 +292,7 @@ async fn run(args: Args) -> i32 {
         verify_only: args.verify_only,
         update: args.update,
         dry_run: args.dry_run,
+        follow_links: args.dereference,
         resume: args.resume,
         excludes,
     };

@@ -92,20 +92,26 @@ pub(crate) fn local(file: &std::fs::File, size: u64) -> io::Result<Option<DataRa
 }
 
 /// Where the data of the remote `file` of `size` bytes lies, or `None` when the server does
-/// not keep it sparse (then every byte is data to it).
-pub(crate) async fn remote(file: &File, size: u64) -> smb3_client::Result<Option<DataRanges>> {
+/// not keep it sparse (then every byte is data to it) or will not say where its data is (then
+/// every byte is copied, which is never wrong).
+pub(crate) async fn remote(file: &File, size: u64) -> Option<DataRanges> {
     let sparse = file
         .metadata_at_open()
         .attributes
         .contains(DosAttributes::SPARSE_FILE);
     if !sparse || size == 0 {
-        return Ok(None);
+        return None;
     }
-    let ranges = file.allocated_ranges(0, size).await?;
-    Ok(DataRanges::of(
-        ranges.into_iter().map(|r| (r.offset, r.len)).collect(),
-        size,
-    ))
+    match file.allocated_ranges(0, size).await {
+        Ok(ranges) => DataRanges::of(
+            ranges.into_iter().map(|r| (r.offset, r.len)).collect(),
+            size,
+        ),
+        Err(e) => {
+            tracing::info!(file = file.path(), error = %e, "allocated ranges refused; copied whole");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

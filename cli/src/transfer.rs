@@ -209,9 +209,7 @@ pub(crate) async fn download(
             .map_err(|e| TransferError::started(Cause::local_at(&shown, e)))?;
         progress.not_copied(start);
     }
-    let data = holes::remote(&file, size)
-        .await
-        .map_err(TransferError::started)?;
+    let data = holes::remote(&file, size).await;
     let (file_ref, data_ref) = (&file, &data);
     let depth = || depth_now(opts.depth, share);
     let shown = &shown;

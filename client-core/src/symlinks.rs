@@ -28,7 +28,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{
     AccessMask, CreateDisposition, CreateOptions, CreateRequest, ShareAccess,
 };
@@ -39,10 +38,10 @@ use smb3_proto::msg::reparse::{
     MAX_REPARSE_BUFFER_LEN, SYMLINK_FLAG_RELATIVE,
 };
 use smb3_proto::msg::set_info::SetInfoRequest;
-use smb3_proto::msg::{FileId, RequestBody};
+use smb3_proto::msg::FileId;
 use smb3_proto::{Command, DecodeError, NtStatus};
 
-use crate::error::{decode, decode_ioctl, Error, ProtocolError, Result};
+use crate::error::{decode, decode_ioctl, Error, Result};
 use crate::names::wire_path;
 use crate::share::Share;
 use crate::tasks::{self, TaskKind};
@@ -176,28 +175,7 @@ impl Share {
         self.tree.posix_open(&mut create, 0);
         let max = (MAX_REPARSE_BUFFER_LEN as u32).min(core.negotiated.max_transact);
         let get = IoctlRequest::fsctl(FSCTL_GET_REPARSE_POINT, FileId::ANY, Bytes::new(), max);
-        let close = CloseRequest::new(FileId::ANY);
-        let tree = Some(self.tree.context);
-        let reqs = vec![
-            core.prepare(&create, tree),
-            core.prepare(&get, tree),
-            core.prepare(&close, tree),
-        ];
-        // Opening for attributes, reading the reparse point and closing may all be done
-        // twice: one round trip, as `Share::metadata`.
-        let replies = core
-            .send_related(reqs, create.replay(), self.tree.call())
-            .await?;
-        self.close_left_open(&replies).await;
-        let mut replies = replies.into_iter();
-        let (Some(c), Some(g), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
-            return Err(ProtocolError::Unexpected("compound reply count").into());
-        };
-        if let Err(e) = c?.check(&[]) {
-            let e = e.with_path(path);
-            return Err(self.explain_snapshot_miss(e, path, snapshot).await);
-        }
-        let g = g?;
+        let g = self.open_ask_close(&create, &get, path).await??;
         if g.header.status == NOT_A_REPARSE_POINT {
             return Ok(None);
         }
@@ -558,6 +536,7 @@ async fn discard(tree: &Arc<Tree>, id: FileId) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ProtocolError;
 
     /// What `read_link` makes of a reparse point a server could not have sent.
     fn hostile(data: ReparseData) -> Result<String> {

@@ -11,7 +11,7 @@ use smb3_proto::msg::create::{
 };
 use smb3_proto::msg::fscc::{
     FileAllInformation, FileAttributes, FileDispositionInformation, FileFsAttributeInformation,
-    FileFsFullSizeInformation, FileRenameInformation,
+    FileFsFullSizeInformation, FileRenameInformation, QueryFsInfo,
 };
 use smb3_proto::msg::posix::FilePosixInformation;
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
@@ -25,6 +25,7 @@ use smb3_proto::msg::RequestBody;
 use smb3_proto::{Command, Dialect, NtStatus};
 
 use crate::addressing::{DurableGrant, FileIdentity, OpenParams, OpenState, ServerHandle};
+use crate::channel::Response;
 use crate::client::Client;
 use crate::durable;
 use crate::engine::Call;
@@ -689,29 +690,9 @@ impl Share {
         } else {
             QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096)
         };
-        let close = CloseRequest::new(FileId::ANY);
-        let core = &self.tree.core;
-        let tree = Some(self.tree.context);
-        let reqs = vec![
-            core.prepare(&create, tree),
-            core.prepare(&query, tree),
-            core.prepare(&close, tree),
-        ];
-        // Opening for attributes, querying and closing may all be done twice.
-        let replies = core
-            .send_related(reqs, create.replay(), self.tree.call())
-            .await?;
-        self.close_left_open(&replies).await;
-        let mut replies = replies.into_iter();
-        let (Some(c), Some(q), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
-            // The channel answers a compound with one reply per request.
-            return Err(ProtocolError::Unexpected("compound reply count").into());
-        };
-        if let Err(e) = c?.check(&[]) {
-            let e = e.with_path(path);
-            return Err(self.explain_snapshot_miss(e, path, self.snapshot).await);
-        }
-        let q = q?
+        let q = self
+            .open_ask_close(&create, &query, path)
+            .await??
             .check(&[NtStatus::BUFFER_OVERFLOW])
             .map_err(|e| e.with_path(path))?;
         if posix {
@@ -724,6 +705,39 @@ impl Share {
                 .map(|all| all.name);
             Ok((metadata_from_reply(&q.msg)?, name))
         }
+    }
+
+    /// Open `create`, send `ask` on the handle it opens and close it, in one compound: one
+    /// round trip, every part of which may be sent twice after a lost channel (opening for
+    /// attributes, asking and closing change nothing). A failed open is the error, named at
+    /// `path` (a snapshot that is not there said so); otherwise the reply to `ask`, as it came.
+    pub(crate) async fn open_ask_close<B: RequestBody>(
+        &self,
+        create: &CreateRequest,
+        ask: &B,
+        path: &str,
+    ) -> Result<Result<Response>> {
+        let core = &self.tree.core;
+        let tree = Some(self.tree.context);
+        let reqs = vec![
+            core.prepare(create, tree),
+            core.prepare(ask, tree),
+            core.prepare(&CloseRequest::new(FileId::ANY), tree),
+        ];
+        let replies = core
+            .send_related(reqs, create.replay(), self.tree.call())
+            .await?;
+        self.close_left_open(&replies).await;
+        let mut replies = replies.into_iter();
+        let (Some(c), Some(a), Some(_)) = (replies.next(), replies.next(), replies.next()) else {
+            // The channel answers a compound with one reply per request.
+            return Err(ProtocolError::Unexpected("compound reply count").into());
+        };
+        if let Err(e) = c?.check(&[]) {
+            let e = e.with_path(path);
+            return Err(self.explain_snapshot_miss(e, path, self.snapshot).await);
+        }
+        Ok(a)
     }
 
     /// Whether `path` exists.
@@ -1046,25 +1060,30 @@ impl Share {
 
     /// Size and free space of the share.
     pub async fn fs_info(&self) -> Result<FsInfo> {
+        let fs: FileFsFullSizeInformation = self.file_system_info(64).await?;
+        let unit = u64::from(fs.sectors_per_allocation_unit) * u64::from(fs.bytes_per_sector);
+        Ok(FsInfo {
+            total_bytes: fs.total_allocation_units.saturating_mul(unit),
+            available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
+            free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
+            block_size: unit,
+        })
+    }
+
+    /// The file system information class `T` of the share, asked on its root directory with
+    /// an output buffer of `len` bytes.
+    async fn file_system_info<T: QueryFsInfo>(&self, len: u32) -> Result<T> {
         self.with_handle(
             "",
             AccessMask::FILE_READ_ATTRIBUTES,
             CreateOptions::DIRECTORY_FILE,
             |id| async move {
-                let req = QueryInfoRequest::fs_info::<FileFsFullSizeInformation>(id, 64);
+                let req = QueryInfoRequest::fs_info::<T>(id, len);
                 let resp = self.tree.core.send(&req, self.tree.call()).await?;
-                let fs: FileFsFullSizeInformation = decode(
+                decode(
                     Command::QUERY_INFO,
                     QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
-                )?;
-                let unit =
-                    u64::from(fs.sectors_per_allocation_unit) * u64::from(fs.bytes_per_sector);
-                Ok(FsInfo {
-                    total_bytes: fs.total_allocation_units.saturating_mul(unit),
-                    available_bytes: fs.caller_available_allocation_units.saturating_mul(unit),
-                    free_bytes: fs.actual_available_allocation_units.saturating_mul(unit),
-                    block_size: unit,
-                })
+                )
             },
         )
         .await
@@ -1074,29 +1093,16 @@ impl Share {
     /// FileFsAttributeInformation, MS-FSCC 2.5.1): whether `foo` and `FOO` are one file,
     /// the longest name, sparse files, named streams.
     pub async fn fs_attributes(&self) -> Result<FsAttributes> {
-        self.with_handle(
-            "",
-            AccessMask::FILE_READ_ATTRIBUTES,
-            CreateOptions::DIRECTORY_FILE,
-            |id| async move {
-                let req = QueryInfoRequest::fs_info::<FileFsAttributeInformation>(id, 1024);
-                let resp = self.tree.core.send(&req, self.tree.call()).await?;
-                let fs: FileFsAttributeInformation = decode(
-                    Command::QUERY_INFO,
-                    QueryInfoResponse::decode(&resp.msg).and_then(|r| r.fs_info()),
-                )?;
-                let has = |flag: u32| fs.file_system_attributes & flag != 0;
-                Ok(FsAttributes {
-                    case_sensitive: has(FileFsAttributeInformation::CASE_SENSITIVE_SEARCH),
-                    case_preserving: has(FileFsAttributeInformation::CASE_PRESERVED_NAMES),
-                    sparse_files: has(FileFsAttributeInformation::SUPPORTS_SPARSE_FILES),
-                    named_streams: has(FileFsAttributeInformation::NAMED_STREAMS),
-                    max_name_length: fs.maximum_component_name_length,
-                    file_system_name: fs.file_system_name,
-                })
-            },
-        )
-        .await
+        let fs: FileFsAttributeInformation = self.file_system_info(1024).await?;
+        let has = |flag: u32| fs.file_system_attributes & flag != 0;
+        Ok(FsAttributes {
+            case_sensitive: has(FileFsAttributeInformation::CASE_SENSITIVE_SEARCH),
+            case_preserving: has(FileFsAttributeInformation::CASE_PRESERVED_NAMES),
+            sparse_files: has(FileFsAttributeInformation::SUPPORTS_SPARSE_FILES),
+            named_streams: has(FileFsAttributeInformation::NAMED_STREAMS),
+            max_name_length: fs.maximum_component_name_length,
+            file_system_name: fs.file_system_name,
+        })
     }
 
     /// Disconnect the tree. Open handles on it become invalid.

@@ -15,6 +15,7 @@ use smb3_proto::msg::create::AccessMask;
 use smb3_proto::msg::query_info::{security_information, QueryInfoRequest};
 use smb3_proto::msg::security_descriptor::SecurityDescriptor;
 use smb3_proto::msg::set_info::SetInfoRequest;
+use smb3_proto::msg::FileId;
 use smb3_proto::Command;
 
 use crate::error::{decode, Error, Result};
@@ -107,7 +108,7 @@ fn file_security(raw: Bytes) -> Result<FileSecurity> {
     Ok(FileSecurity { raw, descriptor })
 }
 
-fn encode(descriptor: &SecurityDescriptor) -> Result<Bytes> {
+pub(crate) fn encode(descriptor: &SecurityDescriptor) -> Result<Bytes> {
     descriptor.encode().map_err(|_| {
         Error::ApiMisuse("security descriptor too large to encode (an ACL or ACE over 64 KiB)")
     })
@@ -133,19 +134,40 @@ impl Share {
         parts: SecurityParts,
     ) -> Result<FileSecurity> {
         let parts = parts.check()?;
-        let max = self.tree.core.negotiated.max_transact;
         let raw = self
             .on_path(path, parts.read_access(), |id| {
-                query_growing(FIRST_BUFFER, max, move |len| async move {
-                    let req = QueryInfoRequest::security(id, parts.bits(), len);
-                    self.tree
-                        .core
-                        .send(&req, self.tree.call().allowing(TOO_SMALL))
-                        .await
-                })
+                self.security_descriptor_on(id, parts)
             })
             .await?;
         file_security(raw)
+    }
+
+    /// The `parts` of the descriptor of the file open as `id`, as the server sent them.
+    pub(crate) async fn security_descriptor_on(
+        &self,
+        id: FileId,
+        parts: SecurityParts,
+    ) -> Result<Bytes> {
+        let max = self.tree.core.negotiated.max_transact;
+        query_growing(FIRST_BUFFER, max, move |len| async move {
+            let req = QueryInfoRequest::security(id, parts.bits(), len);
+            self.tree
+                .core
+                .send(&req, self.tree.call().allowing(TOO_SMALL))
+                .await
+        })
+        .await
+    }
+
+    /// Set the `parts` of the descriptor of the file open as `id` from `raw`.
+    pub(crate) async fn set_security_descriptor_on(
+        &self,
+        id: FileId,
+        raw: Bytes,
+        parts: SecurityParts,
+    ) -> Result<()> {
+        let req = SetInfoRequest::security(id, parts.bits(), raw);
+        self.tree.core.send(&req, self.tree.call()).await.map(drop)
     }
 
     /// Set the `parts` of the security descriptor of `path` from `descriptor` (the other
@@ -184,9 +206,8 @@ impl Share {
         parts: SecurityParts,
     ) -> Result<()> {
         let parts = parts.check()?;
-        self.on_path(path, parts.write_access(), |id| async move {
-            let req = SetInfoRequest::security(id, parts.bits(), raw);
-            self.tree.core.send(&req, self.tree.call()).await.map(drop)
+        self.on_path(path, parts.write_access(), |id| {
+            self.set_security_descriptor_on(id, raw, parts)
         })
         .await
     }

@@ -78,6 +78,7 @@ mod server_copy;
 mod session;
 mod set_info;
 mod share;
+mod sid_modes;
 mod small_files;
 mod snapshots;
 mod sparse;
@@ -118,6 +119,7 @@ pub use password::Password;
 pub use posix::{PosixMetadata, DEFAULT_DIR_MODE, DEFAULT_FILE_MODE};
 pub use set_info::FileTimes;
 pub use share::Share;
+pub use sid_modes::{mode_from_descriptor, mode_in_dacl};
 pub use smb3_proto::msg::posix::PosixFileType;
 pub use smb3_proto::msg::reparse::{
     NfsReparse, ReparseData, SymlinkReparse, IO_REPARSE_TAG_NFS, IO_REPARSE_TAG_SYMLINK,

@@ -43,6 +43,7 @@ pub const EXIT_USAGE: i32 = 2;
         username=, domain=, credentials=FILE, uid=, gid=, file_mode=, dir_mode=,\n  \
         vers=2.1|3|3.0|3.02|3.1.1|default, sign|nosign, seal, posix|noposix, dfs|nodfs,\n  \
         mapposix|nomapposix, mfsymlinks, reparse=native|nfs|none,\n  \
+        modefromsid (modes kept in each file's DACL, as S-1-5-88-3-MODE),\n  \
         actimeo=SECONDS,\n  \
         cache=strict|none, rsize=, wsize=,\n  \
         hard|soft, nobrl, write_behind=, prefetch=, watch_dirs=, closetimeo=, max_channels=,\n  \
@@ -467,6 +468,7 @@ fn prepare(args: &Args, handed: Option<daemon::Handoff>) -> Result<Prepared, Fai
         prefetch: opts.prefetch,
         mapposix: opts.mapposix,
         mfsymlinks: opts.mfsymlinks,
+        modefromsid: opts.modefromsid,
         reparse: opts.reparse,
         user_xattr: opts.user_xattr,
         kernel_readahead: match opts.cache {

@@ -125,6 +125,10 @@ pub struct MountOptions {
     /// `mfsymlinks`: on a share without the POSIX extensions, symbolic links are made and
     /// read as Minshall+French files (as mount.cifs's `mfsymlinks`).
     pub mfsymlinks: bool,
+    /// `modefromsid`: on a share without the POSIX extensions, a file's mode is kept in its
+    /// DACL (an S-1-5-88-3-MODE ACE beside ACEs derived from it) and shown from there, as
+    /// mount.cifs's `modefromsid` (see `smb3_client::mode_from_descriptor`).
+    pub modefromsid: bool,
     /// `reparse=native|nfs|none`: on a share without the POSIX extensions (and without
     /// `mfsymlinks` for links), how `symlink(2)` and `mknod(2)` of a FIFO, socket or device
     /// are kept: as reparse points, links in Windows' form (`native`, the default) or NFS's
@@ -177,6 +181,7 @@ impl Default for MountOptions {
             posix: true,
             mapposix: true,
             mfsymlinks: false,
+            modefromsid: false,
             reparse: ReparseForm::Native,
             user_xattr: false,
             dfs: true,
@@ -336,6 +341,8 @@ impl MountOptions {
             "nomapposix" => self.mapposix = false,
             "mfsymlinks" => self.mfsymlinks = true,
             "nomfsymlinks" => self.mfsymlinks = false,
+            "modefromsid" => self.modefromsid = true,
+            "nomodefromsid" => self.modefromsid = false,
             "reparse" => {
                 self.reparse = match need()? {
                     "native" | "default" => ReparseForm::Native,
@@ -506,11 +513,11 @@ mod tests {
             "username=alice,domain=CORP,uid=1000,gid=100,file_mode=0644,dir_mode=0750",
             "vers=3.1.1,seal,actimeo=5,cache=none,rsize=1M,wsize=65536,hard,max_channels=8",
             "nomultichannel,allow_other,ro,_netdev,noatime,x-systemd.automount",
-            "closetimeo=0,watch_dirs=4,noposix,nomapposix,mfsymlinks",
+            "closetimeo=0,watch_dirs=4,noposix,nomapposix,mfsymlinks,modefromsid",
         ])
         .unwrap();
         assert!(!o.posix, "noposix");
-        assert!(!o.mapposix && o.mfsymlinks);
+        assert!(!o.mapposix && o.mfsymlinks && o.modefromsid);
         assert_eq!(o.reparse, ReparseForm::Native, "reparse=native by default");
         for (opt, form) in [
             ("reparse=nfs", ReparseForm::Nfs),
@@ -522,8 +529,8 @@ mod tests {
         assert!(MountOptions::parse(&["reparse=wsl"]).is_err());
         let d = MountOptions::parse(&["ro"]).unwrap();
         assert!(
-            d.mapposix && !d.mfsymlinks,
-            "mapposix, no mfsymlinks by default"
+            d.mapposix && !d.mfsymlinks && !d.modefromsid,
+            "mapposix, no mfsymlinks, no modefromsid by default"
         );
         assert!(
             MountOptions::parse(&["ro"]).unwrap().posix,

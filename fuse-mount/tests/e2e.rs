@@ -2930,3 +2930,129 @@ fn target_of(p: &Path) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// The permission bits (with setuid, setgid and sticky) `stat` shows for `p`.
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", p.display()));
+}
+
+/// `-o modefromsid` on Samba 4.17's [backup] share (acl_xattr): chmod keeps the mode in the
+/// file's DACL, `stat` and listings show it, it survives a remount, another mount sees it,
+/// the server's access checks follow it, and a mount without the option behaves as before.
+/// Samba stores no DACL that names an S-1-5-88 SID (it takes that for a macOS chmod and
+/// answers success without storing), so what is kept here is the derived ACEs, read back as
+/// the mode: setuid and setgid are not kept (a server that keeps the ACE keeps them too; the
+/// library's unit tests cover that form and hostile DACLs).
+#[test]
+fn modefromsid_keeps_modes_in_the_dacl() {
+    use std::fs;
+    let tb = testbed();
+    let src = source(&tb, "backup");
+    let m = Mounted::foreground(&tb, &src, "modefromsid", &["modefromsid"]);
+    let f = m.path("f.txt");
+    fs::write(&f, b"data").unwrap();
+    let d = m.path("dir");
+    fs::create_dir(&d).unwrap();
+    // Nothing kept yet: file_mode / dir_mode, as without the option.
+    assert_eq!((mode_of(&f), mode_of(&d)), (0o755, 0o755));
+
+    for want in [0o640, 0o755, 0o600] {
+        chmod(&f, want);
+        assert_eq!(mode_of(&f), want, "after chmod {want:o}");
+    }
+    chmod(&d, 0o1770);
+    assert_eq!(mode_of(&d), 0o1770, "a directory's sticky bit is kept");
+    let g = m.path("g.sh");
+    fs::write(&g, b"#!/bin/sh\n").unwrap();
+    chmod(&g, 0o4750);
+    assert_eq!(mode_of(&g), 0o750, "setuid has nowhere to go on Samba");
+    let h = m.path("dir/h.txt");
+    fs::write(&h, b"in dir").unwrap();
+    chmod(&h, 0o604);
+    assert_eq!(mode_of(&h), 0o604);
+
+    // The owner still reads and writes its 0600 file: the server's checks follow the ACEs
+    // derived from the mode, which give the owner rw.
+    fs::write(&f, b"written after chmod 600").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"written after chmod 600");
+    // chmod a-w still sets the read-only attribute: writes are refused, as without the option.
+    chmod(&f, 0o400);
+    assert_eq!(mode_of(&f), 0o400);
+    let refused = fs::OpenOptions::new().write(true).open(&f).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EACCES), "{refused}");
+    chmod(&f, 0o600);
+    fs::write(&f, b"writable again").unwrap();
+
+    // On the server's disk Samba mapped the ACEs to the file's POSIX ACL too: others have
+    // nothing of the 0600 file (its group bits show the ACL's mask, not the group's rights).
+    let on_disk = tb.share_path("backup").join("f.txt");
+    assert_eq!(
+        fs::metadata(&on_disk).unwrap().mode() & 0o007,
+        0,
+        "the server's file keeps no rights for others"
+    );
+
+    // A second mount (another client, reading the descriptors) sees the same modes, in a
+    // listing (READDIRPLUS: one DACL compound per entry) and by lookup.
+    let m2 = Mounted::foreground(&tb, &src, "modefromsid-second", &["modefromsid"]);
+    let listed: Vec<(String, u32)> = {
+        let mut v: Vec<(String, u32)> = fs::read_dir(&m2.mp)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let mode = e.metadata().unwrap().mode() & 0o7777;
+                (e.file_name().to_string_lossy().into_owned(), mode)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        listed,
+        [
+            ("dir".to_string(), 0o1770),
+            ("f.txt".to_string(), 0o600),
+            ("g.sh".to_string(), 0o750)
+        ]
+    );
+    assert_eq!(mode_of(&m2.path("dir/h.txt")), 0o604);
+    // A change by one mount shows in the other once its attribute cache (actimeo=1) lapses.
+    chmod(&m2.path("g.sh"), 0o711);
+    assert!(
+        wait_until(Duration::from_secs(5), || mode_of(&g) == 0o711),
+        "the first mount sees the second's chmod"
+    );
+    drop(m2);
+    drop(m);
+
+    // Remounted: the modes are the server's, not the daemon's memory.
+    let m = Mounted::foreground(&tb, &src, "modefromsid-again", &["modefromsid"]);
+    assert_eq!(mode_of(&m.path("f.txt")), 0o600);
+    assert_eq!(mode_of(&m.path("dir")), 0o1770);
+    assert_eq!(mode_of(&m.path("dir/h.txt")), 0o604);
+    drop(m);
+
+    // Without the option: today's behaviour. file_mode / dir_mode whatever the DACL says,
+    // and a chmod that keeps a write bit succeeds and changes nothing, on the server too.
+    let plain = Mounted::foreground(&tb, &src, "nomodefromsid", &[]);
+    assert_eq!(mode_of(&plain.path("f.txt")), 0o755);
+    assert_eq!(mode_of(&plain.path("dir")), 0o755);
+    chmod(&plain.path("f.txt"), 0o644);
+    assert_eq!(mode_of(&plain.path("f.txt")), 0o755);
+    drop(plain);
+    let m = Mounted::foreground(&tb, &src, "modefromsid-last", &["modefromsid"]);
+    assert_eq!(
+        mode_of(&m.path("f.txt")),
+        0o600,
+        "untouched by the plain mount"
+    );
+    drop(m);
+    no_open_files(&tb);
+}

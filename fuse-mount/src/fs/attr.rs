@@ -3,7 +3,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use smb3_client::{Error, FileTimes, Metadata, NtStatus, OpenOptions, PosixFileType};
+use smb3_client::{
+    mode_from_descriptor, Error, FileTimes, Metadata, NtStatus, OpenOptions, PosixFileType,
+    SecurityDescriptor,
+};
 
 use super::reparse::{self, Seen, SeenKind};
 use super::{gone_if_deleted, SmbFs};
@@ -95,6 +98,24 @@ pub struct SetAttr {
     pub mtime: Option<SystemTime>,
 }
 
+/// The mode `sd` keeps for the file or directory of metadata `m` (`modefromsid`).
+pub(super) fn dacl_mode(sd: Option<&SecurityDescriptor>, m: &Metadata) -> Option<u32> {
+    sd.and_then(|sd| mode_from_descriptor(sd, m.is_dir()))
+}
+
+/// Show `mode`, the mode a file's DACL keeps (`modefromsid`), as `attr`'s permission bits,
+/// setuid, setgid and sticky included; the read-only attribute still hides a file's write
+/// bits, as without the option. Before [`seen_as`], which shows a link as rwxrwxrwx.
+pub(super) fn with_dacl_mode(attr: &mut Attr, m: &Metadata, mode: Option<u32>) {
+    if let Some(mode) = mode {
+        let mut perm = mode & 0o7777;
+        if !m.is_dir() && m.is_readonly() {
+            perm &= !0o222;
+        }
+        attr.perm = perm as u16;
+    }
+}
+
 /// Show `attr` as what a reparse point (or a Minshall+French file) turned out to be.
 pub(super) fn seen_as(attr: &mut Attr, seen: Seen) {
     attr.kind = match seen.kind {
@@ -184,6 +205,36 @@ impl SmbFs {
         }
     }
 
+    /// Whether modes are kept in the files' DACLs (`modefromsid`, on a share without the
+    /// POSIX extensions).
+    pub(super) fn modes_in_dacls(&self) -> bool {
+        self.cfg.modefromsid && !self.share.is_posix()
+    }
+
+    /// The descriptor `path`'s mode may be in, with `modefromsid`: asked beside the metadata
+    /// (its own compound, sent at the same time, so no round trip is added); `None` when the
+    /// option is off or the server gives none (the mount's `file_mode` / `dir_mode` then).
+    pub(super) async fn mode_descriptor(&self, path: &str) -> Option<SecurityDescriptor> {
+        if !self.modes_in_dacls() {
+            return None;
+        }
+        match self.retry(|| self.share.mode_descriptor(path)).await {
+            Ok(sd) => sd,
+            Err(e) => {
+                tracing::debug!(path, error = %e, "reading the mode from the DACL");
+                None
+            }
+        }
+    }
+
+    /// What `stat` shows for metadata `m` of node `ino`, with the mode kept in `sd` (see
+    /// [`with_dacl_mode`]).
+    fn attr_at(&self, ino: u64, m: &Metadata, sd: Option<&SecurityDescriptor>) -> Attr {
+        let mut attr = self.attr(ino, m);
+        with_dacl_mode(&mut attr, m, dacl_mode(sd, m));
+        attr
+    }
+
     /// A symlink's size is its target's length, as `lstat` gives it locally (git compares it
     /// with what it checked out; readers size their buffer by it). The server keeps the link
     /// as an empty file, so it takes a READLINK: one more round trip, for symlinks only.
@@ -225,29 +276,44 @@ impl SmbFs {
     /// still answers).
     pub async fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
         self.drain_ino(ino).await;
+        // A file unlinked while open here has no name of its own left to read a mode by.
+        let named = if self.is_silly(ino) {
+            None
+        } else {
+            self.path_of(ino).ok()
+        };
+        let dacl_of_named = || async {
+            match &named {
+                Some(path) => self.mode_descriptor(path).await,
+                None => None,
+            }
+        };
         if let Some(h) = fh.and_then(|fh| self.handle(fh).ok()) {
-            let m = self.retry(|| h.file.metadata()).await?;
-            return Ok(self.attr(ino, &m));
+            let (m, sd) = tokio::join!(self.retry(|| h.file.metadata()), dacl_of_named());
+            return Ok(self.attr_at(ino, &m?, sd.as_ref()));
         }
         // Any handle of the node will do: `fstat` comes without one (the kernel asks by
         // node), and a file unlinked while open has no name left to ask by. A handle closing
         // meanwhile leaves the path to ask.
         if let Some(h) = self.any_handle_of(ino) {
-            if let Ok(m) = h.file.metadata().await {
-                return Ok(self.attr(ino, &m));
+            if let (Ok(m), sd) = tokio::join!(h.file.metadata(), dacl_of_named()) {
+                return Ok(self.attr_at(ino, &m, sd.as_ref()));
             }
         }
         let path = self.path_of(ino)?;
-        let m = self
-            .retry(|| self.share.metadata(&path))
-            .await
-            .map_err(gone_if_deleted)?;
-        self.with_link_size(&path, &m, self.attr(ino, &m)).await
+        let (m, sd) = tokio::join!(
+            self.retry(|| self.share.metadata(&path)),
+            self.mode_descriptor(&path)
+        );
+        let m = m.map_err(gone_if_deleted)?;
+        let attr = self.attr_at(ino, &m, sd.as_ref());
+        self.with_link_size(&path, &m, attr).await
     }
 
     /// SETATTR: size, times, and mode, owner and group on a POSIX share; elsewhere the mode's
-    /// write bits set the read-only attribute and owner and group are accepted and ignored
-    /// (mount.cifs without POSIX extensions does the same).
+    /// write bits set the read-only attribute (and with `modefromsid` the whole mode goes
+    /// into the DACL, see `smb3_client::Share::set_mode_in_dacl`), and owner and group are
+    /// accepted and ignored (mount.cifs without POSIX extensions does the same).
     pub async fn setattr(&self, ino: u64, fh: Option<u64>, set: SetAttr) -> FsResult<Attr> {
         let posix = self.share.is_posix();
         let owner_change = posix && (set.uid.is_some() || set.gid.is_some());
@@ -313,6 +379,12 @@ impl SmbFs {
                     .await?;
             } else {
                 let m = self.share.metadata(path).await?;
+                if self.modes_in_dacls() {
+                    self.share
+                        .set_mode_in_dacl(path, mode & 0o7777, m.is_dir())
+                        .await
+                        .map_err(owner_refused)?;
+                }
                 if !m.is_dir() {
                     self.share.set_readonly(path, mode & 0o222 == 0).await?;
                 }
@@ -336,7 +408,8 @@ impl SmbFs {
 }
 
 /// A chown the server refuses is EPERM, as a local file system answers a user who may not
-/// give a file away (Samba says INVALID_OWNER or ACCESS_DENIED).
+/// give a file away (Samba says INVALID_OWNER or ACCESS_DENIED); so is a chmod of another
+/// user's file (`modefromsid`: the server refuses WRITE_DAC).
 fn owner_refused(e: Error) -> FsError {
     match e.status() {
         Some(NtStatus::INVALID_OWNER | NtStatus::ACCESS_DENIED | NtStatus::PRIVILEGE_NOT_HELD) => {

@@ -46,6 +46,9 @@ pub struct FsConfig {
     /// Make and read symbolic links as Minshall+French files (`mfsymlinks`), on shares
     /// without the POSIX extensions.
     pub mfsymlinks: bool,
+    /// Keep modes in the files' DACLs and show them from there (`modefromsid`), on shares
+    /// without the POSIX extensions; see `fs::attr`.
+    pub modefromsid: bool,
     /// Keep `user.*` extended attributes as SMB extended attributes (`user_xattr`); off (the
     /// default), the mount answers ENOSYS and the kernel stops asking, before writes too.
     pub user_xattr: bool,
@@ -87,6 +90,7 @@ impl Default for FsConfig {
             kernel_readahead: 0,
             mapposix: true,
             mfsymlinks: false,
+            modefromsid: false,
             user_xattr: false,
             reparse: ReparseForm::Native,
         }

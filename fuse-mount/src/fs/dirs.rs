@@ -33,16 +33,55 @@ pub(super) struct OpenDir {
 }
 
 /// A listing, with what each entry that may be a Minshall+French link (`mfsymlinks`) or is
-/// an NFS reparse point (see `reparse`) turned out to be.
+/// an NFS reparse point (see `reparse`) turned out to be, and the mode each file's DACL
+/// keeps (`modefromsid`).
 pub(super) struct Listing {
     pages: ReadDir,
     /// Set on a share without the POSIX extensions: where to read the entries the listing
     /// does not type, and whether Minshall+French links are among them.
     unknown: Option<(Share, String, bool)>,
+    /// Whether to read each entry's mode from its DACL (`modefromsid`).
+    modes: bool,
+}
+
+/// A listed entry, what it turned out to be, and the mode its DACL keeps.
+type Entry = (DirEntry, Option<Seen>, Option<u32>);
+
+impl Listing {
+    /// The modes the DACLs of `page`'s files and directories keep, asked for all of them at
+    /// once (one compound each, many in flight: a page costs about the round trips of its
+    /// slowest answer, not one per entry).
+    async fn with_modes(&self, page: Vec<(DirEntry, Option<Seen>)>) -> Vec<Entry> {
+        let Some((share, dir, _)) = self.unknown.as_ref().filter(|_| self.modes) else {
+            return page.into_iter().map(|(e, s)| (e, s, None)).collect();
+        };
+        // Links and special files show no mode.
+        let asked: Vec<usize> = (0..page.len())
+            .filter(|&i| page[i].1.is_none() && page[i].0.reparse_tag == 0)
+            .collect();
+        let paths: Vec<String> = asked
+            .iter()
+            .map(|&i| match dir.as_str() {
+                "" => page[i].0.name.clone(),
+                d => format!("{d}/{}", page[i].0.name),
+            })
+            .collect();
+        let mut modes = vec![None; page.len()];
+        for (&i, sd) in asked.iter().zip(share.mode_descriptors(&paths).await) {
+            match sd {
+                Ok(sd) => modes[i] = super::attr::dacl_mode(sd.as_ref(), &page[i].0.metadata),
+                Err(e) => tracing::debug!(name = page[i].0.name, error = %e, "reading a mode"),
+            }
+        }
+        page.into_iter()
+            .zip(modes)
+            .map(|((e, s), m)| (e, s, m))
+            .collect()
+    }
 }
 
 impl Pages for Listing {
-    type Entry = (DirEntry, Option<Seen>);
+    type Entry = Entry;
     async fn next_page(&mut self) -> Result<Option<Vec<Self::Entry>>, Error> {
         let Some(page) = Pages::next_page(&mut self.pages).await? else {
             return Ok(None);
@@ -94,7 +133,7 @@ impl Pages for Listing {
             };
             out.push((entry, seen));
         }
-        Ok(Some(out))
+        Ok(Some(self.with_modes(out).await))
     }
 }
 
@@ -129,6 +168,7 @@ impl Lister for ShareLister<'_> {
                     self.fs.mfsymlinks(),
                 )
             }),
+            modes: self.fs.modes_in_dacls(),
         })
     }
 }
@@ -181,8 +221,9 @@ impl SmbFs {
         Ok(taken)
     }
 
-    fn listed(&self, (entry, seen): &(DirEntry, Option<Seen>)) -> Listed {
+    fn listed(&self, (entry, seen, mode): &Entry) -> Listed {
         let mut attr = self.attr(0, &entry.metadata);
+        super::attr::with_dacl_mode(&mut attr, &entry.metadata, *mode);
         if let Some(seen) = seen {
             super::attr::seen_as(&mut attr, *seen);
         }

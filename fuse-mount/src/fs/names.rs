@@ -18,10 +18,11 @@ impl SmbFs {
         if let Some(ino) = known {
             self.drain_ino(ino).await;
         }
-        let (m, stored) = self
-            .retry(|| self.share.metadata_and_name(path))
-            .await
-            .map_err(gone_if_deleted)?;
+        let (found, sd) = tokio::join!(
+            self.retry(|| self.share.metadata_and_name(path)),
+            self.mode_descriptor(path)
+        );
+        let (m, stored) = found.map_err(gone_if_deleted)?;
         // A case-insensitive share finds `FOO` when `foo` is there; for POSIX, and for the
         // kernel (which would take them for one file: `mv a A` says "same file", `rename(2)`
         // does nothing), they are two names, and `FOO` does not exist. The name the server
@@ -42,7 +43,9 @@ impl SmbFs {
         }
         let id = self.server_id(path, m.file_id);
         let ino = self.inodes.lock().unwrap().remember(parent, name, id);
-        self.with_link_size(path, &m, self.attr(ino, &m)).await
+        let mut attr = self.attr(ino, &m);
+        super::attr::with_dacl_mode(&mut attr, &m, super::attr::dacl_mode(sd.as_ref(), &m));
+        self.with_link_size(path, &m, attr).await
     }
 
     /// LOOKUP: the entry `name` in directory `parent`.

@@ -8,6 +8,7 @@
 //! up to `CopyOptions::retries` times.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
@@ -17,7 +18,7 @@ use crate::file_error::{Cause, FileError, Refusal, StepFailed};
 use crate::glob::Excludes;
 use crate::hashing::{self, hex};
 use crate::in_flight::{ChunkMemory, InFlight};
-use crate::local_dest::partial_name;
+use crate::local_dest::{partial_name, LocalTarget};
 use crate::plan::{self, remote_name, Job, PlanOptions};
 use crate::preserve;
 use crate::progress::Progress;
@@ -52,8 +53,12 @@ pub struct CopyOptions {
     pub progress: bool,
     /// How many times a file is copied again from the start after the server lost its open.
     pub retries: u32,
-    /// Keep times and attributes (`-p`).
+    /// Keep times and attributes (`-p`), and modes on a share with the SMB3 POSIX
+    /// extensions.
     pub preserve: bool,
+    /// With `preserve`, keep owners and groups too (`--preserve=all`), where the share has
+    /// the SMB3 POSIX extensions.
+    pub preserve_owners: bool,
     /// Read every copied file back and compare SHA-256 with the source.
     pub verify: bool,
     /// Copy nothing: compare every source with its destination by SHA-256.
@@ -264,6 +269,8 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
         report.not_planned(error);
     }
     let total: u64 = jobs.iter().map(Job::size).sum();
+    let uploading = matches!(jobs.first(), Some(Job::Upload { .. }))
+        || matches!(dirs.first(), Some(plan::DirJob::Remote { .. }));
     let progress = Progress::new(opts.progress, jobs.len() as u64, total);
     let memory = &ChunkMemory::new(opts.max_in_flight, opts.chunk);
     let start = Instant::now();
@@ -272,10 +279,11 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     let (small, large): (Vec<Job>, Vec<Job>) = jobs
         .into_iter()
         .partition(|job| in_one_round_trip(job, opts));
+    let tally = &Tally::default();
     let each = |job: Job| {
         let progress = progress.clone();
         async move {
-            let r = process(share, job, opts, memory, &progress).await;
+            let r = process(share, job, opts, memory, &progress, tally).await;
             progress.file_done();
             r
         }
@@ -295,14 +303,34 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
             .collect()
     );
     results.extend(large_results);
-    for link in links {
-        results.push((make_link(share, link, opts).await, Vec::new()));
-    }
+    // Each link is a round trip or two: many at once, as small files.
+    let made: Vec<FileResult> = stream::iter(links)
+        .map(|link| make_link(share, link, opts))
+        .buffer_unordered(small_jobs)
+        .collect()
+        .await;
+    results.extend(made.into_iter().map(|r| (r, Vec::new())));
     if opts.preserve && !opts.dry_run && !opts.verify_only {
-        let failed = dir_times(share, dirs).await;
+        let failed = dir_times(share, dirs, opts.preserve_owners, tally).await;
         report
             .failures
             .extend(failed.iter().map(ToString::to_string));
+    }
+    let owners_not_kept = tally.owners_not_kept.load(Ordering::Relaxed);
+    if owners_not_kept > 0 {
+        let why = if uploading {
+            "the server does not let this SMB user give files away, or the share keeps no \
+             Unix owners"
+        } else if rustix::process::geteuid().is_root() {
+            "the server names them by account SIDs, not Unix ids, as Samba does for its \
+             own users"
+        } else {
+            "only root may give files to other users"
+        };
+        report.notes.push(format!(
+            "owner or group of {owners_not_kept} files and directories not kept ({why}): \
+             what was not kept is whoever copied them"
+        ));
     }
     report.seconds = start.elapsed().as_secs_f64();
     progress.finish();
@@ -323,19 +351,94 @@ async fn run(share: &Share, plan: plan::Plan, opts: &CopyOptions) -> CopyReport 
     report
 }
 
-/// Make a symbolic link of a local tree again on the server, pointing where it points here
-/// (as `cp -r` does). One already there with that target is up to date; anything else at
-/// its name is replaced, as a file would be.
+/// Make a symbolic link of one end's tree again at the other, pointing where it points
+/// there (as `cp -r` does). One already there with that target is up to date; anything else
+/// at its name is replaced, as a file would be.
 async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> FileResult {
-    let plan::LinkJob {
-        local,
-        remote,
-        target,
-    } = link;
+    match link {
+        plan::LinkJob::Up {
+            local,
+            remote,
+            target,
+        } => make_remote_link(share, &local, &remote, &target, opts).await,
+        plan::LinkJob::Down {
+            remote,
+            local,
+            meta,
+        } => make_local_link(share, &remote, &local, &meta, opts).await,
+    }
+}
+
+/// [`make_link`] of a remote link here: its target is read from the share and stored as
+/// given, below the destination only (`local_dest.rs`). An NFS reparse point that is no
+/// link is a special file, reported as such.
+async fn make_local_link(
+    share: &Share,
+    remote: &str,
+    local: &LocalTarget,
+    meta: &smb3_client::Metadata,
+    opts: &CopyOptions,
+) -> FileResult {
+    let source = remote_name(share, remote);
+    let result = |status, size, error| FileResult {
+        source: source.clone(),
+        dest: local.path().display().to_string(),
+        size,
+        status,
+        bytes: 0,
+        resumed_from: 0,
+        sha256: None,
+        error,
+    };
+    let target = match share.read_link(remote).await {
+        Ok(t) => t,
+        Err(smb3_client::Error::NotALink { .. }) => {
+            let why = Refusal::SpecialFile("a FIFO, socket or device (an NFS reparse point)");
+            return result(FileStatus::Failed, 0, Some(FileError::new(&source, why)));
+        }
+        Err(e) => {
+            let error = FileError::new(&source, Cause::Smb(e));
+            return result(FileStatus::Failed, 0, Some(error));
+        }
+    };
+    let size = target.len() as u64;
+    if local.read_link().ok().flatten().as_deref() == Some(target.as_str()) {
+        let status = if opts.verify_only {
+            FileStatus::Verified
+        } else {
+            FileStatus::Skipped
+        };
+        return result(status, size, None);
+    }
+    if opts.dry_run {
+        return result(FileStatus::WouldCopy, size, None);
+    }
+    if opts.verify_only {
+        let why = Refusal::VerifyMismatch(format!("verify: no symbolic link to {target:?} here"));
+        return result(FileStatus::Failed, size, Some(FileError::new(&source, why)));
+    }
+    let times = opts.preserve.then(|| preserve::link_times(meta));
+    match local.make_symlink(&target, times.as_ref()) {
+        Ok(()) => result(FileStatus::Copied, size, None),
+        Err(e) => {
+            let error = FileError::new(local.path().display().to_string(), Cause::local(e));
+            result(FileStatus::Failed, size, Some(error))
+        }
+    }
+}
+
+/// [`make_link`] of a local link on the share.
+async fn make_remote_link(
+    share: &Share,
+    local: &Path,
+    remote: &str,
+    target: &str,
+    opts: &CopyOptions,
+) -> FileResult {
     let source = local.display().to_string();
     let result = |status, error| FileResult {
         source: source.clone(),
-        dest: remote_name(share, &remote),
+        dest: remote_name(share, remote),
         size: target.len() as u64,
         status,
         bytes: 0,
@@ -343,8 +446,8 @@ async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> Fi
         sha256: None,
         error,
     };
-    let there = share.read_link(&remote).await.ok();
-    if there.as_deref() == Some(target.as_str()) {
+    let there = share.read_link(remote).await.ok();
+    if there.as_deref() == Some(target) {
         let status = if opts.verify_only {
             FileStatus::Verified
         } else {
@@ -361,10 +464,10 @@ async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> Fi
         ));
         return result(FileStatus::Failed, Some(FileError::new(&source, why)));
     }
-    let mut made = share.symlink(&target, &remote).await;
+    let mut made = share.symlink(target, remote).await;
     if matches!(&made, Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION)) {
-        made = match share.remove_file(&remote).await {
-            Ok(()) => share.symlink(&target, &remote).await,
+        made = match share.remove_file(remote).await {
+            Ok(()) => share.symlink(target, remote).await,
             Err(e) => Err(e),
         };
     }
@@ -379,20 +482,40 @@ async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> Fi
     }
 }
 
+/// Things counted over a whole copy, said once at its end.
+#[derive(Default)]
+struct Tally {
+    /// Files and directories whose owner and group `--preserve=all` could not keep.
+    owners_not_kept: AtomicU64,
+}
+
 /// `-p` for directories, deepest first, once their files are in; the directories whose
-/// times could not be set.
-async fn dir_times(share: &Share, mut dirs: Vec<plan::DirJob>) -> Vec<FileError> {
+/// times (or mode) could not be set.
+async fn dir_times(
+    share: &Share,
+    mut dirs: Vec<plan::DirJob>,
+    owners: bool,
+    tally: &Tally,
+) -> Vec<FileError> {
     dirs.sort_by_key(|d| std::cmp::Reverse(d.depth()));
     let mut failures = Vec::new();
     for d in dirs {
         let r = match &d {
-            plan::DirJob::Local { local, meta } => preserve::dir_to_local(local, meta)
+            plan::DirJob::Local { local, meta } => preserve::dir_to_local(local, meta, owners)
                 .map_err(|e| FileError::step(local.path().display().to_string(), e)),
-            plan::DirJob::Remote { remote, meta } => preserve::dir_to_remote(share, remote, meta)
-                .await
-                .map_err(|e| FileError::step(remote_name(share, remote), e)),
+            plan::DirJob::Remote { remote, meta } => {
+                preserve::dir_to_remote(share, remote, meta, owners)
+                    .await
+                    .map_err(|e| FileError::step(remote_name(share, remote), e))
+            }
         };
-        failures.extend(r.err());
+        match r {
+            Ok(preserve::Owners::NotKept) => {
+                tally.owners_not_kept.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(e) => failures.push(e),
+        }
     }
     failures
 }
@@ -417,6 +540,7 @@ async fn process(
     opts: &CopyOptions,
     memory: &ChunkMemory,
     progress: &Progress,
+    tally: &Tally,
 ) -> (FileResult, Vec<String>) {
     let (source, dest) = names(share, &job);
     let mut result = FileResult {
@@ -462,22 +586,33 @@ async fn process(
     };
     result.bytes = done.bytes;
     result.resumed_from = done.resumed_from;
-    if opts.preserve {
-        let kept = match (&job, &done.local_file) {
-            (Job::Download { local, meta, .. }, Some(file)) => {
-                preserve::to_local(file, &local.path(), meta)
-            }
-            (Job::Download { .. }, None) => Err(StepFailed::from(Refusal::NotKeptOpen)),
-            (Job::Upload { remote, meta, .. }, _) => preserve::to_remote(share, remote, meta).await,
-        };
-        if let Err(e) = kept {
+    let owners = opts.preserve_owners;
+    let kept = match (&job, &done.local_file) {
+        (Job::Download { local, meta, .. }, Some(file)) if opts.preserve => {
+            preserve::to_local(file, &local.path(), meta, owners)
+        }
+        (Job::Download { local, meta, .. }, Some(file)) => {
+            preserve::plain_mode_to_local(file, &local.path(), meta)
+        }
+        (Job::Download { .. }, None) if opts.preserve => {
+            Err(StepFailed::from(Refusal::NotKeptOpen))
+        }
+        (Job::Upload { remote, meta, .. }, _) if opts.preserve => {
+            preserve::to_remote(share, remote, meta, owners).await
+        }
+        _ => Ok(preserve::Owners::NotAsked),
+    };
+    match kept {
+        Ok(preserve::Owners::NotKept) => tally.owners_not_kept.fetch_add(1, Ordering::Relaxed),
+        Ok(_) => 0,
+        Err(e) => {
             let e = FileError {
                 doing: e.doing.map(|doing| format!("copied, but {doing}")),
                 ..FileError::new(result.dest.clone(), e.cause)
             };
             return (fail(result, e), retried);
         }
-    }
+    };
     if opts.verify {
         match compare(share, &job, opts, &memory.in_flight).await {
             Ok(sha) => result.sha256 = Some(sha),
@@ -710,13 +845,18 @@ async fn copy_one(
                 }
             }
         }
-        Job::Upload { local, remote, .. } => {
+        Job::Upload {
+            local,
+            remote,
+            meta,
+        } => {
             let small = if in_one_round_trip(job, opts) {
                 small_file::upload(
                     share,
                     local,
                     remote,
                     job.size(),
+                    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()),
                     &memory.in_flight,
                     progress,
                 )

@@ -46,6 +46,8 @@ pub enum Refusal {
     SpecialFile(&'static str),
     /// A symbolic link whose target is not UTF-8: SMB names are Unicode.
     LinkTargetNotUnicode,
+    /// `-L` met a link it does not follow (out of the share, a loop); the words say why.
+    LinkNotFollowed(String),
 }
 
 impl Refusal {
@@ -59,6 +61,7 @@ impl Refusal {
             Refusal::NotKeptOpen => "internal",
             Refusal::SpecialFile(_) => "special_file",
             Refusal::LinkTargetNotUnicode => "link_target",
+            Refusal::LinkNotFollowed(_) => "link_not_followed",
         }
     }
 }
@@ -69,7 +72,8 @@ impl fmt::Display for Refusal {
             Refusal::SourceChanged => f.write_str(crate::source_change::CHANGED),
             Refusal::ShortRead(words)
             | Refusal::VerifyMismatch(words)
-            | Refusal::NameClash(words) => f.write_str(words),
+            | Refusal::NameClash(words)
+            | Refusal::LinkNotFollowed(words) => f.write_str(words),
             Refusal::IsDirectory => f.write_str("is a directory (use -r)"),
             Refusal::NotKeptOpen => f.write_str("copied, but the written file was not kept open"),
             Refusal::SpecialFile(kind) => write!(

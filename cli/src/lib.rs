@@ -20,6 +20,7 @@ pub mod on_server;
 mod plan;
 mod preserve;
 mod progress;
+mod remote_links;
 mod resume;
 pub mod security_args;
 pub mod show;

@@ -286,6 +286,68 @@ impl LocalTarget {
             .map_err(|e| self.explain_at(&parent, &self.components, e))
     }
 
+    /// What the symbolic link at this target points to, read without following it; `None`
+    /// when nothing is there or it is not a link (or its target is not UTF-8, which no
+    /// link from a share has).
+    pub(crate) fn read_link(&self) -> io::Result<Option<String>> {
+        let Some(name) = self.name() else {
+            return Ok(None);
+        };
+        let parent = match self.open_dir(self.parent_components(), false) {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::readlinkat(&parent, name, Vec::new()) {
+            Ok(target) => Ok(target.into_string().ok()),
+            Err(Errno::NOENT | Errno::INVAL) => Ok(None),
+            Err(e) => Err(self.explain(&self.components, e)),
+        }
+    }
+
+    /// Make this target a symbolic link to `target`, stored as given and never resolved.
+    /// The link is made under a fresh name in its directory and renamed over this one, so a
+    /// file or link already there is replaced whole (never written through) and a directory
+    /// there is refused. With `times`, the link's own times are set (not its target's).
+    pub(crate) fn make_symlink(
+        &self,
+        target: &str,
+        times: Option<&rustix::fs::Timestamps>,
+    ) -> io::Result<()> {
+        let name = self
+            .name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let parent = self.open_dir(self.parent_components(), true)?;
+        let mut made = None;
+        for _ in 0..=FRESH_NAME_TRIES {
+            let fresh = fresh_partial_name(name);
+            match rustix::fs::symlinkat(target, &parent, fresh.as_str()) {
+                Ok(()) => {
+                    made = Some(fresh);
+                    break;
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(self.explain(self.parent_components(), e)),
+            }
+        }
+        let fresh = made.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: no free name next to it", self.path().display()),
+            )
+        })?;
+        let placed = times
+            .map_or(Ok(()), |t| {
+                rustix::fs::utimensat(&parent, fresh.as_str(), t, AtFlags::SYMLINK_NOFOLLOW)
+            })
+            .and_then(|()| rustix::fs::renameat(&parent, fresh.as_str(), &parent, name));
+        if let Err(e) = placed {
+            let _ = rustix::fs::unlinkat(&parent, fresh.as_str(), AtFlags::empty());
+            return Err(self.explain(&self.components, e));
+        }
+        Ok(())
+    }
+
     /// The partial file to write this target's bytes into. With `resume`, an existing
     /// partial file of ours (a regular file owned by this user, reached without links) is
     /// continued; otherwise, and when the usual name is taken by something else, a new one
@@ -571,6 +633,69 @@ mod tests {
         part.commit().unwrap();
         assert!(dir.join(&long).is_file());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_from_the_server_is_made_as_given_and_never_written_through() {
+        let dir = scratch("made-links");
+        let outside = scratch("made-links-outside");
+        let root = LocalRoot::open(&dir).unwrap();
+        // A hostile server names a directory outside, then a file "below" its link.
+        let link = target(&root, &["d", "esc"]).unwrap();
+        link.make_symlink(outside.to_str().unwrap(), None).unwrap();
+        assert_eq!(
+            std::fs::read_link(dir.join("d/esc")).unwrap(),
+            outside.as_path()
+        );
+        assert_eq!(link.read_link().unwrap().as_deref(), outside.to_str());
+        let below = link.join("x").unwrap();
+        assert!(below.partial(false).is_err());
+        assert!(below.create_dir().is_err());
+        assert!(link.join("y").unwrap().make_symlink("z", None).is_err());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        // Made again with another target, over a file, over a link: replaced, not followed.
+        std::fs::write(outside.join("victim"), b"precious").unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), dir.join("v")).unwrap();
+        let v = target(&root, &["v"]).unwrap();
+        v.make_symlink("../elsewhere", None).unwrap();
+        assert_eq!(v.read_link().unwrap().as_deref(), Some("../elsewhere"));
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"precious");
+        std::fs::write(dir.join("plain"), b"x").unwrap();
+        let plain = target(&root, &["plain"]).unwrap();
+        assert_eq!(plain.read_link().unwrap(), None);
+        plain.make_symlink("t", None).unwrap();
+        assert_eq!(plain.read_link().unwrap().as_deref(), Some("t"));
+        // A directory at the name is left alone, and no fresh name is left beside it.
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let sub = target(&root, &["sub"]).unwrap();
+        assert!(sub.make_symlink("t", None).is_err());
+        assert!(dir.join("sub").is_dir());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.contains("smbcp-partial")),
+            "{names:?}"
+        );
+        // Times given are the link's own.
+        let t = rustix::fs::Timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 0,
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: t,
+            last_modification: t,
+        };
+        target(&root, &["timed"])
+            .unwrap()
+            .make_symlink("nowhere", Some(&times))
+            .unwrap();
+        let md = std::fs::symlink_metadata(dir.join("timed")).unwrap();
+        use std::os::unix::fs::MetadataExt as _;
+        assert_eq!(md.mtime(), 1_000_000_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]

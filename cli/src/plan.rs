@@ -11,12 +11,48 @@ use crate::file_error::{Cause, FileError, Refusal};
 use crate::glob::Excludes;
 use crate::local_dest::{split_dest, LocalRoot, LocalTarget, NameFolding};
 use crate::name_clash::NameClashes;
+use crate::remote_links::{self, RemoteKind};
 
 /// Remote directories listed at the same time while planning a download.
 const LISTINGS_AT_ONCE: usize = 16;
 
 /// Said after the reason a directory was not copied: its whole subtree is left out.
 const NOR_ANYTHING_IN_IT: &str = " (nor anything in it)";
+
+/// With `-L`, the remote directories links lead to, walked once the tree holding the links
+/// is. A link leading to one of its own ancestors (a loop) is not followed; one to a sibling
+/// is, and that directory is copied twice, as `cp -rL` does.
+#[derive(Default)]
+struct Following {
+    /// Directories still to walk.
+    queue: Vec<FollowedDir>,
+    /// Directories walked through links so far, against a share whose links multiply
+    /// (see [`MAX_FOLLOWED_DIRS`]).
+    walked: usize,
+}
+
+/// The most directories `-L` walks through links in one copy.
+const MAX_FOLLOWED_DIRS: usize = 10_000;
+
+/// A remote directory to walk: a source, or where a link leads.
+struct FollowedDir {
+    /// Its path on the share.
+    dir: String,
+    /// The local directory it becomes.
+    local: LocalTarget,
+    meta: Metadata,
+    /// The directories above it in the copy, through the links that led here: share path
+    /// and file id (0 when the server gives none).
+    ancestry: Vec<(String, u64)>,
+}
+
+/// Whether following a link to the directory `dir` (file id `id`) would walk into one of
+/// `ancestry`, a loop: the same file id where the server gives ids, else the same path.
+fn leads_back(ancestry: &[(String, u64)], dir: &str, id: u64) -> bool {
+    ancestry
+        .iter()
+        .any(|(path, known)| (id != 0 && *known == id) || path == dir)
+}
 
 /// How an SMB share compares names: case-insensitively (MS-FSCC 2.1.5; Samba by default for
 /// SMB2 clients), with no Unicode normalization.
@@ -76,16 +112,26 @@ impl DirJob {
     }
 }
 
-/// A symbolic link met in a local tree, made again on the server as a link to the same
-/// target (as `cp -r` does; `-L` copies what it points to instead).
+/// A symbolic link met in a tree, made again at the other end as a link to the same target,
+/// never resolved (as `cp -r` does; `-L` copies what it points to instead).
 #[derive(Clone, Debug)]
-pub(crate) struct LinkJob {
-    /// The link here.
-    pub(crate) local: PathBuf,
-    /// Where it goes on the share.
-    pub(crate) remote: String,
-    /// What it points to, as it is: never resolved.
-    pub(crate) target: String,
+pub(crate) enum LinkJob {
+    /// A link of a local tree, made on the share.
+    Up {
+        /// The link here.
+        local: PathBuf,
+        /// Where it goes on the share.
+        remote: String,
+        /// What it points to, as it is.
+        target: String,
+    },
+    /// A link of a remote tree, made here (below the destination only, `local_dest.rs`).
+    /// Its target is read from the share when the link is made.
+    Down {
+        remote: String,
+        local: LocalTarget,
+        meta: Metadata,
+    },
 }
 
 /// What planning found.
@@ -290,6 +336,28 @@ pub(crate) async fn download(
                 .push(FileError::new(remote_name(share, src), why));
             continue;
         }
+        // A link named on the command line is followed, as `cp` does and as smbcp does
+        // for a local one (only within the share).
+        let (src, md) = match remote_links::source_kind(share, src, &md).await {
+            RemoteKind::Link => {
+                match remote_links::follow(share, src, &remote_name(share, src)).await {
+                    Ok(found) => found,
+                    Err(e) => {
+                        plan.failures.push(e);
+                        continue;
+                    }
+                }
+            }
+            RemoteKind::Special(what) => {
+                plan.failures.push(FileError::new(
+                    remote_name(share, src),
+                    Refusal::SpecialFile(what),
+                ));
+                continue;
+            }
+            RemoteKind::File | RemoteKind::Dir => (src.clone(), md),
+        };
+        let src = &src;
         if md.is_dir() {
             if !opts.recursive {
                 plan.failures.push(FileError::new(
@@ -298,13 +366,23 @@ pub(crate) async fn download(
                 ));
                 continue;
             }
-            plan.dirs.push(DirJob::Local {
-                local: target.clone(),
-                meta: md.clone(),
+            let mut following = Following::default();
+            following.queue.push(FollowedDir {
+                dir: src.clone(),
+                local: target,
+                meta: md,
+                ancestry: Vec::new(),
             });
-            let walked = remote_tree(share, src, &target, opts, &mut clashes, &mut plan).await;
-            if let Err(e) = walked {
-                plan.failures.push(e);
+            while let Some(walk) = following.queue.pop() {
+                plan.dirs.push(DirJob::Local {
+                    local: walk.local.clone(),
+                    meta: walk.meta.clone(),
+                });
+                let walked =
+                    remote_tree(share, &walk, opts, &mut clashes, &mut plan, &mut following).await;
+                if let Err(e) = walked {
+                    plan.failures.push(e);
+                }
             }
         } else if opts.excludes.excludes(base_name_remote(src)) {
             plan.excluded += 1;
@@ -416,18 +494,24 @@ fn special_kind(md: &std::fs::Metadata) -> &'static str {
 }
 
 /// Walk a remote directory (the library's breadth-first walk), creating local directories
-/// and listing files to fetch. Paths matched against `--exclude` are relative to `dir`; a
-/// directory that cannot be listed, an entry whose name the library refused, and a name the
-/// destination would take for another already planned are failures of their own, and the
-/// rest is copied.
+/// and listing files to fetch and links to make. Paths matched against `--exclude` are
+/// relative to `dir`; a directory that cannot be listed, an entry whose name the library
+/// refused, a name the destination would take for another already planned, and a FIFO,
+/// socket or device are failures of their own, and the rest is copied. With `-L` a link
+/// is replaced by what it leads to: a file joins the jobs, a directory `following`'s queue.
 async fn remote_tree(
     share: &Share,
-    dir: &str,
-    local: &LocalTarget,
+    here: &FollowedDir,
     opts: &PlanOptions<'_>,
     clashes: &mut NameClashes,
     plan: &mut Plan,
+    following: &mut Following,
 ) -> Result<(), FileError> {
+    let (dir, local) = (here.dir.as_str(), &here.local);
+    // Directories of this walk by their path below `dir`, for a followed link's ancestry.
+    let mut walked_dirs: std::collections::HashMap<String, (String, u64)> =
+        std::collections::HashMap::new();
+    walked_dirs.insert(String::new(), (dir.to_string(), here.meta.file_id));
     if opts.create_dirs {
         local
             .create_dir()
@@ -472,7 +556,8 @@ async fn remote_tree(
             }
         };
         let rel = e.path.strip_prefix(&prefix).unwrap_or(&e.path).to_string();
-        let is_dir = e.entry.metadata.is_dir();
+        let kind = remote_links::remote_kind(&e.entry.metadata, e.entry.reparse_tag);
+        let is_dir = kind == RemoteKind::Dir;
         let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
         if left_out.contains(parent) {
             if is_dir {
@@ -518,7 +603,62 @@ async fn remote_tree(
             );
             continue;
         }
-        if is_dir {
+        if kind == RemoteKind::Link && opts.follow_links {
+            match remote_links::follow(share, &e.path, &remote_name(share, &e.path)).await {
+                Ok((to, md)) if md.is_dir() => {
+                    let mut ancestry = here.ancestry.clone();
+                    let mut above = String::new();
+                    for c in std::iter::once("").chain(parent.split('/').filter(|c| !c.is_empty()))
+                    {
+                        above = join_rel(&above, c);
+                        ancestry.extend(walked_dirs.get(&above).cloned());
+                    }
+                    let why = if leads_back(&ancestry, &to, md.file_id) {
+                        Some("a symbolic link to a directory above it: not followed (a loop)")
+                    } else if following.walked >= MAX_FOLLOWED_DIRS {
+                        Some("one symbolic link to a directory too many: not followed")
+                    } else {
+                        None
+                    };
+                    match why {
+                        Some(why) => plan.failures.push(FileError::new(
+                            remote_name(share, &e.path),
+                            Refusal::LinkNotFollowed(why.to_string()),
+                        )),
+                        None => {
+                            following.walked += 1;
+                            following.queue.push(FollowedDir {
+                                dir: to,
+                                local: target,
+                                meta: md,
+                                ancestry,
+                            });
+                        }
+                    }
+                }
+                Ok((file, md)) => {
+                    note_sparse_remote(share, &file, &md, plan);
+                    plan.jobs.push(Job::Download {
+                        remote: file,
+                        local: target,
+                        meta: md,
+                    });
+                }
+                Err(error) => plan.failures.push(error),
+            }
+        } else if kind == RemoteKind::Link {
+            plan.links.push(LinkJob::Down {
+                remote: e.path,
+                local: target,
+                meta: e.entry.metadata,
+            });
+        } else if let RemoteKind::Special(what) = kind {
+            plan.failures.push(FileError::new(
+                remote_name(share, &e.path),
+                Refusal::SpecialFile(what),
+            ));
+        } else if is_dir {
+            walked_dirs.insert(rel.clone(), (e.path.clone(), e.entry.file_id));
             if opts.create_dirs {
                 if let Err(err) = target.create_dir() {
                     not_copied(
@@ -649,13 +789,13 @@ async fn local_tree(
     plan: &mut Plan,
 ) -> Result<(), FileError> {
     use std::os::unix::fs::MetadataExt as _;
-    let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new())];
-    // Directories entered, by device and inode (with -L, links may lead back).
-    let mut entered = HashSet::new();
-    if let Ok(md) = std::fs::metadata(dir) {
-        entered.insert((md.dev(), md.ino()));
-    }
-    while let Some((ldir, rdir, rel_dir)) = stack.pop() {
+    // Each directory to walk with the device and inode numbers of those above it (itself
+    // included): with -L, a link leading to one of them would walk the tree forever.
+    let top: Vec<(u64, u64)> = std::fs::metadata(dir)
+        .map(|md| vec![(md.dev(), md.ino())])
+        .unwrap_or_default();
+    let mut stack = vec![(dir.to_path_buf(), remote.to_string(), String::new(), top)];
+    while let Some((ldir, rdir, rel_dir, ancestry)) = stack.pop() {
         // A directory there from an earlier copy may hold names in another case.
         if clashes.folds() {
             note_existing_remote(share, &rdir, clashes).await;
@@ -706,7 +846,7 @@ async fn local_tree(
             }
             if let Some(target) = link_target {
                 match target.into_os_string().into_string() {
-                    Ok(target) => plan.links.push(LinkJob {
+                    Ok(target) => plan.links.push(LinkJob::Up {
                         local: path,
                         remote: r,
                         target,
@@ -717,13 +857,14 @@ async fn local_tree(
                     )),
                 }
             } else if md.is_dir() {
-                // With -L a link can lead back up the tree: each directory is entered once.
-                if opts.follow_links && !entered.insert((md.dev(), md.ino())) {
+                let id = (md.dev(), md.ino());
+                if ancestry.contains(&id) {
                     plan.failures.push(FileError::new(
                         path.display().to_string(),
-                        Cause::local(std::io::Error::other(
-                            "a symbolic link leads back into the tree: not entered again",
-                        )),
+                        Refusal::LinkNotFollowed(
+                            "a symbolic link to a directory above it: not followed (a loop)"
+                                .to_string(),
+                        ),
                     ));
                     continue;
                 }
@@ -731,7 +872,9 @@ async fn local_tree(
                     remote: r.clone(),
                     meta: md.clone(),
                 });
-                stack.push((path, r, rel));
+                let mut below = ancestry.clone();
+                below.push(id);
+                stack.push((path, r, rel, below));
             } else if md.is_file() {
                 plan.jobs.push(Job::Upload {
                     local: path,

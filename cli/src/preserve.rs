@@ -3,18 +3,71 @@
 //!
 //! What each direction can keep:
 //! - local → SMB: last-write, last-access and (where the local file system reports it)
-//!   creation time; read-only (no write bit for anyone) becomes FILE_ATTRIBUTE_READONLY.
-//! - SMB → local: last-write and last-access time (Linux cannot set a creation time);
-//!   READONLY clears every write bit. Hidden, system and archive have no local equivalent
-//!   and are not kept.
+//!   creation time. On a share with the SMB3 POSIX extensions the permission bits (Samba
+//!   keeps rwx; setuid, setgid and sticky cannot be set over SMB), and with
+//!   `--preserve=all` the owner and group (numeric ids, as Samba's Unix SIDs). Elsewhere
+//!   read-only (no write bit for anyone) becomes FILE_ATTRIBUTE_READONLY.
+//! - SMB → local: last-write and last-access time (Linux cannot set a creation time). From
+//!   a POSIX share the permission bits, and with `--preserve=all` the owner and group
+//!   when the server names them by Unix id; elsewhere READONLY clears every write bit.
+//!   Hidden, system and archive have no local equivalent and are not kept.
+//!
+//! Owners are kept as `cp -p` keeps them: whoever may not give a file away (a local user
+//! other than root; an SMB user the server does not let change owners) gets the file as
+//! their own, and setuid/setgid bits are then dropped. smbcp counts such files and says so
+//! in one note rather than failing each.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use smb3_client::{DosAttributes, FileTimes, Metadata, Share};
+use smb3_client::{DosAttributes, FileTimes, Metadata, NtStatus, Share};
 
 use crate::file_error::{Cause, StepFailed};
 use crate::local_dest::LocalTarget;
+
+/// Whether a copy kept its source's owner and group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owners {
+    /// Not asked for (`-p` without `=all`), or nothing to keep (no POSIX metadata).
+    NotAsked,
+    Kept,
+    /// Asked for, but this user may not give files away, or the server names the owner by a
+    /// SID with no Unix id.
+    NotKept,
+}
+
+/// Permission bits smbcp keeps: rwx for each class, setuid, setgid and sticky.
+const PERMISSION_BITS: u32 = 0o7777;
+/// Setuid and setgid: meaningful only with the file's owner and group.
+const SET_ID_BITS: u32 = 0o6000;
+
+/// This process's umask, read once: on Linux from `/proc/self/status` (nothing is
+/// changed); elsewhere by setting it and putting it back, a moment in which a file another
+/// thread creates is made with the stricter mask 077.
+pub(crate) fn umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        let from_proc = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+                u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+            });
+        from_proc.unwrap_or_else(|| {
+            use rustix::fs::Mode;
+            let old = rustix::process::umask(Mode::from_raw_mode(0o077));
+            rustix::process::umask(old);
+            old.bits() as u32
+        })
+    })
+}
+
+/// The permission bits a copy made without `-p` gets, as `cp` does: the source's rwx (an
+/// executable stays one) less the umask.
+pub(crate) fn plain_copy_mode(source_permissions: u32) -> u32 {
+    source_permissions & 0o777 & !umask()
+}
 
 /// Whether two times are equal at 100 ns, the resolution SMB carries times in (FILETIME).
 /// Exact at the server's resolution, on purpose: no 2-second window as for FAT, so a file
@@ -45,24 +98,113 @@ pub(crate) fn up_to_date(
     }
 }
 
-/// Set the times of the remote directory `remote` from the local `source`'s metadata.
+/// Set the times of the remote directory `remote` from the local `source`'s metadata, and
+/// on a POSIX share its mode (and with `owners` its owner and group).
 pub(crate) async fn dir_to_remote(
     share: &Share,
     remote: &str,
     source: &std::fs::Metadata,
-) -> Result<(), StepFailed> {
+    owners: bool,
+) -> Result<Owners, StepFailed> {
     share
         .set_times(remote, &remote_times(source))
         .await
-        .map_err(StepFailed::doing("setting times"))
+        .map_err(StepFailed::doing("setting times"))?;
+    if share.is_posix() {
+        mode_to_remote(share, remote, source, owners).await
+    } else {
+        Ok(Owners::NotAsked)
+    }
 }
 
-/// Set the times of the local directory `local` from the remote source's metadata.
-pub(crate) fn dir_to_local(local: &LocalTarget, source: &Metadata) -> Result<(), StepFailed> {
+/// Set the times of the local directory `local` from the remote source's metadata, and
+/// from a POSIX share its mode (and with `owners` its owner and group).
+pub(crate) fn dir_to_local(
+    local: &LocalTarget,
+    source: &Metadata,
+    owners: bool,
+) -> Result<Owners, StepFailed> {
     let local_io = |doing: &'static str| move |e| StepFailed::new(doing, Cause::local(e));
     let dir = local.open_as_dir().map_err(local_io("opening"))?;
     dir.set_times(local_times(source))
-        .map_err(local_io("setting times"))
+        .map_err(local_io("setting times"))?;
+    mode_to_local(&dir, source, owners).map_err(|(doing, e)| StepFailed::new(doing, e))
+}
+
+/// On a POSIX share: give `remote` the local `source`'s owner and group (with `owners`),
+/// then its permission bits (last: a mode without the owner's write bit must not stand in
+/// the way of the rest).
+async fn mode_to_remote(
+    share: &Share,
+    remote: &str,
+    source: &std::fs::Metadata,
+    owners: bool,
+) -> Result<Owners, StepFailed> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut kept = Owners::NotAsked;
+    if owners {
+        kept = match share
+            .set_owner(remote, Some(source.uid()), Some(source.gid()))
+            .await
+        {
+            Ok(()) => Owners::Kept,
+            Err(e) if owner_refused(&e) => Owners::NotKept,
+            Err(e) => return Err(StepFailed::new("setting owner and group", Cause::Smb(e))),
+        };
+    }
+    share
+        .set_mode(remote, source.mode() & PERMISSION_BITS)
+        .await
+        .map_err(StepFailed::doing("setting the mode"))?;
+    Ok(kept)
+}
+
+/// Whether a server's refusal of an owner means only that this user may not give files away.
+fn owner_refused(e: &smb3_client::Error) -> bool {
+    matches!(
+        e.status(),
+        Some(NtStatus::ACCESS_DENIED | NtStatus::INVALID_OWNER | NtStatus::PRIVILEGE_NOT_HELD)
+    )
+}
+
+/// From a POSIX share's metadata: give the open local `file` the source's owner and group
+/// (with `owners`, where the server names them by Unix id), then its permission bits. A
+/// source without POSIX metadata changes nothing here.
+fn mode_to_local(
+    file: &std::fs::File,
+    source: &Metadata,
+    owners: bool,
+) -> Result<Owners, (&'static str, Cause)> {
+    let Some(posix) = &source.posix else {
+        return Ok(Owners::NotAsked);
+    };
+    let mut kept = Owners::NotAsked;
+    if owners {
+        // Each of the two is kept when the server names it by Unix id; one that it names by
+        // an account SID (Samba does so for its own users) has no local id to become.
+        let (uid, gid) = (posix.uid(), posix.gid());
+        kept = match std::os::unix::fs::fchown(file, uid, gid) {
+            Ok(()) if uid.is_some() && gid.is_some() => Owners::Kept,
+            Ok(()) => Owners::NotKept,
+            Err(e) if may_not_give_away(&e) => Owners::NotKept,
+            Err(e) => return Err(("setting owner and group", Cause::local(e))),
+        };
+    }
+    let mut mode = posix.permissions & PERMISSION_BITS;
+    if kept != Owners::Kept {
+        mode &= !SET_ID_BITS;
+    }
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| ("setting the mode", Cause::local(e)))?;
+    Ok(kept)
+}
+
+/// Whether a local chown failed only because this user is not root (`cp -p` is silent
+/// then; for root it is an error).
+fn may_not_give_away(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let refused = matches!(Errno::from_io_error(e), Some(Errno::PERM | Errno::INVAL));
+    refused && !rustix::process::geteuid().is_root()
 }
 
 /// A local file's times, to set on the server.
@@ -86,38 +228,50 @@ fn local_times(source: &Metadata) -> std::fs::FileTimes {
     times
 }
 
-/// Set the times and read-only attribute of the uploaded file `remote` from the local
-/// `source`'s metadata. Times go first: READONLY would refuse the FILE_WRITE_ATTRIBUTES open
-/// on some servers.
+/// Set the times of the uploaded file `remote` from the local `source`'s metadata, then on
+/// a POSIX share its mode (and with `owners` its owner and group), elsewhere its read-only
+/// attribute. Times go first: READONLY would refuse the FILE_WRITE_ATTRIBUTES open on some
+/// servers.
 pub(crate) async fn to_remote(
     share: &Share,
     remote: &str,
     source: &std::fs::Metadata,
-) -> Result<(), StepFailed> {
+    owners: bool,
+) -> Result<Owners, StepFailed> {
     share
         .set_times(remote, &remote_times(source))
         .await
         .map_err(StepFailed::doing("setting times"))?;
+    if share.is_posix() {
+        return mode_to_remote(share, remote, source, owners).await;
+    }
     if source.permissions().readonly() {
         share
             .set_readonly(remote, true)
             .await
             .map_err(StepFailed::doing("setting read-only"))?;
     }
-    Ok(())
+    Ok(Owners::NotAsked)
 }
 
-/// Set the times and write bits of the downloaded file `file` (still open from writing it,
-/// so no path is followed again) from the remote source's metadata; `shown` names it.
+/// Set the times and mode of the downloaded file `file` (still open from writing it, so no
+/// path is followed again) from the remote source's metadata: from a POSIX share its
+/// permission bits (and with `owners` its owner and group), elsewhere READONLY as no write
+/// bit; `shown` names it.
 pub(crate) fn to_local(
     file: &std::fs::File,
     shown: &Path,
     source: &Metadata,
-) -> Result<(), StepFailed> {
-    let shown =
-        |what: &str, e| StepFailed::new(format!("{}: {what}", shown.display()), Cause::local(e));
+    owners: bool,
+) -> Result<Owners, StepFailed> {
+    let at = |what: &str| format!("{}: {what}", shown.display());
+    let shown = |what: &str, e| StepFailed::new(at(what), Cause::local(e));
     file.set_times(local_times(source))
         .map_err(|e| shown("setting times", e))?;
+    if source.posix.is_some() {
+        return mode_to_local(file, source, owners)
+            .map_err(|(doing, e)| StepFailed::new(at(doing), e));
+    }
     if source.attributes.contains(DosAttributes::READONLY) {
         let mut perms = file
             .metadata()
@@ -127,7 +281,46 @@ pub(crate) fn to_local(
         file.set_permissions(perms)
             .map_err(|e| shown("clearing write bits", e))?;
     }
-    Ok(())
+    Ok(Owners::NotAsked)
+}
+
+/// Without `-p`: give the downloaded `file` the mode `cp` would, from a POSIX share's
+/// metadata (elsewhere the mode it was created with stays); `shown` names it.
+pub(crate) fn plain_mode_to_local(
+    file: &std::fs::File,
+    shown: &Path,
+    source: &Metadata,
+) -> Result<Owners, StepFailed> {
+    if let Some(posix) = &source.posix {
+        let mode = plain_copy_mode(posix.permissions);
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| {
+                StepFailed::new(
+                    format!("{}: setting the mode", shown.display()),
+                    Cause::local(e),
+                )
+            })?;
+    }
+    Ok(Owners::NotAsked)
+}
+
+/// A remote link's times, for its local copy (`-p`; the link's own, not its target's).
+pub(crate) fn link_times(source: &Metadata) -> rustix::fs::Timestamps {
+    let spec = |t: Option<SystemTime>| match t.map(|t| t.duration_since(UNIX_EPOCH)) {
+        Some(Ok(d)) => rustix::fs::Timespec {
+            tv_sec: d.as_secs() as _,
+            tv_nsec: d.subsec_nanos() as _,
+        },
+        // Unknown (or before 1970): left as it is.
+        _ => rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_OMIT as _,
+        },
+    };
+    rustix::fs::Timestamps {
+        last_access: spec(source.accessed),
+        last_modification: spec(source.modified),
+    }
 }
 
 #[cfg(test)]

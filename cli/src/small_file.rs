@@ -32,13 +32,14 @@ pub(crate) enum Outcome {
     UseRegularPath,
 }
 
-/// Upload `local`, planned at `size` bytes (at most one chunk), as the new remote file
-/// `remote`.
+/// Upload `local`, planned at `size` bytes (at most one chunk) with the permission bits
+/// `permissions`, as the new remote file `remote`.
 pub(crate) async fn upload(
     share: &Share,
     local: &Path,
     remote: &str,
     size: u64,
+    permissions: u32,
     in_flight: &InFlight,
     progress: &Progress,
 ) -> Outcome {
@@ -55,7 +56,8 @@ pub(crate) async fn upload(
         Err(e) => return Outcome::Failed(TransferError::before(Cause::task(e))),
     };
     let n = data.len() as u64;
-    match share.write_new_file(remote, data).await {
+    let mode = crate::preserve::plain_copy_mode(permissions);
+    match share.write_new_file_with_mode(remote, data, mode).await {
         Ok(()) => done(n, progress),
         Err(e) if exists_or_unknown(&e) => Outcome::UseRegularPath,
         Err(e) => Outcome::Failed(TransferError::before(e)),

@@ -5,6 +5,7 @@
 //! holes (`holes.rs`).
 
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -331,7 +332,10 @@ pub(crate) async fn upload(
                 .read(existing.is_some())
                 .write(true)
                 .create(true)
-                .truncate(existing.is_none()),
+                .truncate(existing.is_none())
+                .mode(crate::preserve::plain_copy_mode(
+                    opened.permissions().mode(),
+                )),
         )
         .await
         .map_err(TransferError::before)?;

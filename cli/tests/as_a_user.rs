@@ -612,3 +612,214 @@ fn a_link_the_server_cannot_keep_is_reported() {
         "no empty file where the link was"
     );
 }
+
+/// The permission bits of `p` (not following a link).
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// `smbcp -a` to and from a share with the SMB3 POSIX extensions (Samba 4.22) keeps a tree
+/// as it was, as `cp -a` between two local directories would: every file's and directory's
+/// mode exactly (on the server's disk too), times, and symbolic links as links to the same
+/// targets (relative, absolute, dangling, to a directory), made locally never resolved. A
+/// second run leaves everything (`--update`). `-L` copies what links point to, within the
+/// share only. The server plays the attacker too: a link to a directory outside the
+/// destination, then a directory of that name with a file in it: nothing is ever written
+/// through the local link. Owners: as root, `--preserve=all` gives downloaded files the
+/// server's owner; uploads name the files it could not give away in one note.
+#[test]
+fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
+    use std::os::unix::fs::{symlink, MetadataExt as _, PermissionsExt as _};
+    let tb = smb3_tests::Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
+        .unwrap_or_else(|e| panic!("testbed: {e}"));
+    let local = scratch("posix-tree");
+    let tree = local.join("tree");
+    let victim = local.join("victim");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::create_dir_all(&victim).unwrap();
+    let set_mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    std::fs::write(tree.join("data.txt"), b"the data").unwrap();
+    std::fs::write(tree.join("run.sh"), b"#!/bin/sh\necho hi\n").unwrap();
+    std::fs::write(tree.join("sub/inner.txt"), b"inner").unwrap();
+    set_mode(&tree.join("data.txt"), 0o640);
+    set_mode(&tree.join("run.sh"), 0o755);
+    set_mode(&tree.join("sub/inner.txt"), 0o600);
+    set_mode(&tree.join("sub"), 0o750);
+    symlink("data.txt", tree.join("rel")).unwrap();
+    symlink("/etc/hostname", tree.join("abs")).unwrap();
+    symlink("../nowhere", tree.join("sub/dangling")).unwrap();
+    symlink("sub", tree.join("dirlink")).unwrap();
+
+    // Up: modes exact on the server's disk (Samba's create mask 0744 would have taken
+    // run.sh's group and other x bits without -p).
+    let o = smbcp(&tb, &["-a", tree.to_str().unwrap(), &url(&tb, "plain/")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let disk = tb.share_path("plain").join("tree");
+    for (name, mode) in [
+        ("data.txt", 0o640),
+        ("run.sh", 0o755),
+        ("sub", 0o750),
+        ("sub/inner.txt", 0o600),
+    ] {
+        assert_eq!(mode_of(&disk.join(name)), mode, "{name} on the server");
+    }
+    // The server's own link, pointing outside whatever directory a download goes to.
+    symlink(&victim, disk.join("escape")).unwrap();
+
+    // Down: the same tree.
+    let back = local.join("back");
+    std::fs::create_dir(&back).unwrap();
+    let o = smbcp(
+        &tb,
+        &["-a", &url(&tb, "plain/tree"), back.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let copy = back.join("tree");
+    for name in ["data.txt", "run.sh", "sub", "sub/inner.txt"] {
+        assert_eq!(
+            mode_of(&copy.join(name)),
+            mode_of(&tree.join(name)),
+            "{name} back here"
+        );
+        // At SMB's resolution: 100 ns.
+        let ticks = |p: &Path| {
+            let t = std::fs::metadata(p).unwrap().modified().unwrap();
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() / 100
+        };
+        assert_eq!(
+            ticks(&copy.join(name)),
+            ticks(&tree.join(name)),
+            "{name}'s time"
+        );
+    }
+    assert_eq!(
+        std::fs::read(copy.join("run.sh")).unwrap(),
+        b"#!/bin/sh\necho hi\n"
+    );
+    let link = |p: &Path| std::fs::read_link(p).unwrap();
+    assert_eq!(link(&copy.join("rel")), Path::new("data.txt"));
+    assert_eq!(link(&copy.join("abs")), Path::new("/etc/hostname"));
+    assert_eq!(link(&copy.join("sub/dangling")), Path::new("../nowhere"));
+    assert_eq!(link(&copy.join("dirlink")), Path::new("sub"));
+    assert_eq!(link(&copy.join("escape")), victim.as_path());
+    // A link named as the source is followed, as `cp` does.
+    let one = local.join("one.txt");
+    let o = smbcp(&tb, &[&url(&tb, "plain/tree/rel"), one.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&one).unwrap(), b"the data");
+    // Again: everything is there already.
+    let o = smbcp(
+        &tb,
+        &[
+            "-a",
+            "--update",
+            &url(&tb, "plain/tree"),
+            back.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("0 copied, 8 skipped"),
+        "3 files and 5 links: {err}"
+    );
+
+    // The server turns its link into a directory holding a file: the local link is left,
+    // not written through.
+    std::fs::remove_file(disk.join("escape")).unwrap();
+    std::fs::create_dir(disk.join("escape")).unwrap();
+    std::fs::write(disk.join("escape/pwned"), b"from the server").unwrap();
+    set_mode(&disk.join("escape/pwned"), 0o644);
+    let o = smbcp(
+        &tb,
+        &["-a", &url(&tb, "plain/tree"), back.to_str().unwrap()],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("escape") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing outside"
+    );
+    std::fs::remove_dir_all(disk.join("escape")).unwrap();
+
+    // -L: what the links lead to, inside the share only.
+    symlink("../../../..", disk.join("up")).unwrap();
+    let followed = local.join("followed");
+    let o = smbcp(
+        &tb,
+        &[
+            "-r",
+            "-L",
+            &url(&tb, "plain/tree"),
+            followed.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(std::fs::read(followed.join("rel")).unwrap(), b"the data");
+    assert_eq!(
+        std::fs::read(followed.join("dirlink/inner.txt")).unwrap(),
+        b"inner"
+    );
+    assert!(followed.join("dirlink").is_dir() && !followed.join("dirlink").is_symlink());
+    assert!(
+        err.contains("abs: a symbolic link to \"/etc/hostname\", outside the share"),
+        "{err}"
+    );
+    assert!(
+        err.contains("up: a symbolic link to \"../../../..\", outside the share"),
+        "{err}"
+    );
+    assert!(err.contains("dangling"), "{err}");
+    assert!(!followed.join("abs").exists() && !followed.join("up").exists());
+    std::fs::remove_file(disk.join("up")).unwrap();
+
+    // Owners: this test runs as root, so a file the server names by Unix ids (a user
+    // without a Samba account: S-1-22-1-UID) becomes theirs here. The SMB user's own files
+    // Samba names by its account SID, which has no Unix id: those are counted in a note.
+    std::fs::write(disk.join("foreign.txt"), b"not mine").unwrap();
+    set_mode(&disk.join("foreign.txt"), 0o644);
+    std::os::unix::fs::chown(disk.join("foreign.txt"), Some(4242), Some(4343)).unwrap();
+    let owned = local.join("owned");
+    let o = smbcp(
+        &tb,
+        &[
+            "-r",
+            "--preserve=all",
+            &url(&tb, "plain/tree"),
+            owned.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let foreign = std::fs::metadata(owned.join("foreign.txt")).unwrap();
+    assert_eq!((foreign.uid(), foreign.gid()), (4242, 4343));
+    assert!(
+        err.contains("owner or group of 5 files and directories not kept"),
+        "the tree, sub and three files of the SMB user: {err}"
+    );
+    // ...and the server does not let its SMB user give files to root: one note says so.
+    let o = smbcp(
+        &tb,
+        &[
+            "-r",
+            "--preserve=all",
+            tree.to_str().unwrap(),
+            &url(&tb, "plain/again"),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("owner or group of 5 files and directories not kept"),
+        "{err}"
+    );
+    assert_eq!(mode_of(&tb.share_path("plain").join("again/run.sh")), 0o755);
+}

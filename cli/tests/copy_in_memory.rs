@@ -44,6 +44,7 @@ fn options(excludes: &[&str]) -> CopyOptions {
         progress: false,
         retries: 2,
         preserve: false,
+        preserve_owners: false,
         verify: true,
         verify_only: false,
         update: false,

@@ -40,19 +40,32 @@ impl Share {
     /// file may then exist, whole. A caller that must have it replaces it by another route
     /// (write a temporary name and rename it over).
     pub async fn write_new_file(&self, path: &str, data: Bytes) -> Result<()> {
+        self.write_new_file_with_mode(path, data, crate::posix::DEFAULT_FILE_MODE)
+            .await
+    }
+
+    /// [`Share::write_new_file`], the new file getting the permission bits `permissions`
+    /// on a share with the SMB3 POSIX extensions (as [`OpenOptions::mode`]: the caller
+    /// applies its umask, the server its own create mask); other shares keep no mode.
+    pub async fn write_new_file_with_mode(
+        &self,
+        path: &str,
+        data: Bytes,
+        permissions: u32,
+    ) -> Result<()> {
         self.across_links(path, |s: Share, p: String| {
             let data = data.clone();
-            async move { s.write_new_file_here(&p, data).await }
+            async move { s.write_new_file_here(&p, data, permissions).await }
         })
         .await
     }
 
-    /// [`Share::write_new_file`] on this share, with no DFS link on the way.
-    async fn write_new_file_here(&self, path: &str, data: Bytes) -> Result<()> {
+    /// [`Share::write_new_file_with_mode`] on this share, with no DFS link on the way.
+    async fn write_new_file_here(&self, path: &str, data: Bytes, permissions: u32) -> Result<()> {
         self.check_writable()?;
         let core = &self.tree.core;
         if data.len() > core.negotiated.max_write as usize {
-            return self.write_new_file_in_chunks(path, data).await;
+            return self.write_new_file_in_chunks(path, data, permissions).await;
         }
         let mut create = CreateRequest::new(
             wire_path(path)?,
@@ -64,8 +77,7 @@ impl Share {
         );
         create.create_options = CreateOptions(CreateOptions::NON_DIRECTORY_FILE);
         create.file_attributes = FileAttributes(FileAttributes::NORMAL);
-        self.tree
-            .posix_open(&mut create, crate::posix::DEFAULT_FILE_MODE);
+        self.tree.posix_open(&mut create, permissions & 0o7777);
         let sent = data.len();
         let mut replies = self
             .send_chain(
@@ -98,10 +110,17 @@ impl Share {
     }
 
     /// `write_new_file` for data larger than one WRITE: open, chunked writes, close.
-    async fn write_new_file_in_chunks(&self, path: &str, data: Bytes) -> Result<()> {
-        let file = self
-            .open(path, &OpenOptions::new().write(true).create_new(true))
-            .await?;
+    async fn write_new_file_in_chunks(
+        &self,
+        path: &str,
+        data: Bytes,
+        permissions: u32,
+    ) -> Result<()> {
+        let options = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(permissions);
+        let file = self.open(path, &options).await?;
         if let Err(e) = file.write_at(0, data).await {
             drop(file);
             if let Err(undo) = self.remove_file(path).await {

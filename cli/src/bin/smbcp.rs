@@ -19,9 +19,11 @@ use smbcp::{EXIT_SOME_FAILED, EXIT_USAGE};
 /// What `-p/--preserve` keeps.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Preserve {
-    /// Times and the read-only attribute (DOS attributes between SMB shares).
+    /// Times, modes on a POSIX share (the read-only attribute elsewhere; DOS attributes
+    /// between SMB shares).
     Basic,
-    /// Also alternate data streams and security descriptors, where both ends are SMB.
+    /// Also owners and groups on a POSIX share, and alternate data streams and security
+    /// descriptors where both ends are SMB.
     All,
 }
 
@@ -70,16 +72,19 @@ struct Args {
     /// Archive mode: the same as -r -p.
     #[arg(short, long)]
     archive: bool,
-    /// Follow symbolic links in local trees: copy what they point to. Without it a link is
-    /// made again on the server as a link to the same target, as `cp -r` does (where the
-    /// server keeps links: the SMB3 POSIX extensions, or reparse points on Samba 4.21 and
-    /// later and Windows); FIFOs, sockets and devices are never copied (each is reported).
+    /// Follow symbolic links: copy what they point to (on a share, only links whose target
+    /// lies inside the share). Without it a link is made again at the other end as a link to
+    /// the same target, never resolved, as `cp -r` does (on a share where the server keeps
+    /// links: the SMB3 POSIX extensions, or reparse points on Samba 4.21 and later and
+    /// Windows); FIFOs, sockets and devices are never copied (each is reported).
     #[arg(short = 'L', long)]
     dereference: bool,
-    /// Keep last-write, last-access and (uploads) creation times, and the read-only
-    /// attribute (the write bits locally). `--preserve=all` also keeps alternate data
-    /// streams and security descriptors (owner, group, DACL) where both ends are SMB (copies
-    /// within a server); `-p` alone is `--preserve=basic`.
+    /// Keep last-write, last-access and (uploads) creation times, and the mode: all of its
+    /// bits to and from a share with the SMB3 POSIX extensions, elsewhere only "no write bit"
+    /// as the read-only attribute. `--preserve=all` also keeps owners and groups on a POSIX
+    /// share (numeric ids; only where this user may give files away, as `cp -p`), and
+    /// alternate data streams and security descriptors (owner, group, DACL) where both ends
+    /// are SMB (copies within a server); `-p` alone is `--preserve=basic`.
     #[arg(
         short,
         long,
@@ -288,6 +293,7 @@ async fn run(args: Args) -> i32 {
         progress: !args.quiet && !args.json && std::io::stderr().is_terminal(),
         retries: args.retries,
         preserve: args.preserve.is_some() || args.archive,
+        preserve_owners: args.preserve == Some(Preserve::All),
         verify: args.verify,
         verify_only: args.verify_only,
         update: args.update,

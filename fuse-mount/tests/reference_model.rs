@@ -22,10 +22,11 @@ use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use smb3_client::{Client, ClientConfig, UserCredentials};
 use smb3_testserver::{ServerConfig, TestServer};
 use smbfuse::fs::{FsConfig, Kind, OpenMode, SetAttr, SmbFs};
 use smbfuse::inode::ROOT;
+
+mod common;
 
 const SHARE: &str = "data";
 
@@ -634,16 +635,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let server = TestServer::start(ServerConfig::default())
         .await
         .expect("server starts");
-    let c = server.config();
-    let creds = UserCredentials {
-        user: c.user.clone(),
-        domain: c.domain.clone(),
-        password: c.password.as_str().into(),
-    };
-    let client = Client::connect(&server.host(), &creds, ClientConfig::default())
-        .await
-        .expect("client connects");
-    let share = client.share(SHARE).await.expect("tree connect");
+    let share = common::share_of(&server, SHARE).await;
     let cfg = FsConfig {
         // Change notification is not served by the in-memory server.
         watch_dirs: 0,

@@ -56,6 +56,9 @@ pub(crate) struct Node {
     /// Set by a delete disposition or a delete-on-close open: gone once the last open closes,
     /// and no new open may be made meanwhile (STATUS_DELETE_PENDING).
     pub(crate) delete_pending: bool,
+    /// The self-relative security descriptor a SET_INFO gave (or a test planted, bytes as
+    /// they are); none: the empty descriptor.
+    pub(crate) security: Option<Vec<u8>>,
 }
 
 impl Node {
@@ -160,6 +163,7 @@ impl Files {
             written: now,
             changed: now,
             delete_pending: false,
+            security: None,
         };
         Files {
             nodes: HashMap::from([(ROOT, root)]),
@@ -241,6 +245,7 @@ impl Files {
             written: now,
             changed: now,
             delete_pending: false,
+            security: None,
         };
         self.nodes.insert(id, node);
         if let Some(Content::Dir(children)) = self.nodes.get_mut(&dir).map(|n| &mut n.content) {

@@ -12,7 +12,9 @@
 //! FSCTL_QUERY_NETWORK_INTERFACE_INFO), LOGOFF, TREE_CONNECT and
 //! DISCONNECT, CREATE (dispositions, directory options, share modes, delete-on-close, leases
 //! on files with their breaks, durable v2 handles), CLOSE, READ, WRITE, FLUSH, QUERY_INFO and
-//! SET_INFO for the common classes (rename, delete, truncate, times), QUERY_DIRECTORY, LOCK,
+//! SET_INFO for the common classes (rename, delete, truncate, times) and for security
+//! descriptors (kept whole, any SID, as NTFS keeps them; `put_security` plants bytes that
+//! need not decode), QUERY_DIRECTORY, LOCK,
 //! ECHO, CHANGE_NOTIFY (answered async with an interim STATUS_PENDING; FILE_NOTIFY_INFORMATION
 //! for names added, removed and renamed and files modified, by CompletionFilter and
 //! SMB2_WATCH_TREE; changes buffered between requests; STATUS_NOTIFY_ENUM_DIR on overflow;
@@ -398,6 +400,31 @@ impl TestServer {
             changes.push(Change::modified(files, id, kinds));
         }
         state.report_changes(&share, &changes);
+    }
+
+    /// Keep `raw` as the security descriptor of `path` of `share`, bytes as they are (they
+    /// need not decode: what a broken or hostile server would send). Panics if there is no
+    /// such file or directory.
+    pub fn put_security(&self, share: &str, path: &str, raw: &[u8]) {
+        let mut state = self.shared.lock();
+        let files = state
+            .shares
+            .get_mut(&share.to_lowercase())
+            .expect("put_security: no such share");
+        let path = path.replace('/', "\\");
+        let id = files
+            .lookup(&components(&path).expect("put_security: a valid path"))
+            .expect("put_security: no such file");
+        files.get_mut(id).expect("a node looked up").security = Some(raw.to_vec());
+    }
+
+    /// The security descriptor of `path` of `share` as stored (none before any was set).
+    pub fn security(&self, share: &str, path: &str) -> Option<Vec<u8>> {
+        let state = self.shared.lock();
+        let files = state.shares.get(&share.to_lowercase())?;
+        let path = path.replace('/', "\\");
+        let id = files.lookup(&components(&path).ok()?).ok()?;
+        files.get(id)?.security.clone()
     }
 
     /// CHANGE_NOTIFY requests the server holds: answered STATUS_PENDING and not yet completed,

@@ -212,8 +212,9 @@ impl SmbFs {
     }
 
     /// The descriptor `path`'s mode may be in, with `modefromsid`: asked beside the metadata
-    /// (its own compound, sent at the same time, so no round trip is added); `None` when the
-    /// option is off or the server gives none (the mount's `file_mode` / `dir_mode` then).
+    /// (its own compound, sent at the same time, so the caller waits for one round trip, and
+    /// for the server's work on both); `None` when the option is off or the server gives none
+    /// (the mount's `file_mode` / `dir_mode` then).
     pub(super) async fn mode_descriptor(&self, path: &str) -> Option<SecurityDescriptor> {
         if !self.modes_in_dacls() {
             return None;

@@ -1,8 +1,10 @@
 //! QUERY_INFO and SET_INFO (MS-SMB2 3.3.5.20, 3.3.5.21) for the classes of MS-FSCC 2.4 and
-//! 2.5 that clients use day to day; others are refused with STATUS_INVALID_INFO_CLASS or
+//! 2.5 that clients use day to day, and security descriptors (MS-DTYP 2.4.6, the parts
+//! AdditionalInformation names); others are refused with STATUS_INVALID_INFO_CLASS or
 //! STATUS_NOT_SUPPORTED.
 
 use bytes::{BufMut, BytesMut};
+use smb3_proto::msg::security_descriptor::{control as sd_control, SecurityDescriptor};
 use smb3_proto::NtStatus;
 
 use super::Ctx;
@@ -28,6 +30,10 @@ pub(crate) fn query(ctx: &mut Ctx<'_>) -> Handled {
     let info_type = f.u8()?;
     let class = f.u8()?;
     let output_len = f.u32()? as usize;
+    // InputBufferOffset, Reserved, InputBufferLength, then AdditionalInformation (MS-SMB2
+    // 2.2.37): the parts of a security descriptor asked for.
+    f.skip(8)?;
+    let parts = f.u32()?;
     let id = ctx.open_at(24)?;
     let open = ctx.open(id)?;
     let files = ctx.files(&open.share)?;
@@ -35,15 +41,7 @@ pub(crate) fn query(ctx: &mut Ctx<'_>) -> Handled {
     let (data, variable) = match info_type {
         INFO_FILE => file_info(files, node, class)?,
         INFO_FILESYSTEM => fs_info(files, class)?,
-        // An empty self-relative security descriptor: no owner, group or ACLs.
-        INFO_SECURITY => {
-            let mut d = BytesMut::new();
-            d.put_u8(1);
-            d.put_u8(0);
-            d.put_u16_le(0x8000);
-            d.put_slice(&[0; 16]);
-            (d, false)
-        }
+        INFO_SECURITY => (security_info(node, parts), true),
         _ => return Err(NtStatus::NOT_SUPPORTED),
     };
     let (status, data) = if data.len() <= output_len {
@@ -62,6 +60,84 @@ pub(crate) fn query(ctx: &mut Ctx<'_>) -> Handled {
         body.put_u8(0);
     }
     Ok(Reply::with_status(status, body))
+}
+
+/// AdditionalInformation bits (MS-SMB2 2.2.37): owner, group, DACL, SACL.
+const SECURITY_OWNER: u32 = 1;
+const SECURITY_GROUP: u32 = 2;
+const SECURITY_DACL: u32 = 4;
+const SECURITY_SACL: u32 = 8;
+
+/// The `parts` of `node`'s security descriptor: of the one a SET_INFO stored, or the empty
+/// one (no owner, group or ACLs). Bytes a test planted that do not decode are sent as they
+/// are, as a broken or hostile server would.
+fn security_info(node: &Node, parts: u32) -> BytesMut {
+    let empty = || {
+        let mut d = BytesMut::new();
+        d.put_u8(1);
+        d.put_u8(0);
+        d.put_u16_le(0x8000);
+        d.put_slice(&[0; 16]);
+        d
+    };
+    let Some(raw) = &node.security else {
+        return empty();
+    };
+    let Ok(mut sd) = SecurityDescriptor::decode(raw) else {
+        return BytesMut::from(&raw[..]);
+    };
+    if parts & SECURITY_OWNER == 0 {
+        sd.owner = None;
+    }
+    if parts & SECURITY_GROUP == 0 {
+        sd.group = None;
+    }
+    if parts & SECURITY_DACL == 0 {
+        sd.dacl = None;
+        sd.control &= !sd_control::DACL_PRESENT;
+    }
+    if parts & SECURITY_SACL == 0 {
+        sd.sacl = None;
+        sd.control &= !sd_control::SACL_PRESENT;
+    }
+    sd.encode()
+        .map_or_else(|_| empty(), |b| BytesMut::from(&b[..]))
+}
+
+/// SET_INFO of a security descriptor: the `parts` of `raw` replace those of the stored one,
+/// as Windows keeps an NTFS file's descriptor (no access check, no mapping of any SID).
+fn set_security(node: &mut Node, parts: u32, raw: &[u8]) -> Result<(), NtStatus> {
+    let new = SecurityDescriptor::decode(raw).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let mut sd = node
+        .security
+        .as_deref()
+        .and_then(|old| SecurityDescriptor::decode(old).ok())
+        .unwrap_or(SecurityDescriptor {
+            control: sd_control::SELF_RELATIVE,
+            rm_control: 0,
+            owner: None,
+            group: None,
+            sacl: None,
+            dacl: None,
+        });
+    if parts & SECURITY_OWNER != 0 {
+        sd.owner = new.owner;
+    }
+    if parts & SECURITY_GROUP != 0 {
+        sd.group = new.group;
+    }
+    let dacl_bits =
+        sd_control::DACL_PRESENT | sd_control::DACL_AUTO_INHERITED | sd_control::DACL_PROTECTED;
+    if parts & SECURITY_DACL != 0 {
+        sd.dacl = new.dacl;
+        sd.control = (sd.control & !dacl_bits) | (new.control & dacl_bits);
+    }
+    if parts & SECURITY_SACL != 0 {
+        sd.sacl = new.sacl;
+    }
+    let encoded = sd.encode().map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    node.security = Some(encoded.to_vec());
+    Ok(())
 }
 
 fn put_basic(d: &mut BytesMut, node: &Node) {
@@ -210,8 +286,21 @@ pub(crate) fn set(ctx: &mut Ctx<'_>) -> Handled {
     let class = f.u8()?;
     let len = f.u32()? as usize;
     let offset = f.u16()? as usize;
+    f.skip(2)?;
+    let parts = f.u32()?;
     let id = ctx.open_at(16)?;
     let buffer = slice_at(ctx.msg, offset, len)?.to_vec();
+    if info_type == INFO_SECURITY {
+        let (share, node_id, _) = target(ctx, id)?;
+        let node = ctx
+            .files_mut(&share)?
+            .get_mut(node_id)
+            .ok_or(NtStatus::FILE_CLOSED)?;
+        set_security(node, parts, &buffer)?;
+        let mut body = BytesMut::new();
+        body.put_u16_le(2);
+        return Ok(Reply::ok(body));
+    }
     if info_type != INFO_FILE {
         return Err(NtStatus::NOT_SUPPORTED);
     }

@@ -29,19 +29,24 @@
 //! file itself (an INHERIT_ONLY ACE speaks of children only); bits above 0o7777 are dropped.
 
 use futures_util::stream::{self, StreamExt};
+use smb3_proto::msg::close::CloseRequest;
 use smb3_proto::msg::create::{AccessMask, CreateDisposition, CreateOptions, CreateRequest};
+use smb3_proto::msg::fscc::FileAllInformation;
 use smb3_proto::msg::query_info::{QueryInfoRequest, QueryInfoResponse};
 use smb3_proto::msg::security_descriptor::{
     ace_flags, control, Ace, AceType, Acl, SecurityDescriptor, Sid,
 };
-use smb3_proto::msg::FileId;
-use smb3_proto::Command;
+use smb3_proto::msg::{FileId, RequestBody};
+use smb3_proto::{Command, NtStatus};
 
+use crate::error::ProtocolError;
 use crate::error::{decode, Error, Result};
 use crate::file_security::{encode, SecurityParts};
 use crate::info_query::{FIRST_BUFFER, TOO_SMALL};
+use crate::metadata::{metadata_from_reply, Metadata};
 use crate::names::wire_path;
 use crate::share::Share;
+use crate::tree::leaves_reparse_point_to_client;
 
 /// The rights every class keeps whatever its bits: reading the attributes and the
 /// descriptor (`stat` needs no permission on the file in POSIX).
@@ -328,6 +333,97 @@ impl Share {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// [`Share::metadata_and_name`] and [`Share::mode_descriptor`] of `path` in one round
+    /// trip and one open: CREATE with FILE_READ_ATTRIBUTES and READ_CONTROL, QUERY_INFO of
+    /// FileAllInformation, QUERY_INFO of the owner, group and DACL, CLOSE. Where the server
+    /// will not open the file that way (no READ_CONTROL, a link it leaves to the client) the
+    /// metadata is asked alone, with no descriptor. A file that is not there costs the one
+    /// round trip, as without the descriptor.
+    pub async fn metadata_name_and_descriptor(
+        &self,
+        path: &str,
+    ) -> Result<(Metadata, Option<String>, Option<SecurityDescriptor>)> {
+        let found = if self.is_posix() || self.snapshot_filetime().is_some() {
+            // POSIX shares carry their modes; a snapshot's misses are explained by the
+            // metadata's own path.
+            None
+        } else {
+            let at = self
+                .across_links(path, |s: Share, p: String| async move {
+                    s.metadata_and_descriptor_here(&p).await
+                })
+                .await;
+            match at {
+                Err(e)
+                    if e.status() == Some(NtStatus::ACCESS_DENIED)
+                        || leaves_reparse_point_to_client(&e) =>
+                {
+                    None
+                }
+                other => Some(other?),
+            }
+        };
+        match found {
+            Some(found) => Ok(found),
+            None => {
+                let (m, name) = self.metadata_and_name(path).await?;
+                Ok((m, name, None))
+            }
+        }
+    }
+
+    /// [`Share::metadata_name_and_descriptor`] on this share, with no DFS link on the way.
+    async fn metadata_and_descriptor_here(
+        &self,
+        path: &str,
+    ) -> Result<(Metadata, Option<String>, Option<SecurityDescriptor>)> {
+        let core = &self.tree.core;
+        let tree = Some(self.tree.context);
+        let parts = SecurityParts::standard();
+        let create = CreateRequest::new(
+            wire_path(path)?,
+            AccessMask::FILE_READ_ATTRIBUTES | AccessMask::READ_CONTROL,
+            CreateDisposition::OPEN,
+        );
+        let all = QueryInfoRequest::file_info::<FileAllInformation>(FileId::ANY, 4096);
+        let sd = QueryInfoRequest::security(FileId::ANY, parts.bits(), FIRST_BUFFER);
+        let reqs = vec![
+            core.prepare(&create, tree),
+            core.prepare(&all, tree),
+            core.prepare(&sd, tree),
+            core.prepare(&CloseRequest::new(FileId::ANY), tree),
+        ];
+        let replies = core
+            .send_related(reqs, create.replay(), self.tree.call())
+            .await?;
+        self.close_left_open(&replies).await;
+        let Ok([created, all, sd, _]) = <[_; 4]>::try_from(replies) else {
+            // The channel answers a compound with one reply per request.
+            return Err(ProtocolError::Unexpected("compound reply count").into());
+        };
+        created?.check(&[]).map_err(|e| e.with_path(path))?;
+        let all = all?
+            .check(&[NtStatus::BUFFER_OVERFLOW])
+            .map_err(|e| e.with_path(path))?;
+        let name = QueryInfoResponse::decode(&all.msg)
+            .and_then(|r| r.file_info::<FileAllInformation>())
+            .ok()
+            .filter(|a| !a.name_truncated)
+            .map(|a| a.name);
+        let metadata = metadata_from_reply(&all.msg)?;
+        let descriptor = match sd {
+            Ok(r) if TOO_SMALL.contains(&r.header.status) => {
+                // Over 4 KiB: asked again, growing the buffer.
+                self.mode_descriptor(path).await?
+            }
+            Ok(r) if r.header.status == NtStatus::SUCCESS => QueryInfoResponse::decode(&r.msg)
+                .ok()
+                .and_then(|q| SecurityDescriptor::decode(&q.output).ok()),
+            _ => None,
+        };
+        Ok((metadata, name, descriptor))
     }
 
     /// [`Share::mode_descriptor`] of each of `paths`, several in flight at once; answers in

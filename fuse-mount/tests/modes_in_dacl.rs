@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use smb3_client::{ace_flags, Ace, Acl, SecurityDescriptor, Sid};
+use smb3_client::{ace_flags, Ace, Acl, Command, SecurityDescriptor, Sid};
 use smb3_testserver::{ServerConfig, TestServer};
 use smbfuse::fs::{FsConfig, SetAttr, SmbFs};
 use smbfuse::inode::ROOT;
@@ -84,8 +84,11 @@ async fn a_server_that_keeps_the_mode_ace_keeps_every_bit() {
         &descriptor(vec![Ace::allow(sid(OWNER), 0x001f_01ff, 0)]),
     );
     let fs = mounted(&server, true).await;
-    // An ACL that is no mode's shape: the mount's file_mode.
+    // An ACL that is no mode's shape: the mount's file_mode. The metadata and the
+    // descriptor come from one open.
+    let opens = server.requests(Command::CREATE);
     assert_eq!(perm(&fs, "f").await, 0o644);
+    assert_eq!(server.requests(Command::CREATE) - opens, 1);
     let ino = fs.lookup(ROOT, "f").await.unwrap().ino;
     for mode in [0o4750, 0o2711, 0o600, 0o7777, 0o640] {
         let set = SetAttr {

@@ -228,6 +228,22 @@ impl SmbFs {
         }
     }
 
+    /// The metadata of `path`, the name the server keeps it under (see
+    /// `Share::metadata_and_name`) and, with `modefromsid`, the descriptor its mode may be
+    /// in, asked in the same compound and open (`Share::metadata_name_and_descriptor`).
+    pub(super) async fn metadata_and_descriptor(
+        &self,
+        path: &str,
+    ) -> Result<(Metadata, Option<String>, Option<SecurityDescriptor>), Error> {
+        if self.modes_in_dacls() {
+            self.retry(|| self.share.metadata_name_and_descriptor(path))
+                .await
+        } else {
+            let (m, name) = self.retry(|| self.share.metadata_and_name(path)).await?;
+            Ok((m, name, None))
+        }
+    }
+
     /// What `stat` shows for metadata `m` of node `ino`, with the mode kept in `sd` (see
     /// [`with_dacl_mode`]).
     fn attr_at(&self, ino: u64, m: &Metadata, sd: Option<&SecurityDescriptor>) -> Attr {
@@ -302,11 +318,10 @@ impl SmbFs {
             }
         }
         let path = self.path_of(ino)?;
-        let (m, sd) = tokio::join!(
-            self.retry(|| self.share.metadata(&path)),
-            self.mode_descriptor(&path)
-        );
-        let m = m.map_err(gone_if_deleted)?;
+        let (m, _, sd) = self
+            .metadata_and_descriptor(&path)
+            .await
+            .map_err(gone_if_deleted)?;
         let attr = self.attr_at(ino, &m, sd.as_ref());
         self.with_link_size(&path, &m, attr).await
     }

@@ -18,11 +18,10 @@ impl SmbFs {
         if let Some(ino) = known {
             self.drain_ino(ino).await;
         }
-        let (found, sd) = tokio::join!(
-            self.retry(|| self.share.metadata_and_name(path)),
-            self.mode_descriptor(path)
-        );
-        let (m, stored) = found.map_err(gone_if_deleted)?;
+        let (m, stored, sd) = self
+            .metadata_and_descriptor(path)
+            .await
+            .map_err(gone_if_deleted)?;
         // A case-insensitive share finds `FOO` when `foo` is there; for POSIX, and for the
         // kernel (which would take them for one file: `mv a A` says "same file", `rename(2)`
         // does nothing), they are two names, and `FOO` does not exist. The name the server

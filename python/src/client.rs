@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use smb3_client::location::Location;
 use smb3_client::{Auth, ClientConfig, Dispatch, IfExists, OpenOptions, UserCredentials};
 
@@ -16,6 +16,10 @@ use crate::file::{File, OpenMode};
 use crate::listing::{ScandirIterator, WalkIterator};
 use crate::runtime::Ctx;
 use crate::stat::StatResult;
+
+/// The most `Share.read_bytes` and `write_bytes` move in one round trip: one chunk, the
+/// library's default READ/WRITE size.
+const ONE_ROUND_TRIP: u32 = 1 << 20;
 
 /// A share-relative path as the library takes it: `/` separated, no leading or trailing `/`.
 pub(crate) fn rpath(path: &str) -> String {
@@ -483,6 +487,52 @@ impl Share {
         }
         let s = self.inner.clone();
         self.call(py, async move { s.create_dir_all(&p).await })
+    }
+
+    /// The whole content of the file `path`, as `pathlib.Path.read_bytes`: a file of up to
+    /// one chunk (1 MiB) in one round trip (CREATE, READ and CLOSE compounded), a larger one
+    /// through an open and reads all in flight together.
+    fn read_bytes<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let (s, p) = (self.inner.clone(), rpath(path));
+        let data = self.call(py, async move {
+            if let Some(data) = s.read_small_file(&p, ONE_ROUND_TRIP).await? {
+                return Ok(data);
+            }
+            let f = s.open(&p, &OpenOptions::new().read(true)).await?;
+            let len = f.metadata().await?.len;
+            let len = usize::try_from(len).map_err(|_| {
+                smb3_client::Error::ApiMisuse("file larger than this address space")
+            })?;
+            let data = f.read_at(0, len).await?;
+            f.close().await?;
+            Ok(data)
+        })?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Make the file `path` hold `data` (a bytes-like object), creating or replacing it, as
+    /// `pathlib.Path.write_bytes`; returns `len(data)`. A new file of up to one chunk goes in
+    /// one round trip (CREATE, WRITE and CLOSE compounded); an existing one is truncated and
+    /// written through an open.
+    fn write_bytes(&self, py: Python<'_>, path: &str, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let data = crate::file::bytes_of(data)?;
+        let n = data.len();
+        let (s, p) = (self.inner.clone(), rpath(path));
+        self.call(py, async move {
+            if data.len() <= ONE_ROUND_TRIP as usize {
+                match s.write_new_file(&p, data.clone()).await {
+                    Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION) => {}
+                    other => return other,
+                }
+            }
+            let options = OpenOptions::new().write(true).create(true).truncate(true);
+            let f = s.open(&p, &options).await?;
+            if !data.is_empty() {
+                f.write_at(0, data).await?;
+            }
+            f.close().await
+        })?;
+        Ok(n)
     }
 
     /// Delete the file `path`.

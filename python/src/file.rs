@@ -69,7 +69,7 @@ impl OpenMode {
 }
 
 /// A copy of a bytes-like object's contents (bytes, bytearray, memoryview, array, ...).
-fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+pub(crate) fn bytes_of(data: &Bound<'_, PyAny>) -> PyResult<Bytes> {
     if let Ok(b) = data.downcast::<PyBytes>() {
         return Ok(Bytes::copy_from_slice(b.as_bytes()));
     }

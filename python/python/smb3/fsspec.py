@@ -196,6 +196,19 @@ class SMB3FileSystem(AbstractFileSystem):
             return share.open(rel, mode, buffering=buffering)
         return self._writing(share, rel, lambda: share.open(rel, mode, buffering=buffering))
 
+    def cat_file(self, path, start=None, end=None, **kwargs):
+        share, rel = self._split(path)
+        if start is None and end is None:
+            # The whole file: one round trip for a small one.
+            return share.read_bytes(rel)
+        return super().cat_file(path, start=start, end=end, **kwargs)
+
+    def pipe_file(self, path, value, mode="overwrite", **kwargs):
+        share, rel = self._split(path)
+        if mode == "create" and share.exists(rel):
+            raise FileExistsError(path)
+        self._writing(share, rel, lambda: share.write_bytes(rel, value))
+
     def mkdir(self, path, create_parents=True, **kwargs):
         share, rel = self._split(path)
         if create_parents:

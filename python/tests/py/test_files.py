@@ -45,6 +45,30 @@ def test_copyfileobj_round_trip_is_byte_exact(share, rdir, tmp_path):
     assert b"".join(parts) == data
 
 
+def test_read_bytes_and_write_bytes_whole_files(share, rdir):
+    d, local_dir = rdir
+    small = pattern(4096, seed=11)
+    large = pattern(2 * MIB + 1, seed=12)
+    # New files: a small one in one round trip, a large one through an open.
+    assert share.write_bytes(f"{d}/small.bin", small) == len(small)
+    assert share.write_bytes(f"{d}/large.bin", bytearray(large)) == len(large)
+    assert share.write_bytes(f"{d}/empty.bin", b"") == 0
+    with open(os.path.join(local_dir, "large.bin"), "rb") as f:
+        assert f.read() == large
+    assert share.read_bytes(f"{d}/small.bin") == small
+    assert share.read_bytes(f"{d}/large.bin") == large
+    assert share.read_bytes(f"{d}/empty.bin") == b""
+    # An existing file is replaced whole, shorter or longer.
+    share.write_bytes(f"{d}/large.bin", b"short")
+    assert share.read_bytes(f"{d}/large.bin") == b"short"
+    share.write_bytes(f"{d}/small.bin", large)
+    assert share.read_bytes(f"{d}/small.bin") == large
+    with pytest.raises(FileNotFoundError):
+        share.read_bytes(f"{d}/missing.bin")
+    with pytest.raises(FileNotFoundError):
+        share.write_bytes(f"{d}/no/such/dir.bin", small)
+
+
 def test_raw_file_is_a_real_raw_io(share, rdir):
     d, _ = rdir
     with share.open(f"{d}/raw.bin", "w+b", buffering=0) as f:

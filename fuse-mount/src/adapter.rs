@@ -109,7 +109,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         nlink: a.nlink,
         uid: a.uid,
         gid: a.gid,
-        rdev: 0,
+        rdev: a.rdev,
         blksize: a.blksize,
         flags: 0,
     }
@@ -868,6 +868,7 @@ fn listing_dir_attr() -> Attr {
         uid: 0,
         gid: 0,
         blksize: 4096,
+        rdev: 0,
     }
 }
 

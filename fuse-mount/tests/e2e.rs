@@ -2075,6 +2075,63 @@ fn git_tar_and_rsync_round_trip_on_a_posix_mount() {
         .unwrap()
         .file_type()
         .is_char_device());
+    // Their numbers too (st_rdev, from the reparse point: the POSIX metadata has none), by
+    // lookup here and, on a fresh mount, in a listing (`ls -l` shows "major, minor").
+    std::fs::create_dir(m.path("devices")).unwrap();
+    let mknod = |name: &str, kind: &str, major: &str, minor: &str| {
+        let out = Command::new("mknod")
+            .arg(m.path(&format!("devices/{name}")))
+            .args([kind, major, minor])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    mknod("null", "c", "1", "3");
+    mknod("sda1", "b", "8", "1");
+    mknod("wide", "c", "254", "70000");
+    let rdev = |p: &str| std::fs::symlink_metadata(m.path(p)).unwrap().rdev();
+    assert_eq!(rdev("null"), 0x0103);
+    assert_eq!(rdev("devices/sda1"), 0x0801);
+    // glibc's makedev(254, 70000): minor's low byte, major, minor's upper bits above.
+    assert_eq!(
+        rdev("devices/wide"),
+        (70000 & 0xff) | (254 << 8) | ((70000 & !0xff) << 12)
+    );
+    let fresh = Mounted::foreground(&tb, &source(&tb, "plain"), "posix-devices", &[]);
+    let out = Command::new("ls")
+        .args(["-l", "--color=never"])
+        .arg(fresh.path("devices"))
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line_of = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name} not listed: {listed}"))
+            .to_string()
+    };
+    // `ls` pads the numbers into columns: compare word by word.
+    let shows = |name: &str, kind: char, numbers: [&str; 2]| {
+        let line = line_of(name);
+        let words: Vec<&str> = line.split_whitespace().collect();
+        line.starts_with(kind) && words.windows(2).any(|w| w == numbers)
+    };
+    assert!(shows("null", 'c', ["1,", "3"]), "{listed}");
+    assert!(shows("sda1", 'b', ["8,", "1"]), "{listed}");
+    assert!(shows("wide", 'c', ["254,", "70000"]), "{listed}");
+    // SMB has no inode flags: `lsattr` gets a clean "not supported", as on NFS.
+    let lsattr = Command::new("lsattr")
+        .arg("-d")
+        .arg(fresh.path("devices"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&lsattr.stderr).into_owned();
+    assert!(
+        !lsattr.status.success() && said.contains("Operation not supported"),
+        "{said}"
+    );
+    drop(fresh);
     drop(m);
     let _ = std::fs::remove_dir_all(&local);
     let _ = std::fs::remove_dir_all(archive.parent().unwrap());
@@ -2862,6 +2919,16 @@ fn reparse_point_links_and_special_files_without_posix() {
         &0x8000_0014u32.to_le_bytes(),
         "IO_REPARSE_TAG_NFS"
     );
+    // A device node: its number read back from the reparse point (st_rdev).
+    let made = Command::new("mknod")
+        .arg(m.path("dev"))
+        .args(["b", "8", "17"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let dev = std::fs::symlink_metadata(m.path("dev")).unwrap();
+    assert!(dev.file_type().is_block_device());
+    assert_eq!(std::os::unix::fs::MetadataExt::rdev(&dev), 0x0811);
     mkfifo(&disk.join("dir/theirs")).unwrap();
     let listed = listed_as(&m.path("dir"), |t| t.is_fifo());
     assert!(listed.contains(&("theirs".into(), true)), "{listed:?}");

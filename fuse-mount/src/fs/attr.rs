@@ -77,6 +77,8 @@ pub struct Attr {
     pub gid: u32,
     /// Preferred I/O size.
     pub blksize: u32,
+    /// A device node's number (`st_rdev`, in FUSE's 32-bit encoding); 0 for the rest.
+    pub rdev: u32,
 }
 
 /// Changes asked for by `setattr`. `None` leaves a value as it is.
@@ -126,6 +128,7 @@ pub(super) fn seen_as(attr: &mut Attr, seen: Seen) {
         SeenKind::BlockDevice => Kind::BlockDevice,
     };
     attr.size = seen.size;
+    attr.rdev = seen.rdev;
     if attr.kind == Kind::Symlink {
         // As on a POSIX share: a link's mode means nothing, Linux shows rwxrwxrwx.
         attr.perm = 0o777;
@@ -202,6 +205,7 @@ impl SmbFs {
             uid: self.cfg.uid,
             gid: self.cfg.gid,
             blksize: 1 << 20,
+            rdev: 0,
         }
     }
 
@@ -285,6 +289,15 @@ impl SmbFs {
         if attr.kind == Kind::Symlink {
             let target = self.retry(|| self.share.read_link(path)).await?;
             attr.size = reparse::shown_target(&target).len() as u64;
+        }
+        // A POSIX share gives a device's type but not its number, which is in its reparse
+        // point: one more round trip, for device nodes only.
+        if matches!(attr.kind, Kind::CharDevice | Kind::BlockDevice) {
+            match self.retry(|| reparse::read(&self.share, path)).await {
+                Ok(Some(seen)) => attr.rdev = seen.rdev,
+                Ok(None) => {}
+                Err(e) => tracing::debug!(path, error = %e, "reading a device's number"),
+            }
         }
         Ok(attr)
     }
@@ -455,16 +468,19 @@ mod tests {
             uid: 1,
             gid: 1,
             blksize: 4096,
+            rdev: 0,
         };
         let fifo = Seen {
             kind: SeenKind::Fifo,
             size: 0,
+            rdev: 0,
         };
         seen_as(&mut attr, fifo);
         assert_eq!((attr.kind, attr.perm), (Kind::Fifo, 0o644));
         let link = Seen {
             kind: SeenKind::Symlink,
             size: 7,
+            rdev: 0,
         };
         seen_as(&mut attr, link);
         assert_eq!((attr.kind, attr.perm, attr.size), (Kind::Symlink, 0o777, 7));

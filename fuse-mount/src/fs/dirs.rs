@@ -37,8 +37,9 @@ pub(super) struct OpenDir {
 /// keeps (`modefromsid`).
 pub(super) struct Listing {
     pages: ReadDir,
-    /// Set on a share without the POSIX extensions: where to read the entries the listing
-    /// does not type, and whether Minshall+French links are among them.
+    /// Where to read what an entry's listing does not say (on a share without the POSIX
+    /// extensions its type, on one with them a device's number), and whether
+    /// Minshall+French links are among them.
     unknown: Option<(Share, String, bool)>,
     /// Whether to read each entry's mode from its DACL (`modefromsid`).
     modes: bool,
@@ -100,7 +101,7 @@ impl Pages for Listing {
                             format!("{dir}/{}", entry.name)
                         }
                     };
-                    if super::reparse::needs_reading(&entry) {
+                    if super::reparse::needs_reading(&entry) || is_device(&entry) {
                         let path = path();
                         match super::reparse::read(share, &path).await {
                             Ok(seen) => seen,
@@ -119,6 +120,7 @@ impl Pages for Listing {
                             Ok(target) => target.map(|t| Seen {
                                 kind: SeenKind::Symlink,
                                 size: t.len() as u64,
+                                rdev: 0,
                             }),
                             Err(e) => {
                                 tracing::debug!(path, error = %e, "reading a possible mfsymlink");
@@ -135,6 +137,14 @@ impl Pages for Listing {
         }
         Ok(Some(self.with_modes(out).await))
     }
+}
+
+/// Whether a POSIX share lists `entry` as a device node, whose number only its reparse
+/// point holds.
+fn is_device(entry: &DirEntry) -> bool {
+    use smb3_client::PosixFileType::{BlockDevice, CharDevice};
+    let t = entry.metadata.posix.as_ref().and_then(|p| p.file_type);
+    matches!(t, Some(CharDevice | BlockDevice))
 }
 
 impl OpenDir {
@@ -161,13 +171,11 @@ impl Lister for ShareLister<'_> {
         let pages = self.fs.retry(|| self.fs.share.list(self.path)).await?;
         Ok(Listing {
             pages,
-            unknown: (!self.fs.share.is_posix()).then(|| {
-                (
-                    self.fs.share.clone(),
-                    self.path.to_string(),
-                    self.fs.mfsymlinks(),
-                )
-            }),
+            unknown: Some((
+                self.fs.share.clone(),
+                self.path.to_string(),
+                self.fs.mfsymlinks(),
+            )),
             modes: self.fs.modes_in_dacls(),
         })
     }

@@ -46,6 +46,19 @@ use crate::errno::{FsError, FsResult};
 pub(super) struct Seen {
     pub(super) kind: SeenKind,
     pub(super) size: u64,
+    /// A device's number as `st_rdev` shows it (see [`device_number`]); 0 for the rest.
+    pub(super) rdev: u32,
+}
+
+/// `major` and `minor` in the encoding FUSE carries `st_rdev` in (the kernel's 32-bit
+/// `new_encode_dev`: minor bits 0-7 and 20-31, major bits 8-19), or 0 when they do not fit
+/// in it (a major above 4095 or a minor above 1,048,575: numbers from the server, shown as
+/// none rather than as another device's).
+pub(super) fn device_number(major: u32, minor: u32) -> u32 {
+    if major > 0xfff || minor > 0xf_ffff {
+        return 0;
+    }
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }
 
 /// The kinds of file a share without the POSIX extensions keeps as reparse points (or, a
@@ -71,6 +84,7 @@ pub(super) fn listed_kind(entry: &DirEntry) -> Option<Seen> {
         Seen {
             kind: SeenKind::Symlink,
             size: 0,
+            rdev: 0,
         },
     )
 }
@@ -88,16 +102,25 @@ pub(super) fn seen(data: &ReparseData) -> Result<Option<Seen>, Error> {
         return Ok(Some(Seen {
             kind: SeenKind::Symlink,
             size: shown_target(&target?).len() as u64,
+            rdev: 0,
         }));
     }
-    let kind = match data {
-        ReparseData::Nfs(NfsReparse::Fifo) => SeenKind::Fifo,
-        ReparseData::Nfs(NfsReparse::Socket) => SeenKind::Socket,
-        ReparseData::Nfs(NfsReparse::CharDevice { .. }) => SeenKind::CharDevice,
-        ReparseData::Nfs(NfsReparse::BlockDevice { .. }) => SeenKind::BlockDevice,
+    let (kind, rdev) = match data {
+        ReparseData::Nfs(NfsReparse::Fifo) => (SeenKind::Fifo, 0),
+        ReparseData::Nfs(NfsReparse::Socket) => (SeenKind::Socket, 0),
+        ReparseData::Nfs(NfsReparse::CharDevice { major, minor }) => {
+            (SeenKind::CharDevice, device_number(*major, *minor))
+        }
+        ReparseData::Nfs(NfsReparse::BlockDevice { major, minor }) => {
+            (SeenKind::BlockDevice, device_number(*major, *minor))
+        }
         _ => return Ok(None),
     };
-    Ok(Some(Seen { kind, size: 0 }))
+    Ok(Some(Seen {
+        kind,
+        size: 0,
+        rdev,
+    }))
 }
 
 /// Read the reparse point at `path` and say what it is (one round trip).
@@ -234,7 +257,8 @@ mod tests {
             s(link("..\\up", 1)),
             Some(Seen {
                 kind: SeenKind::Symlink,
-                size: 5
+                size: 5,
+                rdev: 0,
             })
         );
         // The size is that of the target as shown: `\??\C:\x` is `C:/x`.
@@ -245,19 +269,54 @@ mod tests {
                 .kind,
             SeenKind::Symlink
         );
-        for (nfs, kind) in [
-            (NfsReparse::Fifo, SeenKind::Fifo),
-            (NfsReparse::Socket, SeenKind::Socket),
+        for (nfs, kind, rdev) in [
+            (NfsReparse::Fifo, SeenKind::Fifo, 0),
+            (NfsReparse::Socket, SeenKind::Socket, 0),
             (
                 NfsReparse::CharDevice { major: 1, minor: 3 },
                 SeenKind::CharDevice,
+                0x0103,
             ),
             (
                 NfsReparse::BlockDevice { major: 8, minor: 0 },
                 SeenKind::BlockDevice,
+                0x0800,
+            ),
+            // A minor beyond 8 bits goes above the major, as Linux encodes it.
+            (
+                NfsReparse::CharDevice {
+                    major: 254,
+                    minor: 0x12345,
+                },
+                SeenKind::CharDevice,
+                0x45 | (254 << 8) | (0x12300 << 12),
+            ),
+            // Numbers no 32-bit dev_t holds (a hostile server's): shown as none.
+            (
+                NfsReparse::BlockDevice {
+                    major: 0x1000,
+                    minor: 0,
+                },
+                SeenKind::BlockDevice,
+                0,
+            ),
+            (
+                NfsReparse::CharDevice {
+                    major: 1,
+                    minor: u32::MAX,
+                },
+                SeenKind::CharDevice,
+                0,
             ),
         ] {
-            assert_eq!(s(ReparseData::Nfs(nfs)), Some(Seen { kind, size: 0 }));
+            assert_eq!(
+                s(ReparseData::Nfs(nfs)),
+                Some(Seen {
+                    kind,
+                    size: 0,
+                    rdev
+                })
+            );
         }
         // A hostile target (a NUL in it, or empty) is an error, not a link.
         assert!(seen(&link("a\0b", 1)).is_err());

@@ -361,11 +361,133 @@ async fn make_link(share: &Share, link: plan::LinkJob, opts: &CopyOptions) -> Fi
             remote,
             target,
         } => make_remote_link(share, &local, &remote, &target, opts).await,
+        plan::LinkJob::UpSpecial {
+            local,
+            remote,
+            kind,
+            mode,
+        } => make_remote_special(share, &local, &remote, kind, mode, opts).await,
         plan::LinkJob::Down {
             remote,
             local,
             meta,
         } => make_local_link(share, &remote, &local, &meta, opts).await,
+    }
+}
+
+/// The outcome of making a link or special file (no bytes move for one): `size` is a
+/// link's target length.
+fn node_result(
+    source: &str,
+    dest: String,
+    size: u64,
+    status: FileStatus,
+    error: Option<FileError>,
+) -> FileResult {
+    FileResult {
+        source: source.to_string(),
+        dest,
+        size,
+        status,
+        bytes: 0,
+        resumed_from: 0,
+        sha256: None,
+        error,
+    }
+}
+
+/// What [`make_link`] does before making anything, from whether the destination already
+/// is the `same` as the source: up to date (verified, with `--verify-only`); with
+/// `--dry-run` made in words only; with `--verify-only`, a difference (`missing` says what
+/// is not there).
+enum Before {
+    Done(FileStatus),
+    Mismatch(Refusal),
+    Make,
+}
+
+fn before_making(same: bool, opts: &CopyOptions, missing: impl FnOnce() -> String) -> Before {
+    match (same, opts.verify_only, opts.dry_run) {
+        (true, true, _) => Before::Done(FileStatus::Verified),
+        (true, false, _) => Before::Done(FileStatus::Skipped),
+        (false, _, true) => Before::Done(FileStatus::WouldCopy),
+        (false, true, false) => {
+            Before::Mismatch(Refusal::VerifyMismatch(format!("verify: {}", missing())))
+        }
+        (false, false, false) => Before::Make,
+    }
+}
+
+/// What a remote entry that is neither file nor directory is, read from the share: a
+/// link's target, or a special file's kind (and a device's numbers).
+enum RemoteNode {
+    Link(String),
+    Special(smb3_client::SpecialKind),
+}
+
+/// Read what the remote `path` is; an error names `source`.
+async fn remote_node(share: &Share, path: &str, source: &str) -> Result<RemoteNode, FileError> {
+    use smb3_client::{NfsReparse, ReparseData, SpecialKind};
+    let smb = |e| FileError::new(source, Cause::Smb(e));
+    match share.read_link(path).await {
+        Ok(target) => return Ok(RemoteNode::Link(target)),
+        Err(smb3_client::Error::NotALink { .. }) => {}
+        Err(e) => return Err(smb(e)),
+    }
+    let kind = match share.reparse_point(path).await.map_err(smb)? {
+        Some(ReparseData::Nfs(NfsReparse::Fifo)) => SpecialKind::Fifo,
+        Some(ReparseData::Nfs(NfsReparse::Socket)) => SpecialKind::Socket,
+        Some(ReparseData::Nfs(NfsReparse::CharDevice { major, minor })) => {
+            SpecialKind::CharDevice { major, minor }
+        }
+        Some(ReparseData::Nfs(NfsReparse::BlockDevice { major, minor })) => {
+            SpecialKind::BlockDevice { major, minor }
+        }
+        _ => {
+            let why = Refusal::SpecialFile("a reparse point of a kind smbcp does not copy");
+            return Err(FileError::new(source, why));
+        }
+    };
+    Ok(RemoteNode::Special(kind))
+}
+
+/// [`make_link`] of a local FIFO, socket or device on the share, as an NFS reparse point
+/// (`Share::make_special`). One already there of the same kind (and numbers) is up to
+/// date; a file at the name is replaced.
+async fn make_remote_special(
+    share: &Share,
+    local: &Path,
+    remote: &str,
+    kind: smb3_client::SpecialKind,
+    mode: u32,
+    opts: &CopyOptions,
+) -> FileResult {
+    let source = local.display().to_string();
+    let result = |status, error| node_result(&source, remote_name(share, remote), 0, status, error);
+    let there = remote_node(share, remote, &source).await.ok();
+    let same = matches!(there, Some(RemoteNode::Special(k)) if k == kind);
+    match before_making(same, opts, || format!("the server has no {kind:?} there")) {
+        Before::Done(status) => return result(status, None),
+        Before::Mismatch(why) => {
+            return result(FileStatus::Failed, Some(FileError::new(&source, why)))
+        }
+        Before::Make => {}
+    }
+    let mode = mode & 0o7777;
+    let mut made = share.make_special(remote, kind, mode).await;
+    if matches!(&made, Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION)) {
+        made = match share.remove_file(remote).await {
+            Ok(()) => share.make_special(remote, kind, mode).await,
+            Err(e) => Err(e),
+        };
+    }
+    match made {
+        Ok(()) => result(FileStatus::Copied, None),
+        Err(e) => {
+            let error = FileError::new(&source, Cause::Smb(e))
+                .with_outcome(" (a special file the server did not make)");
+            result(FileStatus::Failed, Some(error))
+        }
     }
 }
 
@@ -380,42 +502,25 @@ async fn make_local_link(
     opts: &CopyOptions,
 ) -> FileResult {
     let source = remote_name(share, remote);
-    let result = |status, size, error| FileResult {
-        source: source.clone(),
-        dest: local.path().display().to_string(),
-        size,
-        status,
-        bytes: 0,
-        resumed_from: 0,
-        sha256: None,
-        error,
-    };
-    let target = match share.read_link(remote).await {
-        Ok(t) => t,
-        Err(smb3_client::Error::NotALink { .. }) => {
-            let why = Refusal::SpecialFile("a FIFO, socket or device (an NFS reparse point)");
-            return result(FileStatus::Failed, 0, Some(FileError::new(&source, why)));
+    let dest = local.path().display().to_string();
+    let result = |status, size, error| node_result(&source, dest.clone(), size, status, error);
+    let target = match remote_node(share, remote, &source).await {
+        Ok(RemoteNode::Link(t)) => t,
+        Ok(RemoteNode::Special(kind)) => {
+            return make_local_special(local, meta, kind, opts, &source)
         }
-        Err(e) => {
-            let error = FileError::new(&source, Cause::Smb(e));
-            return result(FileStatus::Failed, 0, Some(error));
-        }
+        Err(error) => return result(FileStatus::Failed, 0, Some(error)),
     };
     let size = target.len() as u64;
-    if local.read_link().ok().flatten().as_deref() == Some(target.as_str()) {
-        let status = if opts.verify_only {
-            FileStatus::Verified
-        } else {
-            FileStatus::Skipped
-        };
-        return result(status, size, None);
-    }
-    if opts.dry_run {
-        return result(FileStatus::WouldCopy, size, None);
-    }
-    if opts.verify_only {
-        let why = Refusal::VerifyMismatch(format!("verify: no symbolic link to {target:?} here"));
-        return result(FileStatus::Failed, size, Some(FileError::new(&source, why)));
+    let same = local.read_link().ok().flatten().as_deref() == Some(target.as_str());
+    match before_making(same, opts, || {
+        format!("no symbolic link to {target:?} here")
+    }) {
+        Before::Done(status) => return result(status, size, None),
+        Before::Mismatch(why) => {
+            return result(FileStatus::Failed, size, Some(FileError::new(&source, why)))
+        }
+        Before::Make => {}
     }
     let times = opts.preserve.then(|| preserve::link_times(meta));
     match local.make_symlink(&target, times.as_ref()) {
@@ -423,6 +528,39 @@ async fn make_local_link(
         Err(e) => {
             let error = FileError::new(local.path().display().to_string(), Cause::local(e));
             result(FileStatus::Failed, size, Some(error))
+        }
+    }
+}
+
+/// [`make_local_link`] of a remote FIFO, socket or device: made here with `mknod` (a device
+/// only by root), its mode the source's less the umask.
+fn make_local_special(
+    local: &LocalTarget,
+    meta: &smb3_client::Metadata,
+    kind: smb3_client::SpecialKind,
+    opts: &CopyOptions,
+    source: &str,
+) -> FileResult {
+    let dest = local.path().display().to_string();
+    let result = |status, error| node_result(source, dest.clone(), 0, status, error);
+    let same = local.special().ok().flatten() == Some(kind);
+    match before_making(same, opts, || format!("no {kind:?} here")) {
+        Before::Done(status) => return result(status, None),
+        Before::Mismatch(why) => {
+            return result(FileStatus::Failed, Some(FileError::new(source, why)))
+        }
+        Before::Make => {}
+    }
+    let mode = meta
+        .posix
+        .as_ref()
+        .map_or(0o644, |p| p.permissions & 0o7777);
+    let times = opts.preserve.then(|| preserve::link_times(meta));
+    match local.make_special(kind, mode, times.as_ref()) {
+        Ok(()) => result(FileStatus::Copied, None),
+        Err(e) => {
+            let error = FileError::new(local.path().display().to_string(), Cause::local(e));
+            result(FileStatus::Failed, Some(error))
         }
     }
 }
@@ -436,33 +574,17 @@ async fn make_remote_link(
     opts: &CopyOptions,
 ) -> FileResult {
     let source = local.display().to_string();
-    let result = |status, error| FileResult {
-        source: source.clone(),
-        dest: remote_name(share, remote),
-        size: target.len() as u64,
-        status,
-        bytes: 0,
-        resumed_from: 0,
-        sha256: None,
-        error,
-    };
-    let there = share.read_link(remote).await.ok();
-    if there.as_deref() == Some(target) {
-        let status = if opts.verify_only {
-            FileStatus::Verified
-        } else {
-            FileStatus::Skipped
-        };
-        return result(status, None);
-    }
-    if opts.dry_run {
-        return result(FileStatus::WouldCopy, None);
-    }
-    if opts.verify_only {
-        let why = Refusal::VerifyMismatch(format!(
-            "verify: the server has no symbolic link to {target:?} there"
-        ));
-        return result(FileStatus::Failed, Some(FileError::new(&source, why)));
+    let size = target.len() as u64;
+    let result =
+        |status, error| node_result(&source, remote_name(share, remote), size, status, error);
+    let same = share.read_link(remote).await.ok().as_deref() == Some(target);
+    let missing = || format!("the server has no symbolic link to {target:?} there");
+    match before_making(same, opts, missing) {
+        Before::Done(status) => return result(status, None),
+        Before::Mismatch(why) => {
+            return result(FileStatus::Failed, Some(FileError::new(&source, why)))
+        }
+        Before::Make => {}
     }
     let mut made = share.symlink(target, remote).await;
     if matches!(&made, Err(e) if e.status() == Some(smb3_client::NtStatus::OBJECT_NAME_COLLISION)) {

@@ -41,8 +41,8 @@ pub enum Refusal {
     NameClash(String),
     /// A download's local file was not kept open for `-p` (an internal slip).
     NotKeptOpen,
-    /// A FIFO, socket or device met in a tree: smbcp copies files, directories and symbolic
-    /// links; the words say which kind it is.
+    /// A FIFO, socket or device named as a source without -r (or a reparse point of a kind
+    /// smbcp does not copy); the words say which kind it is.
     SpecialFile(&'static str),
     /// A symbolic link whose target is not UTF-8: SMB names are Unicode.
     LinkTargetNotUnicode,
@@ -78,7 +78,8 @@ impl fmt::Display for Refusal {
             Refusal::NotKeptOpen => f.write_str("copied, but the written file was not kept open"),
             Refusal::SpecialFile(kind) => write!(
                 f,
-                "{kind}: not copied (smbcp copies files, directories and symbolic links)"
+                "{kind}: not copied (named alone it would be read as a file; in a tree copied \
+                 with -r it is made again)"
             ),
             Refusal::LinkTargetNotUnicode => f.write_str(
                 "symbolic link whose target is not UTF-8: not copied (-L copies what it points to)",

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+use smb3_client::SpecialKind;
 
 /// Suffix of partial files: `.NAME.smbcp-partial`.
 const PARTIAL_SUFFIX: &str = ".smbcp-partial";
@@ -286,17 +287,25 @@ impl LocalTarget {
             .map_err(|e| self.explain_at(&parent, &self.components, e))
     }
 
+    /// The directory holding this target (reached without links) and its name; `None` for
+    /// the root itself or when that directory does not exist.
+    fn parent_if_there(&self) -> io::Result<Option<(OwnedFd, &str)>> {
+        let Some(name) = self.name() else {
+            return Ok(None);
+        };
+        match self.open_dir(self.parent_components(), false) {
+            Ok(p) => Ok(Some((p, name))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// What the symbolic link at this target points to, read without following it; `None`
     /// when nothing is there or it is not a link (or its target is not UTF-8, which no
     /// link from a share has).
     pub(crate) fn read_link(&self) -> io::Result<Option<String>> {
-        let Some(name) = self.name() else {
+        let Some((parent, name)) = self.parent_if_there()? else {
             return Ok(None);
-        };
-        let parent = match self.open_dir(self.parent_components(), false) {
-            Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
         };
         match rustix::fs::readlinkat(&parent, name, Vec::new()) {
             Ok(target) => Ok(target.into_string().ok()),
@@ -314,6 +323,82 @@ impl LocalTarget {
         target: &str,
         times: Option<&rustix::fs::Timestamps>,
     ) -> io::Result<()> {
+        self.place_new(|dir, name| rustix::fs::symlinkat(target, dir, name), times)
+    }
+
+    /// What special file this target is (a FIFO, socket or device node, with its numbers),
+    /// looked at without following a link; `None` for anything else or nothing.
+    pub(crate) fn special(&self) -> io::Result<Option<SpecialKind>> {
+        let Some((parent, name)) = self.parent_if_there()? else {
+            return Ok(None);
+        };
+        let st = match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(self.explain(&self.components, e)),
+        };
+        let rdev = st.st_rdev as rustix::fs::Dev;
+        let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+        Ok(match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::Fifo => Some(SpecialKind::Fifo),
+            rustix::fs::FileType::Socket => Some(SpecialKind::Socket),
+            rustix::fs::FileType::CharacterDevice => Some(SpecialKind::CharDevice { major, minor }),
+            rustix::fs::FileType::BlockDevice => Some(SpecialKind::BlockDevice { major, minor }),
+            _ => None,
+        })
+    }
+
+    /// Make this target the special file `kind` with the permission bits `mode` (less the
+    /// umask, as `mknod` makes them), as [`LocalTarget::make_symlink`] makes a link: under a
+    /// fresh name, renamed into place. Device nodes take root (CAP_MKNOD).
+    #[cfg(not(target_vendor = "apple"))]
+    pub(crate) fn make_special(
+        &self,
+        kind: SpecialKind,
+        mode: u32,
+        times: Option<&rustix::fs::Timestamps>,
+    ) -> io::Result<()> {
+        use rustix::fs::FileType;
+        let (file_type, dev) = match kind {
+            SpecialKind::Fifo => (FileType::Fifo, 0),
+            SpecialKind::Socket => (FileType::Socket, 0),
+            SpecialKind::CharDevice { major, minor } => {
+                (FileType::CharacterDevice, rustix::fs::makedev(major, minor))
+            }
+            SpecialKind::BlockDevice { major, minor } => {
+                (FileType::BlockDevice, rustix::fs::makedev(major, minor))
+            }
+        };
+        let mode = Mode::from_raw_mode((mode & 0o7777) as _);
+        self.place_new(
+            |dir, name| rustix::fs::mknodat(dir, name, file_type, mode, dev),
+            times,
+        )
+    }
+
+    /// macOS: rustix has no `mknodat` there; smbcp does not make special files.
+    #[cfg(target_vendor = "apple")]
+    pub(crate) fn make_special(
+        &self,
+        _kind: SpecialKind,
+        _mode: u32,
+        _times: Option<&rustix::fs::Timestamps>,
+    ) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "smbcp makes no special files on this system",
+        ))
+    }
+
+    /// Put a new entry at this target's name: `make` creates it under a fresh name in the
+    /// target's directory (made if missing, reached without links), `times` are set on it
+    /// (not following it), and it is renamed over the name. A file or link already there is
+    /// replaced whole, a directory refused; on failure the fresh entry goes again.
+    fn place_new(
+        &self,
+        make: impl Fn(&OwnedFd, &str) -> Result<(), Errno>,
+        times: Option<&rustix::fs::Timestamps>,
+    ) -> io::Result<()> {
         let name = self
             .name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
@@ -321,13 +406,13 @@ impl LocalTarget {
         let mut made = None;
         for _ in 0..=FRESH_NAME_TRIES {
             let fresh = fresh_partial_name(name);
-            match rustix::fs::symlinkat(target, &parent, fresh.as_str()) {
+            match make(&parent, &fresh) {
                 Ok(()) => {
                     made = Some(fresh);
                     break;
                 }
                 Err(Errno::EXIST) => continue,
-                Err(e) => return Err(self.explain(self.parent_components(), e)),
+                Err(e) => return Err(self.explain(&self.components, e)),
             }
         }
         let fresh = made.ok_or_else(|| {

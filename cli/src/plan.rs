@@ -125,8 +125,19 @@ pub(crate) enum LinkJob {
         /// What it points to, as it is.
         target: String,
     },
-    /// A link of a remote tree, made here (below the destination only, `local_dest.rs`).
-    /// Its target is read from the share when the link is made.
+    /// A FIFO, socket or device node of a local tree, made on the share as the NFS-style
+    /// reparse point Linux's client and Windows' NFS server use (a name only: nothing flows
+    /// through it there), as `cp -a` makes one again.
+    UpSpecial {
+        local: PathBuf,
+        remote: String,
+        kind: smb3_client::SpecialKind,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A link or special file of a remote tree, made here (below the destination only,
+    /// `local_dest.rs`). What it is (a link's target, a device's numbers) is read from the
+    /// share when it is made.
     Down {
         remote: String,
         local: LocalTarget,
@@ -476,6 +487,43 @@ fn note_sparse_remote(share: &Share, path: &str, md: &Metadata, plan: &mut Plan)
     }
 }
 
+/// Plan the local special file `local` (metadata `md`) to be made again as `remote`; one of
+/// a kind no share keeps is a failure.
+fn push_special(local: PathBuf, remote: String, md: &std::fs::Metadata, plan: &mut Plan) {
+    match local_special(md) {
+        Some(kind) => plan.links.push(LinkJob::UpSpecial {
+            local,
+            remote,
+            kind,
+            mode: std::os::unix::fs::PermissionsExt::mode(&md.permissions()),
+        }),
+        None => plan.failures.push(FileError::new(
+            local.display().to_string(),
+            Refusal::SpecialFile(special_kind(md)),
+        )),
+    }
+}
+
+/// The special file `md` describes (a device with its numbers), as a share keeps it.
+fn local_special(md: &std::fs::Metadata) -> Option<smb3_client::SpecialKind> {
+    use smb3_client::SpecialKind;
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let t = md.file_type();
+    let dev = md.rdev() as rustix::fs::Dev;
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    if t.is_fifo() {
+        Some(SpecialKind::Fifo)
+    } else if t.is_socket() {
+        Some(SpecialKind::Socket)
+    } else if t.is_char_device() {
+        Some(SpecialKind::CharDevice { major, minor })
+    } else if t.is_block_device() {
+        Some(SpecialKind::BlockDevice { major, minor })
+    } else {
+        None
+    }
+}
+
 /// What a file that is neither a regular file, a directory nor a link is, in words.
 fn special_kind(md: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
@@ -652,11 +700,12 @@ async fn remote_tree(
                 local: target,
                 meta: e.entry.metadata,
             });
-        } else if let RemoteKind::Special(what) = kind {
-            plan.failures.push(FileError::new(
-                remote_name(share, &e.path),
-                Refusal::SpecialFile(what),
-            ));
+        } else if let RemoteKind::Special(_) = kind {
+            plan.links.push(LinkJob::Down {
+                remote: e.path,
+                local: target,
+                meta: e.entry.metadata,
+            });
         } else if is_dir {
             walked_dirs.insert(rel.clone(), (e.path.clone(), e.entry.file_id));
             if opts.create_dirs {
@@ -769,6 +818,17 @@ pub(crate) async fn upload(
             }
         } else if opts.excludes.excludes(&name) {
             plan.excluded += 1;
+        } else if !md.is_file() {
+            // With -r a special file is made again, as `cp -r` does; without, `cp` would read
+            // a FIFO (and wait for a writer): smbcp says what it is instead.
+            if opts.recursive {
+                push_special(src.clone(), target, &md, &mut plan);
+            } else {
+                plan.failures.push(FileError::new(
+                    src.display().to_string(),
+                    Refusal::SpecialFile(special_kind(&md)),
+                ));
+            }
         } else {
             plan.jobs.push(Job::Upload {
                 local: src.clone(),
@@ -882,10 +942,7 @@ async fn local_tree(
                     meta: md,
                 });
             } else {
-                plan.failures.push(FileError::new(
-                    path.display().to_string(),
-                    Refusal::SpecialFile(special_kind(&md)),
-                ));
+                push_special(path, r, &md, plan);
             }
         }
     }

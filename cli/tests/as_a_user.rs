@@ -528,10 +528,11 @@ fn names_that_differ_only_in_case_are_never_merged_on_the_share() {
 
 /// Symbolic links in a tree are made again on the server as links to the same targets, as
 /// `cp -r` does (relative, absolute and dangling ones alike, never resolved), where the server
-/// keeps links: here Samba 4.22, whose reparse points hold them. A second run finds them up
-/// to date. `-L` copies what they point to instead. A FIFO is reported, not skipped in silence.
+/// keeps links: here Samba 4.22, whose reparse points hold them. A FIFO is made again too (an
+/// NFS-style reparse point), as `cp -r` makes one. A second run finds them up to date. `-L`
+/// copies what the links point to instead. A FIFO named alone, without -r, is reported.
 #[test]
-fn links_in_a_tree_are_kept_as_links_and_special_files_are_reported() {
+fn links_and_special_files_in_a_tree_are_made_again_on_the_server() {
     use std::os::unix::fs::symlink;
     let tb = smb3_tests::Testbed::start(TestbedConfig::unshaped(1).with_samba_trixie())
         .unwrap_or_else(|e| panic!("testbed: {e}"));
@@ -551,14 +552,24 @@ fn links_in_a_tree_are_kept_as_links_and_special_files_are_reported() {
 
     let o = smbcp(&tb, &["-r", tree.to_str().unwrap(), &url(&tb, "plain/")]);
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "the FIFO fails: {err}");
-    assert!(err.contains("pipe: a FIFO: not copied"), "{err}");
-    assert!(err.contains("5 copied"), "data.txt and four links: {err}");
-    // The links as they are, read back from the server: a second run finds each one there
-    // with the same target and leaves it (the file is copied again, as files are without -u).
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("6 copied"),
+        "data.txt, four links, the FIFO: {err}"
+    );
+    // The links and the FIFO as they are, read back from the server: a second run finds each
+    // one there and leaves it (the file is copied again, as files are without -u).
     let o = smbcp(&tb, &["-r", tree.to_str().unwrap(), &url(&tb, "plain/")]);
     let err = stderr(&o);
-    assert!(err.contains("1 copied, 4 skipped"), "{err}");
+    assert!(err.contains("1 copied, 5 skipped"), "{err}");
+    // Without -r a FIFO would be read as a file: it is reported instead.
+    let o = smbcp(
+        &tb,
+        &[tree.join("pipe").to_str().unwrap(), &url(&tb, "plain/")],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("pipe: a FIFO: not copied"), "{err}");
 
     // -L: what they point to (the dangling one cannot be followed and is reported).
     let o = smbcp(
@@ -651,6 +662,11 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     symlink("/etc/hostname", tree.join("abs")).unwrap();
     symlink("../nowhere", tree.join("sub/dangling")).unwrap();
     symlink("sub", tree.join("dirlink")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(tree.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
 
     // Up: modes exact on the server's disk (Samba's create mask 0744 would have taken
     // run.sh's group and other x bits without -p).
@@ -665,8 +681,15 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     ] {
         assert_eq!(mode_of(&disk.join(name)), mode, "{name} on the server");
     }
-    // The server's own link, pointing outside whatever directory a download goes to.
+    // The server's own link, pointing outside whatever directory a download goes to, and a
+    // device node of its own.
     symlink(&victim, disk.join("escape")).unwrap();
+    let null = std::process::Command::new("mknod")
+        .arg(disk.join("null"))
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(null.success());
 
     // Down: the same tree.
     let back = local.join("back");
@@ -704,6 +727,12 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     assert_eq!(link(&copy.join("sub/dangling")), Path::new("../nowhere"));
     assert_eq!(link(&copy.join("dirlink")), Path::new("sub"));
     assert_eq!(link(&copy.join("escape")), victim.as_path());
+    // The FIFO, and the device (this test runs as root, which mknod needs), made again.
+    use std::os::unix::fs::FileTypeExt as _;
+    let special = |p: &str| std::fs::symlink_metadata(copy.join(p)).unwrap();
+    assert!(special("fifo").file_type().is_fifo());
+    assert!(special("null").file_type().is_char_device());
+    assert_eq!(special("null").rdev(), 0x0103);
     // A link named as the source is followed, as `cp` does.
     let one = local.join("one.txt");
     let o = smbcp(&tb, &[&url(&tb, "plain/tree/rel"), one.to_str().unwrap()]);
@@ -722,8 +751,8 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
-        err.contains("0 copied, 8 skipped"),
-        "3 files and 5 links: {err}"
+        err.contains("0 copied, 10 skipped"),
+        "3 files, 5 links, a FIFO and a device: {err}"
     );
 
     // The server turns its link into a directory holding a file: the local link is left,

@@ -76,7 +76,8 @@ struct Args {
     /// lies inside the share). Without it a link is made again at the other end as a link to
     /// the same target, never resolved, as `cp -r` does (on a share where the server keeps
     /// links: the SMB3 POSIX extensions, or reparse points on Samba 4.21 and later and
-    /// Windows); FIFOs, sockets and devices are never copied (each is reported).
+    /// Windows); FIFOs, sockets and devices are made again too, as `cp -r` does (devices
+    /// here only by root).
     #[arg(short = 'L', long)]
     dereference: bool,
     /// Keep last-write, last-access and (uploads) creation times, and the mode: all of its

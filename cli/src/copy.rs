@@ -533,7 +533,7 @@ async fn make_local_link(
 }
 
 /// [`make_local_link`] of a remote FIFO, socket or device: made here with `mknod` (a device
-/// only by root), its mode the source's less the umask.
+/// only by root, and for root alone), its mode the source's less the umask.
 fn make_local_special(
     local: &LocalTarget,
     meta: &smb3_client::Metadata,
@@ -551,10 +551,14 @@ fn make_local_special(
         }
         Before::Make => {}
     }
-    let mode = meta
-        .posix
-        .as_ref()
-        .map_or(0o644, |p| p.permissions & 0o7777);
+    // A device node is a door to the hardware, and the server chose its numbers: made for
+    // its owner alone (root, who alone may make one), whatever bits the server gave it.
+    let device = matches!(
+        kind,
+        smb3_client::SpecialKind::CharDevice { .. } | smb3_client::SpecialKind::BlockDevice { .. }
+    );
+    let bits = if device { 0o600 } else { 0o777 };
+    let mode = meta.posix.as_ref().map_or(0o644, |p| p.permissions) & bits;
     let times = opts.preserve.then(|| preserve::link_times(meta));
     match local.make_special(kind, mode, times.as_ref()) {
         Ok(()) => result(FileStatus::Copied, None),

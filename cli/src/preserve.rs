@@ -14,8 +14,8 @@
 //!
 //! Owners are kept as `cp -p` keeps them: whoever may not give a file away (a local user
 //! other than root; an SMB user the server does not let change owners) gets the file as
-//! their own, and setuid/setgid bits are then dropped. smbcp counts such files and says so
-//! in one note rather than failing each.
+//! their own. smbcp counts such files and says so in one note rather than failing each.
+//! Setuid and setgid bits from a server are never kept (see [`SET_ID_BITS`]).
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
@@ -39,7 +39,9 @@ pub(crate) enum Owners {
 
 /// Permission bits smbcp keeps: rwx for each class, setuid, setgid and sticky.
 const PERMISSION_BITS: u32 = 0o7777;
-/// Setuid and setgid: meaningful only with the file's owner and group.
+/// Setuid and setgid, never kept on a download: the server chooses both the bits and (with
+/// `--preserve=all`) the owner, so keeping them would let it hand local users a program that
+/// runs as root.
 const SET_ID_BITS: u32 = 0o6000;
 
 /// This process's umask, read once: on Linux from `/proc/self/status` (nothing is
@@ -190,10 +192,7 @@ fn mode_to_local(
             Err(e) => return Err(("setting owner and group", Cause::local(e))),
         };
     }
-    let mut mode = posix.permissions & PERMISSION_BITS;
-    if kept != Owners::Kept {
-        mode &= !SET_ID_BITS;
-    }
+    let mode = posix.permissions & PERMISSION_BITS & !SET_ID_BITS;
     file.set_permissions(std::fs::Permissions::from_mode(mode))
         .map_err(|e| ("setting the mode", Cause::local(e)))?;
     Ok(kept)
@@ -327,6 +326,56 @@ pub(crate) fn link_times(source: &Metadata) -> rustix::fs::Timestamps {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Metadata of a file on a POSIX share with `permissions`, owned by Unix ids.
+    fn posix_file(permissions: u32) -> Metadata {
+        let sid = |s: &str| s.parse::<smb3_client::Sid>().unwrap();
+        Metadata {
+            file_type: smb3_client::FileType::File,
+            len: 0,
+            allocation_size: 0,
+            created: None,
+            accessed: None,
+            modified: None,
+            changed: None,
+            attributes: DosAttributes::empty(),
+            file_id: 0,
+            links: 1,
+            posix: Some(smb3_client::PosixMetadata {
+                file_type: Some(smb3_client::PosixFileType::Regular),
+                permissions,
+                links: 1,
+                owner: sid("S-1-22-1-4242"),
+                group: sid("S-1-22-2-4343"),
+                reparse_tag: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_servers_setuid_and_setgid_are_never_kept_the_rest_is() {
+        let dir = std::env::temp_dir().join(format!("smbcp-modes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let file = std::fs::File::create(&path).unwrap();
+        for (server, here) in [
+            (0o4755, 0o755),
+            (0o2750, 0o750),
+            (0o1777, 0o1777),
+            (0o600, 0o600),
+        ] {
+            mode_to_local(&file, &posix_file(server), false).unwrap();
+            let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(got, here, "{server:o}");
+        }
+        // Owners asked for: kept where this user may (root), never with the set-id bits.
+        let kept = mode_to_local(&file, &posix_file(0o6755), true).unwrap();
+        let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(got, 0o755);
+        let root = rustix::process::geteuid().is_root();
+        assert_eq!(kept, if root { Owners::Kept } else { Owners::NotKept });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn times_compare_at_100ns() {

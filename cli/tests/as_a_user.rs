@@ -733,6 +733,11 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     assert!(special("fifo").file_type().is_fifo());
     assert!(special("null").file_type().is_char_device());
     assert_eq!(special("null").rdev(), 0x0103);
+    assert_eq!(
+        mode_of(&copy.join("null")),
+        0o600,
+        "a device from a server: root's alone"
+    );
     // A link named as the source is followed, as `cp` does.
     let one = local.join("one.txt");
     let o = smbcp(&tb, &[&url(&tb, "plain/tree/rel"), one.to_str().unwrap()]);
@@ -814,8 +819,8 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     // without a Samba account: S-1-22-1-UID) becomes theirs here. The SMB user's own files
     // Samba names by its account SID, which has no Unix id: those are counted in a note.
     std::fs::write(disk.join("foreign.txt"), b"not mine").unwrap();
-    set_mode(&disk.join("foreign.txt"), 0o644);
     std::os::unix::fs::chown(disk.join("foreign.txt"), Some(4242), Some(4343)).unwrap();
+    set_mode(&disk.join("foreign.txt"), 0o4755);
     let owned = local.join("owned");
     let o = smbcp(
         &tb,
@@ -830,6 +835,11 @@ fn a_tree_with_links_and_modes_comes_back_as_it_was_from_a_posix_share() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     let foreign = std::fs::metadata(owned.join("foreign.txt")).unwrap();
     assert_eq!((foreign.uid(), foreign.gid()), (4242, 4343));
+    assert_eq!(
+        mode_of(&owned.join("foreign.txt")),
+        0o755,
+        "a server's setuid bit is never kept"
+    );
     assert!(
         err.contains("owner or group of 5 files and directories not kept"),
         "the tree, sub and three files of the SMB user: {err}"

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use smb3_client::{Command, NtStatus, Share};
+use smb3_client::{Client, ClientConfig, Command, NtStatus, Share, UserCredentials};
 use smb3_testserver::{Fault, FaultAction, ServerConfig, TestServer};
 use smbcp::copy::{self, CopyOptions, CopyReport, FileStatus};
 use smbcp::glob::Excludes;
@@ -56,7 +56,16 @@ fn options(excludes: &[&str]) -> CopyOptions {
 }
 
 async fn share_of(server: &TestServer) -> Share {
-    smb3_tests::in_memory::share_of(server, "data").await
+    let c = server.config();
+    let creds = UserCredentials {
+        user: c.user.clone(),
+        domain: c.domain.clone(),
+        password: c.password.as_str().into(),
+    };
+    let client = Client::connect(&server.host(), &creds, ClientConfig::default())
+        .await
+        .expect("connects");
+    client.share("data").await.expect("tree connect")
 }
 
 /// A tree of files of many sizes below `root`: (relative path, contents).

@@ -26,7 +26,6 @@
 //! and so are the test targets that use it (each starts with the same `cfg`).
 #![cfg(target_os = "linux")]
 
-pub mod in_memory;
 pub mod mitm;
 pub mod quic_relay;
 pub mod scratch;
